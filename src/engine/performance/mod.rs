@@ -1,0 +1,130 @@
+//! Step 3 of a round (first half of Algorithm 3): every entrant's performance, counting every
+//! opponent, without the O(N²) cost of solving each entrant's equation against all others.
+//!
+//! Each tie group `g` (entrants sharing a rank, best first) has an increasing function `Q_g`
+//! whose zero is its performance, and those zeros fall as the rank worsens (Theorem 5.2). So
+//! the zeros are found together: an interval known to hold the zeros of groups `lo..hi` is
+//! split at its midpoint by the sign of each `Q_g` there, until it is narrow enough that the
+//! sum over all entrants is replaced by a Chebyshev interpolant accurate to rounding level,
+//! after which each group's zero costs O(interpolant degree) per Newton step. The work is
+//! O(N) per sampled point times a number of points that grows with the spread of ratings
+//! measured in performance spreads, not with N. See `logistic` and `gaussian` for the curves.
+
+mod gaussian;
+mod logistic;
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+pub(crate) use gaussian::GaussianCurves;
+pub(crate) use logistic::LogisticCurves;
+
+/// Entrants summed per rayon task. A fixed size (not one derived from the thread count) keeps
+/// every sum's association, and so every result, identical for any number of threads.
+const CHUNK: usize = 2_048;
+/// Chebyshev points per interpolated interval.
+pub(crate) const NODES: usize = 32;
+/// Most times the initial bracket is doubled before the solver gives up widening it.
+const MAX_WIDENINGS: usize = 64;
+/// An interval this many times narrower than the leaf width is interpolated whatever its
+/// tail: at that scale every curve is a straight line to rounding level.
+const FORCED_LEAF_RATIO: f64 = 1.0 / 1_048_576.0;
+
+/// One entrant's prior performance distribution: mean and spread (MATH.md step 2).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Term {
+    pub mu: f64,
+    pub delta: f64,
+}
+
+/// The family of increasing functions `Q_g`, one per tie group, whose zeros are wanted.
+pub(crate) trait Curves: Sync {
+    /// Number of tie groups.
+    fn groups(&self) -> usize;
+    /// `Q_g(x)` for every `g` in `groups`, counting every entrant.
+    fn values(&self, x: f64, groups: Range<usize>) -> Vec<f64>;
+    /// The zeros of the groups in `groups`, known to lie in `[a, b]`, found on interpolants;
+    /// `None` when the interpolant is not accurate enough there (unless `force`).
+    fn leaf_roots(&self, a: f64, b: f64, groups: Range<usize>, force: bool) -> Option<Vec<f64>>;
+    /// Widest interval worth interpolating.
+    fn leaf_width(&self) -> f64;
+    /// An interval likely to hold every zero; it is widened if it does not.
+    fn span(&self) -> (f64, f64);
+}
+
+/// Every group's zero, best group first.
+pub(crate) fn group_roots(curves: &impl Curves) -> Vec<f64> {
+    let all = 0..curves.groups();
+    let (mut lo, mut hi) = curves.span();
+    let mut reach = (hi - lo).max(1.0);
+    for _ in 0..MAX_WIDENINGS {
+        if curves.values(lo, all.clone()).iter().all(|v| *v <= 0.0) {
+            break;
+        }
+        lo -= reach;
+        reach *= 2.0;
+    }
+    let mut reach = (hi - lo).max(1.0);
+    for _ in 0..MAX_WIDENINGS {
+        if curves.values(hi, all.clone()).iter().all(|v| *v >= 0.0) {
+            break;
+        }
+        hi += reach;
+        reach *= 2.0;
+    }
+    let mut roots = vec![0.0; all.len()];
+    solve_interval(curves, lo, hi, all, &mut roots);
+    roots
+}
+
+fn solve_interval(curves: &impl Curves, a: f64, b: f64, groups: Range<usize>, out: &mut [f64]) {
+    if groups.is_empty() {
+        return;
+    }
+    let mid = 0.5 * (a + b);
+    let unsplittable = mid <= a || mid >= b;
+    let width = b - a;
+    if width <= curves.leaf_width() || unsplittable {
+        let force = unsplittable || width <= FORCED_LEAF_RATIO * curves.leaf_width();
+        if let Some(roots) = curves.leaf_roots(a, b, groups.clone(), force) {
+            out.copy_from_slice(&roots);
+            return;
+        }
+    }
+    // Groups whose curve is still negative at `mid` have their zero above it; by the
+    // monotonicity of performance in rank they are a prefix of `groups`.
+    let values = curves.values(mid, groups.clone());
+    let split = values
+        .iter()
+        .position(|v| *v >= 0.0)
+        .unwrap_or(values.len());
+    let (upper, lower) = out.split_at_mut(split);
+    let boundary = groups.start + split;
+    rayon::join(
+        || solve_interval(curves, mid, b, groups.start..boundary, upper),
+        || solve_interval(curves, a, mid, boundary..groups.end, lower),
+    );
+}
+
+/// `Σ f(item)` over `items`, computed in fixed-size chunks on rayon and added in order.
+pub(crate) fn chunked_sum<T: Sync>(items: &[T], f: impl Fn(&T) -> (f64, f64) + Sync) -> (f64, f64) {
+    if items.len() <= CHUNK {
+        return items.iter().map(&f).fold((0.0, 0.0), add_pair);
+    }
+    let partial: Vec<(f64, f64)> = items
+        .par_chunks(CHUNK)
+        .map(|chunk| chunk.iter().map(&f).fold((0.0, 0.0), add_pair))
+        .collect();
+    partial.into_iter().fold((0.0, 0.0), add_pair)
+}
+
+fn add_pair(acc: (f64, f64), x: (f64, f64)) -> (f64, f64) {
+    (acc.0 + x.0, acc.1 + x.1)
+}
+
+/// Sum of `1/δ` over all entrants: the natural size of every `Q_g`, against which
+/// interpolation error is measured.
+pub(crate) fn inverse_delta_sum(terms: &[Term]) -> f64 {
+    chunked_sum(terms, |t| (1.0 / t.delta, 0.0)).0
+}

@@ -1,0 +1,212 @@
+//! A player's belief about their own skill (MATH.md, "A player's belief"), and the two things
+//! that change it: diffusion between rounds (Algorithm 2) and the posterior update after a
+//! round's performance is known (second half of Algorithm 3).
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use super::params::{Params, Variant};
+use super::solve::increasing_root;
+use super::LOGISTIC_SCALE;
+
+/// Seconds in a day, for `drift_per_day`.
+const SECONDS_PER_DAY: f64 = 86_400.0;
+
+/// One remembered round: a logistic factor of the posterior.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Factor {
+    /// The round's performance `p_k`.
+    pub perf: f64,
+    /// The factor's weight `w_k` (starts at `1 / beta_k²`, shrinks with diffusion).
+    pub weight: f64,
+    /// The performance spread `beta_k` of that round.
+    pub beta: f64,
+}
+
+/// Everything the engine knows about one player: the whole posterior, not just `mu` and `sigma`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlayerState {
+    /// Rating: the posterior's mode.
+    pub mu: f64,
+    /// Uncertainty: `1/sigma² = w0 + Σ w_k`.
+    pub sigma: f64,
+    /// Center of the Gaussian term.
+    pub p0: f64,
+    /// Weight (inverse variance) of the Gaussian term.
+    pub w0: f64,
+    /// Logistic factors, oldest first.
+    pub factors: VecDeque<Factor>,
+    /// Time (seconds since the Unix epoch) of the last round played, if it had one.
+    pub last_time: Option<i64>,
+    /// Number of rounds played.
+    pub rounds: u64,
+}
+
+impl PlayerState {
+    /// The prior of a player who has never played.
+    #[must_use]
+    pub fn new(params: &Params) -> Self {
+        Self {
+            mu: params.mu_init,
+            sigma: params.sigma_init,
+            p0: params.mu_init,
+            w0: 1.0 / (params.sigma_init * params.sigma_init),
+            factors: VecDeque::new(),
+            last_time: None,
+            rounds: 0,
+        }
+    }
+
+    /// Drift variance `g²` to add before a round at `time`: `gamma²` plus `drift_per_day` for
+    /// each day since the last round (a round dated before it adds no time drift).
+    #[must_use]
+    pub fn drift_variance(&self, params: &Params, time: Option<i64>) -> f64 {
+        let days = match (self.last_time, time) {
+            (Some(last), Some(now)) if now > last => (now - last) as f64 / SECONDS_PER_DAY,
+            _ => 0.0,
+        };
+        params.gamma * params.gamma + params.drift_per_day * days
+    }
+
+    /// Algorithm 2 (pseudodiffusion): adds `g2` to the variance, keeps `mu`, and moves weight
+    /// from the logistic factors to the Gaussian term at rate `rho`. `rho = ∞`, and the
+    /// Gaussian variant, collapse the belief into one Gaussian.
+    #[must_use]
+    pub fn diffused(&self, g2: f64, rho: f64, variant: Variant) -> Self {
+        let variance = self.sigma * self.sigma;
+        let new_variance = variance + g2;
+        let mut next = self.clone();
+        next.sigma = new_variance.sqrt();
+        if rho == f64::INFINITY || variant == Variant::Gaussian {
+            next.p0 = self.mu;
+            next.w0 = 1.0 / new_variance;
+            next.factors.clear();
+            return next;
+        }
+        let kappa = variance / new_variance;
+        let transfer = kappa.powf(rho);
+        let total = self.w0 + self.factor_weight();
+        let w_gauss = transfer * self.w0;
+        let w_logistic = (1.0 - transfer) * total;
+        if w_logistic > 0.0 {
+            next.p0 = (w_gauss * self.p0 + w_logistic * self.mu) / (w_gauss + w_logistic);
+        }
+        next.w0 = kappa * (w_gauss + w_logistic);
+        let decay = kappa * transfer;
+        for factor in &mut next.factors {
+            factor.weight *= decay;
+        }
+        next
+    }
+
+    /// Second half of Algorithm 3: adds the observation `perf` with spread `beta` and recomputes
+    /// `mu` and `sigma`. `history_limit` bounds the logistic factors kept.
+    #[must_use]
+    pub fn observed(mut self, perf: f64, beta: f64, params: &Params, time: Option<i64>) -> Self {
+        let weight = 1.0 / (beta * beta);
+        match params.variant {
+            Variant::Gaussian => {
+                // The conjugate Gaussian update of Elo-MMχ; the belief has no factors.
+                let w = self.w0 + weight;
+                self.p0 = (self.w0 * self.p0 + weight * perf) / w;
+                self.w0 = w;
+                self.mu = self.p0;
+            }
+            Variant::Logistic => {
+                self.factors.push_back(Factor { perf, weight, beta });
+                while self.factors.len() > params.history_limit {
+                    if let Some(old) = self.factors.pop_front() {
+                        let w = self.w0 + old.weight;
+                        self.p0 = (self.w0 * self.p0 + old.weight * old.perf) / w;
+                        self.w0 = w;
+                    }
+                }
+                self.mu = self.posterior_mode();
+            }
+        }
+        self.sigma = 1.0 / (self.w0 + self.factor_weight()).sqrt();
+        if time.is_some() {
+            self.last_time = time;
+        }
+        self.rounds += 1;
+        self
+    }
+
+    fn factor_weight(&self) -> f64 {
+        self.factors.iter().map(|f| f.weight).sum()
+    }
+
+    /// The zero of `L'(x) = w0 (x − p0) + Σ_k (w_k β_k² / β̄_k) tanh((x − p_k) / (2 β̄_k))`
+    /// (MATH.md step 4). Every term is increasing and vanishes at its own center, so the zero
+    /// lies between the smallest and the largest center.
+    fn posterior_mode(&self) -> f64 {
+        let (lo, hi) = self.factors.iter().fold((self.p0, self.p0), |(lo, hi), f| {
+            (lo.min(f.perf), hi.max(f.perf))
+        });
+        let terms: Vec<(f64, f64, f64)> = self
+            .factors
+            .iter()
+            .map(|f| {
+                let beta_bar = LOGISTIC_SCALE * f.beta;
+                (
+                    f.perf,
+                    f.weight * f.beta * f.beta / beta_bar,
+                    0.5 / beta_bar,
+                )
+            })
+            .collect();
+        increasing_root(lo, hi, self.mu.clamp(lo, hi), |x| {
+            let mut value = self.w0 * (x - self.p0);
+            let mut slope = self.w0;
+            for &(center, amplitude, inv_width) in &terms {
+                let t = ((x - center) * inv_width).tanh();
+                value += amplitude * t;
+                slope += amplitude * inv_width * (1.0 - t * t);
+            }
+            (value, slope)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seasoned(params: &Params) -> PlayerState {
+        let mut state = PlayerState::new(params);
+        for (i, perf) in [1400.0, 1710.0, 1620.0, 1900.0].into_iter().enumerate() {
+            state = state
+                .diffused(params.gamma * params.gamma, params.rho, params.variant)
+                .observed(perf, params.beta, params, Some(i as i64));
+        }
+        state
+    }
+
+    #[test]
+    fn diffusion_keeps_the_weight_identity() {
+        let params = Params::default();
+        let state = seasoned(&params).diffused(900.0, 0.7, Variant::Logistic);
+        let total = state.w0 + state.factors.iter().map(|f| f.weight).sum::<f64>();
+        assert!((total * state.sigma * state.sigma - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn history_limit_folds_old_factors_into_the_gaussian_term() {
+        let params = Params {
+            history_limit: 2,
+            ..Params::default()
+        };
+        let state = seasoned(&params);
+        assert_eq!(state.factors.len(), 2);
+        assert!(state.w0 > 1.0 / (params.sigma_init * params.sigma_init));
+    }
+
+    #[test]
+    fn infinite_rho_collapses_the_belief() {
+        let params = Params::default();
+        let state = seasoned(&params).diffused(100.0, f64::INFINITY, Variant::Logistic);
+        assert!(state.factors.is_empty());
+        assert_eq!(state.p0, state.mu);
+    }
+}

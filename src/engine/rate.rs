@@ -1,0 +1,110 @@
+//! One round, start to finish (Algorithm 1): diffuse every participant, estimate every
+//! entrant's performance, update every participant. Values in, values out.
+
+use rayon::prelude::*;
+
+use super::params::{Params, Variant};
+use super::performance::{group_roots, GaussianCurves, LogisticCurves, Term};
+use super::player::PlayerState;
+use super::round::{Layout, Round};
+use super::Error;
+
+/// One participant after a round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rated {
+    /// The performance the round credited the player with (after any ceiling).
+    pub performance: f64,
+    /// The player's belief after the round.
+    pub state: PlayerState,
+}
+
+/// Rates one round. `priors[i]` is the belief of `round.standings[i].player` before the round
+/// (`PlayerState::new` for a newcomer); the result is aligned with `round.standings` too.
+///
+/// The result does not depend on the order of `round.standings` nor on the number of rayon
+/// threads, bit for bit.
+///
+/// ```
+/// use mmr_service::engine::{rate_round, Params, PlayerState, Round, Standing};
+///
+/// let params = Params::default();
+/// let round = Round::new(vec![Standing::solo("ann", 1), Standing::solo("bob", 2)]);
+/// let newcomer = PlayerState::new(&params);
+/// let rated = rate_round(&params, &round, &[&newcomer, &newcomer])?;
+/// assert!(rated[0].state.mu > params.mu_init && rated[1].state.mu < params.mu_init);
+/// # Ok::<(), mmr_service::engine::Error>(())
+/// ```
+pub fn rate_round(
+    params: &Params,
+    round: &Round,
+    priors: &[&PlayerState],
+) -> Result<Vec<Rated>, Error> {
+    params.validate()?;
+    if priors.len() != round.standings.len() {
+        return Err(Error::PriorCount {
+            standings: round.standings.len(),
+            priors: priors.len(),
+        });
+    }
+    let layout = Layout::of(round)?;
+    let beta_t2 = params.beta * params.beta / round.weight;
+
+    let diffused: Vec<PlayerState> = priors
+        .par_iter()
+        .map(|p| {
+            p.diffused(
+                p.drift_variance(params, round.time),
+                params.rho,
+                params.variant,
+            )
+        })
+        .collect();
+
+    // Paper §3.3: a team is one entrant whose mean and variance are its members' sums.
+    let terms: Vec<Term> = layout
+        .entrants
+        .iter()
+        .map(|members| {
+            let mu: f64 = members.iter().map(|&m| diffused[m].mu).sum();
+            let variance: f64 = members
+                .iter()
+                .map(|&m| diffused[m].sigma * diffused[m].sigma)
+                .sum();
+            Term {
+                mu,
+                delta: (members.len() as f64 * beta_t2 + variance).sqrt(),
+            }
+        })
+        .collect();
+    let group_perf = match params.variant {
+        Variant::Logistic => group_roots(&LogisticCurves::new(&terms, &layout.groups, params.ties)),
+        Variant::Gaussian => group_roots(&GaussianCurves::new(&terms, &layout.groups, params.ties)),
+    };
+
+    // Each member's own performance and spread: the team's, less what the others brought.
+    let mut observations = vec![(0.0, 0.0); round.standings.len()];
+    for (group, range) in layout.groups.iter().enumerate() {
+        for members in &layout.entrants[range.clone()] {
+            for &m in members {
+                let others = members.iter().filter(|&&o| o != m);
+                let others_mu: f64 = others.clone().map(|&o| diffused[o].mu).sum();
+                let others_var: f64 = others.map(|&o| diffused[o].sigma * diffused[o].sigma).sum();
+                let mut perf = group_perf[group] - others_mu;
+                if let Some(ceiling) = round.perf_ceiling {
+                    perf = perf.min(ceiling);
+                }
+                let beta = (members.len() as f64 * beta_t2 + others_var).sqrt();
+                observations[m] = (perf, beta);
+            }
+        }
+    }
+
+    Ok(diffused
+        .into_par_iter()
+        .zip(observations)
+        .map(|(state, (performance, beta))| Rated {
+            performance,
+            state: state.observed(performance, beta, params, round.time),
+        })
+        .collect())
+}

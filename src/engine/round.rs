@@ -1,0 +1,262 @@
+//! A round's results as the engine takes them, their validation, and the canonical layout the
+//! solvers work on: entrants (a team or a lone player) sorted by rank and name, grouped by
+//! tied rank. Sorting by name makes every result independent of the order entries were listed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+
+use super::params::{MAX_ROUND_WEIGHT, MIN_ROUND_WEIGHT};
+use super::Error;
+
+/// One round's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    /// When the round took place, in seconds since the Unix epoch (used by `drift_per_day`).
+    pub time: Option<i64>,
+    /// Round weight ω: performances spread by `beta / sqrt(ω)`. 1 is a normal round.
+    pub weight: f64,
+    /// Highest performance any entrant can be credited with, if the round has a ceiling.
+    pub perf_ceiling: Option<f64>,
+    /// Who took part and where they finished.
+    pub standings: Vec<Standing>,
+}
+
+/// One player's result in a round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Standing {
+    /// The player's id.
+    pub player: String,
+    /// Place, 1 is best; equal ranks tie, and only their order matters.
+    pub rank: u64,
+    /// The team the player played for; all members of a team share its rank.
+    pub team: Option<String>,
+}
+
+impl Round {
+    /// A round of weight 1 with no time and no ceiling.
+    #[must_use]
+    pub fn new(standings: Vec<Standing>) -> Self {
+        Self {
+            time: None,
+            weight: 1.0,
+            perf_ceiling: None,
+            standings,
+        }
+    }
+}
+
+impl Standing {
+    /// A player playing alone.
+    #[must_use]
+    pub fn solo(player: impl Into<String>, rank: u64) -> Self {
+        Self {
+            player: player.into(),
+            rank,
+            team: None,
+        }
+    }
+}
+
+/// The round rearranged for the solvers.
+#[derive(Debug)]
+pub(crate) struct Layout {
+    /// Indices into `standings` of each entrant's members (sorted by player id); entrants are
+    /// sorted best rank first, then by name.
+    pub entrants: Vec<Vec<usize>>,
+    /// Ranges of `entrants` that share a rank, best first.
+    pub groups: Vec<Range<usize>>,
+}
+
+/// Orders entrants: by rank, then lone players before teams, then by name.
+type EntrantKey<'a> = (u64, bool, &'a str);
+
+impl Layout {
+    pub(crate) fn of(round: &Round) -> Result<Self, Error> {
+        if !(round.weight.is_finite()
+            && (MIN_ROUND_WEIGHT..=MAX_ROUND_WEIGHT).contains(&round.weight))
+        {
+            return Err(Error::round(
+                "weight",
+                format!("must be a number from {MIN_ROUND_WEIGHT} to {MAX_ROUND_WEIGHT}"),
+            ));
+        }
+        if let Some(ceiling) = round.perf_ceiling {
+            if !ceiling.is_finite() {
+                return Err(Error::round("perf_ceiling", "must be a finite number"));
+            }
+        }
+        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(round.standings.len());
+        let mut team_ranks: HashMap<&str, u64> = HashMap::new();
+        let mut entrants: BTreeMap<EntrantKey<'_>, Vec<usize>> = BTreeMap::new();
+        for (i, standing) in round.standings.iter().enumerate() {
+            if standing.player.is_empty() {
+                return Err(Error::round(
+                    format!("standings[{i}].player"),
+                    "must not be empty",
+                ));
+            }
+            if standing.rank == 0 {
+                return Err(Error::round(
+                    format!("standings[{i}].rank"),
+                    "must be a positive integer",
+                ));
+            }
+            if let Some(first) = seen.insert(&standing.player, i) {
+                return Err(Error::round(
+                    format!("standings[{i}].player"),
+                    format!(
+                        "player `{}` is listed twice (also at standings[{first}])",
+                        standing.player
+                    ),
+                ));
+            }
+            let key = match &standing.team {
+                Some(team) if team.is_empty() => {
+                    return Err(Error::round(
+                        format!("standings[{i}].team"),
+                        "must not be empty",
+                    ));
+                }
+                Some(team) => {
+                    let rank = *team_ranks.entry(team).or_insert(standing.rank);
+                    if rank != standing.rank {
+                        return Err(Error::round(
+                            format!("standings[{i}].rank"),
+                            format!("members of team `{team}` must share one rank"),
+                        ));
+                    }
+                    (standing.rank, true, team.as_str())
+                }
+                None => (standing.rank, false, standing.player.as_str()),
+            };
+            entrants.entry(key).or_default().push(i);
+        }
+        if entrants.len() < 2 {
+            return Err(Error::round(
+                "standings",
+                "a round needs at least 2 entrants",
+            ));
+        }
+        let mut groups: Vec<Range<usize>> = Vec::new();
+        let mut previous_rank = None;
+        let mut members: Vec<Vec<usize>> = Vec::with_capacity(entrants.len());
+        for (index, ((rank, _, _), mut team)) in entrants.into_iter().enumerate() {
+            team.sort_by(|&x, &y| round.standings[x].player.cmp(&round.standings[y].player));
+            members.push(team);
+            match groups.last_mut() {
+                Some(group) if previous_rank == Some(rank) => group.end = index + 1,
+                _ => groups.push(index..index + 1),
+            }
+            previous_rank = Some(rank);
+        }
+        Ok(Self {
+            entrants: members,
+            groups,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_of(round: &Round) -> String {
+        match Layout::of(round) {
+            Err(Error::InvalidRound { field, .. }) => field,
+            other => panic!("expected a round error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn groups_follow_rank_and_ignore_listing_order() {
+        let round = Round::new(vec![
+            Standing::solo("c", 4),
+            Standing::solo("a", 1),
+            Standing::solo("d", 2),
+            Standing::solo("b", 2),
+        ]);
+        let layout = Layout::of(&round).expect("valid round");
+        assert_eq!(layout.entrants, vec![vec![1], vec![3], vec![2], vec![0]]);
+        assert_eq!(layout.groups, vec![0..1, 1..3, 3..4]);
+    }
+
+    #[test]
+    fn teams_become_one_entrant() {
+        let member = |p: &str, team: &str, rank| Standing {
+            player: p.into(),
+            rank,
+            team: Some(team.into()),
+        };
+        let round = Round::new(vec![
+            member("y", "red", 2),
+            member("x", "red", 2),
+            member("z", "blue", 1),
+        ]);
+        let layout = Layout::of(&round).expect("valid round");
+        assert_eq!(layout.entrants, vec![vec![2], vec![1, 0]]);
+    }
+
+    #[test]
+    fn bad_rounds_name_the_field() {
+        let two = |a: Standing, b: Standing| Round::new(vec![a, b]);
+        let cases = [
+            (Round::new(vec![]), "standings"),
+            (Round::new(vec![Standing::solo("a", 1)]), "standings"),
+            (
+                two(Standing::solo("a", 1), Standing::solo("a", 2)),
+                "standings[1].player",
+            ),
+            (
+                two(Standing::solo("a", 0), Standing::solo("b", 2)),
+                "standings[0].rank",
+            ),
+            (
+                two(Standing::solo("", 1), Standing::solo("b", 2)),
+                "standings[0].player",
+            ),
+            (
+                Round {
+                    weight: f64::NAN,
+                    ..two(Standing::solo("a", 1), Standing::solo("b", 2))
+                },
+                "weight",
+            ),
+            (
+                Round {
+                    weight: 1e308,
+                    ..two(Standing::solo("a", 1), Standing::solo("b", 2))
+                },
+                "weight",
+            ),
+            (
+                Round {
+                    perf_ceiling: Some(f64::INFINITY),
+                    ..two(Standing::solo("a", 1), Standing::solo("b", 2))
+                },
+                "perf_ceiling",
+            ),
+        ];
+        for (round, field) in cases {
+            assert_eq!(field_of(&round), field, "{round:?}");
+        }
+    }
+
+    #[test]
+    fn a_team_with_two_ranks_and_a_lone_team_are_errors() {
+        let member = |p: &str, rank| Standing {
+            player: p.into(),
+            rank,
+            team: Some("red".into()),
+        };
+        assert_eq!(
+            field_of(&Round::new(vec![member("x", 1), member("y", 2)])),
+            "standings[1].rank"
+        );
+        assert_eq!(
+            field_of(&Round::new(vec![member("x", 1), member("y", 1)])),
+            "standings"
+        );
+    }
+}
