@@ -128,3 +128,111 @@ fn add_pair(acc: (f64, f64), x: (f64, f64)) -> (f64, f64) {
 pub(crate) fn inverse_delta_sum(terms: &[Term]) -> f64 {
     chunked_sum(terms, |t| (1.0 / t.delta, 0.0)).0
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::engine::normal::{lower_ratio, upper_ratio};
+    use crate::engine::params::Ties;
+    use crate::engine::LOGISTIC_SCALE;
+
+    /// Bisection on a curve summed term by term: slow, and obviously right.
+    fn bisect(f: impl Fn(f64) -> f64) -> f64 {
+        let (mut lo, mut hi) = (-1e5, 1e5);
+        for _ in 0..200 {
+            let mid = 0.5 * (lo + hi);
+            if f(mid) < 0.0 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        0.5 * (lo + hi)
+    }
+
+    fn direct_logistic(terms: &[Term], groups: &[Range<usize>], g: usize, ties: Ties) -> f64 {
+        let mine = &groups[g];
+        bisect(|x| {
+            terms
+                .iter()
+                .enumerate()
+                .map(|(j, t)| {
+                    let tanh = ((x - t.mu) / (2.0 * LOGISTIC_SCALE * t.delta)).tanh();
+                    let v = if j < mine.start {
+                        tanh + 1.0
+                    } else if j >= mine.end {
+                        tanh - 1.0
+                    } else if ties == Ties::Both {
+                        2.0 * tanh
+                    } else {
+                        tanh
+                    };
+                    v / t.delta
+                })
+                .sum()
+        })
+    }
+
+    fn direct_gaussian(terms: &[Term], groups: &[Range<usize>], g: usize, ties: Ties) -> f64 {
+        let mine = &groups[g];
+        bisect(|x| {
+            terms
+                .iter()
+                .enumerate()
+                .map(|(j, t)| {
+                    let z = (x - t.mu) / t.delta;
+                    let v = if j < mine.start {
+                        upper_ratio(z)
+                    } else if j >= mine.end {
+                        -lower_ratio(z)
+                    } else if ties == Ties::Both {
+                        z
+                    } else {
+                        0.5 * (upper_ratio(z) - lower_ratio(z))
+                    };
+                    v / t.delta
+                })
+                .sum()
+        })
+    }
+
+    fn round_strategy() -> impl Strategy<Value = (Vec<Term>, Vec<Range<usize>>)> {
+        prop::collection::vec((-3000.0..6000.0f64, 150.0..700.0f64, 0..4usize), 2..120).prop_map(
+            |raw| {
+                let terms = raw.iter().map(|&(mu, delta, _)| Term { mu, delta }).collect();
+                let mut groups: Vec<Range<usize>> = Vec::new();
+                for (i, &(_, _, tie_with_previous)) in raw.iter().enumerate() {
+                    match groups.last_mut() {
+                        Some(g) if tie_with_previous == 0 => g.end = i + 1,
+                        _ => groups.push(i..i + 1),
+                    }
+                }
+                (terms, groups)
+            },
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn logistic_roots_match_direct_summation((terms, groups) in round_strategy(), split in any::<bool>()) {
+            let ties = if split { Ties::Split } else { Ties::Both };
+            let fast = group_roots(&LogisticCurves::new(&terms, &groups, ties));
+            for (g, root) in fast.iter().enumerate() {
+                let direct = direct_logistic(&terms, &groups, g, ties);
+                prop_assert!((root - direct).abs() < 1e-6, "group {}: {} vs {}", g, root, direct);
+            }
+        }
+
+        #[test]
+        fn gaussian_roots_match_direct_summation((terms, groups) in round_strategy(), split in any::<bool>()) {
+            let ties = if split { Ties::Split } else { Ties::Both };
+            let fast = group_roots(&GaussianCurves::new(&terms, &groups, ties));
+            for (g, root) in fast.iter().enumerate() {
+                let direct = direct_gaussian(&terms, &groups, g, ties);
+                prop_assert!((root - direct).abs() < 1e-6, "group {}: {} vs {}", g, root, direct);
+            }
+        }
+    }
+}
