@@ -118,9 +118,12 @@ mod tests {
         assert_eq!(Params::default().validate(), Ok(()));
     }
 
+    /// A parameter's name and a way to spoil it.
+    type Spoiler = (&'static str, fn(&mut Params));
+
     #[test]
     fn every_bad_parameter_is_named() {
-        let cases: [(&str, fn(&mut Params)); 10] = [
+        let cases: [Spoiler; 10] = [
             ("beta", |p| p.beta = 0.0),
             ("beta", |p| p.beta = f64::NAN),
             ("gamma", |p| p.gamma = -1.0),

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::params::{Params, Variant};
 use super::solve::increasing_root;
-use super::LOGISTIC_SCALE;
+use super::{tanh, LOGISTIC_SCALE};
 
 /// Seconds in a day, for `drift_per_day`.
 const SECONDS_PER_DAY: f64 = 86_400.0;
@@ -160,7 +160,7 @@ impl PlayerState {
             let mut value = self.w0 * (x - self.p0);
             let mut slope = self.w0;
             for &(center, amplitude, inv_width) in &terms {
-                let t = ((x - center) * inv_width).tanh();
+                let t = tanh((x - center) * inv_width);
                 value += amplitude * t;
                 slope += amplitude * inv_width * (1.0 - t * t);
             }

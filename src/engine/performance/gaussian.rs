@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::{inverse_delta_sum, Curves, Term, NODES};
+use super::{interpolated_crossing, inverse_delta_sum, Curves, Term, NODES};
 use crate::engine::chebyshev::{nodes, Chebyshev};
 use crate::engine::normal::{lower_ratio, upper_ratio};
 use crate::engine::params::Ties;
@@ -105,11 +105,11 @@ impl Curves for GaussianCurves<'_> {
     }
 
     fn leaf_roots(&self, a: f64, b: f64, groups: Range<usize>, force: bool) -> Option<Vec<f64>> {
-        let samples: Vec<Vec<f64>> = nodes(a, b, NODES)
+        let xs = nodes(a, b, NODES);
+        let samples: Vec<Vec<f64>> = xs
             .par_iter()
             .map(|&x| self.group_values(x, groups.clone()))
             .collect();
-        let mid = 0.5 * (a + b);
         let roots: Vec<Option<f64>> = (0..groups.len())
             .into_par_iter()
             .map(|k| {
@@ -119,7 +119,8 @@ impl Curves for GaussianCurves<'_> {
                 if !force && curve.tail() > TAIL_TOLERANCE * size {
                     return None;
                 }
-                Some(increasing_root(a, b, mid, |x| curve.eval(x)))
+                let start = interpolated_crossing(&xs, &values, 0.0);
+                Some(increasing_root(a, b, start, |x| curve.eval(x)))
             })
             .collect();
         roots.into_iter().collect()

@@ -12,11 +12,11 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::{chunked_sum, inverse_delta_sum, Curves, Term, NODES};
+use super::{chunked_sum, interpolated_crossing, inverse_delta_sum, Curves, Term, NODES};
 use crate::engine::chebyshev::{nodes, Chebyshev};
 use crate::engine::params::Ties;
 use crate::engine::solve::increasing_root;
-use crate::engine::LOGISTIC_SCALE;
+use crate::engine::{tanh, LOGISTIC_SCALE};
 
 /// `tanh(x)` is exactly 1.0 in `f64` for every `x` above this.
 const SATURATION: f64 = 20.0;
@@ -38,7 +38,7 @@ struct Scaled {
 
 impl Scaled {
     fn tanh_term(&self, x: f64) -> (f64, f64) {
-        let t = ((x - self.mu) * self.inv_width).tanh();
+        let t = tanh((x - self.mu) * self.inv_width);
         (
             t * self.inv_delta,
             (1.0 - t * t) * self.inv_width * self.inv_delta,
@@ -155,10 +155,8 @@ impl Curves for LogisticCurves<'_> {
     }
 
     fn leaf_roots(&self, a: f64, b: f64, groups: Range<usize>, force: bool) -> Option<Vec<f64>> {
-        let values: Vec<f64> = nodes(a, b, NODES)
-            .par_iter()
-            .map(|&x| self.shared(x))
-            .collect();
+        let xs = nodes(a, b, NODES);
+        let values: Vec<f64> = xs.par_iter().map(|&x| self.shared(x)).collect();
         let shared = Chebyshev::fit(a, b, &values);
         if !force && shared.tail() > TAIL_TOLERANCE * self.scale {
             return None;
@@ -168,7 +166,9 @@ impl Curves for LogisticCurves<'_> {
             groups
                 .into_par_iter()
                 .map(|g| {
-                    increasing_root(a, b, mid, |x| {
+                    let target = -(self.constants[g] + self.tie_term(g, mid).0);
+                    let start = interpolated_crossing(&xs, &values, target);
+                    increasing_root(a, b, start, |x| {
                         let (t, dt) = shared.eval(x);
                         let (tie, dtie) = self.tie_term(g, x);
                         (t + tie + self.constants[g], dt + dtie)

@@ -123,6 +123,27 @@ fn add_pair(acc: (f64, f64), x: (f64, f64)) -> (f64, f64) {
     (acc.0 + x.0, acc.1 + x.1)
 }
 
+/// Where an increasing curve sampled at `xs` (the Chebyshev points, descending) with values
+/// `ys` reaches `target`, by linear interpolation between the samples around it: a start for
+/// Newton close enough that it converges in a few steps.
+pub(crate) fn interpolated_crossing(xs: &[f64], ys: &[f64], target: f64) -> f64 {
+    // Samples run from high x to low x; find the first one at or below the target.
+    let k = ys.partition_point(|&y| y > target);
+    match (k.checked_sub(1), xs.get(k)) {
+        (Some(above), Some(&x_below)) => {
+            let (x_above, y_above, y_below) = (xs[above], ys[above], ys[k]);
+            let span = y_above - y_below;
+            if span > 0.0 {
+                x_below + (x_above - x_below) * (target - y_below) / span
+            } else {
+                0.5 * (x_above + x_below)
+            }
+        }
+        (None, _) => xs.first().copied().unwrap_or(0.0),
+        (Some(_), None) => xs.last().copied().unwrap_or(0.0),
+    }
+}
+
 /// Sum of `1/δ` over all entrants: the natural size of every `Q_g`, against which
 /// interpolation error is measured.
 pub(crate) fn inverse_delta_sum(terms: &[Term]) -> f64 {
@@ -201,7 +222,10 @@ mod tests {
     fn round_strategy() -> impl Strategy<Value = (Vec<Term>, Vec<Range<usize>>)> {
         prop::collection::vec((-3000.0..6000.0f64, 150.0..700.0f64, 0..4usize), 2..120).prop_map(
             |raw| {
-                let terms = raw.iter().map(|&(mu, delta, _)| Term { mu, delta }).collect();
+                let terms = raw
+                    .iter()
+                    .map(|&(mu, delta, _)| Term { mu, delta })
+                    .collect();
                 let mut groups: Vec<Range<usize>> = Vec::new();
                 for (i, &(_, _, tie_with_previous)) in raw.iter().enumerate() {
                     match groups.last_mut() {
