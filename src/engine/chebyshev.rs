@@ -64,23 +64,26 @@ impl Chebyshev {
         self.coeffs.iter().rev().take(3).map(|c| c.abs()).sum()
     }
 
-    /// Value and derivative at `x` (in `[a, b]`).
+    /// Value and derivative at `x` (in `[a, b]`), by two Clenshaw recurrences run side by
+    /// side: each is a serial chain of dependent operations, so interleaving them lets the
+    /// processor overlap the two.
     pub(crate) fn eval(&self, x: f64) -> (f64, f64) {
         let t = (2.0 * x - self.a - self.b) / (self.b - self.a);
-        let value = clenshaw(&self.coeffs, t);
-        let slope = clenshaw(&self.derivative, t) * 2.0 / (self.b - self.a);
-        (value, slope)
+        let two_t = 2.0 * t;
+        let (mut v1, mut v2) = (0.0, 0.0);
+        let (mut d1, mut d2) = (0.0, 0.0);
+        for (&c, &d) in self.coeffs.iter().zip(&self.derivative).skip(1).rev() {
+            let v0 = two_t * v1 - v2 + c;
+            let d0 = two_t * d1 - d2 + d;
+            v2 = v1;
+            v1 = v0;
+            d2 = d1;
+            d1 = d0;
+        }
+        let value = self.coeffs.first().copied().unwrap_or(0.0) + t * v1 - v2;
+        let slope = self.derivative.first().copied().unwrap_or(0.0) + t * d1 - d2;
+        (value, slope * 2.0 / (self.b - self.a))
     }
-}
-
-fn clenshaw(coeffs: &[f64], t: f64) -> f64 {
-    let (mut b1, mut b2) = (0.0, 0.0);
-    for &c in coeffs.iter().skip(1).rev() {
-        let b0 = 2.0 * t * b1 - b2 + c;
-        b2 = b1;
-        b1 = b0;
-    }
-    coeffs.first().copied().unwrap_or(0.0) + t * b1 - b2
 }
 
 #[cfg(test)]
