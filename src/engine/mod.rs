@@ -5,7 +5,8 @@
 //! Layout: [`params`] (a pool's parameters), [`round`] (a round's results and their
 //! validation), [`player`] (a player's belief, diffusion and update), `performance` (step 3,
 //! the exact O(N)-per-sample performance solver), [`rate`] (one round end to end),
-//! [`population`] (players by id, in memory), [`normal`] (the normal distribution).
+//! [`population`] (players by id, in memory), [`predict`] (win probabilities, placings and
+//! match quality), [`normal`] (the normal distribution).
 
 mod chebyshev;
 pub mod normal;
@@ -55,6 +56,14 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A prediction request is not a set of at least two disjoint, non-empty entrants.
+    #[error("invalid prediction: `{field}` {reason}")]
+    InvalidPrediction {
+        /// Path of the offending field, e.g. `entrants[2].players`.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The caller passed a different number of priors than the round has standings.
     #[error("{priors} priors given for {standings} standings")]
     PriorCount {
@@ -80,12 +89,19 @@ impl Error {
         }
     }
 
+    pub(crate) fn prediction(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::InvalidPrediction {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
     /// The parameter or field the error is about, if any.
     #[must_use]
     pub fn field(&self) -> Option<&str> {
         match self {
             Self::InvalidParameter { name, .. } => Some(name),
-            Self::InvalidRound { field, .. } => Some(field),
+            Self::InvalidRound { field, .. } | Self::InvalidPrediction { field, .. } => Some(field),
             Self::PriorCount { .. } => None,
         }
     }

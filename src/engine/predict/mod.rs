@@ -1,10 +1,27 @@
 //! Predictions from current beliefs (MATH.md "Predictions"): each entrant's performance is
-//! independent with mean `μ` and variance `δ² = σ² + β²` (teams: sums over members).
+//! independent with mean `μ` and variance `δ² = σ² + β²` (teams: sums over members). It reads
+//! beliefs and never changes them.
+//!
+//! Layout: this file has an entrant's performance distribution and the closed-form head-to-head
+//! probability; `placing` the exact k-entrant figures (P(first), pairwise matrix, expected
+//! ranks) on `quadrature`; `quality` the match quality; `forecast` the calls by player id
+//! against a [`Population`](super::Population) that the service's handlers make.
+
+mod forecast;
+mod placing;
+mod quadrature;
+mod quality;
 
 use super::normal;
 use super::params::{Params, Variant};
 use super::player::PlayerState;
 use super::LOGISTIC_SCALE;
+
+pub use forecast::{
+    forecast, head_to_head, resolve, EntrantForecast, Forecast, HeadToHead, Member,
+};
+pub use placing::{expected_ranks, first_place_probabilities, pairwise_matrix};
+pub use quality::{match_quality, match_quality_two};
 
 /// Mean and variance of an entrant's performance in a round of weight 1: the sums over its
 /// members of `μ` and of `σ² + β²`.
@@ -16,8 +33,11 @@ pub fn performance_distribution(params: &Params, members: &[&PlayerState]) -> (f
     })
 }
 
-/// P(an entrant with performance `(mu_a, var_a)` beats one with `(mu_b, var_b)`), in the
-/// pool's performance model.
+/// P(an entrant with performance `(mu_a, var_a)` beats one with `(mu_b, var_b)`) in closed
+/// form: exact in the Gaussian model, and in the logistic model MATH.md's usual approximation
+/// (a logistic in the difference of means with `s = sqrt(var_a + var_b)`), cheap enough for
+/// every pair of a large round; it is off by up to about 0.01. [`pairwise_matrix`] has the
+/// exact logistic value.
 #[must_use]
 pub fn beats(params: &Params, (mu_a, var_a): (f64, f64), (mu_b, var_b): (f64, f64)) -> f64 {
     let spread = (var_a + var_b).sqrt();

@@ -1,0 +1,316 @@
+//! Predictions for players named by id, as the service asks for them: ids resolved against a
+//! [`Population`] (unknown players predicted as newcomers and reported as such), the request
+//! validated, and every figure for a set of entrants computed in one call.
+
+use std::collections::HashMap;
+
+use super::super::player::PlayerState;
+use super::super::population::Population;
+use super::super::Error;
+use super::{
+    expected_ranks, first_place_probabilities, match_quality, pairwise_matrix,
+    performance_distribution,
+};
+
+/// A player id resolved against a population.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Member<'a> {
+    /// The player's belief, or a newcomer's prior if they have not played.
+    pub state: &'a PlayerState,
+    /// Whether the player has played in the pool.
+    pub known: bool,
+}
+
+/// Resolves each id to its player's state, or to a newcomer's (`PlayerState::new`) for an id
+/// the population has not seen; the result is aligned with `ids`.
+#[must_use]
+pub fn resolve<'a, S: AsRef<str>>(population: &'a Population, ids: &[S]) -> Vec<Member<'a>> {
+    ids.iter()
+        .map(|id| {
+            let id = id.as_ref();
+            Member {
+                state: population.player_or_newcomer(id),
+                known: population.player(id).is_some(),
+            }
+        })
+        .collect()
+}
+
+/// The prediction for one entrant of a [`Forecast`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntrantForecast {
+    /// Whether each member (in the order given) has played in the pool.
+    pub known: Vec<bool>,
+    /// Mean of the entrant's performance: the sum of its members' ratings.
+    pub mean: f64,
+    /// Variance of the entrant's performance: `Σ (σ² + β²)` over its members.
+    pub variance: f64,
+    /// P(the entrant finishes first).
+    pub p_first: f64,
+    /// Expected rank, 1 being first.
+    pub expected_rank: f64,
+}
+
+/// Everything predicted about one set of entrants.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Forecast {
+    /// One per entrant, in the order given.
+    pub entrants: Vec<EntrantForecast>,
+    /// `[i][j]` = P(entrant `i` finishes ahead of entrant `j`); the diagonal is ½.
+    pub pairwise: Vec<Vec<f64>>,
+    /// Match quality of the entrants as sides ([`match_quality`]).
+    pub quality: f64,
+}
+
+/// P(`a` beats `b`) head to head, with whether each has played in the pool.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeadToHead {
+    /// P(`a` finishes ahead of `b`), exact in the pool's model (as in [`Forecast::pairwise`]).
+    pub probability: f64,
+    /// Whether `a` has played in the pool.
+    pub a_known: bool,
+    /// Whether `b` has played in the pool.
+    pub b_known: bool,
+}
+
+/// P(player `a` beats player `b`), unknown players predicted as newcomers. An empty id is an
+/// error naming `a` or `b`; the same player twice names `b`.
+pub fn head_to_head(population: &Population, a: &str, b: &str) -> Result<HeadToHead, Error> {
+    for (field, id) in [("a", a), ("b", b)] {
+        if id.is_empty() {
+            return Err(Error::prediction(field, "is empty"));
+        }
+    }
+    if a == b {
+        return Err(Error::prediction("b", "is the same player as `a`"));
+    }
+    let members = resolve(population, &[a, b]);
+    let params = population.params();
+    let entrants = [
+        performance_distribution(params, &[members[0].state]),
+        performance_distribution(params, &[members[1].state]),
+    ];
+    Ok(HeadToHead {
+        probability: pairwise_matrix(params, &entrants)[0][1],
+        a_known: members[0].known,
+        b_known: members[1].known,
+    })
+}
+
+/// For entrants given as lists of player ids (a lone player is a list of one): each one's
+/// P(first) and expected rank, the pairwise matrix and the match quality. Unknown players are
+/// predicted as newcomers and marked. Errors name the field: `entrants` (fewer than two),
+/// `entrants[i].players` (empty, or listing a player twice or one already in another entrant),
+/// `entrants[i].players[j]` (an empty id).
+pub fn forecast<E, S>(population: &Population, entrants: &[E]) -> Result<Forecast, Error>
+where
+    E: AsRef<[S]>,
+    S: AsRef<str>,
+{
+    check_entrants(entrants)?;
+    let params = population.params();
+    let sides: Vec<Vec<Member<'_>>> = entrants
+        .iter()
+        .map(|ids| resolve(population, ids.as_ref()))
+        .collect();
+    let states: Vec<Vec<&PlayerState>> = sides
+        .iter()
+        .map(|side| side.iter().map(|m| m.state).collect())
+        .collect();
+    let performances: Vec<(f64, f64)> = states
+        .iter()
+        .map(|members| performance_distribution(params, members))
+        .collect();
+    let p_first = first_place_probabilities(params, &performances);
+    let pairwise = pairwise_matrix(params, &performances);
+    let ranks = expected_ranks(&pairwise);
+    let quality = match_quality(params, &states)?;
+    let entrants = sides
+        .iter()
+        .zip(&performances)
+        .zip(p_first.into_iter().zip(ranks))
+        .map(
+            |((side, &(mean, variance)), (p_first, expected_rank))| EntrantForecast {
+                known: side.iter().map(|m| m.known).collect(),
+                mean,
+                variance,
+                p_first,
+                expected_rank,
+            },
+        )
+        .collect();
+    Ok(Forecast {
+        entrants,
+        pairwise,
+        quality,
+    })
+}
+
+/// Refuses a request that is not a set of at least two disjoint, non-empty entrants.
+fn check_entrants<E: AsRef<[S]>, S: AsRef<str>>(entrants: &[E]) -> Result<(), Error> {
+    if entrants.len() < 2 {
+        return Err(Error::prediction("entrants", "needs at least 2 entrants"));
+    }
+    let mut owner: HashMap<&str, usize> = HashMap::new();
+    for (i, ids) in entrants.iter().enumerate() {
+        let ids = ids.as_ref();
+        if ids.is_empty() {
+            return Err(Error::prediction(
+                format!("entrants[{i}].players"),
+                "has no players",
+            ));
+        }
+        for (j, id) in ids.iter().enumerate() {
+            let id = id.as_ref();
+            if id.is_empty() {
+                return Err(Error::prediction(
+                    format!("entrants[{i}].players[{j}]"),
+                    "is empty",
+                ));
+            }
+            if let Some(previous) = owner.insert(id, i) {
+                let reason = if previous == i {
+                    format!("lists `{id}` twice")
+                } else {
+                    format!("lists `{id}`, who is already in entrants[{previous}]")
+                };
+                return Err(Error::prediction(format!("entrants[{i}].players"), reason));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::super::super::params::Params;
+    use super::super::super::round::{Round, Standing};
+    use super::super::match_quality_two;
+    use super::*;
+
+    /// Agreement expected between two routes to the same number.
+    const AGREEMENT: f64 = 1e-12;
+
+    /// A pool where `alice` beat `bob` once; nobody else has played.
+    fn pool() -> Population {
+        let mut population = match Population::new(Params::default()) {
+            Ok(p) => p,
+            Err(e) => panic!("default parameters refused: {e}"),
+        };
+        let round = Round::new(vec![Standing::solo("alice", 1), Standing::solo("bob", 2)]);
+        if let Err(e) = population.apply(&round) {
+            panic!("round refused: {e}");
+        }
+        population
+    }
+
+    fn forecast_of(population: &Population, entrants: &[&[&str]]) -> Forecast {
+        match forecast(population, entrants) {
+            Ok(f) => f,
+            Err(e) => panic!("valid request refused: {e}"),
+        }
+    }
+
+    #[test]
+    fn unknown_players_are_predicted_as_newcomers_and_marked_unknown() {
+        let population = pool();
+        let members = resolve(&population, &["alice", "carol"]);
+        assert!(members[0].known && !members[1].known);
+        assert_eq!(members[1].state, &PlayerState::new(population.params()));
+        let f = forecast_of(&population, &[&["alice", "carol"], &["bob"], &["dave"]]);
+        let known: Vec<&[bool]> = f.entrants.iter().map(|e| e.known.as_slice()).collect();
+        assert_eq!(known, [&[true, false][..], &[true], &[false]]);
+    }
+
+    #[test]
+    fn a_bad_request_is_refused_with_the_field_at_fault() {
+        let population = pool();
+        let cases: [(&[&[&str]], &str, &str); 6] = [
+            (&[], "entrants", "no entrants"),
+            (&[&["alice"]], "entrants", "one entrant"),
+            (
+                &[&["alice"], &[]],
+                "entrants[1].players",
+                "an empty entrant",
+            ),
+            (
+                &[&["alice"], &["bob"], &["carol", "alice"]],
+                "entrants[2].players",
+                "a player in two entrants",
+            ),
+            (
+                &[&["alice", "alice"], &["bob"]],
+                "entrants[0].players",
+                "a player twice in one entrant",
+            ),
+            (
+                &[&["alice"], &["bob", ""]],
+                "entrants[1].players[1]",
+                "an empty id",
+            ),
+        ];
+        for (entrants, field, case) in cases {
+            let error = forecast(&population, entrants).err();
+            assert!(
+                matches!(error, Some(Error::InvalidPrediction { .. })),
+                "{case}: {error:?}"
+            );
+            assert_eq!(error.as_ref().and_then(Error::field), Some(field), "{case}");
+        }
+    }
+
+    #[test]
+    fn a_head_to_head_of_one_player_against_themself_is_refused() {
+        let population = pool();
+        let error = head_to_head(&population, "alice", "alice").err();
+        assert_eq!(error.as_ref().and_then(Error::field), Some("b"));
+        let error = head_to_head(&population, "", "bob").err();
+        assert_eq!(error.as_ref().and_then(Error::field), Some("a"));
+    }
+
+    #[test]
+    fn the_winner_of_the_only_round_is_favoured_over_the_loser_and_a_newcomer() {
+        let population = pool();
+        let f = forecast_of(&population, &[&["alice"], &["bob"], &["carol"]]);
+        assert!(f.entrants[0].p_first > f.entrants[2].p_first);
+        assert!(f.entrants[2].p_first > f.entrants[1].p_first);
+        assert!(f.entrants[0].expected_rank < f.entrants[2].expected_rank);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        #[test]
+        fn two_entrants_agree_with_head_to_head_and_the_two_side_quality(
+            a in prop::sample::select(vec!["alice", "bob", "carol"]),
+            b in prop::sample::select(vec!["dave", "bob", "alice"]),
+        ) {
+            prop_assume!(a != b);
+            let population = pool();
+            let f = forecast_of(&population, &[&[a], &[b]]);
+            let h2h = head_to_head(&population, a, b);
+            prop_assert!(matches!(h2h, Ok(h) if (h.probability - f.pairwise[0][1]).abs() < AGREEMENT));
+            prop_assert!((f.entrants[0].p_first - f.pairwise[0][1]).abs() < 1e-9);
+            let members = resolve(&population, &[a, b]);
+            let two = match_quality_two(population.params(), &[members[0].state], &[members[1].state]);
+            prop_assert!(matches!(two, Ok(q) if (q - f.quality).abs() < AGREEMENT));
+        }
+
+        #[test]
+        fn a_forecast_of_teams_is_consistent(split in 1..4usize) {
+            let population = pool();
+            let players = ["alice", "bob", "carol", "dave"];
+            let (left, right) = players.split_at(split);
+            let f = forecast_of(&population, &[left, right, &["erin"]]);
+            let p_sum: f64 = f.entrants.iter().map(|e| e.p_first).sum();
+            let rank_sum: f64 = f.entrants.iter().map(|e| e.expected_rank).sum();
+            prop_assert!((p_sum - 1.0).abs() < AGREEMENT);
+            prop_assert!((rank_sum - 6.0).abs() < 1e-9);
+            prop_assert!(f.quality > 0.0 && f.quality <= 1.0);
+            let beta2 = population.params().beta.powi(2);
+            prop_assert!(f.entrants[0].variance > split as f64 * beta2);
+        }
+    }
+}
