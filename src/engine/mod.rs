@@ -5,9 +5,11 @@
 //! Layout: [`params`] (a pool's parameters), [`round`] (a round's results and their
 //! validation), [`player`] (a player's belief, diffusion and update), `performance` (step 3,
 //! the exact O(N)-per-sample performance solver), [`rate`] (one round end to end),
-//! [`population`] (players by id, in memory), [`normal`] (the normal distribution).
+//! [`population`] (players by id, in memory), [`predict`] (win probabilities),
+//! [`metrics`] (accuracy of the priors' predictions), [`normal`] (the normal distribution).
 
 mod chebyshev;
+pub mod metrics;
 pub mod normal;
 pub mod params;
 mod performance;
