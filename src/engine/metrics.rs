@@ -23,9 +23,13 @@ use super::predict::{beats, performance_distribution};
 use super::round::{Layout, Round};
 use super::Error;
 
-/// Smallest probability a log loss is taken of: a prediction of exactly 0 (the model's
-/// probability underflowed) costs `-ln(f64::MIN_POSITIVE)` ≈ 708 nats instead of infinity.
-const SMALLEST_PROBABILITY: f64 = f64::MIN_POSITIVE;
+/// Smallest probability a log loss is taken of: a hopeless prediction (the model's probability
+/// underflowed, or nearly) costs at most `-ln(1e-200)` ≈ 460.5 nats instead of infinity.
+const SMALLEST_PROBABILITY: f64 = 1e-200;
+/// A running product of probabilities is multiplied by `2^LOG_LOSS_RESCALE` whenever it falls
+/// below `2^-LOG_LOSS_RESCALE`: exact, and with [`SMALLEST_PROBABILITY`] it stays a normal
+/// number.
+const LOG_LOSS_RESCALE: i32 = 300;
 /// The outcome value of a tie in log loss and Brier score.
 const TIE_OUTCOME: f64 = 0.5;
 
@@ -176,29 +180,62 @@ fn pairwise_scores(
     e: usize,
 ) -> (f64, f64) {
     let own = performances[e];
-    let mut log_loss = 0.0;
+    let mut decided = NegativeLogProduct::new();
     let mut brier = 0.0;
     for &winner in &performances[..ties.start] {
         let p = beats(params, winner, own);
-        log_loss -= p.max(SMALLEST_PROBABILITY).ln();
+        decided.multiply(p);
         brier += (1.0 - p) * (1.0 - p);
     }
+    let mut tied = NegativeLogProduct::new();
     for (j, &other) in performances[ties.clone()].iter().enumerate() {
         if ties.start + j == e {
             continue;
         }
         let p = beats(params, own, other);
-        let q = beats(params, other, own);
-        log_loss -=
-            TIE_OUTCOME * (p.max(SMALLEST_PROBABILITY).ln() + q.max(SMALLEST_PROBABILITY).ln());
+        tied.multiply(p);
+        tied.multiply(beats(params, other, own));
         brier += (p - TIE_OUTCOME) * (p - TIE_OUTCOME);
     }
     for &loser in &performances[ties.end..] {
         let p = beats(params, own, loser);
-        log_loss -= p.max(SMALLEST_PROBABILITY).ln();
+        decided.multiply(p);
         brier += (1.0 - p) * (1.0 - p);
     }
-    (log_loss, brier)
+    (decided.value() + TIE_OUTCOME * tied.value(), brier)
+}
+
+/// `Σ −ln p` over many probabilities, taken as one logarithm of their product: a logarithm
+/// per pair would cost more than the rest of the pairwise loop together.
+struct NegativeLogProduct {
+    product: f64,
+    rescales: i32,
+    rescale_below: f64,
+    rescale_by: f64,
+}
+
+impl NegativeLogProduct {
+    fn new() -> Self {
+        Self {
+            product: 1.0,
+            rescales: 0,
+            rescale_below: 2f64.powi(-LOG_LOSS_RESCALE),
+            rescale_by: 2f64.powi(LOG_LOSS_RESCALE),
+        }
+    }
+
+    fn multiply(&mut self, p: f64) {
+        self.product *= p.max(SMALLEST_PROBABILITY);
+        while self.product < self.rescale_below {
+            self.product *= self.rescale_by;
+            self.rescales += 1;
+        }
+    }
+
+    fn value(&self) -> f64 {
+        f64::from(self.rescales) * f64::from(LOG_LOSS_RESCALE) * std::f64::consts::LN_2
+            - self.product.ln()
+    }
 }
 
 /// Pair inversion counts and predicted rank ranges, from one sort of the prior ratings.
@@ -416,6 +453,23 @@ mod tests {
     }
 
     #[test]
+    fn a_log_loss_summed_past_the_rescaling_threshold_stays_exact() {
+        let params = Params::default();
+        let newcomer = PlayerState::new(&params);
+        // Each of 399 opponents contributes a coin flip: a product of 2^-399 before rescaling.
+        let ranks: Vec<u64> = (1..=400).collect();
+        let metrics = round_metrics(&params, &solo_round(&ranks), &vec![&newcomer; ranks.len()])
+            .expect("valid round");
+        for m in metrics {
+            assert!(
+                (m.log_loss - std::f64::consts::LN_2).abs() < 1e-14,
+                "{}",
+                m.log_loss
+            );
+        }
+    }
+
+    #[test]
     fn a_round_where_everybody_ties_is_predicted_perfectly_by_any_ratings() {
         let params = Params::default();
         let (a, b) = (rated(&params, 1200.0), rated(&params, 1800.0));
@@ -433,7 +487,7 @@ mod tests {
         };
         let (a, b) = (rated(&params, -1e6), rated(&params, 1e6));
         let metrics = round_metrics(&params, &solo_round(&[1, 2]), &[&a, &b]).expect("valid round");
-        assert!(metrics[0].log_loss.is_finite() && metrics[0].log_loss > 700.0);
+        assert!(metrics[0].log_loss.is_finite() && metrics[0].log_loss > 400.0);
         assert_eq!(metrics[0].brier, 1.0);
     }
 
