@@ -1,6 +1,6 @@
 //! The command line of the `mmr-service` binary (clap derive) and what each subcommand runs.
 //! It turns arguments into library calls and prints their results; the work itself lives in
-//! [`replay`](crate::replay) and the engine.
+//! [`replay`] and the engine.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;

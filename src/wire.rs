@@ -1,8 +1,8 @@
 //! The JSON form of a round, as `replay` reads it (one per line) and as the HTTP API will take
-//! it, and its conversion into an [`engine::Round`](crate::engine::Round). Every error names
-//! the offending field by its path (`time`, `standings[3].rank`), so the types are read from a
-//! parsed JSON value by hand rather than by a derived `Deserialize`, whose messages name no
-//! path. Nothing here rates anything.
+//! it, and its conversion into an [`engine::Round`]. Every error names the offending field
+//! by its path (`time`, `standings[3].rank`), so the types are read from a parsed JSON value
+//! by hand rather than by a derived `Deserialize`, whose messages name no path. Nothing here
+//! rates anything.
 //!
 //! ```json
 //! {"id": "cf-1", "time": "2010-02-19T15:00:00Z", "weight": 1.0, "perf_ceiling": 3000.0,

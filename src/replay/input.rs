@@ -1,7 +1,7 @@
 //! Reading a history of rounds for `replay`, in one of two layouts: JSON Lines of
-//! [`RoundRequest`](crate::wire::RoundRequest), or the reference implementation's directory
-//! of `0.json`, `1.json`, … (the `Contest` of `multi-skill`'s `data_processing`). Every error
-//! says where (line or file) and which field; nothing is rated here.
+//! [`RoundRequest`], or the reference implementation's directory of `0.json`, `1.json`, …
+//! (the `Contest` of `multi-skill`'s `data_processing`). Every error says where (line or
+//! file) and which field; nothing is rated here.
 
 use std::fs;
 use std::io::ErrorKind;
