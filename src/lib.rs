@@ -2,5 +2,11 @@
 //!
 //! # Layout
 //! - [`engine`]: the rating math (pure, synchronous, rayon inside; no I/O).
+//! - [`wire`]: the JSON form of a round and its conversion into an engine round.
+//! - [`replay`]: the offline `replay` command: a file of rounds in, accuracy and ratings out.
+//! - [`cli`]: the command line of the `mmr-service` binary.
 
+pub mod cli;
 pub mod engine;
+pub mod replay;
+pub mod wire;

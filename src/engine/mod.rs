@@ -6,9 +6,11 @@
 //! validation), [`player`] (a player's belief, diffusion and update), `performance` (step 3,
 //! the exact O(N)-per-sample performance solver), [`rate`] (one round end to end),
 //! [`population`] (players by id, in memory), [`predict`] (win probabilities, placings and
-//! match quality), [`normal`] (the normal distribution).
+//! match quality), [`metrics`] (accuracy of the priors' predictions), [`normal`] (the normal
+//! distribution).
 
 mod chebyshev;
+pub mod metrics;
 pub mod normal;
 pub mod params;
 mod performance;

@@ -1,0 +1,149 @@
+//! The command line of the `mmr-service` binary (clap derive) and what each subcommand runs.
+//! It turns arguments into library calls and prints their results; the work itself lives in
+//! [`replay`] and the engine.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::engine::{Params, Ties, Variant};
+use crate::replay::{self, InputFormat};
+
+/// Exact, parallel Elo-MMR ratings.
+#[derive(Debug, Parser)]
+#[command(name = "mmr-service", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Apply a file of rounds in order and report accuracy, timing and (optionally) ratings.
+    Replay(ReplayArgs),
+}
+
+/// Arguments of `replay`. Rating parameters left out take `Params::default()`.
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct ReplayArgs {
+    /// The rounds: a JSON Lines file, or a directory with `--input-format elo-mmr-dir`.
+    #[arg(long)]
+    pub input: PathBuf,
+    /// Write the final ratings here as CSV `player,mu,sigma,rounds`, sorted by player.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Performance model.
+    #[arg(long, value_enum)]
+    pub variant: Option<VariantArg>,
+    /// Spread of a performance around skill (rating points).
+    #[arg(long)]
+    pub beta: Option<f64>,
+    /// Skill drift per round played (rating points).
+    #[arg(long)]
+    pub gamma: Option<f64>,
+    /// Pseudodiffusion transfer rate; `inf` gives Elo-MMR(∞).
+    #[arg(long)]
+    pub rho: Option<f64>,
+    /// A new player's rating.
+    #[arg(long)]
+    pub mu_init: Option<f64>,
+    /// A new player's uncertainty.
+    #[arg(long)]
+    pub sigma_init: Option<f64>,
+    /// Extra drift variance per day between a player's rounds.
+    #[arg(long)]
+    pub drift_per_day: Option<f64>,
+    /// Most logistic factors kept per player.
+    #[arg(long)]
+    pub history_limit: Option<usize>,
+    /// How a tie counts when a performance is estimated.
+    #[arg(long, value_enum)]
+    pub ties: Option<TiesArg>,
+    /// Average the metrics only over participations whose player had at least K earlier rounds.
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub min_history: u64,
+    /// How `--input` is laid out.
+    #[arg(long, value_enum, default_value_t = InputFormat::Jsonl)]
+    pub input_format: InputFormat,
+}
+
+/// `--variant`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum VariantArg {
+    /// Elo-MMR(ρ).
+    Logistic,
+    /// Elo-MMχ.
+    Gaussian,
+}
+
+/// `--ties`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum TiesArg {
+    /// A tie is a win and a loss.
+    Both,
+    /// A tie is half a win and half a loss.
+    Split,
+}
+
+impl ReplayArgs {
+    /// The pool parameters: the defaults, overridden by whatever was given (not yet validated).
+    #[must_use]
+    pub fn params(&self) -> Params {
+        let default = Params::default();
+        Params {
+            variant: match self.variant {
+                Some(VariantArg::Logistic) => Variant::Logistic,
+                Some(VariantArg::Gaussian) => Variant::Gaussian,
+                None => default.variant,
+            },
+            beta: self.beta.unwrap_or(default.beta),
+            gamma: self.gamma.unwrap_or(default.gamma),
+            rho: self.rho.unwrap_or(default.rho),
+            mu_init: self.mu_init.unwrap_or(default.mu_init),
+            sigma_init: self.sigma_init.unwrap_or(default.sigma_init),
+            drift_per_day: self.drift_per_day.unwrap_or(default.drift_per_day),
+            history_limit: self.history_limit.unwrap_or(default.history_limit),
+            ties: match self.ties {
+                Some(TiesArg::Both) => Ties::Both,
+                Some(TiesArg::Split) => Ties::Split,
+                None => default.ties,
+            },
+        }
+    }
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Replay(args) => run_replay(&args),
+    }
+}
+
+fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
+    let options = replay::Options {
+        input: args.input.clone(),
+        format: args.input_format,
+        params: args.params(),
+        min_history: args.min_history,
+        progress: std::io::stderr().is_terminal(),
+    };
+    let outcome = replay::run(&options)?;
+    if let Some(path) = &args.output {
+        replay::output::write_ratings(&outcome.population, path)?;
+    }
+    if args.json {
+        let json = serde_json::to_string(&outcome.summary).context("serializing the summary")?;
+        println!("{json}");
+    } else {
+        print!("{}", outcome.summary);
+    }
+    Ok(())
+}

@@ -1,0 +1,162 @@
+//! Reading a history of rounds for `replay`, in one of two layouts: JSON Lines of
+//! [`RoundRequest`], or the reference implementation's directory of `0.json`, `1.json`, …
+//! (the `Contest` of `multi-skill`'s `data_processing`). Every error says where (line or
+//! file) and which field; nothing is rated here.
+
+use std::fs;
+use std::io::ErrorKind;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::Error;
+use crate::engine::{Round, Standing};
+use crate::wire::{FieldError, RoundRequest};
+
+/// How the input of `replay` is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum InputFormat {
+    /// One round per line in the wire format; blank lines are skipped.
+    #[default]
+    Jsonl,
+    /// A directory of `0.json`, `1.json`, … in the reference implementation's format, read in
+    /// numeric order up to the first missing index.
+    EloMmrDir,
+}
+
+/// A round and where it was read from.
+#[derive(Debug, Clone)]
+pub struct SourcedRound {
+    /// `line 7` or the file's path: how errors point at the round.
+    pub location: String,
+    /// The round.
+    pub round: Round,
+}
+
+/// Reads every round of `path`, in order.
+pub fn read(path: &Path, format: InputFormat) -> Result<Vec<SourcedRound>, Error> {
+    match format {
+        InputFormat::Jsonl => read_jsonl(path),
+        InputFormat::EloMmrDir => read_elo_mmr_dir(path),
+    }
+}
+
+fn read_jsonl(path: &Path) -> Result<Vec<SourcedRound>, Error> {
+    let text = fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(index, line)| {
+            let location = format!("line {}", index + 1);
+            match parse_line(line) {
+                Ok(round) => Ok(SourcedRound { location, round }),
+                Err(error) => Err(Error::Input { location, error }),
+            }
+        })
+        .collect()
+}
+
+fn parse_line(line: &str) -> Result<Round, FieldError> {
+    let value: Value = serde_json::from_str(line)
+        .map_err(|e| FieldError::new("", format!("invalid JSON: {e}")))?;
+    RoundRequest::from_value(&value)?.to_round()
+}
+
+/// One file of the reference's directory format. Like the reference, fields it does not know
+/// (`url`, anything else) are ignored.
+#[derive(Deserialize)]
+struct Contest {
+    #[serde(default = "unit_weight")]
+    weight: f64,
+    time_seconds: u64,
+    /// Player, and the 0-based range of places they share with the players they tied.
+    standings: Vec<(String, u64, u64)>,
+}
+
+fn unit_weight() -> f64 {
+    1.0
+}
+
+fn read_elo_mmr_dir(dir: &Path) -> Result<Vec<SourcedRound>, Error> {
+    let mut rounds = Vec::new();
+    for index in 0.. {
+        let path = dir.join(format!("{index}.json"));
+        let text = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == ErrorKind::NotFound && index > 0 => break,
+            Err(source) => return Err(Error::Read { path, source }),
+        };
+        let location = path.display().to_string();
+        match contest_round(&text) {
+            Ok(round) => rounds.push(SourcedRound { location, round }),
+            Err(error) => return Err(Error::Input { location, error }),
+        }
+    }
+    Ok(rounds)
+}
+
+fn contest_round(text: &str) -> Result<Round, FieldError> {
+    let contest: Contest = serde_json::from_str(text)
+        .map_err(|e| FieldError::new("", format!("not a contest: {e}")))?;
+    let time = i64::try_from(contest.time_seconds)
+        .map_err(|_| FieldError::new("time_seconds", "is too large"))?;
+    let standings = contest
+        .standings
+        .into_iter()
+        .enumerate()
+        .map(|(i, (player, lo, hi))| {
+            if hi < lo {
+                return Err(FieldError::new(
+                    format!("standings[{i}]"),
+                    "the tie range ends before it starts",
+                ));
+            }
+            Ok(Standing::solo(player, lo + 1))
+        })
+        .collect::<Result<_, _>>()?;
+    let round = Round {
+        time: Some(time),
+        weight: contest.weight,
+        perf_ceiling: None,
+        standings,
+    };
+    crate::engine::round::Layout::of(&round)?;
+    Ok(round)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reference_contest_converts_with_tie_ranges_as_ranks() {
+        let round = contest_round(
+            r#"{"name": "Round #0", "url": null, "time_seconds": 86400,
+                "standings": [["a", 0, 0], ["b", 1, 2], ["c", 1, 2]]}"#,
+        )
+        .expect("valid contest");
+        let ranks: Vec<u64> = round.standings.iter().map(|s| s.rank).collect();
+        assert_eq!(ranks, vec![1, 2, 2]);
+        assert_eq!((round.time, round.weight), (Some(86_400), 1.0));
+    }
+
+    #[test]
+    fn a_contest_without_a_time_names_the_field() {
+        let error = contest_round(r#"{"name": "x", "standings": [["a", 0, 0], ["b", 1, 1]]}"#)
+            .expect_err("time_seconds is required");
+        assert!(error.reason.contains("time_seconds"), "{error}");
+    }
+
+    #[test]
+    fn a_backwards_tie_range_is_rejected() {
+        let error = contest_round(
+            r#"{"name": "x", "time_seconds": 0, "standings": [["a", 0, 0], ["b", 2, 1]]}"#,
+        )
+        .expect_err("hi < lo");
+        assert_eq!(error.field, "standings[1]");
+    }
+}

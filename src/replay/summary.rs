@@ -1,0 +1,79 @@
+//! What a replay reports: counts, the time spent in the engine, and the mean accuracy metrics,
+//! printable as text for people or as one JSON object for scripts.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::engine::metrics::MetricsSum;
+
+/// The report of one replay. Serialized, its keys are exactly the fields below; a metric is
+/// `null` when no participation qualified for it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// Rounds applied.
+    pub rounds: usize,
+    /// Player-round participations, all of them (not only those the metrics count).
+    pub participations: usize,
+    /// Distinct players rated.
+    pub players: usize,
+    /// Seconds spent inside the engine rating rounds: reading and metrics excluded.
+    pub rating_seconds: f64,
+    /// Mean pair inversion over the participations the metrics count.
+    pub pair_inversion: Option<f64>,
+    /// Mean rank deviation.
+    pub rank_deviation: Option<f64>,
+    /// Mean log loss of the pairwise win probabilities (nats).
+    pub log_loss: Option<f64>,
+    /// Mean Brier score of the pairwise win probabilities.
+    pub brier: Option<f64>,
+    /// Participations the metrics count (shown in the text form only).
+    #[serde(skip)]
+    pub judged: u64,
+}
+
+impl Summary {
+    /// Builds the summary from the replay's counts and metric sums.
+    #[must_use]
+    pub fn new(
+        rounds: usize,
+        participations: usize,
+        players: usize,
+        rating_time: Duration,
+        metrics: &MetricsSum,
+    ) -> Self {
+        let mean = metrics.mean();
+        Self {
+            rounds,
+            participations,
+            players,
+            rating_seconds: rating_time.as_secs_f64(),
+            pair_inversion: mean.map(|m| m.pair_inversion),
+            rank_deviation: mean.map(|m| m.rank_deviation),
+            log_loss: mean.map(|m| m.log_loss),
+            brier: mean.map(|m| m.brier),
+            judged: metrics.count(),
+        }
+    }
+}
+
+/// Decimal places of a metric in the text form.
+const METRIC_DECIMALS: usize = 4;
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let metric = |value: Option<f64>| {
+            value.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.METRIC_DECIMALS$}"))
+        };
+        writeln!(f, "rounds          {}", self.rounds)?;
+        writeln!(f, "participations  {}", self.participations)?;
+        writeln!(f, "players         {}", self.players)?;
+        writeln!(f, "rating seconds  {:.3}", self.rating_seconds)?;
+        writeln!(f, "metrics over    {} participations", self.judged)?;
+        writeln!(f, "pair inversion  {}", metric(self.pair_inversion))?;
+        writeln!(f, "rank deviation  {}", metric(self.rank_deviation))?;
+        writeln!(f, "log loss        {}", metric(self.log_loss))?;
+        writeln!(f, "brier           {}", metric(self.brier))
+    }
+}

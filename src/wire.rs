@@ -1,0 +1,317 @@
+//! The JSON form of a round, as `replay` reads it (one per line) and as the HTTP API will take
+//! it, and its conversion into an [`engine::Round`]. Every error names the offending field
+//! by its path (`time`, `standings[3].rank`), so the types are read from a parsed JSON value
+//! by hand rather than by a derived `Deserialize`, whose messages name no path. Nothing here
+//! rates anything.
+//!
+//! ```json
+//! {"id": "cf-1", "time": "2010-02-19T15:00:00Z", "weight": 1.0, "perf_ceiling": 3000.0,
+//!  "standings": [{"player": "tourist", "rank": 1, "team": "optional"}]}
+//! ```
+//! `time` (RFC 3339), `weight`, `perf_ceiling` and `team` are optional (absent or `null`);
+//! unknown fields are rejected.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+use crate::engine;
+
+/// A round as it travels on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundRequest {
+    /// The caller's name for the round.
+    pub id: String,
+    /// When the round took place, RFC 3339.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    /// Round weight; 1 when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight: Option<f64>,
+    /// Highest performance any entrant can be credited with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub perf_ceiling: Option<f64>,
+    /// Who took part and where they finished.
+    pub standings: Vec<StandingRequest>,
+}
+
+/// One player's result on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StandingRequest {
+    /// The player's id.
+    pub player: String,
+    /// Place, 1 is best; equal ranks tie.
+    pub rank: u64,
+    /// The team the player played for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+}
+
+/// A field of a round that is missing, of the wrong type or out of range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// Path of the field, e.g. `standings[2].rank`; empty for the round itself.
+    pub field: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}", self.reason)
+        } else {
+            write!(f, "{}: {}", self.field, self.reason)
+        }
+    }
+}
+
+impl std::error::Error for FieldError {}
+
+impl FieldError {
+    /// An error about the field at `field` (a path such as `standings[2].rank`).
+    #[must_use]
+    pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<engine::Error> for FieldError {
+    fn from(error: engine::Error) -> Self {
+        match error {
+            engine::Error::InvalidRound { field, reason } => Self { field, reason },
+            other => Self::new(other.field().unwrap_or_default(), other.to_string()),
+        }
+    }
+}
+
+const ROUND_FIELDS: [&str; 5] = ["id", "time", "weight", "perf_ceiling", "standings"];
+const STANDING_FIELDS: [&str; 3] = ["player", "rank", "team"];
+
+impl RoundRequest {
+    /// Reads a round from parsed JSON, checking every field's presence and type, and that
+    /// ranks are integers >= 1.
+    pub fn from_value(value: &Value) -> Result<Self, FieldError> {
+        let object = as_object(value, "", &ROUND_FIELDS)?;
+        let standings = match object.get("standings") {
+            Some(Value::Array(entries)) => entries
+                .iter()
+                .enumerate()
+                .map(|(i, entry)| StandingRequest::from_value(entry, &format!("standings[{i}]")))
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(FieldError::new("standings", "must be an array")),
+            None => return Err(FieldError::new("standings", "is missing")),
+        };
+        Ok(Self {
+            id: required_string(object, "id", "id")?,
+            time: optional_string(object, "time", "time")?,
+            weight: optional_number(object, "weight")?,
+            perf_ceiling: optional_number(object, "perf_ceiling")?,
+            standings,
+        })
+    }
+
+    /// The engine's round: `time` becomes Unix seconds, an absent weight 1. The engine's own
+    /// checks (duplicate players, team ranks, weight range, …) run here too, so a round that
+    /// converts is one the engine accepts.
+    pub fn to_round(&self) -> Result<engine::Round, FieldError> {
+        if self.id.is_empty() {
+            return Err(FieldError::new("id", "must not be empty"));
+        }
+        let time = self
+            .time
+            .as_deref()
+            .map(|text| {
+                OffsetDateTime::parse(text, &Rfc3339)
+                    .map(OffsetDateTime::unix_timestamp)
+                    .map_err(|e| FieldError::new("time", format!("not an RFC 3339 time: {e}")))
+            })
+            .transpose()?;
+        let round = engine::Round {
+            time,
+            weight: self.weight.unwrap_or(1.0),
+            perf_ceiling: self.perf_ceiling,
+            standings: self
+                .standings
+                .iter()
+                .map(|s| engine::Standing {
+                    player: s.player.clone(),
+                    rank: s.rank,
+                    team: s.team.clone(),
+                })
+                .collect(),
+        };
+        engine::round::Layout::of(&round)?;
+        Ok(round)
+    }
+}
+
+impl StandingRequest {
+    fn from_value(value: &Value, path: &str) -> Result<Self, FieldError> {
+        let object = as_object(value, path, &STANDING_FIELDS)?;
+        let rank_path = format!("{path}.rank");
+        let rank = match object.get("rank") {
+            Some(rank) => rank
+                .as_u64()
+                .filter(|&r| r >= 1)
+                .ok_or_else(|| FieldError::new(&rank_path, "must be a positive integer"))?,
+            None => return Err(FieldError::new(rank_path, "is missing")),
+        };
+        Ok(Self {
+            player: required_string(object, "player", &format!("{path}.player"))?,
+            rank,
+            team: optional_string(object, "team", &format!("{path}.team"))?,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for RoundRequest {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Self::from_value(&value).map_err(serde::de::Error::custom)
+    }
+}
+
+fn as_object<'a>(
+    value: &'a Value,
+    path: &str,
+    known: &[&str],
+) -> Result<&'a Map<String, Value>, FieldError> {
+    let object = value
+        .as_object()
+        .ok_or_else(|| FieldError::new(path, "must be a JSON object"))?;
+    if let Some(unknown) = object.keys().find(|k| !known.contains(&k.as_str())) {
+        let field = if path.is_empty() {
+            unknown.clone()
+        } else {
+            format!("{path}.{unknown}")
+        };
+        return Err(FieldError::new(field, "unknown field"));
+    }
+    Ok(object)
+}
+
+fn required_string(
+    object: &Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<String, FieldError> {
+    optional_string(object, key, path)?.ok_or_else(|| FieldError::new(path, "is missing"))
+}
+
+fn optional_string(
+    object: &Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<Option<String>, FieldError> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(FieldError::new(path, "must be a string")),
+    }
+}
+
+fn optional_number(object: &Map<String, Value>, key: &str) -> Result<Option<f64>, FieldError> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(number) => number
+            .as_f64()
+            .map(Some)
+            .ok_or_else(|| FieldError::new(key, "must be a number")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn convert(json: &str) -> Result<engine::Round, FieldError> {
+        let value: Value = serde_json::from_str(json).expect("test JSON is well formed");
+        RoundRequest::from_value(&value)?.to_round()
+    }
+
+    #[test]
+    fn a_full_round_converts_with_its_time_in_unix_seconds() {
+        let round = convert(
+            r#"{"id": "cf-1", "time": "2010-02-19T15:00:00Z", "weight": 0.5,
+                "perf_ceiling": 3000.0, "standings": [
+                {"player": "tourist", "rank": 1},
+                {"player": "Petr", "rank": 2, "team": "red"},
+                {"player": "Egor", "rank": 2, "team": "red"}]}"#,
+        )
+        .expect("valid round");
+        assert_eq!(round.time, Some(1_266_591_600));
+        assert_eq!(round.weight, 0.5);
+        assert_eq!(round.perf_ceiling, Some(3000.0));
+        assert_eq!(round.standings[1].team.as_deref(), Some("red"));
+    }
+
+    #[test]
+    fn optional_fields_may_be_absent_or_null() {
+        let round = convert(
+            r#"{"id": "r", "time": null, "standings": [
+                {"player": "a", "rank": 1, "team": null}, {"player": "b", "rank": 2}]}"#,
+        )
+        .expect("valid round");
+        assert_eq!(
+            (round.time, round.weight, round.perf_ceiling),
+            (None, 1.0, None)
+        );
+    }
+
+    #[test]
+    fn every_bad_field_is_named() {
+        let two = r#"[{"player": "a", "rank": 1}, {"player": "b", "rank": 2}]"#;
+        let cases = [
+            ("[1, 2]".to_owned(), "", "a round must be an object"),
+            (format!(r#"{{"standings": {two}}}"#), "id", "id is required"),
+            (format!(r#"{{"id": "", "standings": {two}}}"#), "id", "id is not empty"),
+            (format!(r#"{{"id": 7, "standings": {two}}}"#), "id", "id is a string"),
+            (format!(r#"{{"id": "r", "colour": 1, "standings": {two}}}"#), "colour", "unknown fields are rejected"),
+            (format!(r#"{{"id": "r", "time": "yesterday", "standings": {two}}}"#), "time", "time is RFC 3339"),
+            (format!(r#"{{"id": "r", "weight": "1", "standings": {two}}}"#), "weight", "weight is a number"),
+            (format!(r#"{{"id": "r", "weight": 0, "standings": {two}}}"#), "weight", "weight is positive"),
+            (format!(r#"{{"id": "r", "perf_ceiling": [], "standings": {two}}}"#), "perf_ceiling", "ceiling is a number"),
+            (r#"{"id": "r"}"#.to_owned(), "standings", "standings are required"),
+            (r#"{"id": "r", "standings": {}}"#.to_owned(), "standings", "standings are an array"),
+            (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}]}"#.to_owned(), "standings", "one entrant is not a round"),
+            (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, 3]}"#.to_owned(), "standings[1]", "a standing is an object"),
+            (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 0}]}"#.to_owned(), "standings[1].rank", "rank 0 is rejected"),
+            (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 1.5}]}"#.to_owned(), "standings[1].rank", "a fractional rank is rejected"),
+            (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": -2}]}"#.to_owned(), "standings[1].rank", "a negative rank is rejected"),
+            (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "b"}]}"#.to_owned(), "standings[1].rank", "rank is required"),
+            (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"rank": 2}]}"#.to_owned(), "standings[1].player", "player is required"),
+            (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "a", "rank": 2}]}"#.to_owned(), "standings[1].player", "a duplicate player is rejected"),
+            (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2, "seat": 1}]}"#.to_owned(), "standings[1].seat", "unknown standing fields are rejected"),
+            (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2, "team": 5}]}"#.to_owned(), "standings[1].team", "team is a string"),
+        ];
+        for (json, field, why) in cases {
+            match convert(&json) {
+                Err(error) => assert_eq!(error.field, field, "{why}: {error}"),
+                Ok(round) => panic!("{why}: accepted {round:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn serde_deserialization_reports_the_field_path() {
+        let error = serde_json::from_str::<RoundRequest>(
+            r#"{"id": "r", "standings": [{"player": "a", "rank": 0}]}"#,
+        )
+        .expect_err("rank 0 is rejected");
+        assert!(error
+            .to_string()
+            .starts_with("standings[0].rank: must be a positive integer"));
+    }
+
+    #[test]
+    fn a_round_survives_a_trip_through_json() {
+        let json = r#"{"id":"r","weight":2.0,"standings":[{"player":"a","rank":1,"team":"t"},{"player":"b","rank":1,"team":"t"},{"player":"c","rank":3}]}"#;
+        let request: RoundRequest = serde_json::from_str(json).expect("valid round");
+        assert_eq!(serde_json::to_string(&request).expect("serializable"), json);
+    }
+}

@@ -1,0 +1,112 @@
+//! Broken inputs and bad parameters: an error naming the place and the field, a non-zero
+//! exit, and no ratings file.
+
+use crate::{mmr_service, path_str, sample};
+
+const GOOD_LINE: &str =
+    r#"{"id": "ok", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2}]}"#;
+
+/// Replays `lines` (a good line first, then a blank line, then `bad` on line 3) and returns
+/// the error message, after checking the exit code and that no ratings were written.
+fn error_for(bad: &str) -> String {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let input = dir.path().join("rounds.jsonl");
+    std::fs::write(&input, format!("{GOOD_LINE}\n\n{bad}\n{GOOD_LINE}\n")).expect("writable");
+    let ratings = dir.path().join("ratings.csv");
+    let output = mmr_service(&[
+        "replay",
+        "--input",
+        path_str(&input),
+        "--output",
+        path_str(&ratings),
+    ]);
+    assert!(!output.status.success(), "{bad} was accepted");
+    assert!(!ratings.exists(), "{bad}: ratings were written");
+    assert!(output.stdout.is_empty(), "{bad}: a summary was printed");
+    String::from_utf8(output.stderr).expect("UTF-8")
+}
+
+#[test]
+fn every_bad_line_is_reported_with_its_line_number_and_field() {
+    let cases = [
+        (
+            r#"{"id": "x", "standings": [{"player": "a", "rank": 1},"#,
+            "line 3: invalid JSON",
+            "malformed JSON",
+        ),
+        (
+            r#"{"id": "x", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 0}]}"#,
+            "line 3: standings[1].rank: must be a positive integer",
+            "rank 0",
+        ),
+        (
+            r#"{"id": "x", "standings": [{"player": "a", "rank": 1}, {"player": "a", "rank": 2}]}"#,
+            "line 3: standings[1].player:",
+            "duplicate player",
+        ),
+        (
+            r#"{"id": "x", "standings": [{"player": "a", "rank": 1}, {"player": "b"}]}"#,
+            "line 3: standings[1].rank: is missing",
+            "missing rank",
+        ),
+        (
+            r#"{"standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2}]}"#,
+            "line 3: id: is missing",
+            "missing id",
+        ),
+        (
+            r#"{"id": "x", "time": "19/02/2010", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2}]}"#,
+            "line 3: time:",
+            "a time that is not RFC 3339",
+        ),
+        (
+            r#"{"id": "x", "extra": true, "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2}]}"#,
+            "line 3: extra: unknown field",
+            "an unknown field",
+        ),
+    ];
+    for (bad, expected, why) in cases {
+        let message = error_for(bad);
+        assert!(
+            message.contains(expected),
+            "{why}: expected `{expected}` in `{message}`"
+        );
+    }
+}
+
+#[test]
+fn a_bad_parameter_is_named_and_nothing_is_written() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let ratings = dir.path().join("ratings.csv");
+    for (flag, value) in [
+        ("--beta", "0"),
+        ("--rho", "-1"),
+        ("--sigma-init", "nan"),
+        ("--history-limit", "0"),
+    ] {
+        let output = mmr_service(&[
+            "replay",
+            "--input",
+            path_str(&sample()),
+            "--output",
+            path_str(&ratings),
+            flag,
+            value,
+        ]);
+        let message = String::from_utf8_lossy(&output.stderr);
+        let name = flag.trim_start_matches("--").replace('-', "_");
+        assert!(!output.status.success(), "{flag} {value} was accepted");
+        assert!(
+            message.contains(&name),
+            "{flag} {value}: `{message}` does not name it"
+        );
+        assert!(!ratings.exists());
+    }
+}
+
+#[test]
+fn a_missing_input_is_an_error() {
+    let output = mmr_service(&["replay", "--input", "no/such/rounds.jsonl"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no/such/rounds.jsonl"));
+}

@@ -1,0 +1,41 @@
+//! End-to-end tests of `mmr-service replay`: the real binary on the repository's synthetic
+//! sample, on broken inputs, on the reference's directory format, and (when present) on the
+//! shared datasets outside the repository.
+
+mod datasets;
+mod errors;
+mod formats;
+mod summary;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository's synthetic sample of rounds.
+fn sample() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sample.jsonl")
+}
+
+/// Runs `mmr-service` with `args`.
+fn mmr_service(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mmr-service"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+/// Runs `mmr-service replay --json` with `args` and returns the summary.
+fn json_summary(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["replay", "--json"];
+    all.extend_from_slice(args);
+    let output = mmr_service(&all);
+    assert!(
+        output.status.success(),
+        "replay failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("stdout is one JSON object")
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("test paths are UTF-8")
+}

@@ -1,0 +1,159 @@
+//! The summary and the ratings file on the synthetic sample.
+
+use std::collections::HashSet;
+
+use crate::{json_summary, mmr_service, path_str, sample};
+
+const SUMMARY_KEYS: [&str; 8] = [
+    "rounds",
+    "participations",
+    "players",
+    "rating_seconds",
+    "pair_inversion",
+    "rank_deviation",
+    "log_loss",
+    "brier",
+];
+/// The sample's rounds.
+const SAMPLE_ROUNDS: u64 = 40;
+
+/// Participations and distinct players of the sample, counted straight from the file.
+fn sample_counts() -> (u64, u64) {
+    let text = std::fs::read_to_string(sample()).expect("the sample is readable");
+    let mut participations = 0;
+    let mut players = HashSet::new();
+    for line in text.lines() {
+        let round: serde_json::Value = serde_json::from_str(line).expect("the sample is JSON");
+        for standing in round["standings"].as_array().expect("standings") {
+            participations += 1;
+            players.insert(standing["player"].as_str().expect("player").to_owned());
+        }
+    }
+    (participations, players.len() as u64)
+}
+
+#[test]
+fn the_json_summary_of_the_sample_has_exactly_the_documented_keys_and_sane_values() {
+    let summary = json_summary(&["--input", path_str(&sample())]);
+    let object = summary.as_object().expect("an object");
+    let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    let mut expected = SUMMARY_KEYS.to_vec();
+    expected.sort_unstable();
+    assert_eq!(keys, expected);
+
+    let (participations, players) = sample_counts();
+    assert_eq!(summary["rounds"].as_u64(), Some(SAMPLE_ROUNDS));
+    assert_eq!(summary["participations"].as_u64(), Some(participations));
+    assert_eq!(summary["players"].as_u64(), Some(players));
+    let number = |key: &str| summary[key].as_f64().unwrap_or(f64::NAN);
+    assert!(number("rating_seconds") >= 0.0);
+    // The sample's players have stable hidden skills: ratings must beat coin flips.
+    assert!((0.5..=1.0).contains(&number("pair_inversion")), "{summary}");
+    assert!((0.0..0.5).contains(&number("rank_deviation")), "{summary}");
+    assert!(
+        (0.0..std::f64::consts::LN_2).contains(&number("log_loss")),
+        "{summary}"
+    );
+    assert!((0.0..0.25).contains(&number("brier")), "{summary}");
+}
+
+#[test]
+fn min_history_narrows_the_metrics_but_not_the_counts() {
+    let input = path_str(&sample()).to_owned();
+    let all = json_summary(&["--input", &input]);
+    let seasoned = json_summary(&["--input", &input, "--min-history", "5"]);
+    let nobody = json_summary(&["--input", &input, "--min-history", "1000"]);
+    for key in ["rounds", "participations", "players"] {
+        assert_eq!(all[key], seasoned[key], "{key}");
+        assert_eq!(all[key], nobody[key], "{key}");
+    }
+    assert_ne!(all["pair_inversion"], seasoned["pair_inversion"]);
+    for key in ["pair_inversion", "rank_deviation", "log_loss", "brier"] {
+        assert!(
+            nobody[key].is_null(),
+            "{key} with no qualifying participation"
+        );
+    }
+}
+
+#[test]
+fn the_text_summary_names_every_figure_and_a_piped_run_draws_no_progress_bar() {
+    let output = mmr_service(&["replay", "--input", path_str(&sample())]);
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).expect("UTF-8");
+    for label in [
+        "rounds",
+        "participations",
+        "players",
+        "rating seconds",
+        "pair inversion",
+        "rank deviation",
+        "log loss",
+        "brier",
+    ] {
+        assert!(text.contains(label), "{label} missing from:\n{text}");
+    }
+    assert!(output.stderr.is_empty(), "stderr: {:?}", output.stderr);
+}
+
+#[test]
+fn the_ratings_file_is_sorted_by_player_and_parses_back() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let csv_path = dir.path().join("ratings.csv");
+    let summary = json_summary(&[
+        "--input",
+        path_str(&sample()),
+        "--output",
+        path_str(&csv_path),
+    ]);
+    let mut reader = csv::Reader::from_path(&csv_path).expect("the ratings file exists");
+    let header = reader.headers().expect("a header").clone();
+    assert_eq!(
+        header.iter().collect::<Vec<_>>(),
+        ["player", "mu", "sigma", "rounds"]
+    );
+    let mut names = Vec::new();
+    let mut rounds = 0;
+    for record in reader.records() {
+        let record = record.expect("a well-formed record");
+        names.push(record[0].to_owned());
+        let mu: f64 = record[1].parse().expect("mu is a number");
+        let sigma: f64 = record[2].parse().expect("sigma is a number");
+        assert!(mu.is_finite() && sigma > 0.0, "{record:?}");
+        rounds += record[3].parse::<u64>().expect("rounds is an integer");
+    }
+    assert!(
+        names.windows(2).all(|w| w[0] < w[1]),
+        "not sorted: {names:?}"
+    );
+    assert!(
+        names.iter().any(|n| n == "Team \"Rocket\", Inc"),
+        "quoting lost a name"
+    );
+    assert_eq!(Some(names.len() as u64), summary["players"].as_u64());
+    assert_eq!(Some(rounds), summary["participations"].as_u64());
+}
+
+#[test]
+fn two_replays_write_identical_ratings_and_elo_mmr_infinity_differs() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let input = sample();
+    let run = |name: &str, extra: &[&str]| {
+        let path = dir.path().join(name);
+        let mut args = vec!["--input", path_str(&input), "--output", path_str(&path)];
+        args.extend_from_slice(extra);
+        json_summary(&args);
+        std::fs::read(path).expect("the ratings file exists")
+    };
+    let first = run("a.csv", &[]);
+    assert_eq!(first, run("b.csv", &[]));
+    assert_ne!(
+        first,
+        run("c.csv", &["--rho", "inf", "--variant", "logistic"])
+    );
+    assert_ne!(
+        first,
+        run("d.csv", &["--variant", "gaussian", "--ties", "split"])
+    );
+}
