@@ -2,10 +2,15 @@
 //! share one prior, which flatters any implementation), long histories, and full replays of the
 //! shared datasets side by side with the reference implementation's fast mode.
 
+use std::collections::HashMap;
 use std::hint::black_box;
+use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use mmr_service::engine::{rate_round, Factor, Params, PlayerState, Round, Standing};
+use mmr_service::engine::{rate_round, Factor, Params, PlayerState, Population, Round, Standing};
+use mmr_service::replay::{input, InputFormat};
+use multi_skill::data_processing::Contest;
+use multi_skill::systems::{simulate_contest, EloMMR, EloMMRVariant};
 
 /// A deterministic generator, so every run rates the same round.
 struct Lcg(u64);
@@ -85,5 +90,95 @@ fn single_rounds(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, single_rounds);
+/// `../shared/data/NAME/rounds.jsonl`, when this checkout sits beside the shared data.
+fn shared_dataset(name: &str) -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data")
+        .join(name)
+        .join("rounds.jsonl");
+    path.exists().then_some(path)
+}
+
+/// The reference's contest format: standings in rank order with 0-based tie ranges.
+fn as_reference_contest(index: usize, round: &Round) -> Contest {
+    let mut standings: Vec<&Standing> = round.standings.iter().collect();
+    standings.sort_by_key(|s| s.rank);
+    let mut contest = Contest::new(index);
+    let mut start = 0;
+    while start < standings.len() {
+        let end = start
+            + standings[start..]
+                .iter()
+                .take_while(|s| s.rank == standings[start].rank)
+                .count();
+        for s in &standings[start..end] {
+            contest.standings.push((s.player.clone(), start, end - 1));
+        }
+        start = end;
+    }
+    contest
+}
+
+/// The reference's `sig_limit` for our `beta` and `gamma`: it drifts by `s⁴ / (β² − s²)` per
+/// round, which equals `gamma²` at the root of `s⁴ + γ² s² − γ² β² = 0`.
+fn reference_sig_limit(params: &Params) -> f64 {
+    let (g2, b2) = (params.gamma * params.gamma, params.beta * params.beta);
+    ((-g2 + (g2 * g2 + 4.0 * g2 * b2).sqrt()) / 2.0).sqrt()
+}
+
+fn replays(c: &mut Criterion) {
+    let params = Params::default();
+    let mut group = c.benchmark_group("replay");
+    group.sample_size(10);
+    for name in ["formula1", "ctftime"] {
+        let Some(path) = shared_dataset(name) else {
+            eprintln!("SKIPPED replay/{name}: ../shared/data/{name} is absent");
+            continue;
+        };
+        let rounds: Vec<Round> = match input::read(&path, InputFormat::Jsonl) {
+            Ok(rounds) => rounds.into_iter().map(|r| r.round).collect(),
+            Err(error) => panic!("{}: {error}", path.display()),
+        };
+        group.bench_function(format!("{name}/exact"), |b| {
+            b.iter(|| {
+                let mut population = Population::new(params).expect("default parameters");
+                for round in &rounds {
+                    black_box(population.apply(round).expect("dataset rounds are valid"));
+                }
+                population.len()
+            })
+        });
+        let contests: Vec<Contest> = rounds
+            .iter()
+            .enumerate()
+            .map(|(i, round)| as_reference_contest(i, round))
+            .collect();
+        let reference = EloMMR::from_limit(
+            params.beta,
+            reference_sig_limit(&params),
+            false,
+            true,
+            EloMMRVariant::Logistic(params.rho),
+        );
+        group.bench_function(format!("{name}/reference_fast"), |b| {
+            b.iter(|| {
+                let mut players = HashMap::new();
+                for (i, contest) in contests.iter().enumerate() {
+                    simulate_contest(
+                        &mut players,
+                        contest,
+                        &reference,
+                        params.mu_init,
+                        params.sigma_init,
+                        i,
+                    );
+                }
+                players.len()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, single_rounds, replays);
 criterion_main!(benches);

@@ -100,6 +100,34 @@ impl Curves for GaussianCurves<'_> {
         self.groups.len()
     }
 
+    fn entrants(&self) -> usize {
+        self.terms.len()
+    }
+
+    fn exact(&self, g: usize, x: f64) -> (f64, f64) {
+        // d/dz of the hazard h is h(h − z); of r = φ/Φ it is −r(r + z).
+        let mine = self.groups[g].clone();
+        self.terms
+            .iter()
+            .enumerate()
+            .fold((0.0, 0.0), |(value, slope), (j, t)| {
+                let z = (x - t.mu) / t.delta;
+                let (v, dv) = if j < mine.start {
+                    let h = upper_ratio(z);
+                    (h, h * (h - z))
+                } else if j >= mine.end {
+                    let r = lower_ratio(z);
+                    (-r, r * (r + z))
+                } else if self.split_ties {
+                    let (h, r) = (upper_ratio(z), lower_ratio(z));
+                    (0.5 * (h - r), 0.5 * (h * (h - z) + r * (r + z)))
+                } else {
+                    (z, 1.0)
+                };
+                (value + v / t.delta, slope + dv / (t.delta * t.delta))
+            })
+    }
+
     fn values(&self, x: f64, groups: Range<usize>) -> Vec<f64> {
         self.group_values(x, groups)
     }

@@ -122,14 +122,15 @@ impl<'a> LogisticCurves<'a> {
         }
     }
 
-    /// `T(x)`: saturated entrants from the prefix sums, the window term by term.
-    fn shared(&self, x: f64) -> f64 {
+    /// `T(x)` and its slope: saturated entrants from the prefix sums (their slope is exactly
+    /// zero), the window term by term.
+    fn shared(&self, x: f64) -> (f64, f64) {
         let lo = self.by_mu.partition_point(|t| t.mu < x - self.window);
         let hi = self.by_mu.partition_point(|t| t.mu <= x + self.window);
         let below = self.prefix[lo];
         let above = self.prefix[self.by_mu.len()] - self.prefix[hi];
-        let (near, _) = chunked_sum(&self.by_mu[lo..hi], |t| t.tanh_term(x));
-        below - above + near
+        let (near, slope) = chunked_sum(&self.by_mu[lo..hi], |t| t.tanh_term(x));
+        (below - above + near, slope)
     }
 
     /// `T_g(x)` and its derivative, if ties count twice; zero otherwise.
@@ -147,8 +148,18 @@ impl Curves for LogisticCurves<'_> {
         self.groups.len()
     }
 
+    fn entrants(&self) -> usize {
+        self.terms.len()
+    }
+
+    fn exact(&self, g: usize, x: f64) -> (f64, f64) {
+        let (shared, slope) = self.shared(x);
+        let (tie, tie_slope) = self.tie_term(g, x);
+        (shared + tie + self.constants[g], slope + tie_slope)
+    }
+
     fn values(&self, x: f64, groups: Range<usize>) -> Vec<f64> {
-        let shared = self.shared(x);
+        let (shared, _) = self.shared(x);
         groups
             .map(|g| shared + self.tie_term(g, x).0 + self.constants[g])
             .collect()
@@ -156,7 +167,7 @@ impl Curves for LogisticCurves<'_> {
 
     fn leaf_roots(&self, a: f64, b: f64, groups: Range<usize>, force: bool) -> Option<Vec<f64>> {
         let xs = nodes(a, b, NODES);
-        let values: Vec<f64> = xs.par_iter().map(|&x| self.shared(x)).collect();
+        let values: Vec<f64> = xs.par_iter().map(|&x| self.shared(x).0).collect();
         let shared = Chebyshev::fit(a, b, &values);
         if !force && shared.tail() > TAIL_TOLERANCE * self.scale {
             return None;

@@ -17,6 +17,8 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use super::solve::increasing_root;
+
 pub(crate) use gaussian::GaussianCurves;
 pub(crate) use logistic::LogisticCurves;
 
@@ -25,6 +27,10 @@ pub(crate) use logistic::LogisticCurves;
 const CHUNK: usize = 2_048;
 /// Chebyshev points per interpolated interval.
 pub(crate) const NODES: usize = 32;
+/// Rounds of at most this many entrants solve each group's equation directly on the exact
+/// sums: O(N²) work that, this small, costs less than the interpolation's fixed few hundred
+/// samples and its parallel bookkeeping.
+const DIRECT_LIMIT: usize = 64;
 /// Most times the initial bracket is doubled before the solver gives up widening it.
 const MAX_WIDENINGS: usize = 64;
 /// An interval this many times narrower than the leaf width is interpolated whatever its
@@ -42,6 +48,10 @@ pub(crate) struct Term {
 pub(crate) trait Curves: Sync {
     /// Number of tie groups.
     fn groups(&self) -> usize;
+    /// Number of entrants.
+    fn entrants(&self) -> usize;
+    /// `Q_g(x)` and its slope, counting every entrant.
+    fn exact(&self, g: usize, x: f64) -> (f64, f64);
     /// `Q_g(x)` for every `g` in `groups`, counting every entrant.
     fn values(&self, x: f64, groups: Range<usize>) -> Vec<f64>;
     /// The zeros of the groups in `groups`, known to lie in `[a, b]`, found on interpolants;
@@ -72,6 +82,17 @@ pub(crate) fn group_roots(curves: &impl Curves) -> Vec<f64> {
         }
         hi += reach;
         reach *= 2.0;
+    }
+    if curves.entrants() <= DIRECT_LIMIT {
+        // Zeros fall as the rank worsens, so each group's zero lies below the previous one,
+        // which is also a close first guess.
+        let mut upper = hi;
+        return all
+            .map(|g| {
+                upper = increasing_root(lo, upper, upper, |x| curves.exact(g, x));
+                upper
+            })
+            .collect();
     }
     let mut roots = vec![0.0; all.len()];
     solve_interval(curves, lo, hi, all, &mut roots);
