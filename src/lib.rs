@@ -2,5 +2,8 @@
 //!
 //! # Layout
 //! - [`engine`]: the rating math (pure, synchronous, rayon inside; no I/O).
+//! - [`storage`]: the database: one `Storage` trait (pools, the ordered round queue, player
+//!   states, histories) with a Postgres and a SQLite implementation, chosen by URL scheme.
 
 pub mod engine;
+pub mod storage;
