@@ -1,0 +1,336 @@
+//! Durable state of the service: pools and their parameters, the ordered queue of accepted
+//! rounds, every player's posterior, and rating histories. One trait, [`Storage`], lists every
+//! database operation; each method is one transaction. [`connect`] picks the Postgres or the
+//! SQLite implementation from the URL scheme and runs the migrations.
+//!
+//! This module stores and checks; it never rates (the worker calls the engine and hands the
+//! outcome to [`Storage::apply_round`]) and knows nothing of HTTP. Round bodies are opaque
+//! text here: the API validates and canonicalizes them, the worker parses them.
+
+mod postgres;
+mod rows;
+mod sql;
+mod sqlite;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::engine::{Params, PlayerState};
+
+/// Everything the storage layer can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The pool does not exist.
+    #[error("pool `{0}` does not exist")]
+    PoolNotFound(String),
+    /// The pool's parameters can no longer change: ratings were (or are about to be) computed
+    /// with the current ones.
+    #[error("pool `{pool}` has {applied} applied and {queued} queued rounds: its parameters cannot change")]
+    ParamsLocked {
+        /// The pool.
+        pool: String,
+        /// Rounds already applied.
+        applied: u64,
+        /// Rounds waiting in the queue.
+        queued: u64,
+    },
+    /// `apply_round` or `fail_round` named a round that is not the pool's oldest queued one
+    /// (already applied by another worker, failed, unknown, or not yet its turn).
+    #[error("round `{round}` is not the oldest queued round of pool `{pool}`")]
+    NotNextRound {
+        /// The pool.
+        pool: String,
+        /// The round named by the caller.
+        round: String,
+    },
+    /// A number does not fit the database's signed 64-bit integers.
+    #[error("{what} is too large to store")]
+    OutOfRange {
+        /// Which number.
+        what: &'static str,
+    },
+    /// A stored value could not be decoded (an unknown status, a player state that is not
+    /// valid JSON, …).
+    #[error("corrupt stored value: {0}")]
+    Corrupt(String),
+    /// The database URL has a scheme other than `postgres://`, `postgresql://` or `sqlite:`.
+    #[error("unsupported database URL scheme `{0}`: expected postgres:// or sqlite://")]
+    UnsupportedScheme(String),
+    /// The directory for a SQLite file could not be created.
+    #[error("cannot create the database directory")]
+    CreateDir(#[source] std::io::Error),
+    /// A migration failed.
+    #[error(transparent)]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The database refused or failed a statement, or could not be reached.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// What [`Storage::put_pool`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolWrite {
+    /// The pool did not exist and now does.
+    Created,
+    /// The pool's parameters changed.
+    Updated,
+    /// The pool already had exactly these parameters.
+    Unchanged,
+}
+
+/// A pool, its parameters and its counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolInfo {
+    /// The pool's name.
+    pub name: String,
+    /// Its engine parameters.
+    pub params: Params,
+    /// Players who have played at least one applied round.
+    pub players: u64,
+    /// Rounds applied.
+    pub applied: u64,
+    /// Rounds waiting in the queue.
+    pub queued: u64,
+    /// Rounds the worker gave up on.
+    pub failed: u64,
+}
+
+/// Where a round is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoundStatus {
+    /// Accepted, waiting for the worker.
+    Queued,
+    /// Rated; its results are stored.
+    Applied,
+    /// The worker could not rate it; it carries an error message.
+    Failed,
+}
+
+impl RoundStatus {
+    /// The status as stored and as shown on the wire.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Applied => "applied",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// What [`Storage::enqueue_round`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enqueued {
+    /// Stored and queued; `position` is 1 for the next round the worker will apply.
+    Accepted {
+        /// 1-based place in the pool's queue.
+        position: u64,
+    },
+    /// A round with this id and this exact body was stored before; nothing changed.
+    AlreadyStored {
+        /// Its current status.
+        status: RoundStatus,
+    },
+    /// A round with this id but a different body was stored before; nothing changed.
+    Conflict,
+    /// The pool already has `queued` rounds waiting, the bound; nothing changed.
+    QueueFull {
+        /// Rounds waiting.
+        queued: u64,
+    },
+}
+
+/// The round the worker should apply next.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct QueuedRound {
+    /// The round's id.
+    pub id: String,
+    /// Its place in the pool's acceptance order.
+    pub seq: i64,
+    /// The canonical JSON body it was accepted with.
+    pub body: String,
+}
+
+/// The outcome of rating one round, to store with [`Storage::apply_round`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppliedRound {
+    /// The round's time (seconds since the Unix epoch), if it has one.
+    pub time: Option<i64>,
+    /// One entry per standing of the round.
+    pub entrants: Vec<AppliedEntrant>,
+}
+
+/// One player's part in an applied round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppliedEntrant {
+    /// The player's id.
+    pub player: String,
+    /// The rank the round gave them.
+    pub rank: u64,
+    /// The performance credited to them.
+    pub performance: f64,
+    /// Their rating before the round.
+    pub mu_before: f64,
+    /// Their uncertainty before the round.
+    pub sigma_before: f64,
+    /// Their whole belief after the round (its `mu` and `sigma` are the rating after).
+    pub state: PlayerState,
+}
+
+/// A stored round and, once applied, its results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundRecord {
+    /// The round's id.
+    pub id: String,
+    /// Its place in the pool's acceptance order.
+    pub seq: i64,
+    /// Its status.
+    pub status: RoundStatus,
+    /// Why it failed, if it did.
+    pub error: Option<String>,
+    /// Every entrant's result, best rank first, when applied.
+    pub results: Option<Vec<RoundResult>>,
+}
+
+/// One entrant's result in an applied round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundResult {
+    /// The player's id.
+    pub player: String,
+    /// Their rank in the round.
+    pub rank: u64,
+    /// The performance credited to them.
+    pub performance: f64,
+    /// Rating before the round.
+    pub mu_before: f64,
+    /// Uncertainty before the round.
+    pub sigma_before: f64,
+    /// Rating after the round.
+    pub mu_after: f64,
+    /// Uncertainty after the round.
+    pub sigma_after: f64,
+}
+
+/// A player as stored: the belief to rebuild memory from, and their last round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredPlayer {
+    /// The player's id.
+    pub player: String,
+    /// Their whole belief.
+    pub state: PlayerState,
+    /// The id of the last round they played.
+    pub last_round_id: String,
+    /// That round's time, if it had one.
+    pub last_round_time: Option<i64>,
+}
+
+/// One round in a player's history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryEntry {
+    /// The round's place in the pool's order; pass it as `before` to page on.
+    pub seq: i64,
+    /// The round's id.
+    pub round_id: String,
+    /// The round's time, if it had one.
+    pub time: Option<i64>,
+    /// The player's rank.
+    pub rank: u64,
+    /// Standings in the round.
+    pub entrants: u64,
+    /// The performance credited to the player.
+    pub performance: f64,
+    /// Rating before the round.
+    pub mu_before: f64,
+    /// Uncertainty before the round.
+    pub sigma_before: f64,
+    /// Rating after the round.
+    pub mu_after: f64,
+    /// Uncertainty after the round.
+    pub sigma_after: f64,
+}
+
+/// A page of a player's history, newest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryPage {
+    /// At most `limit` entries.
+    pub entries: Vec<HistoryEntry>,
+    /// The `before` cursor of the next page, if there are older entries.
+    pub next_before: Option<i64>,
+}
+
+/// Every database operation the service performs. Each method is one transaction; writes that
+/// depend on a pool's queue take that pool's lock for the whole transaction, so several service
+/// processes may share one database.
+#[async_trait]
+pub trait Storage: Send + Sync + 'static {
+    /// Creates pool `name`, or changes its parameters. A change is refused with
+    /// [`Error::ParamsLocked`] once the pool has applied or queued rounds: the worker may be
+    /// rating the oldest queued round with the current parameters at this moment.
+    async fn put_pool(&self, name: &str, params: &Params) -> Result<PoolWrite, Error>;
+
+    /// One pool with its counts.
+    async fn pool(&self, name: &str) -> Result<Option<PoolInfo>, Error>;
+
+    /// Every pool with its counts, by name.
+    async fn pools(&self) -> Result<Vec<PoolInfo>, Error>;
+
+    /// Stores a validated round durably at the end of `pool`'s queue. `body` is the round's
+    /// canonical JSON: a re-post is recognized by comparing its SHA-256. At most `max_queued`
+    /// rounds wait per pool.
+    async fn enqueue_round(
+        &self,
+        pool: &str,
+        id: &str,
+        body: &str,
+        max_queued: u64,
+    ) -> Result<Enqueued, Error>;
+
+    /// The pool's oldest queued round, if any.
+    async fn oldest_queued(&self, pool: &str) -> Result<Option<QueuedRound>, Error>;
+
+    /// Stores the outcome of rating round `id`: under the pool's lock, checks that `id` is
+    /// still the oldest queued round ([`Error::NotNextRound`] otherwise, and nothing changes),
+    /// upserts every entrant's state, inserts their history rows and marks the round applied.
+    async fn apply_round(&self, pool: &str, id: &str, round: &AppliedRound) -> Result<(), Error>;
+
+    /// Marks round `id`, which must be the oldest queued one, as failed with `error`.
+    async fn fail_round(&self, pool: &str, id: &str, error: &str) -> Result<(), Error>;
+
+    /// Every player of `pool` with their belief, by player id.
+    async fn load_players(&self, pool: &str) -> Result<Vec<StoredPlayer>, Error>;
+
+    /// A round's status and, once applied, its results.
+    async fn round(&self, pool: &str, id: &str) -> Result<Option<RoundRecord>, Error>;
+
+    /// Up to `limit` rounds `player` played in `pool`, newest first, older than the round at
+    /// `before` (a [`HistoryEntry::seq`]) when given.
+    async fn player_history(
+        &self,
+        pool: &str,
+        player: &str,
+        limit: u32,
+        before: Option<i64>,
+    ) -> Result<HistoryPage, Error>;
+
+    /// Rounds waiting in every pool's queue.
+    async fn queue_depth(&self) -> Result<u64, Error>;
+
+    /// Checks that the database answers.
+    async fn ping(&self) -> Result<(), Error>;
+
+    /// Waits for open connections to finish and closes them.
+    async fn close(&self);
+}
+
+/// Connects to the database at `url` (`postgres://…` or `sqlite://PATH`), creating a SQLite
+/// file and its directory when missing, and runs the migrations.
+pub async fn connect(url: &str) -> Result<Arc<dyn Storage>, Error> {
+    let scheme = url.split_once(':').map_or(url, |(scheme, _)| scheme);
+    match scheme {
+        "postgres" | "postgresql" => Ok(Arc::new(postgres::PgStorage::connect(url).await?)),
+        "sqlite" => Ok(Arc::new(sqlite::SqliteStorage::connect(url).await?)),
+        // Only the scheme: the rest of the URL may hold a password.
+        other => Err(Error::UnsupportedScheme(other.to_owned())),
+    }
+}

@@ -1,0 +1,320 @@
+//! Rows as either backend returns them (`FromRow` decodes both), their conversion to the
+//! storage types, and the encodings of values (enum names, JSON states, content hashes,
+//! unsigned numbers). Both backends use these; nothing here talks to a database.
+
+use sha2::{Digest, Sha256};
+use sqlx::query::Query;
+use sqlx::{Database, Encode, Type};
+
+use super::{
+    Enqueued, Error, HistoryEntry, HistoryPage, PoolInfo, RoundRecord, RoundResult, RoundStatus,
+    StoredPlayer,
+};
+use crate::engine::{Params, PlayerState, Ties, Variant};
+
+/// The engine parameters as stored in `pools`.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct ParamsRow {
+    variant: String,
+    beta: f64,
+    gamma: f64,
+    rho: f64,
+    mu_init: f64,
+    sigma_init: f64,
+    drift_per_day: f64,
+    history_limit: i64,
+    ties: String,
+}
+
+impl ParamsRow {
+    /// The parameters, or [`Error::Corrupt`] for an unknown enum name.
+    pub(super) fn into_params(self) -> Result<Params, Error> {
+        Ok(Params {
+            variant: match self.variant.as_str() {
+                "logistic" => Variant::Logistic,
+                "gaussian" => Variant::Gaussian,
+                other => return Err(Error::Corrupt(format!("unknown variant `{other}`"))),
+            },
+            beta: self.beta,
+            gamma: self.gamma,
+            rho: self.rho,
+            mu_init: self.mu_init,
+            sigma_init: self.sigma_init,
+            drift_per_day: self.drift_per_day,
+            history_limit: usize::try_from(self.history_limit)
+                .map_err(|_| Error::Corrupt(format!("history_limit {}", self.history_limit)))?,
+            ties: match self.ties.as_str() {
+                "both" => Ties::Both,
+                "split" => Ties::Split,
+                other => return Err(Error::Corrupt(format!("unknown ties `{other}`"))),
+            },
+        })
+    }
+}
+
+/// A row of `sql::SELECT_POOLS`.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct PoolRow {
+    name: String,
+    #[sqlx(flatten)]
+    params: ParamsRow,
+    players: i64,
+    applied: i64,
+    queued: i64,
+    failed: i64,
+}
+
+impl PoolRow {
+    /// The pool with its counts.
+    pub(super) fn into_info(self) -> Result<PoolInfo, Error> {
+        Ok(PoolInfo {
+            name: self.name,
+            params: self.params.into_params()?,
+            players: to_u64(self.players, "players")?,
+            applied: to_u64(self.applied, "applied")?,
+            queued: to_u64(self.queued, "queued")?,
+            failed: to_u64(self.failed, "failed")?,
+        })
+    }
+}
+
+/// A row of `sql::COUNT_POOL_ROUNDS`.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct PoolRoundsRow {
+    applied: i64,
+    queued: i64,
+}
+
+impl PoolRoundsRow {
+    /// Refuses a parameter change when rounds were or are about to be rated.
+    pub(super) fn check_unlocked(&self, pool: &str) -> Result<(), Error> {
+        if self.applied == 0 && self.queued == 0 {
+            return Ok(());
+        }
+        Err(Error::ParamsLocked {
+            pool: pool.to_owned(),
+            applied: to_u64(self.applied, "applied")?,
+            queued: to_u64(self.queued, "queued")?,
+        })
+    }
+}
+
+/// A row of `sql::SELECT_ROUND`.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct RoundRow {
+    id: String,
+    pub(super) seq: i64,
+    status: String,
+    error: Option<String>,
+}
+
+impl RoundRow {
+    /// The round's status.
+    pub(super) fn status(&self) -> Result<RoundStatus, Error> {
+        parse_status(&self.status)
+    }
+
+    /// The round with `results` (present only when it was applied).
+    pub(super) fn into_record(
+        self,
+        results: Option<Vec<RoundResult>>,
+    ) -> Result<RoundRecord, Error> {
+        Ok(RoundRecord {
+            status: self.status()?,
+            id: self.id,
+            seq: self.seq,
+            error: self.error,
+            results,
+        })
+    }
+}
+
+/// A row of `sql::SELECT_RESULTS`.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct ResultRow {
+    player: String,
+    rank: i64,
+    performance: f64,
+    mu_before: f64,
+    sigma_before: f64,
+    mu_after: f64,
+    sigma_after: f64,
+}
+
+impl ResultRow {
+    /// One entrant's result.
+    pub(super) fn into_result(self) -> Result<RoundResult, Error> {
+        Ok(RoundResult {
+            player: self.player,
+            rank: to_u64(self.rank, "rank")?,
+            performance: self.performance,
+            mu_before: self.mu_before,
+            sigma_before: self.sigma_before,
+            mu_after: self.mu_after,
+            sigma_after: self.sigma_after,
+        })
+    }
+}
+
+/// A row of `sql::SELECT_PLAYERS`.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct PlayerRow {
+    player: String,
+    state: String,
+    last_round_id: String,
+    last_round_time: Option<i64>,
+}
+
+impl PlayerRow {
+    /// The player with their belief parsed back from JSON.
+    pub(super) fn into_player(self) -> Result<StoredPlayer, Error> {
+        let state: PlayerState = serde_json::from_str(&self.state)
+            .map_err(|e| Error::Corrupt(format!("state of player `{}`: {e}", self.player)))?;
+        Ok(StoredPlayer {
+            player: self.player,
+            state,
+            last_round_id: self.last_round_id,
+            last_round_time: self.last_round_time,
+        })
+    }
+}
+
+/// A row of `sql::SELECT_HISTORY`.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct HistoryRow {
+    seq: i64,
+    round_id: String,
+    round_time: Option<i64>,
+    rank: i64,
+    entrants: Option<i64>,
+    performance: f64,
+    mu_before: f64,
+    sigma_before: f64,
+    mu_after: f64,
+    sigma_after: f64,
+}
+
+impl HistoryRow {
+    /// One history entry.
+    pub(super) fn into_entry(self) -> Result<HistoryEntry, Error> {
+        Ok(HistoryEntry {
+            seq: self.seq,
+            round_id: self.round_id,
+            time: self.round_time,
+            rank: to_u64(self.rank, "rank")?,
+            // Set in the same transaction as the history rows, so never missing.
+            entrants: to_u64(self.entrants.unwrap_or_default(), "entrants")?,
+            performance: self.performance,
+            mu_before: self.mu_before,
+            sigma_before: self.sigma_before,
+            mu_after: self.mu_after,
+            sigma_after: self.sigma_after,
+        })
+    }
+}
+
+/// The name a variant is stored under.
+fn variant_name(variant: Variant) -> &'static str {
+    match variant {
+        Variant::Logistic => "logistic",
+        Variant::Gaussian => "gaussian",
+    }
+}
+
+/// The name a tie rule is stored under.
+fn ties_name(ties: Ties) -> &'static str {
+    match ties {
+        Ties::Both => "both",
+        Ties::Split => "split",
+    }
+}
+
+fn parse_status(status: &str) -> Result<RoundStatus, Error> {
+    match status {
+        "queued" => Ok(RoundStatus::Queued),
+        "applied" => Ok(RoundStatus::Applied),
+        "failed" => Ok(RoundStatus::Failed),
+        other => Err(Error::Corrupt(format!("unknown round status `{other}`"))),
+    }
+}
+
+/// SHA-256 of a round's canonical body: what a re-post is compared by.
+pub(super) fn content_hash(body: &str) -> Vec<u8> {
+    Sha256::digest(body.as_bytes()).to_vec()
+}
+
+/// The outcome of posting a round whose id is already stored with `stored_hash`.
+pub(super) fn repost_outcome(
+    status: &str,
+    stored_hash: &[u8],
+    hash: &[u8],
+) -> Result<Enqueued, Error> {
+    if stored_hash == hash {
+        Ok(Enqueued::AlreadyStored {
+            status: parse_status(status)?,
+        })
+    } else {
+        Ok(Enqueued::Conflict)
+    }
+}
+
+/// A player's belief as stored: serde_json prints the shortest decimal that parses back to
+/// the same bits, and its `float_roundtrip` feature parses it back exactly.
+pub(super) fn state_json(player: &str, state: &PlayerState) -> Result<String, Error> {
+    serde_json::to_string(state)
+        .map_err(|e| Error::Corrupt(format!("state of player `{player}`: {e}")))
+}
+
+/// `value` as the database's signed integer.
+pub(super) fn to_i64(value: u64, what: &'static str) -> Result<i64, Error> {
+    i64::try_from(value).map_err(|_| Error::OutOfRange { what })
+}
+
+/// A stored count or rank, which is never negative.
+pub(super) fn to_u64(value: i64, what: &'static str) -> Result<u64, Error> {
+    u64::try_from(value).map_err(|_| Error::Corrupt(format!("{what} is {value}")))
+}
+
+/// Binds pool `name` and its parameters as `$1`..`$10` of `sql::INSERT_POOL` or
+/// `sql::UPDATE_POOL`.
+pub(super) fn bind_pool<'q, DB>(
+    query: Query<'q, DB, <DB as Database>::Arguments<'q>>,
+    name: &'q str,
+    params: &Params,
+) -> Result<Query<'q, DB, <DB as Database>::Arguments<'q>>, Error>
+where
+    DB: Database,
+    &'q str: Encode<'q, DB> + Type<DB>,
+    f64: Encode<'q, DB> + Type<DB>,
+    i64: Encode<'q, DB> + Type<DB>,
+{
+    let history_limit = i64::try_from(params.history_limit).map_err(|_| Error::OutOfRange {
+        what: "history_limit",
+    })?;
+    Ok(query
+        .bind(name)
+        .bind(variant_name(params.variant))
+        .bind(params.beta)
+        .bind(params.gamma)
+        .bind(params.rho)
+        .bind(params.mu_init)
+        .bind(params.sigma_init)
+        .bind(params.drift_per_day)
+        .bind(history_limit)
+        .bind(ties_name(params.ties)))
+}
+
+/// A page of at most `limit` entries from `entries`, which holds up to `limit + 1`: the
+/// extra one, fetched only to learn whether older entries exist, is dropped.
+pub(super) fn history_page(mut entries: Vec<HistoryEntry>, limit: u32) -> HistoryPage {
+    let more = entries.len() > limit as usize;
+    entries.truncate(limit as usize);
+    HistoryPage {
+        next_before: if more {
+            entries.last().map(|entry| entry.seq)
+        } else {
+            None
+        },
+        entries,
+    }
+}

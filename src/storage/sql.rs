@@ -1,0 +1,86 @@
+//! Statements written the same way in both dialects, so each is stated once. Placeholders are
+//! `$N`: SQLite reads `$N` as the N-th argument, as Postgres does. What differs between the
+//! backends (locking, bulk writes) stays in their own files.
+
+/// Every pool with its counts; append a `WHERE` or an `ORDER BY`.
+pub(super) const SELECT_POOLS: &str = "
+    SELECT p.name, p.variant, p.beta, p.gamma, p.rho, p.mu_init, p.sigma_init,
+           p.drift_per_day, p.history_limit, p.ties,
+           (SELECT count(*) FROM players WHERE pool = p.name) AS players,
+           (SELECT count(*) FROM rounds WHERE pool = p.name AND status = 'applied') AS applied,
+           (SELECT count(*) FROM rounds WHERE pool = p.name AND status = 'queued') AS queued,
+           (SELECT count(*) FROM rounds WHERE pool = p.name AND status = 'failed') AS failed
+    FROM pools p";
+
+/// Creates pool `$1` with parameters `$2`..`$10` unless it exists.
+pub(super) const INSERT_POOL: &str = "
+    INSERT INTO pools (name, variant, beta, gamma, rho, mu_init, sigma_init, drift_per_day,
+                       history_limit, ties)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+    ON CONFLICT (name) DO NOTHING";
+
+/// Sets the parameters of pool `$1` to `$2`..`$10`.
+pub(super) const UPDATE_POOL: &str = "
+    UPDATE pools SET variant = $2, beta = $3, gamma = $4, rho = $5, mu_init = $6,
+                     sigma_init = $7, drift_per_day = $8, history_limit = $9, ties = $10
+    WHERE name = $1";
+
+/// Pool `$1`'s applied and queued rounds, for the parameter-change check.
+pub(super) const COUNT_POOL_ROUNDS: &str = "
+    SELECT (SELECT count(*) FROM rounds WHERE pool = $1 AND status = 'applied') AS applied,
+           (SELECT count(*) FROM rounds WHERE pool = $1 AND status = 'queued') AS queued";
+
+/// Status and content hash of round `$2` of pool `$1`.
+pub(super) const SELECT_ROUND_HASH: &str = "
+    SELECT status, content_hash FROM rounds WHERE pool = $1 AND id = $2";
+
+/// Rounds waiting in pool `$1`'s queue.
+pub(super) const COUNT_POOL_QUEUED: &str = "
+    SELECT count(*) FROM rounds WHERE pool = $1 AND status = 'queued'";
+
+/// Queues round `$2` of pool `$1` with body `$3` and hash `$4` after every round accepted so
+/// far; the caller holds the pool's lock, so no other round can take the same place.
+pub(super) const INSERT_ROUND: &str = "
+    INSERT INTO rounds (pool, id, seq, body, content_hash)
+    SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, $4 FROM rounds WHERE pool = $1";
+
+/// The oldest queued round of pool `$1`.
+pub(super) const SELECT_OLDEST_QUEUED: &str = "
+    SELECT id, seq, body FROM rounds
+    WHERE pool = $1 AND status = 'queued'
+    ORDER BY seq LIMIT 1";
+
+/// Marks round `$2` of pool `$1` applied, with its time `$3` and number of standings `$4`.
+pub(super) const MARK_APPLIED: &str = "
+    UPDATE rounds SET status = 'applied', round_time = $3, entrants = $4
+    WHERE pool = $1 AND id = $2";
+
+/// Marks round `$2` of pool `$1` failed with message `$3`.
+pub(super) const MARK_FAILED: &str = "
+    UPDATE rounds SET status = 'failed', error = $3 WHERE pool = $1 AND id = $2";
+
+/// Round `$2` of pool `$1`.
+pub(super) const SELECT_ROUND: &str = "
+    SELECT id, seq, status, error FROM rounds WHERE pool = $1 AND id = $2";
+
+/// The results of the round at seq `$2` of pool `$1`, best rank first.
+pub(super) const SELECT_RESULTS: &str = "
+    SELECT player, rank, performance, mu_before, sigma_before, mu_after, sigma_after
+    FROM history WHERE pool = $1 AND seq = $2
+    ORDER BY rank, player";
+
+/// Every player of pool `$1`.
+pub(super) const SELECT_PLAYERS: &str = "
+    SELECT player, state, last_round_id, last_round_time FROM players
+    WHERE pool = $1 ORDER BY player";
+
+/// Up to `$4` rounds of player `$2` in pool `$1` older than seq `$3`, newest first.
+pub(super) const SELECT_HISTORY: &str = "
+    SELECT h.seq, r.id AS round_id, r.round_time, h.rank, r.entrants, h.performance,
+           h.mu_before, h.sigma_before, h.mu_after, h.sigma_after
+    FROM history h JOIN rounds r ON r.pool = h.pool AND r.seq = h.seq
+    WHERE h.pool = $1 AND h.player = $2 AND h.seq < $3
+    ORDER BY h.seq DESC LIMIT $4";
+
+/// Rounds queued in every pool.
+pub(super) const COUNT_QUEUED: &str = "SELECT count(*) FROM rounds WHERE status = 'queued'";

@@ -1,0 +1,222 @@
+//! Applying a round: everything in one transaction, only the oldest queued round, only once.
+
+use std::collections::HashSet;
+
+use mmr_service::storage::{Error, RoundStatus};
+
+use crate::support::{self, create_pool, enqueue, enqueue_and_apply, population, Db, POOL};
+
+backend_tests!(
+    applying_the_oldest_round_stores_states_history_and_results,
+    applying_a_round_that_is_not_the_oldest_is_refused_and_changes_nothing,
+    applying_a_round_a_second_time_is_refused,
+    a_round_whose_writes_fail_midway_leaves_nothing_behind,
+    two_processes_applying_the_same_round_at_once_succeed_exactly_once,
+    a_failed_round_keeps_its_error_and_leaves_the_queue,
+    a_round_too_large_for_one_statement_is_stored_whole,
+);
+
+async fn applying_the_oldest_round_stores_states_history_and_results(db: Db) {
+    create_pool(&db).await;
+    let mut population = population();
+    let applied =
+        enqueue_and_apply(&db, &mut population, "r1", &["b", "a", "c"], Some(1_000)).await;
+
+    let record = db
+        .storage
+        .round(POOL, "r1")
+        .await
+        .expect("read")
+        .expect("stored");
+    assert_eq!(record.status, RoundStatus::Applied);
+    assert_eq!(record.error, None);
+    let results = record.results.expect("an applied round has results");
+    let order: Vec<(&str, u64)> = results
+        .iter()
+        .map(|r| (r.player.as_str(), r.rank))
+        .collect();
+    assert_eq!(order, [("b", 1), ("a", 2), ("c", 3)], "best rank first");
+    for (result, entrant) in results.iter().zip(&applied.entrants) {
+        assert_eq!(result.performance, entrant.performance);
+        assert_eq!(result.mu_before, entrant.mu_before);
+        assert_eq!(result.sigma_before, entrant.sigma_before);
+        assert_eq!(result.mu_after, entrant.state.mu);
+        assert_eq!(result.sigma_after, entrant.state.sigma);
+    }
+
+    let players = db.storage.load_players(POOL).await.expect("load");
+    let ids: Vec<&str> = players.iter().map(|p| p.player.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c"]);
+    for stored in &players {
+        assert_eq!(Some(&stored.state), population.player(&stored.player));
+        assert_eq!(stored.last_round_id, "r1");
+        assert_eq!(stored.last_round_time, Some(1_000));
+    }
+    let history = db
+        .storage
+        .player_history(POOL, "a", 10, None)
+        .await
+        .expect("history");
+    assert_eq!(history.entries.len(), 1);
+    assert_eq!(db.storage.oldest_queued(POOL).await.expect("read"), None);
+}
+
+async fn applying_a_round_that_is_not_the_oldest_is_refused_and_changes_nothing(db: Db) {
+    create_pool(&db).await;
+    enqueue(&db, "r1", &["a", "b"]).await;
+    enqueue(&db, "r2", &["c", "d"]).await;
+    let mut population = population();
+    let second = support::rate(&mut population, &["c", "d"], None);
+    match db.storage.apply_round(POOL, "r2", &second).await {
+        Err(Error::NotNextRound { pool, round }) => assert_eq!((&*pool, &*round), (POOL, "r2")),
+        other => panic!("expected NotNextRound, got {other:?}"),
+    }
+    let unknown = db.storage.apply_round(POOL, "r9", &second).await;
+    assert!(
+        matches!(unknown, Err(Error::NotNextRound { .. })),
+        "{unknown:?}"
+    );
+    assert_nothing_applied(&db, &["r1", "r2"]).await;
+}
+
+async fn applying_a_round_a_second_time_is_refused(db: Db) {
+    create_pool(&db).await;
+    let mut population = population();
+    let applied = enqueue_and_apply(&db, &mut population, "r1", &["a", "b"], None).await;
+    let again = db.storage.apply_round(POOL, "r1", &applied).await;
+    assert!(
+        matches!(again, Err(Error::NotNextRound { .. })),
+        "{again:?}"
+    );
+    let results = db
+        .storage
+        .round(POOL, "r1")
+        .await
+        .expect("read")
+        .and_then(|r| r.results)
+        .expect("results");
+    assert_eq!(results.len(), 2, "no duplicated results");
+}
+
+async fn a_round_whose_writes_fail_midway_leaves_nothing_behind(db: Db) {
+    create_pool(&db).await;
+    enqueue(&db, "r1", &["a", "b", "c"]).await;
+    let mut population = population();
+    let mut applied = support::rate(&mut population, &["a", "b", "c"], None);
+    // The same player twice: the state upsert or the history insert fails after the round
+    // was checked and other rows were written in the same transaction.
+    let mut duplicate = applied.entrants[0].clone();
+    duplicate.rank = 4;
+    applied.entrants.push(duplicate);
+    let outcome = db.storage.apply_round(POOL, "r1", &applied).await;
+    assert!(matches!(outcome, Err(Error::Database(_))), "{outcome:?}");
+    assert_nothing_applied(&db, &["r1"]).await;
+}
+
+async fn two_processes_applying_the_same_round_at_once_succeed_exactly_once(db: Db) {
+    const PLAYERS: usize = 300;
+    create_pool(&db).await;
+    let names: Vec<String> = (0..PLAYERS).map(|i| format!("p{i:03}")).collect();
+    let players: Vec<&str> = names.iter().map(String::as_str).collect();
+    enqueue(&db, "r1", &players).await;
+    let mut population = population();
+    let applied = support::rate(&mut population, &players, None);
+    let other_process = mmr_service::storage::connect(&db.url)
+        .await
+        .expect("second connection");
+
+    let (first, second) = tokio::join!(
+        db.storage.apply_round(POOL, "r1", &applied),
+        other_process.apply_round(POOL, "r1", &applied),
+    );
+    let successes = [&first, &second].iter().filter(|o| o.is_ok()).count();
+    assert_eq!(successes, 1, "{first:?} / {second:?}");
+    for outcome in [first, second] {
+        assert!(
+            matches!(outcome, Ok(()) | Err(Error::NotNextRound { .. })),
+            "{outcome:?}"
+        );
+    }
+    let results = db
+        .storage
+        .round(POOL, "r1")
+        .await
+        .expect("read")
+        .and_then(|r| r.results)
+        .expect("results");
+    assert_eq!(results.len(), PLAYERS);
+    let stored = db.storage.load_players(POOL).await.expect("load");
+    assert!(stored.iter().all(|p| p.state.rounds == 1));
+    other_process.close().await;
+}
+
+async fn a_failed_round_keeps_its_error_and_leaves_the_queue(db: Db) {
+    create_pool(&db).await;
+    enqueue(&db, "r1", &["a", "b"]).await;
+    enqueue(&db, "r2", &["a", "b"]).await;
+    let wrong = db.storage.fail_round(POOL, "r2", "not its turn").await;
+    assert!(
+        matches!(wrong, Err(Error::NotNextRound { .. })),
+        "{wrong:?}"
+    );
+    db.storage
+        .fail_round(POOL, "r1", "engine refused: standings")
+        .await
+        .expect("fail");
+    let record = db
+        .storage
+        .round(POOL, "r1")
+        .await
+        .expect("read")
+        .expect("stored");
+    assert_eq!(record.status, RoundStatus::Failed);
+    assert_eq!(record.error.as_deref(), Some("engine refused: standings"));
+    assert_eq!(record.results, None);
+    let next = db.storage.oldest_queued(POOL).await.expect("read");
+    assert_eq!(next.map(|r| r.id).as_deref(), Some("r2"));
+}
+
+async fn a_round_too_large_for_one_statement_is_stored_whole(db: Db) {
+    // More rows than one SQLite statement can bind (32,766 parameters / 9 columns).
+    const PLAYERS: usize = 5_000;
+    create_pool(&db).await;
+    let names: Vec<String> = (0..PLAYERS).map(|i| format!("p{i:05}")).collect();
+    let players: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut population = population();
+    enqueue_and_apply(&db, &mut population, "big", &players, None).await;
+    let stored = db.storage.load_players(POOL).await.expect("load");
+    assert_eq!(stored.len(), PLAYERS);
+    let distinct: HashSet<&str> = stored.iter().map(|p| p.player.as_str()).collect();
+    assert_eq!(distinct.len(), PLAYERS);
+    let results = db
+        .storage
+        .round(POOL, "big")
+        .await
+        .expect("read")
+        .and_then(|r| r.results)
+        .expect("results");
+    assert_eq!(results.len(), PLAYERS);
+}
+
+/// Asserts that `queued` are all still queued and that no state or history was written.
+async fn assert_nothing_applied(db: &Db, queued: &[&str]) {
+    for id in queued {
+        let record = db
+            .storage
+            .round(POOL, id)
+            .await
+            .expect("read")
+            .expect("stored");
+        assert_eq!(record.status, RoundStatus::Queued, "{id}");
+    }
+    let oldest = db.storage.oldest_queued(POOL).await.expect("read");
+    assert_eq!(oldest.map(|r| r.id).as_deref(), queued.first().copied());
+    assert!(db
+        .storage
+        .load_players(POOL)
+        .await
+        .expect("load")
+        .is_empty());
+    let pool = db.storage.pool(POOL).await.expect("read").expect("exists");
+    assert_eq!((pool.players, pool.applied), (0, 0));
+}

@@ -1,0 +1,191 @@
+//! The round queue: durable acceptance, acceptance order, re-posts, conflicts and the bound.
+
+use mmr_service::storage::{Enqueued, Error, RoundStatus};
+
+use crate::support::{self, body, create_pool, enqueue, population, Db, POOL, ROOMY_QUEUE};
+
+backend_tests!(
+    enqueueing_into_an_unknown_pool_is_an_error,
+    rounds_are_queued_in_acceptance_order,
+    reposting_a_round_with_the_same_body_returns_its_stored_status,
+    reposting_a_round_id_with_a_different_body_is_a_conflict_and_changes_nothing,
+    a_full_queue_refuses_new_rounds_but_still_recognizes_reposts,
+    round_ids_are_scoped_to_their_pool,
+    queued_rounds_survive_reopening_the_database,
+);
+
+async fn enqueueing_into_an_unknown_pool_is_an_error(db: Db) {
+    let outcome = db
+        .storage
+        .enqueue_round("nowhere", "r1", &body("r1", &["a", "b"]), ROOMY_QUEUE)
+        .await;
+    assert!(
+        matches!(&outcome, Err(Error::PoolNotFound(pool)) if pool == "nowhere"),
+        "{outcome:?}"
+    );
+}
+
+async fn rounds_are_queued_in_acceptance_order(db: Db) {
+    create_pool(&db).await;
+    for (i, id) in ["r-b", "r-a", "r-c"].into_iter().enumerate() {
+        let outcome = db
+            .storage
+            .enqueue_round(POOL, id, &body(id, &["a", "b"]), ROOMY_QUEUE)
+            .await
+            .expect("enqueue");
+        assert_eq!(
+            outcome,
+            Enqueued::Accepted {
+                position: i as u64 + 1
+            },
+            "{id}"
+        );
+    }
+    let oldest = db
+        .storage
+        .oldest_queued(POOL)
+        .await
+        .expect("read")
+        .expect("a queued round");
+    assert_eq!(oldest.id, "r-b", "acceptance order, not id order");
+    assert_eq!(oldest.body, body("r-b", &["a", "b"]));
+
+    let mut population = population();
+    let applied = support::rate(&mut population, &["a", "b"], None);
+    db.storage
+        .apply_round(POOL, "r-b", &applied)
+        .await
+        .expect("apply");
+    let next = db.storage.oldest_queued(POOL).await.expect("read");
+    assert_eq!(next.map(|r| r.id).as_deref(), Some("r-a"));
+    let first = db.storage.round(POOL, "r-b").await.expect("read");
+    let second = db.storage.round(POOL, "r-a").await.expect("read");
+    assert!(first.expect("stored").seq < second.expect("stored").seq);
+    assert_eq!(
+        db.storage
+            .enqueue_round(POOL, "r-d", &body("r-d", &["a", "b"]), ROOMY_QUEUE)
+            .await
+            .expect("enqueue"),
+        Enqueued::Accepted { position: 3 },
+        "the applied round no longer counts"
+    );
+}
+
+async fn reposting_a_round_with_the_same_body_returns_its_stored_status(db: Db) {
+    create_pool(&db).await;
+    enqueue(&db, "r1", &["a", "b"]).await;
+    let original = body("r1", &["a", "b"]);
+    let repost = || db.storage.enqueue_round(POOL, "r1", &original, ROOMY_QUEUE);
+    assert_eq!(
+        repost().await.expect("repost"),
+        Enqueued::AlreadyStored {
+            status: RoundStatus::Queued
+        }
+    );
+    let mut population = population();
+    let applied = support::rate(&mut population, &["a", "b"], None);
+    db.storage
+        .apply_round(POOL, "r1", &applied)
+        .await
+        .expect("apply");
+    assert_eq!(
+        repost().await.expect("repost"),
+        Enqueued::AlreadyStored {
+            status: RoundStatus::Applied
+        }
+    );
+    assert_eq!(db.storage.queue_depth().await.expect("depth"), 0);
+}
+
+async fn reposting_a_round_id_with_a_different_body_is_a_conflict_and_changes_nothing(db: Db) {
+    create_pool(&db).await;
+    enqueue(&db, "r1", &["a", "b"]).await;
+    assert_eq!(
+        db.storage
+            .enqueue_round(POOL, "r1", &body("r1", &["b", "a"]), ROOMY_QUEUE)
+            .await
+            .expect("repost"),
+        Enqueued::Conflict
+    );
+    let stored = db
+        .storage
+        .oldest_queued(POOL)
+        .await
+        .expect("read")
+        .expect("queued");
+    assert_eq!(stored.body, body("r1", &["a", "b"]), "the first body stays");
+    assert_eq!(db.storage.queue_depth().await.expect("depth"), 1);
+}
+
+async fn a_full_queue_refuses_new_rounds_but_still_recognizes_reposts(db: Db) {
+    const BOUND: u64 = 2;
+    create_pool(&db).await;
+    let post = |id: &'static str| {
+        let storage = db.storage.clone();
+        async move {
+            storage
+                .enqueue_round(POOL, id, &body(id, &["a", "b"]), BOUND)
+                .await
+                .expect("enqueue")
+        }
+    };
+    assert_eq!(post("r1").await, Enqueued::Accepted { position: 1 });
+    assert_eq!(post("r2").await, Enqueued::Accepted { position: 2 });
+    assert_eq!(post("r3").await, Enqueued::QueueFull { queued: 2 });
+    assert_eq!(
+        post("r1").await,
+        Enqueued::AlreadyStored {
+            status: RoundStatus::Queued
+        },
+        "a re-post is answered even when the queue is full"
+    );
+    assert_eq!(db.storage.round(POOL, "r3").await.expect("read"), None);
+
+    let mut population = population();
+    let applied = support::rate(&mut population, &["a", "b"], None);
+    db.storage
+        .apply_round(POOL, "r1", &applied)
+        .await
+        .expect("apply");
+    assert_eq!(
+        post("r3").await,
+        Enqueued::Accepted { position: 2 },
+        "applying a round makes room"
+    );
+}
+
+async fn round_ids_are_scoped_to_their_pool(db: Db) {
+    create_pool(&db).await;
+    db.storage
+        .put_pool("other", &support::params())
+        .await
+        .expect("put");
+    enqueue(&db, "r1", &["a", "b"]).await;
+    assert_eq!(
+        db.storage
+            .enqueue_round("other", "r1", &body("r1", &["b", "a"]), ROOMY_QUEUE)
+            .await
+            .expect("enqueue"),
+        Enqueued::Accepted { position: 1 }
+    );
+    let other = db.storage.oldest_queued("other").await.expect("read");
+    assert_eq!(other.map(|r| r.body), Some(body("r1", &["b", "a"])));
+    let main = db.storage.oldest_queued(POOL).await.expect("read");
+    assert_eq!(main.map(|r| r.body), Some(body("r1", &["a", "b"])));
+}
+
+async fn queued_rounds_survive_reopening_the_database(db: Db) {
+    create_pool(&db).await;
+    enqueue(&db, "r1", &["a", "b"]).await;
+    db.storage.close().await;
+    let reopened = mmr_service::storage::connect(&db.url)
+        .await
+        .expect("reopen");
+    let oldest = reopened
+        .oldest_queued(POOL)
+        .await
+        .expect("read")
+        .expect("still queued");
+    assert_eq!(oldest.id, "r1");
+    reopened.close().await;
+}

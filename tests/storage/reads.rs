@@ -1,0 +1,256 @@
+//! Reads: player states bit for bit, round status and results, history pages, queue depth.
+
+use std::collections::VecDeque;
+
+use mmr_service::engine::{Factor, PlayerState};
+use mmr_service::storage::{AppliedEntrant, AppliedRound, RoundStatus};
+
+use crate::support::{create_pool, enqueue, enqueue_and_apply, population, Db, POOL};
+
+backend_tests!(
+    player_states_round_trip_bit_for_bit,
+    a_queued_round_reads_as_queued_without_results,
+    history_is_newest_first_and_pages_with_the_before_cursor,
+    unknown_rounds_and_players_read_as_nothing,
+    queue_depth_counts_queued_rounds_of_every_pool,
+    a_reachable_database_answers_the_ping,
+);
+
+/// A deterministic stream of arbitrary finite doubles (every exponent, subnormals included).
+struct Doubles(u64);
+
+impl Doubles {
+    fn next(&mut self) -> f64 {
+        loop {
+            // xorshift64
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            let value = f64::from_bits(self.0);
+            if value.is_finite() {
+                return value;
+            }
+        }
+    }
+}
+
+async fn player_states_round_trip_bit_for_bit(db: Db) {
+    const PLAYERS: usize = 40;
+    const FACTORS: usize = 25;
+    create_pool(&db).await;
+    let mut doubles = Doubles(0x9e37_79b9_7f4a_7c15);
+    let entrants: Vec<AppliedEntrant> = (0..PLAYERS)
+        .map(|i| AppliedEntrant {
+            player: format!("p{i:02}"),
+            rank: i as u64 + 1,
+            performance: doubles.next(),
+            mu_before: doubles.next(),
+            sigma_before: doubles.next(),
+            state: PlayerState {
+                mu: doubles.next(),
+                sigma: doubles.next(),
+                p0: doubles.next(),
+                w0: doubles.next(),
+                factors: (0..FACTORS)
+                    .map(|_| Factor {
+                        perf: doubles.next(),
+                        weight: doubles.next(),
+                        beta: doubles.next(),
+                    })
+                    .collect::<VecDeque<_>>(),
+                last_time: (i % 2 == 0).then_some(-(i as i64) * 1_000_003),
+                rounds: i as u64 * 7 + 1,
+            },
+        })
+        .collect();
+    let players: Vec<&str> = entrants.iter().map(|e| e.player.as_str()).collect();
+    enqueue(&db, "r1", &players).await;
+    let applied = AppliedRound {
+        time: None,
+        entrants,
+    };
+    db.storage
+        .apply_round(POOL, "r1", &applied)
+        .await
+        .expect("apply");
+
+    let stored = db.storage.load_players(POOL).await.expect("load");
+    assert_eq!(stored.len(), PLAYERS);
+    for (stored, entrant) in stored.iter().zip(&applied.entrants) {
+        let (got, want) = (&stored.state, &entrant.state);
+        let who = &entrant.player;
+        assert_eq!(stored.player, *who);
+        assert_eq!(bits(got), bits(want), "{who}");
+        assert_eq!(
+            (got.last_time, got.rounds),
+            (want.last_time, want.rounds),
+            "{who}"
+        );
+        assert_eq!(stored.last_round_time, None, "{who}: the round had no time");
+    }
+    let results = db
+        .storage
+        .round(POOL, "r1")
+        .await
+        .expect("read")
+        .and_then(|r| r.results)
+        .expect("results");
+    for (result, entrant) in results.iter().zip(&applied.entrants) {
+        let got = [
+            result.performance,
+            result.mu_before,
+            result.sigma_before,
+            result.mu_after,
+            result.sigma_after,
+        ];
+        let want = [
+            entrant.performance,
+            entrant.mu_before,
+            entrant.sigma_before,
+            entrant.state.mu,
+            entrant.state.sigma,
+        ];
+        assert_eq!(
+            got.map(f64::to_bits),
+            want.map(f64::to_bits),
+            "{}",
+            entrant.player
+        );
+    }
+}
+
+/// Every float of a state, as bits.
+fn bits(state: &PlayerState) -> Vec<u64> {
+    let mut all = vec![state.mu, state.sigma, state.p0, state.w0];
+    for factor in &state.factors {
+        all.extend([factor.perf, factor.weight, factor.beta]);
+    }
+    all.into_iter().map(f64::to_bits).collect()
+}
+
+async fn a_queued_round_reads_as_queued_without_results(db: Db) {
+    create_pool(&db).await;
+    enqueue(&db, "r1", &["a", "b"]).await;
+    let record = db
+        .storage
+        .round(POOL, "r1")
+        .await
+        .expect("read")
+        .expect("stored");
+    assert_eq!(record.id, "r1");
+    assert_eq!(record.status, RoundStatus::Queued);
+    assert_eq!((record.error, record.results), (None, None));
+}
+
+async fn history_is_newest_first_and_pages_with_the_before_cursor(db: Db) {
+    create_pool(&db).await;
+    let mut population = population();
+    let rounds = [
+        ("r1", vec!["a", "b"]),
+        ("r2", vec!["b", "c", "a"]),
+        ("r3", vec!["c", "d"]),
+        ("r4", vec!["d", "a"]),
+        ("r5", vec!["a", "b", "c", "d"]),
+    ];
+    let mut applied = Vec::new();
+    for (i, (id, players)) in rounds.iter().enumerate() {
+        let time = Some(1_700_000_000 + i as i64 * 86_400);
+        applied.push(enqueue_and_apply(&db, &mut population, id, players, time).await);
+    }
+
+    let mut pages = Vec::new();
+    let mut before = None;
+    loop {
+        let page = db
+            .storage
+            .player_history(POOL, "a", 2, before)
+            .await
+            .expect("history");
+        pages.push(
+            page.entries
+                .iter()
+                .map(|e| e.round_id.clone())
+                .collect::<Vec<_>>(),
+        );
+        match page.next_before {
+            Some(cursor) => before = Some(cursor),
+            None => break,
+        }
+    }
+    assert_eq!(pages, [vec!["r5", "r4"], vec!["r2", "r1"]]);
+
+    let newest = db
+        .storage
+        .player_history(POOL, "a", 1, None)
+        .await
+        .expect("history");
+    let entry = &newest.entries[0];
+    let rated = &applied[4].entrants[0];
+    assert_eq!(entry.round_id, "r5");
+    assert_eq!(entry.time, Some(1_700_000_000 + 4 * 86_400));
+    assert_eq!((entry.rank, entry.entrants), (1, 4));
+    assert_eq!(entry.performance, rated.performance);
+    assert_eq!(
+        (entry.mu_before, entry.sigma_before),
+        (rated.mu_before, rated.sigma_before)
+    );
+    assert_eq!(
+        (entry.mu_after, entry.sigma_after),
+        (rated.state.mu, rated.state.sigma)
+    );
+    assert!(newest.next_before.is_some());
+
+    let everything = db
+        .storage
+        .player_history(POOL, "a", 100, None)
+        .await
+        .expect("history");
+    assert_eq!(everything.entries.len(), 4);
+    assert_eq!(everything.next_before, None, "no older page");
+}
+
+async fn unknown_rounds_and_players_read_as_nothing(db: Db) {
+    create_pool(&db).await;
+    assert_eq!(db.storage.round(POOL, "nope").await.expect("read"), None);
+    assert_eq!(
+        db.storage.round("nowhere", "nope").await.expect("read"),
+        None
+    );
+    let history = db
+        .storage
+        .player_history(POOL, "nobody", 10, None)
+        .await
+        .expect("history");
+    assert!(history.entries.is_empty());
+    assert_eq!(history.next_before, None);
+    assert!(db
+        .storage
+        .load_players("nowhere")
+        .await
+        .expect("load")
+        .is_empty());
+    assert_eq!(
+        db.storage.oldest_queued("nowhere").await.expect("read"),
+        None
+    );
+}
+
+async fn queue_depth_counts_queued_rounds_of_every_pool(db: Db) {
+    create_pool(&db).await;
+    db.storage
+        .put_pool("other", &crate::support::params())
+        .await
+        .expect("put");
+    assert_eq!(db.storage.queue_depth().await.expect("depth"), 0);
+    enqueue(&db, "r1", &["a", "b"]).await;
+    enqueue(&db, "r2", &["a", "b"]).await;
+    db.storage
+        .enqueue_round("other", "r1", &crate::support::body("r1", &["a", "b"]), 10)
+        .await
+        .expect("enqueue");
+    assert_eq!(db.storage.queue_depth().await.expect("depth"), 3);
+}
+
+async fn a_reachable_database_answers_the_ping(db: Db) {
+    db.storage.ping().await.expect("ping");
+}
