@@ -1,30 +1,54 @@
 //! The command line of the `mmr-service` binary (clap derive) and what each subcommand runs.
 //! It turns arguments into library calls and prints their results; the work itself lives in
-//! [`replay`] and the engine.
+//! [`startup`](crate::startup), [`replay`] and the engine.
 
 use std::io::IsTerminal;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::config::{Overrides, Settings};
 use crate::engine::{Params, Ties, Variant};
 use crate::replay::{self, InputFormat};
+use crate::startup::Application;
 
 /// Exact, parallel Elo-MMR ratings.
 #[derive(Debug, Parser)]
 #[command(name = "mmr-service", version, about)]
 pub struct Cli {
-    /// What to do.
+    /// What to do; `serve` when left out.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Serve the HTTP API (the default): on an embedded SQLite file unless configured.
+    Serve(ServeArgs),
     /// Apply a file of rounds in order and report accuracy, timing and (optionally) ratings.
     Replay(ReplayArgs),
+    /// Print the hex SHA-256 of a key, for `[[auth.keys]] sha256`.
+    HashKey {
+        /// The key.
+        key: String,
+    },
+}
+
+/// Arguments of `serve`; each wins over the configuration file and the environment.
+#[derive(Debug, Default, Args)]
+pub struct ServeArgs {
+    /// A TOML file layered over the built-in defaults (`config/default.toml`).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Address to listen on, e.g. 127.0.0.1:8080.
+    #[arg(long)]
+    pub addr: Option<SocketAddr>,
+    /// `postgres://…` or `sqlite://PATH`.
+    #[arg(long)]
+    pub database_url: Option<String>,
 }
 
 /// Arguments of `replay`. Rating parameters left out take `Params::default()`.
@@ -122,9 +146,37 @@ impl ReplayArgs {
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
+    match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
+        Command::Serve(args) => run_serve(&args),
         Command::Replay(args) => run_replay(&args),
+        Command::HashKey { key } => {
+            println!("{}", crate::api::auth::hash_key(&key));
+            Ok(())
+        }
     }
+}
+
+fn run_serve(args: &ServeArgs) -> anyhow::Result<()> {
+    crate::telemetry::init();
+    let settings = Settings::load(
+        args.config.as_deref(),
+        std::env::vars(),
+        &Overrides {
+            addr: args.addr,
+            database_url: args.database_url.clone(),
+        },
+    )?;
+    tracing::info!(?settings, "configuration loaded");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async {
+        Application::build(settings)
+            .await?
+            .run_until_stopped()
+            .await
+    })
 }
 
 fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {

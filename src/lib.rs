@@ -1,15 +1,33 @@
 //! mmr-service: an HTTP service that rates competitors with exact, parallel Elo-MMR.
 //!
 //! # Layout
+//! Read top-down: `main.rs` → [`cli`] → [`startup`] → [`api`] → [`worker`] → [`engine`], with
+//! [`storage`] beside them.
+//! - [`cli`]: the command line of the `mmr-service` binary (`serve`, `replay`, `hash-key`).
+//! - [`config`]: settings, layered from `config/default.toml`, a file, the environment, flags.
+//! - [`startup`]: connect, load, start the workers, serve, shut down in order.
+//! - [`api`]: the HTTP routes, their request and response types, auth and the one error type.
+//! - [`state`]: what handlers and workers share, and the operations that span them.
+//! - [`pools`]: every pool in memory: beliefs, last rounds, leaderboards. Reads come from here.
+//! - [`worker`]: one loop per pool: queued round → engine → one transaction → memory.
 //! - [`engine`]: the rating math (pure, synchronous, rayon inside; no I/O).
-//! - [`wire`]: the JSON form of a round and its conversion into an engine round.
-//! - [`replay`]: the offline `replay` command: a file of rounds in, accuracy and ratings out.
 //! - [`storage`]: the database: one `Storage` trait (pools, the ordered round queue, player
 //!   states, histories) with a Postgres and a SQLite implementation, chosen by URL scheme.
-//! - [`cli`]: the command line of the `mmr-service` binary.
+//! - [`wire`]: the JSON form of a round and its conversion into an engine round.
+//! - [`names`]: which pool names, round ids and player ids the service accepts.
+//! - [`replay`]: the offline `replay` command: a file of rounds in, accuracy and ratings out.
+//! - [`telemetry`]: logging, to stderr.
 
+pub mod api;
 pub mod cli;
+pub mod config;
 pub mod engine;
+pub mod names;
+pub mod pools;
 pub mod replay;
+pub mod startup;
+pub mod state;
 pub mod storage;
+pub mod telemetry;
 pub mod wire;
+pub mod worker;

@@ -78,6 +78,12 @@ impl Population {
         self.players.is_empty()
     }
 
+    /// Sets a player's belief: one computed by [`rate_round`] and committed elsewhere, or one
+    /// loaded from storage.
+    pub fn insert(&mut self, id: String, state: PlayerState) {
+        self.players.insert(id, state);
+    }
+
     /// Rates `round` and stores the new beliefs; on error nothing changes. The result is
     /// aligned with `round.standings`.
     pub fn apply(&mut self, round: &Round) -> Result<Vec<Change>, Error> {

@@ -1,0 +1,275 @@
+//! The one error type of the API and its JSON body `{"error": {"code", "message", "field"?}}`.
+//! Every status the API answers with is chosen here, in one exhaustive match. A 5xx body
+//! reveals nothing: its cause is logged once, inside the request's span, where it arises.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::storage;
+
+/// Seconds a client is asked to wait before retrying a 503.
+pub const RETRY_AFTER_SECS: u64 = 1;
+
+/// Everything a request can fail with.
+#[derive(Debug)]
+pub enum Error {
+    /// The body is not well-formed JSON (or nests too deeply).
+    MalformedJson(String),
+    /// A query parameter is missing, of the wrong type or out of range.
+    InvalidQuery {
+        /// The parameter.
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// No key, or a key the service does not know.
+    Unauthenticated,
+    /// A key whose role does not allow this.
+    Forbidden,
+    /// A path names a pool, round or player that does not exist (`what` says which).
+    NotFound {
+        /// `pool`, `round`, `player` or `route`.
+        what: &'static str,
+        /// What was asked for.
+        id: String,
+    },
+    /// The route exists, but not with this method.
+    MethodNotAllowed,
+    /// A round with this id was stored before with a different body.
+    RoundConflict(String),
+    /// The pool's parameters cannot change: it has rounds.
+    ParamsLocked(String),
+    /// The body is larger than `[server] body_limit_bytes`.
+    PayloadTooLarge,
+    /// The body is not `application/json`.
+    UnsupportedMediaType,
+    /// The body is JSON but says something the service refuses; `field` names the culprit.
+    Invalid {
+        /// Machine-readable kind: `invalid_round`, `invalid_parameter`, `invalid_request`.
+        code: &'static str,
+        /// Path of the field, e.g. `standings[2].rank`; empty for the body itself.
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The pool's queue is full.
+    QueueFull,
+    /// The database cannot be reached; the write was not made.
+    Unavailable,
+    /// The request took longer than `[server] request_timeout_secs`.
+    Timeout,
+    /// Something failed inside the service; the cause is in the log.
+    Internal,
+}
+
+/// The JSON body of every error response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorResponse {
+    /// What went wrong.
+    pub error: ErrorDetail,
+}
+
+/// The inside of an [`ErrorResponse`].
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Machine-readable kind, e.g. `invalid_round`, `pool_not_found`, `queue_full`.
+    pub code: String,
+    /// Human-readable explanation.
+    pub message: String,
+    /// The request field at fault (a JSON path such as `standings[2].rank`, or a query
+    /// parameter), when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+impl Error {
+    /// A 422 about field `field` of the body.
+    pub fn invalid(
+        code: &'static str,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self::Invalid {
+            code,
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A 400 about query parameter `field`.
+    pub fn query(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::InvalidQuery {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The error a bare status stands for, when something below the handlers (the router, a
+    /// middleware) answered with it and no JSON body.
+    #[must_use]
+    pub fn from_status(status: StatusCode) -> Self {
+        match status {
+            StatusCode::NOT_FOUND => Self::NotFound {
+                what: "route",
+                id: String::new(),
+            },
+            StatusCode::METHOD_NOT_ALLOWED => Self::MethodNotAllowed,
+            StatusCode::PAYLOAD_TOO_LARGE => Self::PayloadTooLarge,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => Self::UnsupportedMediaType,
+            StatusCode::REQUEST_TIMEOUT | StatusCode::SERVICE_UNAVAILABLE => Self::Timeout,
+            StatusCode::BAD_REQUEST => Self::query("", "bad request"),
+            _ => Self::Internal,
+        }
+    }
+
+    fn parts(&self) -> (StatusCode, &'static str, String, Option<&str>) {
+        match self {
+            Self::MalformedJson(why) => (
+                StatusCode::BAD_REQUEST,
+                "malformed_json",
+                format!("the body is not valid JSON: {why}"),
+                None,
+            ),
+            Self::InvalidQuery { field, message } => (
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                message.clone(),
+                Some(field.as_str()).filter(|f| !f.is_empty()),
+            ),
+            Self::Unauthenticated => (
+                StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+                "a valid key is required: `Authorization: Bearer <key>`".to_owned(),
+                None,
+            ),
+            Self::Forbidden => (
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "this key's role does not allow this request".to_owned(),
+                None,
+            ),
+            Self::NotFound { what, id } => (
+                StatusCode::NOT_FOUND,
+                match *what {
+                    "pool" => "pool_not_found",
+                    "round" => "round_not_found",
+                    "player" => "player_not_found",
+                    _ => "route_not_found",
+                },
+                if id.is_empty() {
+                    format!("no such {what}")
+                } else {
+                    format!("no {what} `{id}`")
+                },
+                None,
+            ),
+            Self::MethodNotAllowed => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this route does not take this method".to_owned(),
+                None,
+            ),
+            Self::RoundConflict(id) => (
+                StatusCode::CONFLICT,
+                "round_conflict",
+                format!("round `{id}` was already posted with different content"),
+                Some("id"),
+            ),
+            Self::ParamsLocked(pool) => (
+                StatusCode::CONFLICT,
+                "params_locked",
+                format!("pool `{pool}` has queued or applied rounds: its parameters cannot change"),
+                None,
+            ),
+            Self::PayloadTooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "the body is larger than the service accepts".to_owned(),
+                None,
+            ),
+            Self::UnsupportedMediaType => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "the body must be JSON: `Content-Type: application/json`".to_owned(),
+                None,
+            ),
+            Self::Invalid {
+                code,
+                field,
+                message,
+            } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                code,
+                message.clone(),
+                Some(field.as_str()),
+            ),
+            Self::QueueFull => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "queue_full",
+                "the pool's queue is full; retry later".to_owned(),
+                None,
+            ),
+            Self::Unavailable => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "database_unavailable",
+                "the database cannot be reached; nothing was changed; retry later".to_owned(),
+                None,
+            ),
+            Self::Timeout => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "timeout",
+                "the request took too long".to_owned(),
+                None,
+            ),
+            Self::Internal => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "internal error".to_owned(),
+                None,
+            ),
+        }
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let (status, code, message, field) = self.parts();
+        let body = ErrorResponse {
+            error: ErrorDetail {
+                code: code.to_owned(),
+                message,
+                field: field.map(str::to_owned),
+            },
+        };
+        let mut response = (status, Json(body)).into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        }
+        response
+    }
+}
+
+impl From<storage::Error> for Error {
+    fn from(error: storage::Error) -> Self {
+        match error {
+            storage::Error::PoolNotFound(pool) => Self::NotFound {
+                what: "pool",
+                id: pool,
+            },
+            storage::Error::ParamsLocked { pool, .. } => Self::ParamsLocked(pool),
+            storage::Error::Database(cause) => {
+                tracing::error!(error = %cause, "database error");
+                Self::Unavailable
+            }
+            other => {
+                tracing::error!(error = %other, "storage error");
+                Self::Internal
+            }
+        }
+    }
+}

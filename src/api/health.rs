@@ -1,0 +1,77 @@
+//! `/healthz` (the process answers), `/readyz` (the database answers and every worker runs)
+//! and `/openapi.json`. None of these needs a key.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::state::AppState;
+
+/// The routes of this module.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(get_health))
+        .routes(routes!(get_readiness))
+}
+
+/// The process is alive.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HealthResponse {
+    /// Always `ok`.
+    #[schema(example = "ok")]
+    pub status: &'static str,
+}
+
+/// Whether the service can take rounds.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReadinessResponse {
+    /// `ready` or `not_ready`.
+    #[schema(example = "ready")]
+    pub status: &'static str,
+    /// Whether the database answered.
+    pub database: bool,
+    /// Whether every pool's worker is running.
+    pub workers: bool,
+    /// Rounds waiting in every pool's queue; absent when the database did not answer.
+    pub queue_depth: Option<u64>,
+}
+
+/// The process answers.
+#[utoipa::path(get, path = "/healthz", tag = "health",
+    responses((status = 200, body = HealthResponse)))]
+async fn get_health() -> Json<HealthResponse> {
+    Json(HealthResponse { status: "ok" })
+}
+
+/// The database answers and every pool's worker runs (503 otherwise).
+#[utoipa::path(get, path = "/readyz", tag = "health",
+    responses((status = 200, body = ReadinessResponse),
+        (status = 503, body = ReadinessResponse)))]
+async fn get_readiness(State(state): State<AppState>) -> (StatusCode, Json<ReadinessResponse>) {
+    let database = state.storage.ping().await.is_ok();
+    let queue_depth = if database {
+        state.storage.queue_depth().await.ok()
+    } else {
+        None
+    };
+    let workers = state.pools.all().iter().all(|pool| pool.worker_running());
+    let ready = database && workers && queue_depth.is_some();
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        Json(ReadinessResponse {
+            status: if ready { "ready" } else { "not_ready" },
+            database,
+            workers,
+            queue_depth,
+        }),
+    )
+}

@@ -1,0 +1,111 @@
+//! Reading JSON request bodies so that every failure is an [`Error`] with the shared body: a
+//! wrong content type is 415, bytes that are not JSON are 400, and JSON of the wrong shape is
+//! 422 naming the field by its path (`entrants[1].players`).
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::header::CONTENT_TYPE;
+use serde::de::DeserializeOwned;
+
+use super::error::Error;
+
+/// A request body read as JSON into `T`.
+#[derive(Debug)]
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = Error;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Error> {
+        let bytes = json_bytes(request, state).await?;
+        parse(&bytes).map(Self)
+    }
+}
+
+/// The raw bytes of a JSON body, after the content-type and size checks.
+pub async fn json_bytes<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, Error> {
+    let is_json = request
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|mime| {
+            let mime = mime.trim().to_ascii_lowercase();
+            mime == "application/json" || mime.ends_with("+json")
+        });
+    if !is_json {
+        return Err(Error::UnsupportedMediaType);
+    }
+    Bytes::from_request(request, state)
+        .await
+        .map_err(|rejection| {
+            if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                Error::PayloadTooLarge
+            } else {
+                Error::MalformedJson(rejection.body_text())
+            }
+        })
+}
+
+/// Parses `bytes` as `T`: syntax errors are 400, shape errors 422 with the field's path.
+pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        match inner.classify() {
+            serde_json::error::Category::Data => Error::invalid(
+                "invalid_request",
+                if path == "." { String::new() } else { path },
+                strip_position(&inner),
+            ),
+            _ => Error::MalformedJson(inner.to_string()),
+        }
+    })?;
+    deserializer
+        .end()
+        .map_err(|trailing| Error::MalformedJson(trailing.to_string()))?;
+    Ok(value)
+}
+
+/// serde_json's message without its " at line L column C" suffix, which is noise for a field
+/// already named by path.
+fn strip_position(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" at line ") {
+        Some(at) => text[..at].to_owned(),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[expect(dead_code, reason = "only the parse outcome is inspected")]
+    struct Shape {
+        sides: Vec<Vec<String>>,
+    }
+
+    #[test]
+    fn syntax_errors_are_400_and_shape_errors_422_with_the_path() {
+        assert!(matches!(parse::<Shape>(b"{"), Err(Error::MalformedJson(_))));
+        assert!(matches!(
+            parse::<Shape>(br#"{"sides": []} x"#),
+            Err(Error::MalformedJson(_))
+        ));
+        match parse::<Shape>(br#"{"sides": [["a"], [3]]}"#) {
+            Err(Error::Invalid { field, .. }) => assert_eq!(field, "sides[1][0]"),
+            other => panic!("expected a 422, got {other:?}"),
+        }
+        match parse::<Shape>(br#"{"sides": [], "x": 1}"#) {
+            Err(Error::Invalid { message, .. }) => assert!(message.contains("unknown field")),
+            other => panic!("expected a 422, got {other:?}"),
+        }
+        assert!(parse::<Shape>(br#"{"sides": [["a"]]}"#).is_ok());
+    }
+}

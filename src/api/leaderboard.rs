@@ -1,0 +1,204 @@
+//! `/v1/pools/{pool}/leaderboard`: players by μ (or μ − 3σ), a page at a time, from memory.
+//! A cursor names the last place shown (its rating and player), so the next page starts
+//! right after it even when ratings have moved in between.
+
+use axum::extract::{Path, State};
+use axum::Json;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::auth::{Authorized, Read};
+use super::error::{Error, ErrorResponse};
+use super::players::limit;
+use super::pool_of;
+use super::query::QueryParams;
+use crate::pools::leaderboard::{Order, Place};
+use crate::pools::PoolState;
+use crate::state::AppState;
+
+/// Places per page when `limit` is not given.
+const DEFAULT_LIMIT: u32 = 100;
+
+/// The routes of this module.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_leaderboard))
+}
+
+/// `?limit=&cursor=&around=&order=`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct LeaderboardQuery {
+    /// Places per page (1–1000, default 100).
+    limit: Option<u32>,
+    /// Start after the place this cursor names (a previous page's `next_cursor`).
+    cursor: Option<String>,
+    /// Center the page on this player instead (not with `cursor`).
+    around: Option<String>,
+    /// `mu` (default) or `conservative` (μ − 3σ).
+    order: Option<OrderParam>,
+}
+
+/// The order of a leaderboard.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderParam {
+    /// By μ.
+    Mu,
+    /// By μ − 3σ.
+    Conservative,
+}
+
+/// One place on the leaderboard.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EntryResponse {
+    /// 1-based place in this order.
+    pub position: u64,
+    /// The player.
+    pub player: String,
+    /// Rating.
+    pub mu: f64,
+    /// Uncertainty.
+    pub sigma: f64,
+    /// μ − 3σ.
+    pub conservative: f64,
+}
+
+/// A page of the leaderboard.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LeaderboardResponse {
+    /// The places, best first.
+    pub entries: Vec<EntryResponse>,
+    /// Players on the whole leaderboard.
+    pub total: u64,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// The leaderboard, a page at a time: from the top, after a `cursor`, or `around` a player.
+#[utoipa::path(get, path = "/v1/pools/{pool}/leaderboard", tag = "players",
+    params(("pool" = String, Path, description = "Pool name"), LeaderboardQuery),
+    responses((status = 200, body = LeaderboardResponse), (status = 400, body = ErrorResponse),
+        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn list_leaderboard(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    QueryParams(query): QueryParams<LeaderboardQuery>,
+) -> Result<Json<LeaderboardResponse>, Error> {
+    let limit = limit(query.limit, DEFAULT_LIMIT)? as usize;
+    let order = match query.order {
+        None | Some(OrderParam::Mu) => Order::Mu,
+        Some(OrderParam::Conservative) => Order::Conservative,
+    };
+    let pool = pool_of(&state, &pool)?;
+    let state = pool.read();
+    let start = match (&query.cursor, &query.around) {
+        (Some(_), Some(_)) => {
+            return Err(Error::query(
+                "around",
+                "give either `cursor` or `around`, not both",
+            ))
+        }
+        (Some(cursor), None) => {
+            let (key, player) = decode_cursor(order, cursor)?;
+            state.leaderboard().index_after(order, key, &player)
+        }
+        (None, Some(player)) => {
+            let index = state
+                .index_of(order, player)
+                .ok_or_else(|| Error::NotFound {
+                    what: "player",
+                    id: player.clone(),
+                })?;
+            index.saturating_sub(limit / 2)
+        }
+        (None, None) => 0,
+    };
+    Ok(Json(page(&state, order, start, limit)))
+}
+
+fn page(state: &PoolState, order: Order, start: usize, limit: usize) -> LeaderboardResponse {
+    let board = state.leaderboard();
+    let places = board.page(order, start, limit);
+    let entries = places
+        .iter()
+        .enumerate()
+        .filter_map(|(i, place)| {
+            let state = state.population().player(&place.player)?;
+            Some(EntryResponse {
+                position: (start + i + 1) as u64,
+                player: place.player.to_string(),
+                mu: state.mu,
+                sigma: state.sigma,
+                conservative: crate::pools::leaderboard::conservative(state.mu, state.sigma),
+            })
+        })
+        .collect();
+    let next_cursor = match places.last() {
+        Some(last) if start + places.len() < board.len() => Some(encode_cursor(order, last)),
+        _ => None,
+    };
+    LeaderboardResponse {
+        entries,
+        total: board.len() as u64,
+        next_cursor,
+    }
+}
+
+fn order_tag(order: Order) -> char {
+    match order {
+        Order::Mu => 'm',
+        Order::Conservative => 'c',
+    }
+}
+
+/// `base64url("{m|c}{key bits as 16 hex digits}{player}")`.
+fn encode_cursor(order: Order, place: &Place) -> String {
+    URL_SAFE_NO_PAD.encode(format!(
+        "{}{:016x}{}",
+        order_tag(order),
+        place.key.to_bits(),
+        place.player
+    ))
+}
+
+fn decode_cursor(order: Order, cursor: &str) -> Result<(f64, String), Error> {
+    let bad = || Error::query("cursor", "not a cursor of this leaderboard order");
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
+    let text = String::from_utf8(bytes).map_err(|_| bad())?;
+    let mut chars = text.chars();
+    if chars.next() != Some(order_tag(order)) {
+        return Err(bad());
+    }
+    let rest = chars.as_str();
+    let bits = rest.get(..16).ok_or_else(bad)?;
+    let bits = u64::from_str_radix(bits, 16).map_err(|_| bad())?;
+    Ok((f64::from_bits(bits), rest[16..].to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[test]
+    fn a_cursor_decodes_to_the_place_it_was_made_from_in_its_own_order_only() {
+        let place = Place {
+            key: 1234.5678,
+            player: Arc::from("név/✓"),
+        };
+        let cursor = encode_cursor(Order::Mu, &place);
+        let (key, player) = decode_cursor(Order::Mu, &cursor).expect("valid cursor");
+        assert_eq!((key, player.as_str()), (1234.5678, "név/✓"));
+        assert!(decode_cursor(Order::Conservative, &cursor).is_err());
+        assert!(decode_cursor(Order::Mu, "!!").is_err());
+        assert!(decode_cursor(Order::Mu, &URL_SAFE_NO_PAD.encode("m12")).is_err());
+    }
+}

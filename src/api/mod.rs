@@ -1,0 +1,168 @@
+//! The HTTP API: [`app`] merges every resource module's `router()` under the shared layers
+//! (request span, body limit, timeout, CORS, panic capture, JSON errors) and serves the
+//! OpenAPI document generated from the handlers at `/openapi.json`. Handlers are thin: they
+//! extract, convert, make one call on the state, the storage or a pool, and answer.
+//!
+//! Layout: [`error`] (the one error type), [`auth`] (keys and roles), [`json`] and [`query`]
+//! (request parsing with errors that name the field), then one module per resource:
+//! [`pools`], [`rounds`], [`players`], [`leaderboard`], [`predictions`], [`health`].
+
+pub mod auth;
+pub mod error;
+pub mod health;
+pub mod json;
+pub mod leaderboard;
+pub mod players;
+pub mod pools;
+pub mod predictions;
+pub mod query;
+pub mod rounds;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::OpenApi as OpenApiDoc;
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::pools::Pool;
+use crate::state::AppState;
+use error::Error;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "mmr-service", description = "Exact, parallel Elo-MMR ratings over HTTP."),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "pools", description = "Rating pools and their parameters"),
+        (name = "rounds", description = "Posting results and following them"),
+        (name = "players", description = "Ratings, histories and leaderboards"),
+        (name = "predictions", description = "Win probabilities and match quality"),
+        (name = "health", description = "Liveness and readiness"),
+    )
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut OpenApiDoc) {
+        openapi
+            .components
+            .get_or_insert_with(Default::default)
+            .add_security_scheme(
+                "bearer",
+                SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+            );
+    }
+}
+
+/// Every route with its OpenAPI description, before the layers.
+fn routes() -> (Router<AppState>, OpenApiDoc) {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(pools::router())
+        .merge(rounds::router())
+        .merge(players::router())
+        .merge(leaderboard::router())
+        .merge(predictions::router())
+        .merge(health::router())
+        .split_for_parts()
+}
+
+/// The OpenAPI 3 document of every route.
+#[must_use]
+pub fn openapi() -> OpenApiDoc {
+    routes().1
+}
+
+/// The whole API over `state`, ready to serve (tests call it in-process).
+pub fn app(state: AppState) -> Router {
+    let (router, doc) = routes();
+    let doc = Arc::new(doc);
+    let server = &state.settings.server;
+    let cors = if server.cors_allowed_origins.is_empty() {
+        CorsLayer::new()
+    } else {
+        let origins = server
+            .cors_allowed_origins
+            .iter()
+            .filter_map(|origin| HeaderValue::from_str(origin).ok());
+        CorsLayer::new()
+            .allow_origin(AllowOrigin::list(origins))
+            .allow_methods([Method::GET, Method::POST, Method::PUT])
+            .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
+    };
+    router
+        .route(
+            "/openapi.json",
+            get(move || {
+                let doc = Arc::clone(&doc);
+                async move { Json(doc) }
+            }),
+        )
+        .fallback(|| async {
+            Error::NotFound {
+                what: "route",
+                id: String::new(),
+            }
+        })
+        .layer(DefaultBodyLimit::max(server.body_limit_bytes))
+        .layer(RequestBodyLimitLayer::new(server.body_limit_bytes))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_secs(server.request_timeout_secs),
+        ))
+        .layer(axum::middleware::map_response(json_errors))
+        .layer(cors)
+        .layer(CatchPanicLayer::custom(|_| {
+            tracing::error!("a handler panicked");
+            Error::Internal.into_response()
+        }))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|request: &Request| {
+                let route = request
+                    .extensions()
+                    .get::<MatchedPath>()
+                    .map_or(request.uri().path(), MatchedPath::as_str);
+                tracing::info_span!("request", http.method = %request.method(), http.route = route)
+            }),
+        )
+        .with_state(state)
+}
+
+/// Gives a JSON error body to error responses made below the handlers (the router's 405,
+/// the body limit's 413, the timeout's 503), which come with none.
+async fn json_errors(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if (status.is_client_error() || status.is_server_error()) && !is_json {
+        let mut replaced = Error::from_status(status).into_response();
+        if let Some(allow) = response.headers().get(header::ALLOW) {
+            replaced.headers_mut().insert(header::ALLOW, allow.clone());
+        }
+        return replaced;
+    }
+    response
+}
+
+/// The pool named in the path, or a 404.
+pub(crate) fn pool_of(state: &AppState, name: &str) -> Result<Arc<Pool>, Error> {
+    state.pools.get(name).ok_or_else(|| Error::NotFound {
+        what: "pool",
+        id: name.to_owned(),
+    })
+}

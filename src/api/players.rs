@@ -1,0 +1,245 @@
+//! `/v1/pools/{pool}/players`: a player's rating (from memory), their rating history (from
+//! the database, paginated), and players found by id prefix.
+
+use axum::extract::{Path, State};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::auth::{Authorized, Read};
+use super::error::{Error, ErrorResponse};
+use super::pool_of;
+use super::query::QueryParams;
+use crate::pools::PlayerRating;
+use crate::state::AppState;
+
+/// Entries per page when `limit` is not given.
+const DEFAULT_LIMIT: u32 = 50;
+
+/// Most entries a page may hold.
+pub const MAX_LIMIT: u32 = 1000;
+
+/// The routes of this module.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_players))
+        .routes(routes!(get_player))
+        .routes(routes!(get_player_history))
+}
+
+/// A round's id and time.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RoundRef {
+    /// The round's id.
+    pub id: String,
+    /// When it took place (RFC 3339), if it said.
+    pub time: Option<String>,
+}
+
+/// A player's current rating.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlayerResponse {
+    /// The player's id.
+    pub player: String,
+    /// Rating.
+    pub mu: f64,
+    /// Uncertainty.
+    pub sigma: f64,
+    /// μ − 3σ.
+    pub conservative: f64,
+    /// 1-based place on the leaderboard by μ.
+    pub position: u64,
+    /// Rounds played.
+    pub rounds: u64,
+    /// The last round played.
+    pub last_round: RoundRef,
+}
+
+/// Formats Unix seconds as RFC 3339.
+pub(super) fn rfc3339(time: Option<i64>) -> Option<String> {
+    time.and_then(|t| OffsetDateTime::from_unix_timestamp(t).ok())
+        .and_then(|t| t.format(&Rfc3339).ok())
+}
+
+impl From<PlayerRating> for PlayerResponse {
+    fn from(p: PlayerRating) -> Self {
+        Self {
+            player: p.player.to_string(),
+            mu: p.mu,
+            sigma: p.sigma,
+            conservative: p.conservative,
+            position: p.position as u64,
+            rounds: p.rounds,
+            last_round: RoundRef {
+                id: p.last_round.id.to_string(),
+                time: rfc3339(p.last_round.time),
+            },
+        }
+    }
+}
+
+/// Players found by prefix.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlayersResponse {
+    /// Matching players, by id.
+    pub players: Vec<PlayerResponse>,
+}
+
+/// `?prefix=&limit=`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PrefixQuery {
+    /// Start of the player ids to find; empty or absent lists players from the first id.
+    prefix: Option<String>,
+    /// Most players returned (1–1000, default 50).
+    limit: Option<u32>,
+}
+
+/// `?limit=&before=`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct HistoryQuery {
+    /// Most entries returned (1–1000, default 50).
+    limit: Option<u32>,
+    /// Only rounds older than this cursor (a previous page's `next_before`).
+    before: Option<i64>,
+}
+
+/// One round in a player's history.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HistoryEntryResponse {
+    /// The round's id.
+    pub round_id: String,
+    /// When it took place (RFC 3339), if it said.
+    pub time: Option<String>,
+    /// The player's rank.
+    pub rank: u64,
+    /// Standings in the round.
+    pub entrants: u64,
+    /// The performance credited to the player.
+    pub performance: f64,
+    /// Rating before the round.
+    pub mu_before: f64,
+    /// Uncertainty before the round.
+    pub sigma_before: f64,
+    /// Rating after the round.
+    pub mu: f64,
+    /// Uncertainty after the round.
+    pub sigma: f64,
+    /// `mu − mu_before`.
+    pub delta: f64,
+}
+
+/// A page of a player's history, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HistoryResponse {
+    /// The player.
+    pub player: String,
+    /// At most `limit` rounds, newest first.
+    pub entries: Vec<HistoryEntryResponse>,
+    /// Pass as `before` for the next page; absent on the last page.
+    pub next_before: Option<i64>,
+}
+
+/// Checks a page size: 1 to [`MAX_LIMIT`], `default` when absent.
+pub(super) fn limit(value: Option<u32>, default: u32) -> Result<u32, Error> {
+    match value.unwrap_or(default) {
+        limit @ 1..=MAX_LIMIT => Ok(limit),
+        _ => Err(Error::query("limit", "must be between 1 and 1000")),
+    }
+}
+
+/// Players whose id starts with `prefix`, by id.
+#[utoipa::path(get, path = "/v1/pools/{pool}/players", tag = "players",
+    params(("pool" = String, Path, description = "Pool name"), PrefixQuery),
+    responses((status = 200, body = PlayersResponse), (status = 400, body = ErrorResponse),
+        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn list_players(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    QueryParams(query): QueryParams<PrefixQuery>,
+) -> Result<Json<PlayersResponse>, Error> {
+    let limit = limit(query.limit, DEFAULT_LIMIT)?;
+    let pool = pool_of(&state, &pool)?;
+    let found = pool
+        .read()
+        .with_prefix(query.prefix.as_deref().unwrap_or_default(), limit as usize);
+    Ok(Json(PlayersResponse {
+        players: found.into_iter().map(PlayerResponse::from).collect(),
+    }))
+}
+
+/// A player's current rating and leaderboard position.
+#[utoipa::path(get, path = "/v1/pools/{pool}/players/{player}", tag = "players",
+    params(("pool" = String, Path, description = "Pool name"),
+        ("player" = String, Path, description = "Player id")),
+    responses((status = 200, body = PlayerResponse), (status = 401, body = ErrorResponse),
+        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn get_player(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path((pool, player)): Path<(String, String)>,
+) -> Result<Json<PlayerResponse>, Error> {
+    let pool = pool_of(&state, &pool)?;
+    let rating = pool.read().player(&player);
+    rating.map(|p| Json(p.into())).ok_or(Error::NotFound {
+        what: "player",
+        id: player,
+    })
+}
+
+/// The rounds a player played, newest first, with their rating after each.
+#[utoipa::path(get, path = "/v1/pools/{pool}/players/{player}/history", tag = "players",
+    params(("pool" = String, Path, description = "Pool name"),
+        ("player" = String, Path, description = "Player id"), HistoryQuery),
+    responses((status = 200, body = HistoryResponse), (status = 400, body = ErrorResponse),
+        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn get_player_history(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path((pool, player)): Path<(String, String)>,
+    QueryParams(query): QueryParams<HistoryQuery>,
+) -> Result<Json<HistoryResponse>, Error> {
+    let limit = limit(query.limit, DEFAULT_LIMIT)?;
+    let pool = pool_of(&state, &pool)?;
+    if pool.read().player(&player).is_none() {
+        return Err(Error::NotFound {
+            what: "player",
+            id: player,
+        });
+    }
+    let page = state
+        .storage
+        .player_history(pool.name(), &player, limit, query.before)
+        .await?;
+    Ok(Json(HistoryResponse {
+        player,
+        entries: page
+            .entries
+            .into_iter()
+            .map(|e| HistoryEntryResponse {
+                round_id: e.round_id,
+                time: rfc3339(e.time),
+                rank: e.rank,
+                entrants: e.entrants,
+                performance: e.performance,
+                mu_before: e.mu_before,
+                sigma_before: e.sigma_before,
+                mu: e.mu_after,
+                sigma: e.sigma_after,
+                delta: e.mu_after - e.mu_before,
+            })
+            .collect(),
+        next_before: page.next_before,
+    }))
+}

@@ -1,0 +1,211 @@
+//! `/v1/pools`: create a pool or change its parameters (admin), list pools, show one.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::auth::{Admin, Authorized, Read};
+use super::error::{Error, ErrorResponse};
+use super::json::JsonBody;
+use crate::config::ParamsOverrides;
+use crate::engine::{Params, Ties, Variant};
+use crate::names;
+use crate::state::{AppState, PutPoolError};
+use crate::storage::{PoolInfo, PoolWrite};
+
+/// The routes of this module.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_pools))
+        .routes(routes!(get_pool, put_pool))
+}
+
+/// A pool's engine parameters.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ParamsResponse {
+    /// `logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).
+    #[schema(example = "logistic")]
+    pub variant: &'static str,
+    /// Spread of a performance around skill in a round of weight 1.
+    pub beta: f64,
+    /// Skill drift added each time a player takes part.
+    pub gamma: f64,
+    /// Pseudodiffusion transfer rate: a number, or the string `"inf"` for Elo-MMR(∞).
+    #[schema(value_type = Object)]
+    pub rho: serde_json::Value,
+    /// Mean of a new player's prior.
+    pub mu_init: f64,
+    /// Std of a new player's prior.
+    pub sigma_init: f64,
+    /// Extra drift variance per day between a player's rounds.
+    pub drift_per_day: f64,
+    /// Most logistic factors kept per player.
+    pub history_limit: u64,
+    /// `both` or `split`.
+    #[schema(example = "both")]
+    pub ties: &'static str,
+}
+
+impl From<&Params> for ParamsResponse {
+    fn from(p: &Params) -> Self {
+        Self {
+            variant: match p.variant {
+                Variant::Logistic => "logistic",
+                Variant::Gaussian => "gaussian",
+            },
+            beta: p.beta,
+            gamma: p.gamma,
+            rho: if p.rho.is_finite() {
+                serde_json::Value::from(p.rho)
+            } else {
+                serde_json::Value::from("inf")
+            },
+            mu_init: p.mu_init,
+            sigma_init: p.sigma_init,
+            drift_per_day: p.drift_per_day,
+            history_limit: p.history_limit as u64,
+            ties: match p.ties {
+                Ties::Both => "both",
+                Ties::Split => "split",
+            },
+        }
+    }
+}
+
+/// A pool, its parameters and its counts.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PoolResponse {
+    /// The pool's name.
+    pub name: String,
+    /// Its engine parameters.
+    pub params: ParamsResponse,
+    /// Players rated in it.
+    pub players: u64,
+    /// Rounds applied.
+    pub rounds_applied: u64,
+    /// Rounds waiting in its queue.
+    pub rounds_queued: u64,
+    /// Rounds the worker could not rate.
+    pub rounds_failed: u64,
+}
+
+impl From<PoolInfo> for PoolResponse {
+    fn from(info: PoolInfo) -> Self {
+        Self {
+            params: ParamsResponse::from(&info.params),
+            name: info.name,
+            players: info.players,
+            rounds_applied: info.applied,
+            rounds_queued: info.queued,
+            rounds_failed: info.failed,
+        }
+    }
+}
+
+/// Every pool.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PoolsResponse {
+    /// The pools, by name.
+    pub pools: Vec<PoolResponse>,
+}
+
+/// What a PUT did and the parameters the pool now has.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PutPoolResponse {
+    /// The pool's name.
+    pub name: String,
+    /// `created`, `updated` or `unchanged`.
+    #[schema(example = "created")]
+    pub outcome: &'static str,
+    /// The parameters now in force.
+    pub params: ParamsResponse,
+}
+
+/// Lists every pool with its parameters and counts.
+#[utoipa::path(get, path = "/v1/pools", tag = "pools",
+    responses((status = 200, body = PoolsResponse), (status = 401, body = ErrorResponse),
+        (status = 403, body = ErrorResponse), (status = 503, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn list_pools(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+) -> Result<Json<PoolsResponse>, Error> {
+    let pools = state.storage.pools().await?;
+    Ok(Json(PoolsResponse {
+        pools: pools.into_iter().map(PoolResponse::from).collect(),
+    }))
+}
+
+/// One pool with its parameters and counts.
+#[utoipa::path(get, path = "/v1/pools/{pool}", tag = "pools",
+    params(("pool" = String, Path, description = "Pool name")),
+    responses((status = 200, body = PoolResponse), (status = 401, body = ErrorResponse),
+        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
+        (status = 503, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn get_pool(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+) -> Result<Json<PoolResponse>, Error> {
+    let info = state.storage.pool(&pool).await?.ok_or(Error::NotFound {
+        what: "pool",
+        id: pool,
+    })?;
+    Ok(Json(info.into()))
+}
+
+/// Creates a pool, or changes its parameters while it has no rounds (409 once it has).
+/// Parameters left out take the service's configured defaults (`[engine]`).
+#[utoipa::path(put, path = "/v1/pools/{pool}", tag = "pools",
+    params(("pool" = String, Path, description = "Pool name: [a-z0-9_-]{1,64}")),
+    request_body = ParamsOverrides,
+    responses((status = 201, body = PutPoolResponse, description = "Created"),
+        (status = 200, body = PutPoolResponse, description = "Updated or unchanged"),
+        (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
+        (status = 403, body = ErrorResponse), (status = 409, body = ErrorResponse),
+        (status = 413, body = ErrorResponse), (status = 415, body = ErrorResponse),
+        (status = 422, body = ErrorResponse), (status = 503, body = ErrorResponse)),
+    security(("bearer" = [])))]
+async fn put_pool(
+    _: Authorized<Admin>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    JsonBody(overrides): JsonBody<ParamsOverrides>,
+) -> Result<(StatusCode, Json<PutPoolResponse>), Error> {
+    if !names::is_pool_name(&pool) {
+        return Err(Error::invalid(
+            "invalid_pool_name",
+            "pool",
+            "pool names are 1 to 64 characters of a-z, 0-9, `_` and `-`",
+        ));
+    }
+    let (outcome, params) = state
+        .put_pool(&pool, &overrides, true)
+        .await
+        .map_err(|error| match error {
+            PutPoolError::Invalid(error) => Error::invalid(
+                "invalid_parameter",
+                error.field().unwrap_or_default(),
+                error.to_string(),
+            ),
+            PutPoolError::Storage(error) => error.into(),
+        })?;
+    let (status, outcome) = match outcome {
+        PoolWrite::Created => (StatusCode::CREATED, "created"),
+        PoolWrite::Updated => (StatusCode::OK, "updated"),
+        PoolWrite::Unchanged => (StatusCode::OK, "unchanged"),
+    };
+    Ok((
+        status,
+        Json(PutPoolResponse {
+            name: pool,
+            outcome,
+            params: ParamsResponse::from(&params),
+        }),
+    ))
+}

@@ -1,0 +1,287 @@
+//! Predictions from current ratings (memory only): the win probability of one player against
+//! another, the full forecast for a set of entrants (P(first), expected rank, pairwise
+//! matrix, match quality) and the match quality of sides. Unknown players are predicted as
+//! newcomers and marked `"known": false`.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::auth::{Authorized, Read};
+use super::error::{Error, ErrorResponse};
+use super::json::JsonBody;
+use super::pool_of;
+use super::query::QueryParams;
+use crate::engine;
+use crate::engine::predict::{self, Forecast};
+use crate::pools::Pool;
+use crate::state::AppState;
+
+/// Most entrants (or sides) one prediction may hold: the pairwise matrix grows as its square.
+pub const MAX_ENTRANTS: usize = 1000;
+
+/// The routes of this module.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(get_win_probability))
+        .routes(routes!(create_prediction))
+        .routes(routes!(create_match_quality))
+}
+
+/// `?a=&b=`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct WinProbabilityQuery {
+    /// One player.
+    a: String,
+    /// The other.
+    b: String,
+}
+
+/// P(a beats b) head to head.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WinProbabilityResponse {
+    /// Player a.
+    pub a: String,
+    /// Player b.
+    pub b: String,
+    /// P(a finishes ahead of b).
+    pub p_a: f64,
+    /// P(b finishes ahead of a) = 1 − p_a.
+    pub p_b: f64,
+    /// Whether a has played in the pool.
+    pub a_known: bool,
+    /// Whether b has played in the pool.
+    pub b_known: bool,
+}
+
+/// One entrant of a prediction: a player or a team.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EntrantRequest {
+    /// The entrant's players (one for a solo player).
+    pub players: Vec<String>,
+}
+
+/// The entrants of a round to predict.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PredictionRequest {
+    /// At least two, at most 1000, disjoint entrants.
+    pub entrants: Vec<EntrantRequest>,
+}
+
+/// A player in a prediction.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MemberResponse {
+    /// The player's id.
+    pub player: String,
+    /// Whether they have played in the pool (if not, they are predicted as a newcomer).
+    pub known: bool,
+}
+
+/// What is predicted for one entrant.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EntrantPrediction {
+    /// The entrant's players.
+    pub players: Vec<MemberResponse>,
+    /// P(the entrant finishes first).
+    pub p_first: f64,
+    /// Expected rank, 1 being first.
+    pub expected_rank: f64,
+}
+
+/// Everything predicted for a set of entrants.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PredictionResponse {
+    /// In the order given.
+    pub entrants: Vec<EntrantPrediction>,
+    /// `pairwise[i][j]` = P(entrant i finishes ahead of entrant j); the diagonal is ½.
+    pub pairwise: Vec<Vec<f64>>,
+    /// Match quality of the entrants as sides, in [0, 1]: higher is a closer match.
+    pub quality: f64,
+}
+
+/// Sides of a match to judge.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MatchQualityRequest {
+    /// At least two, at most 1000, disjoint sides, each a list of player ids.
+    pub sides: Vec<Vec<String>>,
+}
+
+/// One side's chances.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SideResponse {
+    /// The side's players.
+    pub players: Vec<MemberResponse>,
+    /// P(this side beats every other side).
+    pub p_win: f64,
+}
+
+/// How even a match is.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MatchQualityResponse {
+    /// Match quality in [0, 1] (TrueSkill's draw-probability form): higher is a closer match.
+    pub quality: f64,
+    /// Each side's chances, in the order given.
+    pub sides: Vec<SideResponse>,
+}
+
+fn invalid_prediction(error: &engine::Error) -> Error {
+    let message = match error {
+        engine::Error::InvalidPrediction { reason, .. } => reason.clone(),
+        other => other.to_string(),
+    };
+    Error::invalid(
+        "invalid_prediction",
+        error.field().unwrap_or_default(),
+        message,
+    )
+}
+
+/// P(player a beats player b) head to head.
+#[utoipa::path(get, path = "/v1/pools/{pool}/win-probability", tag = "predictions",
+    params(("pool" = String, Path, description = "Pool name"), WinProbabilityQuery),
+    responses((status = 200, body = WinProbabilityResponse), (status = 400, body = ErrorResponse),
+        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn get_win_probability(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    QueryParams(query): QueryParams<WinProbabilityQuery>,
+) -> Result<Json<WinProbabilityResponse>, Error> {
+    let pool = pool_of(&state, &pool)?;
+    let outcome = predict::head_to_head(pool.read().population(), &query.a, &query.b);
+    let h2h = outcome.map_err(|e| {
+        let field = e.field().unwrap_or_default().to_owned();
+        Error::query(field, e.to_string())
+    })?;
+    Ok(Json(WinProbabilityResponse {
+        a: query.a,
+        b: query.b,
+        p_a: h2h.probability,
+        p_b: 1.0 - h2h.probability,
+        a_known: h2h.a_known,
+        b_known: h2h.b_known,
+    }))
+}
+
+/// Runs a forecast on a blocking thread: k entrants cost k² integrals.
+async fn forecast(
+    pool: Arc<Pool>,
+    entrants: Vec<Vec<String>>,
+) -> Result<(Forecast, Vec<Vec<String>>), Error> {
+    if entrants.len() > MAX_ENTRANTS {
+        return Err(Error::invalid(
+            "invalid_prediction",
+            "entrants",
+            format!("at most {MAX_ENTRANTS} entrants"),
+        ));
+    }
+    tokio::task::spawn_blocking(move || {
+        let outcome = predict::forecast(pool.read().population(), &entrants);
+        outcome
+            .map(|f| (f, entrants))
+            .map_err(|e| invalid_prediction(&e))
+    })
+    .await
+    .map_err(|join| {
+        tracing::error!(error = %join, "forecast panicked");
+        Error::Internal
+    })?
+}
+
+fn members(ids: Vec<String>, known: &[bool]) -> Vec<MemberResponse> {
+    ids.into_iter()
+        .zip(known)
+        .map(|(player, &known)| MemberResponse { player, known })
+        .collect()
+}
+
+/// For a set of players or teams: each one's P(first) and expected rank, the pairwise win
+/// probabilities, and the match quality.
+#[utoipa::path(post, path = "/v1/pools/{pool}/predictions", tag = "predictions",
+    params(("pool" = String, Path, description = "Pool name")),
+    request_body = PredictionRequest,
+    responses((status = 200, body = PredictionResponse), (status = 400, body = ErrorResponse),
+        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse), (status = 413, body = ErrorResponse),
+        (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn create_prediction(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    JsonBody(request): JsonBody<PredictionRequest>,
+) -> Result<Json<PredictionResponse>, Error> {
+    let pool = pool_of(&state, &pool)?;
+    let entrants = request.entrants.into_iter().map(|e| e.players).collect();
+    let (forecast, entrants) = forecast(pool, entrants).await?;
+    Ok(Json(PredictionResponse {
+        entrants: entrants
+            .into_iter()
+            .zip(forecast.entrants)
+            .map(|(ids, e)| EntrantPrediction {
+                players: members(ids, &e.known),
+                p_first: e.p_first,
+                expected_rank: e.expected_rank,
+            })
+            .collect(),
+        pairwise: forecast.pairwise,
+        quality: forecast.quality,
+    }))
+}
+
+/// How even a match between these sides would be, and each side's chance to win it.
+#[utoipa::path(post, path = "/v1/pools/{pool}/match-quality", tag = "predictions",
+    params(("pool" = String, Path, description = "Pool name")),
+    request_body = MatchQualityRequest,
+    responses((status = 200, body = MatchQualityResponse), (status = 400, body = ErrorResponse),
+        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse), (status = 413, body = ErrorResponse),
+        (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn create_match_quality(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    JsonBody(request): JsonBody<MatchQualityRequest>,
+) -> Result<Json<MatchQualityResponse>, Error> {
+    let pool = pool_of(&state, &pool)?;
+    let (forecast, sides) = forecast(pool, request.sides)
+        .await
+        .map_err(|error| match error {
+            // The engine names entrants; this request calls them sides.
+            Error::Invalid {
+                code,
+                field,
+                message,
+            } => Error::invalid(
+                code,
+                field
+                    .replacen("entrants", "sides", 1)
+                    .replace(".players", ""),
+                message,
+            ),
+            other => other,
+        })?;
+    Ok(Json(MatchQualityResponse {
+        quality: forecast.quality,
+        sides: sides
+            .into_iter()
+            .zip(forecast.entrants)
+            .map(|(ids, e)| SideResponse {
+                players: members(ids, &e.known),
+                p_win: e.p_first,
+            })
+            .collect(),
+    }))
+}

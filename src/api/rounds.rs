@@ -1,0 +1,247 @@
+//! `/v1/pools/{pool}/rounds`: post a round's results (write key), read its status and results.
+//! A round is validated completely before anything is stored; once the 202 is sent it is in
+//! the database, queued.
+
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::auth::{Authorized, Read, Write};
+use super::error::{Error, ErrorResponse};
+use super::json::json_bytes;
+use super::pool_of;
+use crate::names;
+use crate::state::AppState;
+use crate::storage::{Enqueued, RoundStatus};
+use crate::wire::{FieldError, RoundRequest};
+
+/// The routes of this module.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_round))
+        .routes(routes!(get_round))
+}
+
+/// A round's place in its life.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RoundStatusResponse {
+    /// The round's id.
+    pub id: String,
+    /// `queued`, `applied` or `failed`.
+    #[schema(example = "queued")]
+    pub status: &'static str,
+    /// 1 for the next round the worker applies; present on a 202.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<u64>,
+}
+
+/// A round's status and, once applied, every entrant's result.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RoundResponse {
+    /// The round's id.
+    pub id: String,
+    /// `queued`, `applied` or `failed`.
+    #[schema(example = "applied")]
+    pub status: &'static str,
+    /// Why the worker could not rate it, when failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Every entrant, best rank first, when applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub results: Option<Vec<ResultResponse>>,
+}
+
+/// One entrant's result in an applied round.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ResultResponse {
+    /// The player.
+    pub player: String,
+    /// Their rank in the round.
+    pub rank: u64,
+    /// The performance the round credited them with.
+    pub performance: f64,
+    /// Rating before the round.
+    pub mu_before: f64,
+    /// Rating after the round.
+    pub mu_after: f64,
+    /// Uncertainty before the round.
+    pub sigma_before: f64,
+    /// Uncertainty after the round.
+    pub sigma_after: f64,
+    /// `mu_after − mu_before`.
+    pub delta: f64,
+}
+
+/// The round body, as documented for clients (validation is by hand, see `wire`).
+#[derive(Debug, ToSchema)]
+#[expect(
+    dead_code,
+    reason = "describes the request body in the OpenAPI document only"
+)]
+pub struct RoundBody {
+    /// The caller's id for the round, unique in the pool: 1–256 bytes, no control characters.
+    id: String,
+    /// When the round took place (RFC 3339).
+    time: Option<String>,
+    /// Round weight ω in [1e-6, 1e6]; the performance spread is β/√ω. Default 1.
+    weight: Option<f64>,
+    /// No performance is credited above this.
+    perf_ceiling: Option<f64>,
+    /// At least two entrants; a player appears once.
+    standings: Vec<StandingBody>,
+}
+
+/// One player's result in a [`RoundBody`].
+#[derive(Debug, ToSchema)]
+#[expect(
+    dead_code,
+    reason = "describes the request body in the OpenAPI document only"
+)]
+pub struct StandingBody {
+    /// The player's id: 1–256 bytes, no control characters.
+    player: String,
+    /// Place, 1 is best; equal ranks tie.
+    #[schema(minimum = 1)]
+    rank: u64,
+    /// Team name; members of a team share its rank and are rated as one entrant.
+    team: Option<String>,
+}
+
+/// Posts the results of a round. The round is validated, stored durably and queued; the
+/// worker applies the pool's rounds one at a time in the order they were accepted. Posting
+/// the same id again with the same content returns its status (200); with other content, 409.
+#[utoipa::path(post, path = "/v1/pools/{pool}/rounds", tag = "rounds",
+    params(("pool" = String, Path, description = "Pool name")),
+    request_body = RoundBody,
+    responses(
+        (status = 202, body = RoundStatusResponse, description = "Accepted and queued",
+            headers(("Location" = String, description = "The round's URL"))),
+        (status = 200, body = RoundStatusResponse, description = "Posted before with the same content"),
+        (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
+        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
+        (status = 409, body = ErrorResponse), (status = 413, body = ErrorResponse),
+        (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse),
+        (status = 503, body = ErrorResponse, description = "Queue full or database unavailable",
+            headers(("Retry-After" = u64, description = "Seconds to wait")))),
+    security(("bearer" = [])))]
+async fn create_round(
+    _: Authorized<Write>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    request: Request,
+) -> Result<Response, Error> {
+    let pool = pool_of(&state, &pool)?;
+    let body = json_bytes(request, &state).await?;
+    // Parsing a large round is CPU work: keep it off the async runtime's threads.
+    let (id, canonical) = tokio::task::spawn_blocking(move || validate(&body))
+        .await
+        .map_err(|join| {
+            tracing::error!(error = %join, "round validation panicked");
+            Error::Internal
+        })??;
+    let outcome = state.enqueue_round(&pool, &id, &canonical).await?;
+    let location = format!(
+        "/v1/pools/{}/rounds/{}",
+        pool.name(),
+        utf8_percent_encode(&id, NON_ALPHANUMERIC)
+    );
+    match outcome {
+        Enqueued::Accepted { position } => {
+            tracing::info!(round.id = %id, position, "round accepted");
+            let mut headers = HeaderMap::new();
+            if let Ok(value) = HeaderValue::from_str(&location) {
+                headers.insert(header::LOCATION, value);
+            }
+            let body = RoundStatusResponse {
+                id,
+                status: RoundStatus::Queued.as_str(),
+                position: Some(position),
+            };
+            Ok((StatusCode::ACCEPTED, headers, Json(body)).into_response())
+        }
+        Enqueued::AlreadyStored { status } => Ok(Json(RoundStatusResponse {
+            id,
+            status: status.as_str(),
+            position: None,
+        })
+        .into_response()),
+        Enqueued::Conflict => Err(Error::RoundConflict(id)),
+        Enqueued::QueueFull { .. } => Err(Error::QueueFull),
+    }
+}
+
+/// Checks a round body completely and returns its id and canonical JSON (what is stored, and
+/// what a re-post is compared with).
+fn validate(body: &[u8]) -> Result<(String, String), Error> {
+    let value: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| Error::MalformedJson(e.to_string()))?;
+    let invalid = |e: FieldError| Error::invalid("invalid_round", e.field, e.reason);
+    let request = RoundRequest::from_value(&value).map_err(invalid)?;
+    let ids = std::iter::once(("id".to_owned(), request.id.as_str())).chain(
+        request.standings.iter().enumerate().flat_map(|(i, s)| {
+            std::iter::once((format!("standings[{i}].player"), s.player.as_str())).chain(
+                s.team
+                    .as_deref()
+                    .map(|team| (format!("standings[{i}].team"), team)),
+            )
+        }),
+    );
+    for (field, id) in ids {
+        if let Some(problem) = names::id_problem(id) {
+            return Err(Error::invalid("invalid_round", field, problem));
+        }
+    }
+    request.to_round().map_err(invalid)?;
+    let canonical = serde_json::to_string(&request).map_err(|e| {
+        tracing::error!(error = %e, "round serialization failed");
+        Error::Internal
+    })?;
+    Ok((request.id, canonical))
+}
+
+/// A round's status and, once applied, every entrant's result.
+#[utoipa::path(get, path = "/v1/pools/{pool}/rounds/{id}", tag = "rounds",
+    params(("pool" = String, Path, description = "Pool name"),
+        ("id" = String, Path, description = "Round id")),
+    responses((status = 200, body = RoundResponse), (status = 401, body = ErrorResponse),
+        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
+        (status = 503, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn get_round(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path((pool, id)): Path<(String, String)>,
+) -> Result<Json<RoundResponse>, Error> {
+    let pool = pool_of(&state, &pool)?;
+    let record = state
+        .storage
+        .round(pool.name(), &id)
+        .await?
+        .ok_or(Error::NotFound { what: "round", id })?;
+    Ok(Json(RoundResponse {
+        id: record.id,
+        status: record.status.as_str(),
+        error: record.error,
+        results: record.results.map(|results| {
+            results
+                .into_iter()
+                .map(|r| ResultResponse {
+                    delta: r.mu_after - r.mu_before,
+                    player: r.player,
+                    rank: r.rank,
+                    performance: r.performance,
+                    mu_before: r.mu_before,
+                    mu_after: r.mu_after,
+                    sigma_before: r.sigma_before,
+                    sigma_after: r.sigma_after,
+                })
+                .collect()
+        }),
+    }))
+}

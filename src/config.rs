@@ -1,0 +1,374 @@
+//! The service's settings: `config/default.toml` compiled in as the base layer, then an
+//! optional file, then `MMR__SECTION__KEY` environment variables (and `DATABASE_URL` below
+//! them), then command-line flags. Typed and validated once, at startup; key hashes are
+//! redacted in `Debug`. Nothing here opens a socket or a database.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use anyhow::Context;
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use crate::engine::{Params, Ties, Variant};
+
+/// The compiled-in base layer.
+const DEFAULT_TOML: &str = include_str!("../config/default.toml");
+
+/// Prefix of the environment variables that override settings (`MMR__SERVER__ADDR`).
+const ENV_PREFIX: &str = "MMR";
+
+/// Separator between the prefix, the section and the key in an environment variable's name.
+const ENV_SEPARATOR: &str = "__";
+
+/// Every setting of the service.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// The HTTP server.
+    pub server: ServerSettings,
+    /// The database.
+    pub database: DatabaseSettings,
+    /// The round queue and its workers.
+    pub queue: QueueSettings,
+    /// Who may do what.
+    pub auth: AuthSettings,
+    /// Engine parameters of a pool created without them.
+    pub engine: Params,
+    /// Pools created at startup when missing, by name.
+    #[serde(default)]
+    pub pools: BTreeMap<String, ParamsOverrides>,
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    /// Where to listen; port 0 picks a free port.
+    pub addr: SocketAddr,
+    /// Largest request body accepted, in bytes.
+    pub body_limit_bytes: usize,
+    /// Longest a request may take before it is answered 503.
+    pub request_timeout_secs: u64,
+    /// Origins allowed by CORS; empty turns CORS off.
+    pub cors_allowed_origins: Vec<String>,
+}
+
+/// `[database]`.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseSettings {
+    /// `postgres://…` or `sqlite://PATH`.
+    pub url: String,
+}
+
+impl fmt::Debug for DatabaseSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The URL may hold a password: show only its scheme.
+        let scheme = self.url.split_once(':').map_or("?", |(scheme, _)| scheme);
+        f.debug_struct("DatabaseSettings")
+            .field("url", &format_args!("{scheme}://…"))
+            .finish()
+    }
+}
+
+/// `[queue]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSettings {
+    /// Most rounds waiting in one pool's queue.
+    pub max_queued_per_pool: u64,
+    /// How often an idle worker looks for rounds another process queued, in milliseconds.
+    pub poll_interval_ms: u64,
+    /// How long a worker waits after a database error before it tries again, in milliseconds.
+    pub retry_delay_ms: u64,
+}
+
+/// `[auth]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSettings {
+    /// Whether reads need a key too.
+    pub read_key_required: bool,
+    /// The accepted keys.
+    pub keys: Vec<KeySettings>,
+}
+
+/// What a key may do; each role may do everything the ones before it may.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Read ratings and predictions (needed only when `read_key_required`).
+    Read,
+    /// Post rounds.
+    Write,
+    /// Create pools and change their parameters.
+    Admin,
+}
+
+/// One `[[auth.keys]]` entry.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeySettings {
+    /// A name for logs; never the key.
+    pub name: String,
+    /// What the key may do.
+    pub role: Role,
+    /// Hex SHA-256 of the key.
+    pub sha256: String,
+}
+
+impl fmt::Debug for KeySettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeySettings")
+            .field("name", &self.name)
+            .field("role", &self.role)
+            .field("sha256", &"<redacted>")
+            .finish()
+    }
+}
+
+/// Engine parameters of a pool, each optional: what `PUT /v1/pools/{pool}` takes and what a
+/// `[pools.NAME]` section holds. Unset ones come from `[engine]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ParamsOverrides {
+    /// `logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).
+    #[schema(value_type = Option<String>, example = "logistic")]
+    pub variant: Option<Variant>,
+    /// Spread (std) of a performance around skill in a round of weight 1; > 0.
+    pub beta: Option<f64>,
+    /// Skill drift (std) added each time a player takes part; >= 0.
+    pub gamma: Option<f64>,
+    /// Pseudodiffusion transfer rate: a number >= 0, or `"inf"` for Elo-MMR(∞).
+    #[serde(default, deserialize_with = "rho_value")]
+    #[schema(value_type = Option<Object>, example = 1.0)]
+    pub rho: Option<f64>,
+    /// Mean of a new player's prior.
+    pub mu_init: Option<f64>,
+    /// Std of a new player's prior; > 0.
+    pub sigma_init: Option<f64>,
+    /// Extra drift variance per day since a player's last round; >= 0.
+    pub drift_per_day: Option<f64>,
+    /// Most logistic factors kept per player; >= 1.
+    pub history_limit: Option<usize>,
+    /// `both` (a tie is a win and a loss) or `split` (half of each).
+    #[schema(value_type = Option<String>, example = "both")]
+    pub ties: Option<Ties>,
+}
+
+/// Reads ρ as a number or as the string `"inf"` (JSON has no infinity; TOML's `inf` arrives
+/// as a number).
+fn rho_value<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<f64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Rho {
+        Number(f64),
+        Text(String),
+    }
+    match Option::<Rho>::deserialize(deserializer)? {
+        None => Ok(None),
+        Some(Rho::Number(rho)) => Ok(Some(rho)),
+        Some(Rho::Text(text)) if matches!(text.as_str(), "inf" | "infinity") => {
+            Ok(Some(f64::INFINITY))
+        }
+        Some(Rho::Text(_)) => Err(serde::de::Error::custom("rho must be a number or \"inf\"")),
+    }
+}
+
+impl ParamsOverrides {
+    /// `base` with every parameter set here replacing its own (not validated).
+    #[must_use]
+    pub fn apply(&self, base: &Params) -> Params {
+        Params {
+            variant: self.variant.unwrap_or(base.variant),
+            beta: self.beta.unwrap_or(base.beta),
+            gamma: self.gamma.unwrap_or(base.gamma),
+            rho: self.rho.unwrap_or(base.rho),
+            mu_init: self.mu_init.unwrap_or(base.mu_init),
+            sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
+            drift_per_day: self.drift_per_day.unwrap_or(base.drift_per_day),
+            history_limit: self.history_limit.unwrap_or(base.history_limit),
+            ties: self.ties.unwrap_or(base.ties),
+        }
+    }
+}
+
+/// Settings given on the command line; they win over every other layer.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--addr`.
+    pub addr: Option<SocketAddr>,
+    /// `--database-url`.
+    pub database_url: Option<String>,
+}
+
+impl Settings {
+    /// Reads every layer: the compiled-in defaults, `file` when given, the environment
+    /// (`env` lists its variables, so tests need not touch the process's own), then `flags`.
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+        flags: &Overrides,
+    ) -> anyhow::Result<Self> {
+        let env: Vec<(String, String)> = env.into_iter().collect();
+        let mut builder = config::Config::builder().add_source(config::File::from_str(
+            DEFAULT_TOML,
+            config::FileFormat::Toml,
+        ));
+        if let Some(path) = file {
+            builder = builder.add_source(
+                config::File::from(path)
+                    .format(config::FileFormat::Toml)
+                    .required(true),
+            );
+        }
+        if let Some((_, url)) = env.iter().find(|(name, _)| name == "DATABASE_URL") {
+            builder = builder.set_override("database.url", url.as_str())?;
+        }
+        let prefixed: config::Map<String, String> = env
+            .into_iter()
+            .filter(|(name, _)| name.starts_with(&format!("{ENV_PREFIX}{ENV_SEPARATOR}")))
+            .collect();
+        builder = builder.add_source(
+            config::Environment::with_prefix(ENV_PREFIX)
+                .prefix_separator(ENV_SEPARATOR)
+                .separator(ENV_SEPARATOR)
+                .try_parsing(true)
+                .source(Some(prefixed)),
+        );
+        if let Some(addr) = flags.addr {
+            builder = builder.set_override("server.addr", addr.to_string())?;
+        }
+        if let Some(url) = &flags.database_url {
+            builder = builder.set_override("database.url", url.as_str())?;
+        }
+        let settings: Self = builder
+            .build()
+            .context("reading the configuration")?
+            .try_deserialize()
+            .context("reading the configuration")?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Checks what the types alone do not.
+    fn validate(&self) -> anyhow::Result<()> {
+        self.engine
+            .validate()
+            .context("invalid [engine] parameters")?;
+        for (name, overrides) in &self.pools {
+            anyhow::ensure!(
+                crate::names::is_pool_name(name),
+                "invalid pool name [pools.{name}]: expected [a-z0-9_-]{{1,64}}"
+            );
+            overrides
+                .apply(&self.engine)
+                .validate()
+                .with_context(|| format!("invalid parameters in [pools.{name}]"))?;
+        }
+        for key in &self.auth.keys {
+            anyhow::ensure!(
+                key.sha256.len() == 64 && key.sha256.bytes().all(|b| b.is_ascii_hexdigit()),
+                "auth key `{}`: sha256 must be 64 hex digits (see `mmr-service hash-key`)",
+                key.name
+            );
+        }
+        anyhow::ensure!(
+            self.server.body_limit_bytes > 0,
+            "server.body_limit_bytes must be > 0"
+        );
+        anyhow::ensure!(
+            self.server.request_timeout_secs > 0,
+            "server.request_timeout_secs must be > 0"
+        );
+        anyhow::ensure!(
+            self.queue.max_queued_per_pool > 0,
+            "queue.max_queued_per_pool must be > 0"
+        );
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn the_compiled_in_defaults_load_and_select_sqlite() {
+        let settings = Settings::load(None, env(&[]), &Overrides::default()).expect("defaults");
+        assert_eq!(settings.server.addr.to_string(), "127.0.0.1:8080");
+        assert_eq!(settings.database.url, "sqlite://data/mmr.sqlite3");
+        assert_eq!(settings.engine, Params::default());
+        assert!(settings.auth.keys.is_empty() && !settings.auth.read_key_required);
+    }
+
+    #[test]
+    fn a_file_then_the_environment_then_flags_override_in_that_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("mmr.toml");
+        std::fs::write(
+            &file,
+            "[server]\naddr = \"127.0.0.1:9000\"\n[engine]\nbeta = 150.0\n\
+             [pools.ranked]\ngamma = 20.0\n[[auth.keys]]\nname = \"judge\"\nrole = \"write\"\n\
+             sha256 = \"00000000000000000000000000000000000000000000000000000000000000ff\"\n",
+        )
+        .expect("write config");
+        let settings = Settings::load(
+            Some(&file),
+            env(&[
+                ("MMR__ENGINE__GAMMA", "30"),
+                ("MMR__AUTH__READ_KEY_REQUIRED", "true"),
+                ("DATABASE_URL", "sqlite://from-env.sqlite3"),
+                ("UNRELATED", "x"),
+            ]),
+            &Overrides {
+                addr: Some("127.0.0.1:9100".parse().expect("addr")),
+                database_url: None,
+            },
+        )
+        .expect("layers");
+        assert_eq!(settings.server.addr.port(), 9100, "flags win over the file");
+        assert_eq!(settings.engine.beta, 150.0, "the file wins over defaults");
+        assert_eq!(
+            settings.engine.gamma, 30.0,
+            "the environment wins over defaults"
+        );
+        assert!(settings.auth.read_key_required);
+        assert_eq!(settings.database.url, "sqlite://from-env.sqlite3");
+        assert_eq!(settings.pools["ranked"].gamma, Some(20.0));
+        assert_eq!(settings.auth.keys[0].role, Role::Write);
+        assert!(!format!("{:?}", settings.auth.keys[0]).contains("ff"));
+    }
+
+    #[test]
+    fn bad_settings_are_refused_with_what_is_wrong() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cases = [
+            ("[engine]\nbeta = -1.0\n", "[engine]"),
+            ("[pools.Bad]\n", "pool name"),
+            ("[pools.ok]\nsigma_init = 0.0\n", "[pools.ok]"),
+            (
+                "[[auth.keys]]\nname = \"k\"\nrole = \"write\"\nsha256 = \"xyz\"\n",
+                "sha256",
+            ),
+            ("[server]\ncolour = 1\n", "configuration"),
+        ];
+        for (i, (text, expected)) in cases.into_iter().enumerate() {
+            let file = dir.path().join(format!("{i}.toml"));
+            std::fs::write(&file, text).expect("write config");
+            let error =
+                Settings::load(Some(&file), env(&[]), &Overrides::default()).expect_err(text);
+            assert!(format!("{error:#}").contains(expected), "{text}: {error:#}");
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! The names the service accepts: pool names, round ids and player ids. The engine accepts
+//! any non-empty string; the service is stricter so that names are printable, fit a URL path
+//! segment and a log line, and cannot be confused with one another.
+
+/// Longest round or player id, in bytes.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// Longest pool name, in characters.
+pub const MAX_POOL_NAME: usize = 64;
+
+/// Whether `name` is a pool name: `[a-z0-9_-]{1,64}`.
+#[must_use]
+pub fn is_pool_name(name: &str) -> bool {
+    (1..=MAX_POOL_NAME).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+/// Why `id` is not an acceptable round, player or team id, if it is not: ids are 1 to 256
+/// bytes of UTF-8 without control characters.
+#[must_use]
+pub fn id_problem(id: &str) -> Option<&'static str> {
+    if id.is_empty() {
+        Some("must not be empty")
+    } else if id.len() > MAX_ID_BYTES {
+        Some("must be at most 256 bytes")
+    } else if id.chars().any(char::is_control) {
+        Some("must not contain control characters")
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_names_are_short_lowercase_words() {
+        for good in ["a", "ranked-1v1", "season_3", &"x".repeat(64)] {
+            assert!(is_pool_name(good), "{good}");
+        }
+        for bad in ["", "Ranked", "a b", "a/b", "é", "..", &"x".repeat(65)] {
+            assert!(!is_pool_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ids_are_printable_and_bounded() {
+        assert_eq!(id_problem("tourist"), None);
+        assert_eq!(id_problem("Ünïcödé 名前"), None);
+        assert_eq!(id_problem("'; DROP TABLE players; --"), None);
+        assert_eq!(id_problem(""), Some("must not be empty"));
+        assert_eq!(
+            id_problem("a\nb"),
+            Some("must not contain control characters")
+        );
+        assert_eq!(
+            id_problem(&"x".repeat(257)),
+            Some("must be at most 256 bytes")
+        );
+    }
+}

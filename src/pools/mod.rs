@@ -1,0 +1,340 @@
+//! The in-memory side of every pool: each player's belief (an engine [`Population`]), their
+//! last round, and the [`leaderboard`] orders. Reads of ratings, leaderboards and predictions
+//! are served from here; only the worker changes it, and only after the database committed
+//! the change. Knows nothing of HTTP and never touches the database itself.
+
+pub mod leaderboard;
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use tokio::sync::{Mutex, MutexGuard, Notify};
+
+use crate::engine::{self, Params, PlayerState, Population};
+use crate::storage::StoredPlayer;
+use leaderboard::{conservative, Leaderboard, Move, Order};
+
+/// The round a player last played.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastRound {
+    /// Its id.
+    pub id: Arc<str>,
+    /// Its time (seconds since the Unix epoch), if it had one.
+    pub time: Option<i64>,
+}
+
+/// A player's rating as the API shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlayerRating {
+    /// The player's id.
+    pub player: Arc<str>,
+    /// Rating.
+    pub mu: f64,
+    /// Uncertainty.
+    pub sigma: f64,
+    /// μ − 3σ.
+    pub conservative: f64,
+    /// 1-based place by μ.
+    pub position: usize,
+    /// Rounds played.
+    pub rounds: u64,
+    /// The last round played.
+    pub last_round: LastRound,
+}
+
+/// Everything held in memory for one pool.
+#[derive(Debug)]
+pub struct PoolState {
+    population: Population,
+    last_rounds: BTreeMap<Arc<str>, LastRound>,
+    leaderboard: Leaderboard,
+    applied: u64,
+}
+
+impl PoolState {
+    /// A pool nobody has played in yet.
+    pub fn new(params: Params) -> Result<Self, engine::Error> {
+        Ok(Self {
+            population: Population::new(params)?,
+            last_rounds: BTreeMap::new(),
+            leaderboard: Leaderboard::default(),
+            applied: 0,
+        })
+    }
+
+    /// A pool rebuilt from its stored players, after `applied` rounds.
+    pub fn load(
+        params: Params,
+        stored: Vec<StoredPlayer>,
+        applied: u64,
+    ) -> Result<Self, engine::Error> {
+        let mut state = Self::new(params)?;
+        let last = stored
+            .into_iter()
+            .map(|p| {
+                let last = LastRound {
+                    id: Arc::from(p.last_round_id),
+                    time: p.last_round_time,
+                };
+                (p.player, p.state, last)
+            })
+            .collect();
+        state.commit(last);
+        state.applied = applied;
+        Ok(state)
+    }
+
+    /// The engine's view: parameters and beliefs.
+    #[must_use]
+    pub fn population(&self) -> &Population {
+        &self.population
+    }
+
+    /// Rounds whose ratings this state holds.
+    #[must_use]
+    pub fn applied(&self) -> u64 {
+        self.applied
+    }
+
+    /// Records a committed round: its players' beliefs.
+    pub fn apply(&mut self, players: Vec<(String, PlayerState, LastRound)>) {
+        self.commit(players);
+        self.applied += 1;
+    }
+
+    fn commit(&mut self, players: Vec<(String, PlayerState, LastRound)>) {
+        let moves: Vec<Move> = players
+            .into_iter()
+            .map(|(player, state, last)| {
+                let name: Arc<str> = match self.last_rounds.get_key_value(player.as_str()) {
+                    Some((name, _)) => Arc::clone(name),
+                    None => Arc::from(player.as_str()),
+                };
+                let m = Move {
+                    player: Arc::clone(&name),
+                    mu: state.mu,
+                    sigma: state.sigma,
+                };
+                self.last_rounds.insert(name, last);
+                self.population.insert(player, state);
+                m
+            })
+            .collect();
+        self.leaderboard.update(&moves);
+    }
+
+    /// Players rated so far.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.leaderboard.len()
+    }
+
+    /// Whether nobody is rated yet.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.leaderboard.is_empty()
+    }
+
+    /// A rated player.
+    #[must_use]
+    pub fn player(&self, id: &str) -> Option<PlayerRating> {
+        let (name, last) = self.last_rounds.get_key_value(id)?;
+        let state = self.population.player(id)?;
+        let index = self.leaderboard.index_of(Order::Mu, state.mu, id)?;
+        Some(PlayerRating {
+            player: Arc::clone(name),
+            mu: state.mu,
+            sigma: state.sigma,
+            conservative: conservative(state.mu, state.sigma),
+            position: index + 1,
+            rounds: state.rounds,
+            last_round: last.clone(),
+        })
+    }
+
+    /// The 0-based index of a rated player in `order`.
+    #[must_use]
+    pub fn index_of(&self, order: Order, id: &str) -> Option<usize> {
+        let state = self.population.player(id)?;
+        let key = match order {
+            Order::Mu => state.mu,
+            Order::Conservative => conservative(state.mu, state.sigma),
+        };
+        self.leaderboard.index_of(order, key, id)
+    }
+
+    /// The leaderboard itself.
+    #[must_use]
+    pub fn leaderboard(&self) -> &Leaderboard {
+        &self.leaderboard
+    }
+
+    /// Up to `limit` rated players whose id starts with `prefix`, by id.
+    #[must_use]
+    pub fn with_prefix(&self, prefix: &str, limit: usize) -> Vec<PlayerRating> {
+        self.last_rounds
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(|(name, _)| name.starts_with(prefix))
+            .take(limit)
+            .filter_map(|(name, _)| self.player(name))
+            .collect()
+    }
+}
+
+/// One pool: its state, the signal that wakes its worker, and the lock that makes the worker's
+/// steps and parameter changes take turns.
+#[derive(Debug)]
+pub struct Pool {
+    name: String,
+    state: RwLock<PoolState>,
+    wake: Notify,
+    turn: Mutex<()>,
+    worker_running: AtomicBool,
+}
+
+impl Pool {
+    /// A pool named `name` holding `state`.
+    #[must_use]
+    pub fn new(name: String, state: PoolState) -> Self {
+        Self {
+            name,
+            state: RwLock::new(state),
+            wake: Notify::new(),
+            turn: Mutex::new(()),
+            worker_running: AtomicBool::new(false),
+        }
+    }
+
+    /// The pool's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Reads the state. Hold the guard briefly: the worker waits for it to publish a round.
+    pub fn read(&self) -> RwLockReadGuard<'_, PoolState> {
+        // A panic while the lock was held cannot leave the state half-written: every change
+        // is computed first and then stored by infallible inserts.
+        self.state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Writes the state.
+    pub fn write(&self) -> RwLockWriteGuard<'_, PoolState> {
+        self.state
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Tells the worker a round may be waiting.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Waits until [`Pool::wake`] is called (or was called since the last wait).
+    pub async fn woken(&self) {
+        self.wake.notified().await;
+    }
+
+    /// Takes the pool's turn: held by the worker for a whole step and by a parameter change.
+    pub async fn turn(&self) -> MutexGuard<'_, ()> {
+        self.turn.lock().await
+    }
+
+    /// Records whether the pool's worker loop is running.
+    pub fn set_worker_running(&self, running: bool) {
+        self.worker_running.store(running, Ordering::Release);
+    }
+
+    /// Whether the pool's worker loop is running.
+    #[must_use]
+    pub fn worker_running(&self) -> bool {
+        self.worker_running.load(Ordering::Acquire)
+    }
+}
+
+/// Every pool the service knows, by name.
+#[derive(Debug, Default)]
+pub struct Pools {
+    pools: RwLock<BTreeMap<String, Arc<Pool>>>,
+}
+
+impl Pools {
+    /// The pool called `name`.
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<Arc<Pool>> {
+        self.pools
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(name)
+            .cloned()
+    }
+
+    /// Every pool, by name.
+    #[must_use]
+    pub fn all(&self) -> Vec<Arc<Pool>> {
+        self.pools
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Adds `pool` unless one of its name exists; returns the pool now registered under the
+    /// name and whether it is the one given.
+    pub fn insert(&self, pool: Pool) -> (Arc<Pool>, bool) {
+        let mut pools = self
+            .pools
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match pools.get(pool.name()) {
+            Some(existing) => (Arc::clone(existing), false),
+            None => {
+                let pool = Arc::new(pool);
+                pools.insert(pool.name().to_owned(), Arc::clone(&pool));
+                (pool, true)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last(id: &str) -> LastRound {
+        LastRound {
+            id: Arc::from(id),
+            time: None,
+        }
+    }
+
+    #[test]
+    fn committed_players_are_found_by_id_position_and_prefix() {
+        let params = Params::default();
+        let mut state = PoolState::new(params).expect("default parameters");
+        let mut strong = PlayerState::new(&params);
+        strong.mu = 1800.0;
+        state.apply(vec![
+            ("bob".into(), PlayerState::new(&params), last("r1")),
+            ("bea".into(), strong, last("r1")),
+            ("al".into(), PlayerState::new(&params), last("r1")),
+        ]);
+        let bea = state.player("bea").expect("rated");
+        assert_eq!((bea.position, bea.mu), (1, 1800.0));
+        assert_eq!(state.player("al").expect("rated").position, 2);
+        assert_eq!(state.player("nobody"), None);
+        let found: Vec<_> = state
+            .with_prefix("b", 10)
+            .into_iter()
+            .map(|p| p.player.to_string())
+            .collect();
+        assert_eq!(found, ["bea", "bob"]);
+        assert_eq!(state.with_prefix("b", 1).len(), 1);
+        assert_eq!(state.len(), 3);
+    }
+}

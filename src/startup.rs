@@ -1,0 +1,95 @@
+//! Building and running the service: connect to the database (running its migrations), load
+//! every pool into memory, create the pools the configuration declares, start one worker per
+//! pool, bind the listener; then serve until SIGINT or SIGTERM, drain in-flight requests, let
+//! every worker finish the round it is applying, and close the database.
+
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use crate::api;
+use crate::config::Settings;
+use crate::state::AppState;
+use crate::storage;
+
+/// A service that is connected, loaded and bound, not yet serving.
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+}
+
+impl Application {
+    /// Connects, migrates, loads, starts the workers and binds (port 0 picks a free port).
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        let storage = storage::connect(&settings.database.url)
+            .await
+            .context("opening the database")?;
+        let declared = settings.pools.clone();
+        let addr = settings.server.addr;
+        let state = AppState::new(storage, settings);
+        state.load_pools(true).await.context("loading the pools")?;
+        for (name, overrides) in &declared {
+            if state.pools.get(name).is_none() {
+                state
+                    .put_pool(name, overrides, true)
+                    .await
+                    .with_context(|| format!("creating pool `{name}`"))?;
+                tracing::info!(pool = %name, "pool created from the configuration");
+            }
+        }
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        Ok(Self { listener, state })
+    }
+
+    /// The address the service listens on.
+    pub fn local_addr(&self) -> anyhow::Result<SocketAddr> {
+        Ok(self.listener.local_addr()?)
+    }
+
+    /// Serves until SIGINT or SIGTERM, then shuts down in order.
+    pub async fn run_until_stopped(self) -> anyhow::Result<()> {
+        let addr = self.local_addr()?;
+        tracing::info!(%addr, "serving");
+        let app = api::app(self.state.clone());
+        axum::serve(self.listener, app)
+            .with_graceful_shutdown(stop_signal())
+            .await
+            .context("serving")?;
+        tracing::info!("requests drained; stopping the workers");
+        self.state.stop_workers().await;
+        self.state.storage.close().await;
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn stop_signal() {
+    let interrupt = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => tracing::info!("SIGINT received"),
+        () = terminate => tracing::info!("SIGTERM received"),
+    }
+}

@@ -1,0 +1,147 @@
+//! What every request handler and worker shares: the storage, the in-memory pools, the
+//! settings, and the operations that touch more than one of them (creating a pool and its
+//! worker, accepting a round). Handlers call one method here or one read on a pool; the HTTP
+//! shapes stay in `api`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::{ParamsOverrides, Settings};
+use crate::engine::{self, Params};
+use crate::pools::{Pool, PoolState, Pools};
+use crate::storage::{self, Enqueued, PoolWrite, Storage};
+use crate::worker;
+
+/// Shared by every handler and worker; cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// The database.
+    pub storage: Arc<dyn Storage>,
+    /// Every pool in memory.
+    pub pools: Arc<Pools>,
+    /// The settings the service started with.
+    pub settings: Arc<Settings>,
+    workers: TaskTracker,
+    shutdown: CancellationToken,
+}
+
+/// Why a pool could not be created or changed.
+#[derive(Debug, thiserror::Error)]
+pub enum PutPoolError {
+    /// A parameter is out of range.
+    #[error(transparent)]
+    Invalid(#[from] engine::Error),
+    /// The database refused or failed.
+    #[error(transparent)]
+    Storage(#[from] storage::Error),
+}
+
+impl AppState {
+    /// State over `storage` with no pools loaded yet.
+    #[must_use]
+    pub fn new(storage: Arc<dyn Storage>, settings: Settings) -> Self {
+        Self {
+            storage,
+            pools: Arc::new(Pools::default()),
+            settings: Arc::new(settings),
+            workers: TaskTracker::new(),
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    /// Loads every stored pool into memory and starts its worker (`start_workers`), or leaves
+    /// workers to the caller (tests drive [`worker::process_next`] themselves).
+    pub async fn load_pools(&self, start_workers: bool) -> anyhow::Result<()> {
+        for info in self.storage.pools().await? {
+            let players = self.storage.load_players(&info.name).await?;
+            let applied = info.applied;
+            let state =
+                tokio::task::spawn_blocking(move || PoolState::load(info.params, players, applied))
+                    .await??;
+            tracing::info!(pool = %info.name, players = state.len(), "pool loaded");
+            let (pool, _) = self.pools.insert(Pool::new(info.name, state));
+            if start_workers {
+                self.start_worker(pool);
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates pool `name` or changes its parameters: `overrides` on top of `[engine]`.
+    pub async fn put_pool(
+        &self,
+        name: &str,
+        overrides: &ParamsOverrides,
+        start_worker: bool,
+    ) -> Result<(PoolWrite, Params), PutPoolError> {
+        let params = overrides.apply(&self.settings.engine);
+        params.validate()?;
+        let existing = self.pools.get(name);
+        // The worker reads the parameters in its turn: a change must not land mid-step.
+        let turn = match &existing {
+            Some(pool) => Some(pool.turn().await),
+            None => None,
+        };
+        let outcome = self.storage.put_pool(name, &params).await?;
+        match &existing {
+            Some(pool) if outcome != PoolWrite::Unchanged => {
+                *pool.write() = PoolState::new(params)?
+            }
+            Some(_) => {}
+            None => {
+                let (pool, inserted) = self
+                    .pools
+                    .insert(Pool::new(name.to_owned(), PoolState::new(params)?));
+                if inserted && start_worker {
+                    self.start_worker(pool);
+                }
+            }
+        }
+        drop(turn);
+        Ok((outcome, params))
+    }
+
+    /// Stores a validated round at the end of `pool`'s queue and wakes its worker.
+    pub async fn enqueue_round(
+        &self,
+        pool: &Pool,
+        id: &str,
+        canonical_body: &str,
+    ) -> Result<Enqueued, storage::Error> {
+        let outcome = self
+            .storage
+            .enqueue_round(
+                pool.name(),
+                id,
+                canonical_body,
+                self.settings.queue.max_queued_per_pool,
+            )
+            .await?;
+        if matches!(outcome, Enqueued::Accepted { .. }) {
+            pool.wake();
+        }
+        Ok(outcome)
+    }
+
+    /// Starts `pool`'s worker loop.
+    pub fn start_worker(&self, pool: Arc<Pool>) {
+        let queue = &self.settings.queue;
+        self.workers.spawn(worker::run(
+            Arc::clone(&self.storage),
+            pool,
+            Duration::from_millis(queue.poll_interval_ms),
+            Duration::from_millis(queue.retry_delay_ms),
+            self.shutdown.clone(),
+        ));
+    }
+
+    /// Asks every worker to stop after its current round and waits until they have.
+    pub async fn stop_workers(&self) {
+        self.shutdown.cancel();
+        self.workers.close();
+        self.workers.wait().await;
+    }
+}
