@@ -1,0 +1,195 @@
+//! End-to-end tests of `mmr-service serve`: the real binary on a free port, fed rounds over
+//! HTTP, killed with SIGKILL while rounds are queued and restarted, stopped with SIGTERM; its
+//! ratings are compared bit for bit with `mmr-service replay` of the same rounds. Run on
+//! SQLite always and on Postgres when a server answers (SKIPPED otherwise, unless `CI` is set).
+
+mod server;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use server::{Backend, Server, ADMIN_KEY};
+
+/// Rounds of `../shared/data/formula1` the tests post.
+const ROUNDS: usize = 200;
+
+/// Longest a test waits for the service to apply what it accepted.
+const APPLY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The pool the tests rate in.
+const POOL: &str = "f1";
+
+/// The first `count` rounds of the shared formula1 set, if the set is present.
+fn formula1(count: usize) -> Option<Vec<String>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/formula1/rounds.jsonl");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        println!("SKIPPED: {} is absent", path.display());
+        return None;
+    };
+    Some(
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .take(count)
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+/// `player → (mu, sigma)` as `mmr-service replay --output` computes them from `rounds`.
+fn replayed(dir: &Path, rounds: &[String]) -> BTreeMap<String, (f64, f64)> {
+    let input = dir.join(format!("replay-{}.jsonl", rounds.len()));
+    std::fs::write(&input, rounds.join("\n")).expect("write the replay input");
+    let output = dir.join(format!("replay-{}.csv", rounds.len()));
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_mmr-service"))
+        .arg("replay")
+        .arg("--input")
+        .arg(&input)
+        .arg("--output")
+        .arg(&output)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("replay runs");
+    assert!(status.success(), "replay failed");
+    let mut ratings = BTreeMap::new();
+    let mut reader = csv::Reader::from_path(&output).expect("replay wrote its CSV");
+    for record in reader.records() {
+        let record = record.expect("a CSV row");
+        let number = |i: usize| record[i].parse::<f64>().expect("a float");
+        ratings.insert(record[0].to_owned(), (number(1), number(2)));
+    }
+    ratings
+}
+
+/// Every rated player of the pool, read page by page from the leaderboard.
+fn served(server: &Server) -> BTreeMap<String, (f64, f64)> {
+    let mut ratings = BTreeMap::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut url = format!("/v1/pools/{POOL}/leaderboard?limit=1000");
+        if let Some(cursor) = &cursor {
+            url.push_str(&format!("&cursor={cursor}"));
+        }
+        let page = server.get_json(&url);
+        for entry in page["entries"].as_array().expect("entries") {
+            let player = entry["player"].as_str().expect("player").to_owned();
+            let mu = entry["mu"].as_f64().expect("mu");
+            let sigma = entry["sigma"].as_f64().expect("sigma");
+            ratings.insert(player, (mu, sigma));
+        }
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return ratings,
+        }
+    }
+}
+
+/// Waits until the pool has applied `applied` rounds and has none queued.
+fn wait_until_applied(server: &Server, applied: u64) {
+    let deadline = Instant::now() + APPLY_TIMEOUT;
+    loop {
+        let pool = server.get_json(&format!("/v1/pools/{POOL}"));
+        if pool["rounds_applied"].as_u64() == Some(applied) && pool["rounds_queued"] == 0 {
+            return;
+        }
+        assert_eq!(pool["rounds_failed"], 0, "no round may fail: {pool}");
+        assert!(
+            Instant::now() < deadline,
+            "rounds not applied in time: {pool}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Asserts the service's ratings equal the replay's, to the bit.
+fn assert_same_ratings(
+    served: &BTreeMap<String, (f64, f64)>,
+    replayed: &BTreeMap<String, (f64, f64)>,
+) {
+    assert_eq!(served.len(), replayed.len(), "the same players are rated");
+    for (player, &(mu, sigma)) in replayed {
+        let &(served_mu, served_sigma) = served
+            .get(player)
+            .unwrap_or_else(|| panic!("{player} is missing from the service"));
+        assert_eq!(
+            (served_mu.to_bits(), served_sigma.to_bits()),
+            (mu.to_bits(), sigma.to_bits()),
+            "{player}: served ({served_mu}, {served_sigma}) vs replayed ({mu}, {sigma})"
+        );
+    }
+}
+
+/// Posts `rounds`, each of which must be accepted (202).
+fn post_all(server: &Server, rounds: &[String]) {
+    for round in rounds {
+        let status = server.post(&format!("/v1/pools/{POOL}/rounds"), round, ADMIN_KEY);
+        assert_eq!(
+            status,
+            202,
+            "round accepted: {}",
+            &round[..round.len().min(80)]
+        );
+    }
+}
+
+fn served_equals_replay_through_a_kill_and_a_restart(backend: Backend) {
+    let Some(rounds) = formula1(ROUNDS) else {
+        return;
+    };
+    let Some(mut server) = Server::start(backend) else {
+        return;
+    };
+    let dir: PathBuf = server.dir().to_owned();
+    let status = server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY);
+    assert_eq!(status, 201, "pool created");
+
+    let half = ROUNDS / 2;
+    post_all(&server, &rounds[..half]);
+    wait_until_applied(&server, half as u64);
+    assert_same_ratings(&served(&server), &replayed(&dir, &rounds[..half]));
+
+    // The rest is accepted faster than it is applied: SIGKILL finds rounds queued.
+    post_all(&server, &rounds[half..]);
+    let pool = server.get_json(&format!("/v1/pools/{POOL}"));
+    server.kill();
+    println!("killed with {} rounds queued", pool["rounds_queued"]);
+
+    server.restart();
+    wait_until_applied(&server, ROUNDS as u64);
+    assert_same_ratings(&served(&server), &replayed(&dir, &rounds));
+
+    // Re-posting an applied round is recognized, not applied again.
+    let status = server.post(&format!("/v1/pools/{POOL}/rounds"), &rounds[0], ADMIN_KEY);
+    assert_eq!(
+        status, 200,
+        "an identical re-post is answered with its status"
+    );
+
+    assert_eq!(
+        server.terminate(),
+        Some(0),
+        "SIGTERM stops the service with exit code 0"
+    );
+}
+
+#[test]
+fn sqlite_ratings_equal_replay_through_a_kill_and_a_restart() {
+    served_equals_replay_through_a_kill_and_a_restart(Backend::Sqlite);
+}
+
+#[test]
+fn postgres_ratings_equal_replay_through_a_kill_and_a_restart() {
+    served_equals_replay_through_a_kill_and_a_restart(Backend::Postgres);
+}
+
+#[test]
+fn with_no_configuration_the_service_serves_on_an_embedded_sqlite_file() {
+    let Some(server) = Server::start(Backend::Default) else {
+        return;
+    };
+    assert_eq!(server.get_json("/readyz")["status"], "ready");
+    assert!(
+        server.dir().join("data/mmr.sqlite3").exists(),
+        "the default database is ./data/mmr.sqlite3"
+    );
+}

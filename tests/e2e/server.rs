@@ -1,0 +1,257 @@
+//! The real `mmr-service serve` as a child process: started in a temporary directory with a
+//! config file holding an admin key, on a free port (read from its log), stopped with SIGKILL
+//! or SIGTERM and started again on the same database. Owns the child, its directory and, for
+//! Postgres, its fresh database, and removes all three when dropped.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sqlx::Connection;
+use tempfile::TempDir;
+
+/// The key the tests write with.
+pub const ADMIN_KEY: &str = "e2e-admin-key";
+
+/// The Postgres server used when `MMR_TEST_DATABASE_URL` is not set.
+const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/// Longest the service may take to start listening, or to stop after SIGTERM.
+const START_STOP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The log line the service prints once it listens, before the address.
+const SERVING: &str = "serving addr=";
+
+/// Which database the service runs on.
+#[derive(Debug, Clone, Copy)]
+pub enum Backend {
+    /// A SQLite file named in the config file.
+    Sqlite,
+    /// A fresh database on the Postgres test server.
+    Postgres,
+    /// No configuration at all: the built-in default, `./data/mmr.sqlite3`.
+    Default,
+}
+
+/// A Postgres database made for one test.
+struct PgDatabase {
+    admin_url: String,
+    name: String,
+}
+
+/// A running (or stopped) service.
+pub struct Server {
+    child: Option<Child>,
+    dir: TempDir,
+    args: Vec<String>,
+    base: String,
+    client: reqwest::blocking::Client,
+    postgres: Option<PgDatabase>,
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(future)
+}
+
+/// Creates a fresh Postgres database; `None` (after saying SKIPPED) when no server answers,
+/// unless `CI` is set.
+fn create_postgres() -> Option<(PgDatabase, String)> {
+    let admin_url =
+        std::env::var("MMR_TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned());
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let name = format!("mmr_e2e_{}_{nanos}", std::process::id());
+    let created = block_on(async {
+        let mut admin = tokio::time::timeout(
+            Duration::from_secs(5),
+            sqlx::PgConnection::connect(&admin_url),
+        )
+        .await
+        .map_err(|_| "connection timed out".to_owned())?
+        .map_err(|e| e.to_string())?;
+        sqlx::query(&format!("CREATE DATABASE \"{name}\""))
+            .execute(&mut admin)
+            .await
+            .map_err(|e| e.to_string())
+    });
+    match created {
+        Ok(_) => {
+            let (base, _) = admin_url
+                .rsplit_once('/')
+                .expect("a database URL with a path");
+            let url = format!("{base}/{name}");
+            Some((PgDatabase { admin_url, name }, url))
+        }
+        Err(reason) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "Postgres unreachable at {admin_url} in CI: {reason}"
+            );
+            println!("SKIPPED: Postgres unreachable at {admin_url}: {reason}");
+            None
+        }
+    }
+}
+
+impl Server {
+    /// Starts the service on `backend`; `None` when the backend is unavailable (skipped).
+    pub fn start(backend: Backend) -> Option<Self> {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let (postgres, url) = match backend {
+            Backend::Sqlite => (
+                None,
+                Some(format!(
+                    "sqlite://{}",
+                    dir.path().join("mmr.sqlite3").display()
+                )),
+            ),
+            Backend::Postgres => {
+                let (db, url) = create_postgres()?;
+                (Some(db), Some(url))
+            }
+            Backend::Default => (None, None),
+        };
+        let mut args = vec![
+            "serve".to_owned(),
+            "--addr".to_owned(),
+            "127.0.0.1:0".to_owned(),
+        ];
+        if let Some(url) = url {
+            let config = dir.path().join("mmr.toml");
+            let text = format!(
+                "[database]\nurl = \"{url}\"\n[queue]\npoll_interval_ms = 100\n\
+                 [[auth.keys]]\nname = \"e2e\"\nrole = \"admin\"\nsha256 = \"{}\"\n",
+                mmr_service::api::auth::hash_key(ADMIN_KEY)
+            );
+            std::fs::write(&config, text).expect("write the config file");
+            args.extend(["--config".to_owned(), config.display().to_string()]);
+        }
+        let mut server = Self {
+            child: None,
+            dir,
+            args,
+            base: String::new(),
+            client: reqwest::blocking::Client::new(),
+            postgres,
+        };
+        server.restart();
+        Some(server)
+    }
+
+    /// The service's working directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Starts the (stopped) service again on the same database and waits until it listens.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "the service is already running");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mmr-service"))
+            .args(&self.args)
+            .current_dir(self.dir.path())
+            .env("RUST_LOG", "info")
+            .env_remove("DATABASE_URL")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the service starts");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (addr_tx, addr_rx) = mpsc::channel();
+        // Drains the log for the child's whole life, so it never blocks on a full pipe.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some((_, addr)) = line.split_once(SERVING) {
+                    let _ = addr_tx.send(addr.trim().to_owned());
+                }
+                eprintln!("[service] {line}");
+            }
+        });
+        let addr = addr_rx
+            .recv_timeout(START_STOP_TIMEOUT)
+            .expect("the service listens");
+        self.base = format!("http://{addr}");
+        self.child = Some(child);
+    }
+
+    /// SIGKILL: no chance to finish anything.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().expect("SIGKILL");
+            child.wait().expect("reaped");
+        }
+    }
+
+    /// SIGTERM, then waits for the exit; its code.
+    pub fn terminate(&mut self) -> Option<i32> {
+        let mut child = self.child.take()?;
+        let status = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "SIGTERM sent");
+        let deadline = std::time::Instant::now() + START_STOP_TIMEOUT;
+        loop {
+            if let Some(status) = child.try_wait().expect("waitable") {
+                return status.code();
+            }
+            assert!(std::time::Instant::now() < deadline, "stopped in time");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// GET `path`, which must answer 200 with JSON.
+    pub fn get_json(&self, path: &str) -> serde_json::Value {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .expect("GET answered");
+        assert_eq!(response.status(), 200, "GET {path}");
+        response.json().expect("a JSON body")
+    }
+
+    /// POST `body` as JSON to `path` with `key`; the status.
+    pub fn post(&self, path: &str, body: &str, key: &str) -> u16 {
+        self.send(self.client.post(format!("{}{path}", self.base)), body, key)
+    }
+
+    /// PUT `body` as JSON to `path` with `key`; the status.
+    pub fn put(&self, path: &str, body: &str, key: &str) -> u16 {
+        self.send(self.client.put(format!("{}{path}", self.base)), body, key)
+    }
+
+    fn send(&self, request: reqwest::blocking::RequestBuilder, body: &str, key: &str) -> u16 {
+        request
+            .header("content-type", "application/json")
+            .bearer_auth(key)
+            .body(body.to_owned())
+            .send()
+            .expect("answered")
+            .status()
+            .as_u16()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+        if let Some(db) = self.postgres.take() {
+            let _ = block_on(async {
+                let mut admin = sqlx::PgConnection::connect(&db.admin_url).await?;
+                sqlx::query(&format!(
+                    "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+                    db.name
+                ))
+                .execute(&mut admin)
+                .await
+            });
+        }
+    }
+}
