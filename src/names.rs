@@ -1,6 +1,8 @@
 //! The names the service accepts: pool names, round ids and player ids. The engine accepts
-//! any non-empty string; the service is stricter so that names are printable, fit a URL path
-//! segment and a log line, and cannot be confused with one another.
+//! any non-empty string; the service bounds ids and refuses NUL, which Postgres cannot store
+//! in text. Other control characters are accepted: real scoreboards carry tabs and mojibake
+//! in team names (the ctftime set has both), and refusing them would lose results. Logs print
+//! ids escaped (`?id`), so no id can forge a log line.
 
 /// Longest round or player id, in bytes.
 pub const MAX_ID_BYTES: usize = 256;
@@ -18,15 +20,15 @@ pub fn is_pool_name(name: &str) -> bool {
 }
 
 /// Why `id` is not an acceptable round, player or team id, if it is not: ids are 1 to 256
-/// bytes of UTF-8 without control characters.
+/// bytes of UTF-8 without NUL.
 #[must_use]
 pub fn id_problem(id: &str) -> Option<&'static str> {
     if id.is_empty() {
         Some("must not be empty")
     } else if id.len() > MAX_ID_BYTES {
         Some("must be at most 256 bytes")
-    } else if id.chars().any(char::is_control) {
-        Some("must not contain control characters")
+    } else if id.contains('\0') {
+        Some("must not contain the NUL character")
     } else {
         None
     }

@@ -3,6 +3,7 @@
 //! pool, bind the listener; then serve until SIGINT or SIGTERM, drain in-flight requests, let
 //! every worker finish the round it is applying, and close the database.
 
+use std::future::Future;
 use std::net::SocketAddr;
 
 use anyhow::Context;
@@ -51,11 +52,20 @@ impl Application {
 
     /// Serves until SIGINT or SIGTERM, then shuts down in order.
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
+        self.run_until(stop_signal()).await
+    }
+
+    /// Serves until `stop` resolves, then drains requests, lets every worker finish its
+    /// round and closes the database.
+    pub async fn run_until(
+        self,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
         let addr = self.local_addr()?;
         tracing::info!(%addr, "serving");
         let app = api::app(self.state.clone());
         axum::serve(self.listener, app)
-            .with_graceful_shutdown(stop_signal())
+            .with_graceful_shutdown(stop)
             .await
             .context("serving")?;
         tracing::info!("requests drained; stopping the workers");

@@ -43,7 +43,7 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
     else {
         return Ok(Processed::Idle);
     };
-    let span = info_span!("apply_round", pool = pool.name(), round.id = %queued.id, round.seq = queued.seq);
+    let span = info_span!("apply_round", pool = pool.name(), round.id = ?queued.id, round.seq = queued.seq);
     async {
         let round = match parse(&queued) {
             Ok(round) => round,
@@ -204,7 +204,7 @@ async fn reload(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed>
 /// Whether another process applied rounds or changed parameters since memory was loaded.
 async fn stale(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<bool> {
     let info = storage
-        .pool(pool.name())
+        .pool_progress(pool.name())
         .await
         .context("reading the pool")?
         .with_context(|| format!("pool `{}` disappeared", pool.name()))?;

@@ -153,7 +153,7 @@ async fn create_round(
     );
     match outcome {
         Enqueued::Accepted { position } => {
-            tracing::info!(round.id = %id, position, "round accepted");
+            tracing::info!(round.id = ?id, position, "round accepted");
             let mut headers = HeaderMap::new();
             if let Ok(value) = HeaderValue::from_str(&location) {
                 headers.insert(header::LOCATION, value);

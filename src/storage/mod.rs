@@ -96,6 +96,15 @@ pub struct PoolInfo {
     pub failed: u64,
 }
 
+/// What the worker checks its memory against: the parameters and how many rounds are applied.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PoolProgress {
+    /// The pool's engine parameters.
+    pub params: Params,
+    /// Rounds applied.
+    pub applied: u64,
+}
+
 /// Where a round is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RoundStatus {
@@ -274,6 +283,9 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Every pool with its counts, by name.
     async fn pools(&self) -> Result<Vec<PoolInfo>, Error>;
+
+    /// One pool's parameters and applied rounds, without the costlier counts of [`Self::pool`].
+    async fn pool_progress(&self, name: &str) -> Result<Option<PoolProgress>, Error>;
 
     /// Stores a validated round durably at the end of `pool`'s queue. `body` is the round's
     /// canonical JSON: a re-post is recognized by comparing its SHA-256. At most `max_queued`

@@ -9,11 +9,11 @@ use tracing::instrument;
 
 use super::rows::{
     bind_pool, content_hash, history_page, repost_outcome, state_json, to_i64, to_u64, HistoryRow,
-    ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ResultRow, RoundRow,
+    ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow, RoundRow,
 };
 use super::{
-    sql, AppliedRound, Enqueued, Error, HistoryPage, PoolInfo, PoolWrite, QueuedRound, RoundRecord,
-    RoundStatus, Storage, StoredPlayer,
+    sql, AppliedRound, Enqueued, Error, HistoryPage, PoolInfo, PoolProgress, PoolWrite,
+    QueuedRound, RoundRecord, RoundStatus, Storage, StoredPlayer,
 };
 use crate::engine::Params;
 
@@ -134,6 +134,15 @@ impl Storage for PgStorage {
         row.map(PoolRow::into_info).transpose()
     }
 
+    #[instrument(skip_all, fields(db.system = "postgresql", pool.name = %name))]
+    async fn pool_progress(&self, name: &str) -> Result<Option<PoolProgress>, Error> {
+        let row: Option<ProgressRow> = sqlx::query_as(sql::SELECT_POOL_PROGRESS)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(ProgressRow::into_progress).transpose()
+    }
+
     #[instrument(skip_all, fields(db.system = "postgresql"))]
     async fn pools(&self) -> Result<Vec<PoolInfo>, Error> {
         let rows: Vec<PoolRow> = sqlx::query_as(&format!("{} ORDER BY p.name", sql::SELECT_POOLS))
@@ -142,7 +151,7 @@ impl Storage for PgStorage {
         rows.into_iter().map(PoolRow::into_info).collect()
     }
 
-    #[instrument(skip_all, fields(db.system = "postgresql", pool.name = %pool, round.id = %id))]
+    #[instrument(skip_all, fields(db.system = "postgresql", pool.name = %pool, round.id = ?id))]
     async fn enqueue_round(
         &self,
         pool: &str,
@@ -197,7 +206,7 @@ impl Storage for PgStorage {
     }
 
     #[instrument(skip_all, fields(
-        db.system = "postgresql", pool.name = %pool, round.id = %id,
+        db.system = "postgresql", pool.name = %pool, round.id = ?id,
         round.entrants = round.entrants.len(),
     ))]
     async fn apply_round(&self, pool: &str, id: &str, round: &AppliedRound) -> Result<(), Error> {
@@ -260,7 +269,7 @@ impl Storage for PgStorage {
         Ok(())
     }
 
-    #[instrument(skip_all, fields(db.system = "postgresql", pool.name = %pool, round.id = %id))]
+    #[instrument(skip_all, fields(db.system = "postgresql", pool.name = %pool, round.id = ?id))]
     async fn fail_round(&self, pool: &str, id: &str, error: &str) -> Result<(), Error> {
         let mut tx = self.pool.begin().await?;
         Self::lock_next_round(&mut tx, pool, id).await?;
@@ -283,7 +292,7 @@ impl Storage for PgStorage {
         rows.into_iter().map(PlayerRow::into_player).collect()
     }
 
-    #[instrument(skip_all, fields(db.system = "postgresql", pool.name = %pool, round.id = %id))]
+    #[instrument(skip_all, fields(db.system = "postgresql", pool.name = %pool, round.id = ?id))]
     async fn round(&self, pool: &str, id: &str) -> Result<Option<RoundRecord>, Error> {
         let mut tx = self.pool.begin().await?;
         let Some(row): Option<RoundRow> = sqlx::query_as(sql::SELECT_ROUND)

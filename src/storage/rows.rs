@@ -7,8 +7,8 @@ use sqlx::query::Query;
 use sqlx::{Database, Encode, Type};
 
 use super::{
-    Enqueued, Error, HistoryEntry, HistoryPage, PoolInfo, RoundRecord, RoundResult, RoundStatus,
-    StoredPlayer,
+    Enqueued, Error, HistoryEntry, HistoryPage, PoolInfo, PoolProgress, RoundRecord, RoundResult,
+    RoundStatus, StoredPlayer,
 };
 use crate::engine::{Params, PlayerState, Ties, Variant};
 
@@ -48,6 +48,24 @@ impl ParamsRow {
                 "split" => Ties::Split,
                 other => return Err(Error::Corrupt(format!("unknown ties `{other}`"))),
             },
+        })
+    }
+}
+
+/// A row of `sql::SELECT_POOL_PROGRESS`.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct ProgressRow {
+    #[sqlx(flatten)]
+    params: ParamsRow,
+    applied: i64,
+}
+
+impl ProgressRow {
+    /// The pool's parameters and applied rounds.
+    pub(super) fn into_progress(self) -> Result<PoolProgress, Error> {
+        Ok(PoolProgress {
+            params: self.params.into_params()?,
+            applied: to_u64(self.applied, "applied")?,
         })
     }
 }

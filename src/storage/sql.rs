@@ -12,6 +12,14 @@ pub(super) const SELECT_POOLS: &str = "
            (SELECT count(*) FROM rounds WHERE pool = p.name AND status = 'failed') AS failed
     FROM pools p";
 
+/// Pool `$1`'s parameters and applied rounds: what the worker compares its memory with
+/// before each step (cheaper than [`SELECT_POOLS`], which counts players too).
+pub(super) const SELECT_POOL_PROGRESS: &str = "
+    SELECT p.variant, p.beta, p.gamma, p.rho, p.mu_init, p.sigma_init,
+           p.drift_per_day, p.history_limit, p.ties,
+           (SELECT count(*) FROM rounds WHERE pool = p.name AND status = 'applied') AS applied
+    FROM pools p WHERE p.name = $1";
+
 /// Creates pool `$1` with parameters `$2`..`$10` unless it exists.
 pub(super) const INSERT_POOL: &str = "
     INSERT INTO pools (name, variant, beta, gamma, rho, mu_init, sigma_init, drift_per_day,

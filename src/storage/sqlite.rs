@@ -16,11 +16,11 @@ use tracing::instrument;
 
 use super::rows::{
     bind_pool, content_hash, history_page, repost_outcome, state_json, to_i64, to_u64, HistoryRow,
-    ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ResultRow, RoundRow,
+    ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow, RoundRow,
 };
 use super::{
-    sql, AppliedEntrant, AppliedRound, Enqueued, Error, HistoryPage, PoolInfo, PoolWrite,
-    QueuedRound, RoundRecord, RoundStatus, Storage, StoredPlayer,
+    sql, AppliedEntrant, AppliedRound, Enqueued, Error, HistoryPage, PoolInfo, PoolProgress,
+    PoolWrite, QueuedRound, RoundRecord, RoundStatus, Storage, StoredPlayer,
 };
 use crate::engine::Params;
 
@@ -213,6 +213,15 @@ impl Storage for SqliteStorage {
         row.map(PoolRow::into_info).transpose()
     }
 
+    #[instrument(skip_all, fields(db.system = "sqlite", pool.name = %name))]
+    async fn pool_progress(&self, name: &str) -> Result<Option<PoolProgress>, Error> {
+        let row: Option<ProgressRow> = sqlx::query_as(sql::SELECT_POOL_PROGRESS)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(ProgressRow::into_progress).transpose()
+    }
+
     #[instrument(skip_all, fields(db.system = "sqlite"))]
     async fn pools(&self) -> Result<Vec<PoolInfo>, Error> {
         let rows: Vec<PoolRow> = sqlx::query_as(&format!("{} ORDER BY p.name", sql::SELECT_POOLS))
@@ -221,7 +230,7 @@ impl Storage for SqliteStorage {
         rows.into_iter().map(PoolRow::into_info).collect()
     }
 
-    #[instrument(skip_all, fields(db.system = "sqlite", pool.name = %pool, round.id = %id))]
+    #[instrument(skip_all, fields(db.system = "sqlite", pool.name = %pool, round.id = ?id))]
     async fn enqueue_round(
         &self,
         pool: &str,
@@ -276,7 +285,7 @@ impl Storage for SqliteStorage {
     }
 
     #[instrument(skip_all, fields(
-        db.system = "sqlite", pool.name = %pool, round.id = %id,
+        db.system = "sqlite", pool.name = %pool, round.id = ?id,
         round.entrants = round.entrants.len(),
     ))]
     async fn apply_round(&self, pool: &str, id: &str, round: &AppliedRound) -> Result<(), Error> {
@@ -297,7 +306,7 @@ impl Storage for SqliteStorage {
         Ok(())
     }
 
-    #[instrument(skip_all, fields(db.system = "sqlite", pool.name = %pool, round.id = %id))]
+    #[instrument(skip_all, fields(db.system = "sqlite", pool.name = %pool, round.id = ?id))]
     async fn fail_round(&self, pool: &str, id: &str, error: &str) -> Result<(), Error> {
         let mut tx = self.begin_write().await?;
         Self::next_round_seq(&mut tx, pool, id).await?;
@@ -320,7 +329,7 @@ impl Storage for SqliteStorage {
         rows.into_iter().map(PlayerRow::into_player).collect()
     }
 
-    #[instrument(skip_all, fields(db.system = "sqlite", pool.name = %pool, round.id = %id))]
+    #[instrument(skip_all, fields(db.system = "sqlite", pool.name = %pool, round.id = ?id))]
     async fn round(&self, pool: &str, id: &str) -> Result<Option<RoundRecord>, Error> {
         let mut tx = self.pool.begin().await?;
         let Some(row): Option<RoundRow> = sqlx::query_as(sql::SELECT_ROUND)

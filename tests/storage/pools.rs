@@ -11,6 +11,7 @@ backend_tests!(
     a_pool_without_rounds_can_change_its_parameters,
     a_pool_with_queued_or_applied_rounds_refuses_a_parameter_change,
     pools_are_listed_by_name_with_their_counts,
+    progress_reports_the_parameters_and_the_applied_rounds_only,
 );
 
 /// Parameters with every field away from its default, and an infinite `rho`.
@@ -130,4 +131,20 @@ async fn pools_are_listed_by_name_with_their_counts(db: Db) {
         (zeta.players, zeta.applied, zeta.queued, zeta.failed),
         (0, 0, 0, 0)
     );
+}
+
+async fn progress_reports_the_parameters_and_the_applied_rounds_only(db: Db) {
+    assert_eq!(db.storage.pool_progress(POOL).await.expect("read"), None);
+    create_pool(&db).await;
+    let mut population = population();
+    enqueue_and_apply(&db, &mut population, "r1", &["a", "b"], None).await;
+    enqueue(&db, "r2", &["a", "b"]).await;
+    let progress = db
+        .storage
+        .pool_progress(POOL)
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(progress.params, params());
+    assert_eq!(progress.applied, 1, "the queued round is not counted");
 }

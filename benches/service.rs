@@ -1,0 +1,296 @@
+//! Load benchmark of the whole service (not criterion: an HTTP load run). It serves the API
+//! in-process on loopback and:
+//! - ingests all of `../shared/data/ctftime` through `POST /rounds`, one round after another
+//!   as a platform would, on SQLite and on Postgres: rounds/s and entrants/s until the last
+//!   round is applied, then the time from POST to applied of the largest round (15,794
+//!   entrants) and of a 10,000-entrant round, each re-posted under a new id;
+//! - measures reads with `wrk` (player lookup, leaderboard page of 100, win probability)
+//!   beside a bare axum handler returning a small JSON object, in the same run.
+//!
+//! `cargo bench --bench service` (needs `wrk` on the PATH for the reads; Postgres is skipped
+//! when it does not answer). Results go to stdout as Markdown rows for BENCHMARKS.md.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::routing::get;
+use axum::{Json, Router};
+use mmr_service::api::auth::hash_key;
+use mmr_service::config::{Overrides, Settings};
+use mmr_service::startup::Application;
+use sqlx::Connection;
+
+const KEY: &str = "bench-key";
+const POOL: &str = "ctf";
+const POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+const WRK_ARGS: [&str; 5] = ["-t2", "-c32", "-d10s", "--latency", "--timeout=2s"];
+
+fn main() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/ctftime/rounds.jsonl");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        println!("SKIPPED: {} is absent", path.display());
+        return;
+    };
+    let rounds: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("a round"))
+        .collect();
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+
+    println!("| backend | rounds | entrants | ingest s | rounds/s | entrants/s | largest round (15,794) POST→applied ms | 10,000-entrant round POST→applied ms |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let sqlite_url = format!("sqlite://{}", dir.path().join("bench.sqlite3").display());
+    let sqlite_base = serve(&runtime, &sqlite_url);
+    ingest("SQLite", &sqlite_base, &rounds);
+    match runtime.block_on(fresh_postgres()) {
+        Ok(url) => {
+            let base = serve(&runtime, &url);
+            ingest("Postgres", &base, &rounds);
+        }
+        Err(reason) => println!("| Postgres | SKIPPED: {reason} |"),
+    }
+
+    let bare = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let app = Router::new().route(
+            "/",
+            get(|| async {
+                Json(serde_json::json!({"player": "tourist", "mu": 3500.5, "sigma": 80.25}))
+            }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}")
+    });
+    let top = top_players(&sqlite_base);
+    println!();
+    println!(
+        "| reads (wrk {}) on the SQLite pool | requests/s | p50 ms | p99 ms |",
+        WRK_ARGS.join(" ")
+    );
+    println!("|---|---|---|---|");
+    for (name, url) in [
+        ("bare axum handler, small JSON", format!("{bare}/")),
+        (
+            "player lookup",
+            format!("{sqlite_base}/v1/pools/{POOL}/players/{}", top[0]),
+        ),
+        (
+            "leaderboard page of 100",
+            format!("{sqlite_base}/v1/pools/{POOL}/leaderboard?limit=100"),
+        ),
+        (
+            "win probability",
+            format!(
+                "{sqlite_base}/v1/pools/{POOL}/win-probability?a={}&b={}",
+                top[0], top[1]
+            ),
+        ),
+    ] {
+        match wrk(&url) {
+            Some((rps, p50, p99)) => println!("| {name} | {rps:.0} | {p50:.2} | {p99:.2} |"),
+            None => println!("| {name} | wrk unavailable or failed | | |"),
+        }
+    }
+}
+
+/// Starts the service on `database_url`, creates the pool, returns its base URL.
+fn serve(runtime: &tokio::runtime::Runtime, database_url: &str) -> String {
+    let mut settings = Settings::load(
+        None,
+        Vec::new(),
+        &Overrides {
+            addr: Some("127.0.0.1:0".parse().expect("addr")),
+            database_url: Some(database_url.to_owned()),
+        },
+    )
+    .expect("settings");
+    settings.auth.keys = vec![serde_json::from_value(serde_json::json!({
+        "name": "bench", "role": "admin", "sha256": hash_key(KEY)
+    }))
+    .expect("a key")];
+    settings.queue.max_queued_per_pool = 100_000;
+    let base = runtime.block_on(async {
+        let app = Application::build(settings)
+            .await
+            .expect("the service starts");
+        let base = format!("http://{}", app.local_addr().expect("addr"));
+        tokio::spawn(app.run_until(std::future::pending()));
+        base
+    });
+    let client = reqwest::blocking::Client::new();
+    let status = client
+        .put(format!("{base}/v1/pools/{POOL}"))
+        .bearer_auth(KEY)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .expect("PUT answered")
+        .status();
+    assert!(status.is_success(), "pool created: {status}");
+    base
+}
+
+/// Posts every round in order, waits until all are applied, then times two large rounds.
+fn ingest(backend: &str, base: &str, rounds: &[serde_json::Value]) {
+    let client = reqwest::blocking::Client::new();
+    let entrants: usize = rounds
+        .iter()
+        .map(|r| r["standings"].as_array().map_or(0, Vec::len))
+        .sum();
+    let started = Instant::now();
+    for round in rounds {
+        post(&client, base, round);
+    }
+    wait_applied(&client, base, rounds.len() as u64);
+    let seconds = started.elapsed().as_secs_f64();
+    let largest = rounds
+        .iter()
+        .max_by_key(|r| r["standings"].as_array().map_or(0, Vec::len))
+        .expect("rounds");
+    let mut copy = largest.clone();
+    copy["id"] = "bench-largest".into();
+    let largest_ms = post_to_applied(&client, base, &copy);
+    let mut ten_k = largest.clone();
+    ten_k["id"] = "bench-10k".into();
+    if let Some(standings) = ten_k["standings"].as_array_mut() {
+        standings.truncate(10_000);
+    }
+    let ten_k_ms = post_to_applied(&client, base, &ten_k);
+    println!(
+        "| {backend} | {} | {entrants} | {seconds:.1} | {:.0} | {:.0} | {largest_ms:.0} | {ten_k_ms:.0} |",
+        rounds.len(),
+        rounds.len() as f64 / seconds,
+        entrants as f64 / seconds,
+    );
+}
+
+fn post(client: &reqwest::blocking::Client, base: &str, round: &serde_json::Value) {
+    let response = client
+        .post(format!("{base}/v1/pools/{POOL}/rounds"))
+        .bearer_auth(KEY)
+        .json(round)
+        .send()
+        .expect("POST answered");
+    assert_eq!(response.status(), 202, "round accepted");
+}
+
+fn wait_applied(client: &reqwest::blocking::Client, base: &str, applied: u64) {
+    loop {
+        let pool: serde_json::Value = client
+            .get(format!("{base}/v1/pools/{POOL}"))
+            .send()
+            .and_then(reqwest::blocking::Response::json)
+            .expect("pool");
+        if pool["rounds_applied"].as_u64() >= Some(applied) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Milliseconds from sending `round` until its status reads `applied` (polled every ms).
+fn post_to_applied(
+    client: &reqwest::blocking::Client,
+    base: &str,
+    round: &serde_json::Value,
+) -> f64 {
+    let started = Instant::now();
+    post(client, base, round);
+    let url = format!(
+        "{base}/v1/pools/{POOL}/rounds/{}",
+        round["id"].as_str().expect("id")
+    );
+    loop {
+        let status: serde_json::Value = client
+            .get(&url)
+            .send()
+            .and_then(reqwest::blocking::Response::json)
+            .expect("status");
+        if status["status"] == "applied" {
+            return started.elapsed().as_secs_f64() * 1e3;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn top_players(base: &str) -> Vec<String> {
+    let page: serde_json::Value =
+        reqwest::blocking::get(format!("{base}/v1/pools/{POOL}/leaderboard?limit=2"))
+            .and_then(reqwest::blocking::Response::json)
+            .expect("leaderboard");
+    page["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            let player = e["player"].as_str().expect("player");
+            percent_encoding::utf8_percent_encode(player, percent_encoding::NON_ALPHANUMERIC)
+                .to_string()
+        })
+        .collect()
+}
+
+/// A fresh database on the local Postgres server.
+async fn fresh_postgres() -> Result<String, String> {
+    let admin_url =
+        std::env::var("MMR_TEST_DATABASE_URL").unwrap_or_else(|_| POSTGRES_URL.to_owned());
+    let mut admin = tokio::time::timeout(
+        Duration::from_secs(5),
+        sqlx::PgConnection::connect(&admin_url),
+    )
+    .await
+    .map_err(|_| "connection timed out".to_owned())?
+    .map_err(|e| e.to_string())?;
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let name = format!("mmr_bench_{nanos}");
+    sqlx::query(&format!("CREATE DATABASE \"{name}\""))
+        .execute(&mut admin)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (base, _) = admin_url.rsplit_once('/').ok_or("a URL with a database")?;
+    Ok(format!("{base}/{name}"))
+}
+
+/// `wrk` on `url`: requests/s, p50 and p99 latency in ms.
+fn wrk(url: &str) -> Option<(f64, f64, f64)> {
+    let output = Command::new("wrk").args(WRK_ARGS).arg(url).output().ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    if text.contains("Non-2xx") {
+        eprintln!("wrk saw errors on {url}:\n{text}");
+        return None;
+    }
+    let rps = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))?
+        .trim()
+        .parse()
+        .ok()?;
+    let latency = |label: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(label))
+            .and_then(|v| millis(v.trim()))
+    };
+    Some((rps, latency("50%")?, latency("99%")?))
+}
+
+/// wrk's "1.23ms" / "456.00us" / "1.20s" in milliseconds.
+fn millis(text: &str) -> Option<f64> {
+    let (number, scale) = if let Some(n) = text.strip_suffix("us") {
+        (n, 1e-3)
+    } else if let Some(n) = text.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = text.strip_suffix('s') {
+        (n, 1e3)
+    } else {
+        return None;
+    };
+    number.parse::<f64>().ok().map(|n| n * scale)
+}
