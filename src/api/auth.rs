@@ -44,6 +44,14 @@ fn role_of<'a>(keys: &'a [KeySettings], presented: &str) -> Option<(Role, &'a st
     found
 }
 
+/// The token of a `Bearer` credential; the scheme is case-insensitive (RFC 7235).
+fn bearer_token(authorization: &str) -> Option<&str> {
+    let (scheme, token) = authorization.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+}
+
 /// What a route needs.
 pub trait Requirement {
     /// The least role allowed.
@@ -87,8 +95,7 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
             .headers
             .get(AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.strip_prefix("Bearer "))
-            .map(str::trim)
+            .and_then(bearer_token)
             .filter(|key| !key.is_empty())
             .ok_or(Error::Unauthenticated)?;
         let (role, name) = role_of(&auth.keys, presented).ok_or(Error::Unauthenticated)?;

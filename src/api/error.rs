@@ -50,7 +50,8 @@ pub enum Error {
     Invalid {
         /// Machine-readable kind: `invalid_round`, `invalid_parameter`, `invalid_request`.
         code: &'static str,
-        /// Path of the field, e.g. `standings[2].rank`; empty for the body itself.
+        /// Path of the field, e.g. `standings[2].rank`; empty for the body itself (then the
+        /// body has no `field`).
         field: String,
         /// What is wrong with it.
         message: String,
@@ -204,7 +205,8 @@ impl Error {
                 StatusCode::UNPROCESSABLE_ENTITY,
                 code,
                 message.clone(),
-                Some(field.as_str()),
+                // An error about the body as a whole names no field.
+                Some(field.as_str()).filter(|f| !f.is_empty()),
             ),
             Self::QueueFull => (
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -36,7 +36,7 @@ pub struct ReadinessResponse {
     pub database: bool,
     /// Whether every pool's worker is running.
     pub workers: bool,
-    /// Rounds waiting in every pool's queue; absent when the database did not answer.
+    /// Rounds waiting in every pool's queue; `null` when the database did not answer.
     pub queue_depth: Option<u64>,
 }
 

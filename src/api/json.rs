@@ -47,25 +47,29 @@ pub async fn json_bytes<S: Send + Sync>(request: Request, state: &S) -> Result<B
         })
 }
 
-/// Parses `bytes` as `T`: syntax errors are 400, shape errors 422 with the field's path.
+/// Parses `bytes` as `T`: syntax errors are 400, shape errors 422 with the field's path. The
+/// syntax is checked first, on the whole body: read straight into `T`, serde_json reports some
+/// shape errors (an enum given as a number) as syntax errors, and a shape error before the end
+/// of a truncated body would hide that it is truncated.
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
-    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|error| Error::MalformedJson(error.to_string()))?;
+    serde_path_to_error::deserialize(value).map_err(|error| {
         let path = error.path().to_string();
-        let inner = error.into_inner();
-        match inner.classify() {
-            serde_json::error::Category::Data => Error::invalid(
-                "invalid_request",
-                if path == "." { String::new() } else { path },
-                strip_position(&inner),
-            ),
-            _ => Error::MalformedJson(inner.to_string()),
+        let message = strip_position(error.inner());
+        let mut field = if path == "." { String::new() } else { path };
+        // A missing field is reported at the object that lacks it; name the field itself.
+        if let Some(missing) = message
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.split('`').next())
+        {
+            if !field.is_empty() {
+                field.push('.');
+            }
+            field.push_str(missing);
         }
-    })?;
-    deserializer
-        .end()
-        .map_err(|trailing| Error::MalformedJson(trailing.to_string()))?;
-    Ok(value)
+        Error::invalid("invalid_request", field, message)
+    })
 }
 
 /// serde_json's message without its " at line L column C" suffix, which is noise for a field
@@ -106,6 +110,17 @@ mod tests {
             Err(Error::Invalid { message, .. }) => assert!(message.contains("unknown field")),
             other => panic!("expected a 422, got {other:?}"),
         }
+        match parse::<Shape>(b"{}") {
+            Err(Error::Invalid { field, .. }) => assert_eq!(field, "sides"),
+            other => panic!("expected a 422 naming the missing field, got {other:?}"),
+        }
+        assert!(
+            matches!(
+                parse::<Shape>(br#"{"x": 1, "sides": ["#),
+                Err(Error::MalformedJson(_))
+            ),
+            "a truncated body is malformed, whatever it holds before the cut"
+        );
         assert!(parse::<Shape>(br#"{"sides": [["a"]]}"#).is_ok());
     }
 }

@@ -74,7 +74,7 @@ pub struct LeaderboardResponse {
     pub entries: Vec<EntryResponse>,
     /// Players on the whole leaderboard.
     pub total: u64,
-    /// Pass as `cursor` for the next page; absent on the last page.
+    /// Pass as `cursor` for the next page; `null` on the last page.
     pub next_cursor: Option<String>,
 }
 

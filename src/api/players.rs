@@ -141,7 +141,7 @@ pub struct HistoryResponse {
     pub player: String,
     /// At most `limit` rounds, newest first.
     pub entries: Vec<HistoryEntryResponse>,
-    /// Pass as `before` for the next page; absent on the last page.
+    /// Pass as `before` for the next page; `null` on the last page.
     pub next_before: Option<i64>,
 }
 

@@ -1,39 +1,20 @@
-//! Fresh databases for the storage tests, and the fixtures they share (parameters, round
-//! bodies, rated rounds). Owns the creation and removal of test databases; asserts nothing.
+//! The fixtures the storage tests share (parameters, round bodies, rated rounds) and [`run`],
+//! which hands each test a storage opened on a fresh database (`tests/common/db.rs`).
+//! Asserts nothing.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mmr_service::engine::{Params, Population, Round, Standing};
 use mmr_service::storage::{self, AppliedEntrant, AppliedRound, Storage};
-use sqlx::Connection;
-use tempfile::TempDir;
 
-/// The Postgres server used when `MMR_TEST_DATABASE_URL` is not set.
-const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-
-/// How long to wait for the Postgres server before calling it unreachable.
-const POSTGRES_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub use crate::db::Backend;
 
 /// A queue bound no test reaches unless it means to.
 pub const ROOMY_QUEUE: u64 = 1_000;
 
 /// The pool most tests use.
 pub const POOL: &str = "main";
-
-/// Test databases created by this process, to name each one uniquely.
-static DATABASES: AtomicU32 = AtomicU32::new(0);
-
-/// Which backend a test runs on.
-#[derive(Debug, Clone, Copy)]
-pub enum Backend {
-    /// A SQLite file in a temporary directory.
-    Sqlite,
-    /// A new database on the Postgres test server.
-    Postgres,
-}
 
 /// What a test gets: the storage and the URL it was opened with (to open it again, as a
 /// second process or after a restart would).
@@ -45,116 +26,25 @@ pub struct Db {
     pub url: String,
 }
 
-/// What must be removed once the test is over.
-enum Cleanup {
-    Directory(TempDir),
-    Postgres { admin_url: String, database: String },
-}
-
-/// Opens a fresh database on `backend`, runs `test` on it, removes the database (even when the
-/// test panicked) and passes the test's panic on. A Postgres test with no server passes after
-/// printing `SKIPPED`, unless `CI` is set.
+/// Opens the storage on a fresh database on `backend`, runs `test` on it and removes the
+/// database (`db::with_database`: even when the test panicked; SKIPPED without Postgres).
 pub async fn run<F, Fut>(backend: Backend, test: F)
 where
-    F: FnOnce(Db) -> Fut,
+    F: FnOnce(Db) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let Some((db, cleanup)) = open(backend).await else {
-        return;
-    };
-    let outcome = tokio::spawn(test(db.clone())).await;
-    db.storage.close().await;
-    drop(db);
-    match cleanup {
-        Cleanup::Directory(dir) => drop(dir),
-        Cleanup::Postgres {
-            admin_url,
-            database,
-        } => {
-            let mut admin = sqlx::PgConnection::connect(&admin_url)
-                .await
-                .expect("reconnect to drop the test database");
-            sqlx::query(&format!(
-                "DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"
-            ))
-            .execute(&mut admin)
+    crate::db::with_database(backend, |url| async move {
+        let storage = storage::connect(&url)
             .await
-            .expect("drop the test database");
-        }
-    }
-    if let Err(error) = outcome {
-        std::panic::resume_unwind(error.into_panic());
-    }
-}
-
-async fn open(backend: Backend) -> Option<(Db, Cleanup)> {
-    match backend {
-        Backend::Sqlite => {
-            let dir = tempfile::tempdir().expect("temporary directory");
-            let url = format!("sqlite://{}", dir.path().join("mmr.sqlite3").display());
-            let storage = storage::connect(&url).await.expect("open SQLite");
-            Some((Db { storage, url }, Cleanup::Directory(dir)))
-        }
-        Backend::Postgres => {
-            let admin_url = std::env::var("MMR_TEST_DATABASE_URL")
-                .unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned());
-            let mut admin = match tokio::time::timeout(
-                POSTGRES_CONNECT_TIMEOUT,
-                sqlx::PgConnection::connect(&admin_url),
-            )
-            .await
-            {
-                Ok(Ok(admin)) => admin,
-                Ok(Err(error)) => return unreachable_postgres(&error.to_string()),
-                Err(_) => return unreachable_postgres("connection timed out"),
-            };
-            let nanos = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |elapsed| elapsed.subsec_nanos());
-            let database = format!(
-                "mmr_test_{}_{}_{nanos}",
-                std::process::id(),
-                DATABASES.fetch_add(1, Ordering::Relaxed)
-            );
-            sqlx::query(&format!("CREATE DATABASE \"{database}\""))
-                .execute(&mut admin)
-                .await
-                .expect("create the test database");
-            let url = with_database(&admin_url, &database);
-            let storage = storage::connect(&url).await.expect("open Postgres");
-            Some((
-                Db { storage, url },
-                Cleanup::Postgres {
-                    admin_url,
-                    database,
-                },
-            ))
-        }
-    }
-}
-
-fn unreachable_postgres(reason: &str) -> Option<(Db, Cleanup)> {
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "Postgres is unreachable and CI is set: {reason}"
-    );
-    eprintln!("SKIPPED: Postgres is unreachable ({reason}); set MMR_TEST_DATABASE_URL");
-    None
-}
-
-/// `url` with its database name replaced by `database`.
-fn with_database(url: &str, database: &str) -> String {
-    let (base, query) = url
-        .split_once('?')
-        .map_or((url, None), |(base, query)| (base, Some(query)));
-    let authority = base.find("://").map_or(0, |at| at + "://".len());
-    let root = base[authority..]
-        .find('/')
-        .map_or(base, |at| &base[..authority + at]);
-    match query {
-        Some(query) => format!("{root}/{database}?{query}"),
-        None => format!("{root}/{database}"),
-    }
+            .expect("open the test database");
+        test(Db {
+            storage: Arc::clone(&storage),
+            url,
+        })
+        .await;
+        storage.close().await;
+    })
+    .await;
 }
 
 /// The default parameters, with which the fixtures' pools are created.

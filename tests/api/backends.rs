@@ -1,0 +1,134 @@
+//! The API's main path on both backends, SQLite and Postgres: create a pool, post rounds, apply
+//! them, read them back, and read the same after a restart.
+
+use axum::http::StatusCode;
+use serde_json::json;
+
+use crate::support::{round, round_at, TestApp, POOL};
+
+backend_tests!(
+    a_pool_is_created_listed_and_locked_once_it_has_rounds,
+    a_posted_round_is_applied_and_read_back,
+    a_restarted_service_reads_the_same_ratings,
+);
+
+async fn a_pool_is_created_listed_and_locked_once_it_has_rounds(app: TestApp) {
+    let created = app.put_pool(POOL, json!({"gamma": 20.0})).await;
+    assert_eq!(
+        created.assert_status(StatusCode::CREATED, "create")["outcome"],
+        "created"
+    );
+    let again = app.put_pool(POOL, json!({"gamma": 20.0})).await;
+    assert_eq!(
+        again.assert_status(StatusCode::OK, "again")["outcome"],
+        "unchanged"
+    );
+    let updated = app.put_pool(POOL, json!({"gamma": 25.0})).await;
+    assert_eq!(
+        updated.assert_status(StatusCode::OK, "update")["outcome"],
+        "updated"
+    );
+    app.queue_round(round("r1", &["a", "b"])).await;
+    app.put_pool(POOL, json!({"gamma": 30.0}))
+        .await
+        .assert_error(StatusCode::CONFLICT, "params_locked", None, "locked");
+    let list = app.get("/v1/pools").await;
+    let pools = &list.assert_status(StatusCode::OK, "list")["pools"];
+    assert_eq!(pools.as_array().map(Vec::len), Some(1));
+    assert_eq!(pools[0]["name"], POOL);
+    assert_eq!(pools[0]["params"]["gamma"], 25.0);
+    assert_eq!(pools[0]["rounds_queued"], 1);
+}
+
+async fn a_posted_round_is_applied_and_read_back(app: TestApp) {
+    app.create_pool(POOL).await;
+    let body = round_at("r1", "2024-02-01T00:00:00Z", &["a", "b", "c"]);
+    let accepted = app.post_round(POOL, body.clone()).await;
+    assert_eq!(
+        accepted.assert_status(StatusCode::ACCEPTED, "post"),
+        &json!({"id": "r1", "status": "queued", "position": 1})
+    );
+    app.post_round(POOL, body)
+        .await
+        .assert_status(StatusCode::OK, "the same again");
+    app.post_round(POOL, round("r1", &["c", "b", "a"]))
+        .await
+        .assert_error(
+            StatusCode::CONFLICT,
+            "round_conflict",
+            Some("id"),
+            "other content",
+        );
+    app.post_round(POOL, round("r2", &["a", "a"]))
+        .await
+        .assert_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_round",
+            Some("standings[1].player"),
+            "a duplicate player",
+        );
+    assert_eq!(app.pool_info(POOL).await["rounds_queued"], 1);
+    app.apply_queued(POOL).await;
+    let status = app.get("/v1/pools/main/rounds/r1").await;
+    let status = status.assert_status(StatusCode::OK, "applied");
+    assert_eq!(status["status"], "applied");
+    assert_eq!(status["results"].as_array().map(Vec::len), Some(3));
+    let player = app.get("/v1/pools/main/players/a").await;
+    let player = player.assert_status(StatusCode::OK, "player");
+    assert_eq!(player["mu"], status["results"][0]["mu_after"]);
+    assert_eq!(
+        player["last_round"],
+        json!({"id": "r1", "time": "2024-02-01T00:00:00Z"})
+    );
+    let history = app.get("/v1/pools/main/players/a/history").await;
+    let history = history.assert_status(StatusCode::OK, "history");
+    assert_eq!(history["entries"][0]["round_id"], "r1");
+    assert_eq!(history["entries"][0]["mu"], player["mu"]);
+    let board = app.get("/v1/pools/main/leaderboard").await;
+    let board = board.assert_status(StatusCode::OK, "leaderboard");
+    assert_eq!(board["total"], 3);
+    assert_eq!(board["entries"][0]["player"], "a");
+    let info = app.pool_info(POOL).await;
+    assert_eq!(
+        (
+            &info["players"],
+            &info["rounds_applied"],
+            &info["rounds_queued"]
+        ),
+        (&json!(3), &json!(1), &json!(0))
+    );
+}
+
+async fn a_restarted_service_reads_the_same_ratings(app: TestApp) {
+    app.create_pool(POOL).await;
+    app.play([
+        round("r1", &["a", "b", "c"]),
+        round("r2", &["c", "a"]),
+        round("r3", &["b", "c", "d"]),
+    ])
+    .await;
+    app.queue_round(round("r4", &["d", "a"])).await;
+    let restarted = app.restarted().await;
+    for uri in [
+        "/v1/pools",
+        "/v1/pools/main/leaderboard",
+        "/v1/pools/main/players/c",
+        "/v1/pools/main/players/c/history",
+        "/v1/pools/main/win-probability?a=a&b=d",
+    ] {
+        let before = app.get(uri).await;
+        let after = restarted.get(uri).await;
+        assert_eq!(
+            after.assert_status(StatusCode::OK, uri),
+            before.assert_status(StatusCode::OK, uri),
+            "{uri}"
+        );
+    }
+    restarted.apply_queued(POOL).await;
+    let round = restarted.get("/v1/pools/main/rounds/r4").await;
+    assert_eq!(
+        round.assert_status(StatusCode::OK, "r4")["status"],
+        "applied",
+        "the restarted service applies what was queued"
+    );
+}

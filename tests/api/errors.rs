@@ -1,0 +1,258 @@
+//! Errors no single resource owns: unknown routes, wrong methods, bodies over the limit, the
+//! database going away, requests that take too long, and failures inside the service. Each
+//! answers with the shared JSON body.
+
+use std::collections::BTreeSet;
+
+use axum::http::{header, Method, StatusCode};
+use serde_json::json;
+use sqlx::Connection;
+
+use crate::support::{round, settings, Payload, TestApp, ADMIN_KEY, POOL, WRITE_KEY};
+
+#[tokio::test]
+async fn an_unknown_route_returns_404_route_not_found_as_json() {
+    let app = TestApp::new().await;
+    let cases = [
+        (Method::GET, "/", "the root"),
+        (Method::GET, "/v2/pools", "another version"),
+        (
+            Method::GET,
+            "/v1/pools/main/rounds/r1/extra",
+            "a path too long",
+        ),
+        (Method::POST, "/v1/nothing", "a POST"),
+    ];
+    for (method, uri, case) in cases {
+        app.send(method, uri, Some(ADMIN_KEY), Payload::Empty)
+            .await
+            .assert_error(StatusCode::NOT_FOUND, "route_not_found", None, case);
+    }
+}
+
+#[tokio::test]
+async fn a_path_segment_that_is_not_utf8_returns_400_as_json() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    for uri in ["/v1/pools/%FF", "/v1/pools/main/players/%C3%28"] {
+        app.get(uri)
+            .await
+            .assert_error(StatusCode::BAD_REQUEST, "invalid_query", None, uri);
+    }
+}
+
+#[tokio::test]
+async fn a_method_a_route_does_not_take_returns_405_as_json_with_allow() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let cases = [
+        (
+            Method::DELETE,
+            "/v1/pools/main",
+            &["GET", "PUT"][..],
+            "deleting a pool",
+        ),
+        (
+            Method::POST,
+            "/v1/pools",
+            &["GET"][..],
+            "posting to the pool list",
+        ),
+        (
+            Method::GET,
+            "/v1/pools/main/rounds",
+            &["POST"][..],
+            "listing rounds",
+        ),
+        (
+            Method::PUT,
+            "/v1/pools/main/rounds/r1",
+            &["GET"][..],
+            "replacing a round",
+        ),
+        (
+            Method::GET,
+            "/v1/pools/main/predictions",
+            &["POST"][..],
+            "reading predictions",
+        ),
+        (Method::POST, "/healthz", &["GET"][..], "posting to healthz"),
+    ];
+    for (method, uri, allowed, case) in cases {
+        let response = app
+            .send(method, uri, Some(ADMIN_KEY), Payload::Json(json!({})))
+            .await;
+        response.assert_error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            None,
+            case,
+        );
+        let allow: BTreeSet<String> = response
+            .headers
+            .get(header::ALLOW)
+            .unwrap_or_else(|| panic!("{case}: no Allow header"))
+            .to_str()
+            .expect("an ASCII header")
+            .split(',')
+            .map(|m| m.trim().to_owned())
+            .filter(|m| m != "HEAD")
+            .collect();
+        let allowed: BTreeSet<String> = allowed.iter().map(|m| (*m).to_owned()).collect();
+        assert_eq!(allow, allowed, "{case}");
+    }
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_returns_413_on_every_route_that_takes_one() {
+    let mut settings = settings(&[]);
+    settings.server.body_limit_bytes = 256;
+    let app = TestApp::with_settings(settings).await;
+    app.create_pool(POOL).await;
+    let filler = "x".repeat(300);
+    let cases = [
+        (
+            Method::PUT,
+            "/v1/pools/other",
+            json!({"variant": filler}),
+            "a pool",
+        ),
+        (
+            Method::POST,
+            "/v1/pools/main/rounds",
+            round(&filler, &["a", "b"]),
+            "a round",
+        ),
+        (
+            Method::POST,
+            "/v1/pools/main/predictions",
+            json!({"entrants": [{"players": [filler]}, {"players": ["b"]}]}),
+            "a prediction",
+        ),
+        (
+            Method::POST,
+            "/v1/pools/main/match-quality",
+            json!({"sides": [[filler], ["b"]]}),
+            "a match",
+        ),
+    ];
+    for (method, uri, body, case) in cases {
+        app.send(method, uri, Some(ADMIN_KEY), Payload::Json(body))
+            .await
+            .assert_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                None,
+                case,
+            );
+    }
+    assert_eq!(app.pool_info(POOL).await["rounds_queued"], 0);
+    app.get("/v1/pools/other").await.assert_error(
+        StatusCode::NOT_FOUND,
+        "pool_not_found",
+        None,
+        "no pool was created",
+    );
+}
+
+#[tokio::test]
+async fn a_database_that_does_not_answer_returns_503_database_unavailable_with_retry_after() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.state.storage.close().await;
+    let cases = [
+        (Method::GET, "/v1/pools", None, None, "listing pools"),
+        (Method::GET, "/v1/pools/main", None, None, "reading a pool"),
+        (
+            Method::POST,
+            "/v1/pools/main/rounds",
+            Some(WRITE_KEY),
+            Some(round("r1", &["a", "b"])),
+            "posting a round",
+        ),
+        (
+            Method::GET,
+            "/v1/pools/main/rounds/r1",
+            None,
+            None,
+            "reading a round",
+        ),
+        (
+            Method::PUT,
+            "/v1/pools/other",
+            Some(ADMIN_KEY),
+            Some(json!({})),
+            "creating a pool",
+        ),
+    ];
+    for (method, uri, key, body, case) in cases {
+        let payload = body.map_or(Payload::Empty, Payload::Json);
+        let response = app.send(method, uri, key, payload).await;
+        response.assert_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "database_unavailable",
+            None,
+            case,
+        );
+        assert_eq!(response.headers[header::RETRY_AFTER], "1", "{case}");
+    }
+    assert!(
+        app.state.pools.get("other").is_none(),
+        "no pool appeared in memory"
+    );
+}
+
+#[tokio::test]
+async fn a_request_that_takes_longer_than_the_timeout_returns_503_timeout() {
+    let mut settings = settings(&[]);
+    settings.server.request_timeout_secs = 1;
+    let app = TestApp::with_settings(settings).await;
+    app.create_pool(POOL).await;
+    let pool = app.state.pools.get(POOL).expect("the pool");
+    // A parameter change waits for the pool's turn, which the worker would hold while
+    // applying a long round; here the test holds it.
+    let turn = pool.turn().await;
+    let response = app.put_pool(POOL, json!({"beta": 100.0})).await;
+    response.assert_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "timeout",
+        None,
+        "a change stuck behind the worker",
+    );
+    assert_eq!(response.headers[header::RETRY_AFTER], "1");
+    drop(turn);
+    assert_eq!(
+        app.pool_info(POOL).await["params"]["beta"],
+        200.0,
+        "the timed-out change was not made"
+    );
+}
+
+#[tokio::test]
+async fn a_failure_inside_the_service_returns_500_internal_revealing_nothing() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.play([round("r1", &["a", "b"])]).await;
+    let mut connection = sqlx::SqliteConnection::connect(&app.state.settings.database.url)
+        .await
+        .expect("open the database beside the service");
+    sqlx::query("UPDATE history SET rank = -7")
+        .execute(&mut connection)
+        .await
+        .expect("corrupt the history");
+    connection.close().await.expect("close");
+    for uri in [
+        "/v1/pools/main/rounds/r1",
+        "/v1/pools/main/players/a/history",
+    ] {
+        let response = app.get(uri).await;
+        response.assert_error(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, uri);
+        let message = response.body["error"]["message"]
+            .as_str()
+            .expect("a message");
+        assert!(
+            !message.contains("rank") && !message.contains("-7"),
+            "{uri}: the cause stays in the log: {message}"
+        );
+    }
+}

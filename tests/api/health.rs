@@ -1,0 +1,155 @@
+//! `GET /healthz`, `GET /readyz` and `GET /openapi.json`.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+
+use crate::support::{round, Payload, TestApp, ADMIN_KEY, POOL};
+
+/// Every route of the API but `/openapi.json` itself, as `METHOD path`.
+const ROUTES: [&str; 14] = [
+    "GET /healthz",
+    "GET /readyz",
+    "GET /v1/pools",
+    "GET /v1/pools/{pool}",
+    "PUT /v1/pools/{pool}",
+    "POST /v1/pools/{pool}/rounds",
+    "GET /v1/pools/{pool}/rounds/{id}",
+    "GET /v1/pools/{pool}/players",
+    "GET /v1/pools/{pool}/players/{player}",
+    "GET /v1/pools/{pool}/players/{player}/history",
+    "GET /v1/pools/{pool}/leaderboard",
+    "GET /v1/pools/{pool}/win-probability",
+    "POST /v1/pools/{pool}/predictions",
+    "POST /v1/pools/{pool}/match-quality",
+];
+
+#[tokio::test]
+async fn healthz_returns_200_ok() {
+    let app = TestApp::new().await;
+    let response = app.get("/healthz").await;
+    assert_eq!(
+        response.assert_status(StatusCode::OK, "healthz"),
+        &json!({"status": "ok"})
+    );
+}
+
+#[tokio::test]
+async fn readyz_with_no_pools_is_ready_with_an_empty_queue() {
+    let app = TestApp::new().await;
+    let response = app.get("/readyz").await;
+    assert_eq!(
+        response.assert_status(StatusCode::OK, "readyz"),
+        &json!({"status": "ready", "database": true, "workers": true, "queue_depth": 0})
+    );
+}
+
+#[tokio::test]
+async fn readyz_is_not_ready_while_a_pools_worker_is_not_running_and_counts_the_queue() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.queue_round(round("r1", &["a", "b"])).await;
+    let response = app.get("/readyz").await;
+    assert_eq!(
+        response.assert_status(StatusCode::SERVICE_UNAVAILABLE, "no worker"),
+        &json!({"status": "not_ready", "database": true, "workers": false, "queue_depth": 1})
+    );
+}
+
+#[tokio::test]
+async fn readyz_is_ready_while_every_worker_runs_and_not_once_they_stop() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let pool = app.state.pools.get(POOL).expect("the pool");
+    app.state.start_worker(pool.clone());
+    for _ in 0..500 {
+        if pool.worker_running() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let response = app.get("/readyz").await;
+    assert_eq!(
+        response.assert_status(StatusCode::OK, "a running worker"),
+        &json!({"status": "ready", "database": true, "workers": true, "queue_depth": 0})
+    );
+    app.state.stop_workers().await;
+    let response = app.get("/readyz").await;
+    assert_eq!(
+        response.assert_status(StatusCode::SERVICE_UNAVAILABLE, "stopped")["workers"],
+        false
+    );
+}
+
+#[tokio::test]
+async fn readyz_is_not_ready_when_the_database_does_not_answer() {
+    let app = TestApp::new().await;
+    app.state.storage.close().await;
+    let response = app.get("/readyz").await;
+    let body = response.assert_status(StatusCode::SERVICE_UNAVAILABLE, "closed database");
+    assert_eq!(
+        (&body["status"], &body["database"]),
+        (&json!("not_ready"), &json!(false))
+    );
+    assert!(body["queue_depth"].is_null(), "no depth without a database");
+}
+
+#[tokio::test]
+async fn openapi_json_is_an_openapi_3_document_of_every_route() {
+    let app = TestApp::new().await;
+    let response = app.get("/openapi.json").await;
+    let doc = response.assert_status(StatusCode::OK, "openapi.json");
+    assert!(
+        doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.")),
+        "{}",
+        doc["openapi"]
+    );
+    let paths = doc["paths"].as_object().expect("paths");
+    let documented: BTreeSet<String> = paths
+        .iter()
+        .flat_map(|(path, item)| {
+            item.as_object()
+                .expect("a path item")
+                .keys()
+                .filter(|key| matches!(key.as_str(), "get" | "put" | "post" | "delete" | "patch"))
+                .map(move |method| format!("{} {path}", method.to_uppercase()))
+        })
+        .collect();
+    let expected: BTreeSet<String> = ROUTES.iter().map(|r| (*r).to_owned()).collect();
+    assert_eq!(documented, expected);
+    for route in &documented {
+        let operation = {
+            let (method, path) = route.split_once(' ').expect("METHOD path");
+            &paths[path][method.to_lowercase()]
+        };
+        assert!(
+            operation["responses"]
+                .as_object()
+                .is_some_and(|r| r.contains_key("200") || r.contains_key("202")),
+            "{route} documents its success"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_documented_route_is_served_by_the_router() {
+    let app = TestApp::new().await;
+    for route in ROUTES {
+        let (method, path) = route.split_once(' ').expect("METHOD path");
+        let uri = path
+            .replace("{pool}", "main")
+            .replace("{id}", "r1")
+            .replace("{player}", "a");
+        let method: Method = method.parse().expect("a method");
+        let payload = if method == Method::GET {
+            Payload::Empty
+        } else {
+            Payload::Json(json!({}))
+        };
+        let response = app.send(method, &uri, Some(ADMIN_KEY), payload).await;
+        assert_ne!(response.body["error"]["code"], "route_not_found", "{route}");
+        assert_ne!(response.status, StatusCode::METHOD_NOT_ALLOWED, "{route}");
+    }
+}

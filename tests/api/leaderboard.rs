@@ -1,0 +1,243 @@
+//! `GET /v1/pools/{pool}/leaderboard`: orders, cursors, `around`, and bad queries.
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::support::{num, round, TestApp, POOL};
+
+const LEADERBOARD: &str = "/v1/pools/main/leaderboard";
+
+/// Eight players: seven veterans of many rounds, and a rookie who won the only round they
+/// played, so that the rookie ranks high by μ but low by μ − 3σ.
+async fn eight_players() -> TestApp {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let veterans = ["v1", "v2", "v3", "v4", "v5", "v6", "v7"];
+    let mut rounds: Vec<Value> = (0..6)
+        .map(|i| {
+            let mut order = veterans;
+            order.rotate_left(i % 3);
+            round(&format!("r{i}"), &order)
+        })
+        .collect();
+    rounds.push(round("debut", &["rookie", "v1", "v7"]));
+    app.play(rounds).await;
+    app
+}
+
+/// `GET` a leaderboard page, checked to be a 200.
+async fn page(app: &TestApp, query: &str) -> Value {
+    let response = app.get(&format!("{LEADERBOARD}?{query}")).await;
+    response.assert_status(StatusCode::OK, query).clone()
+}
+
+fn players(page: &Value) -> Vec<String> {
+    page["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["player"].as_str().expect("a player").to_owned())
+        .collect()
+}
+
+/// Checks that `entries` are sorted by `key` (highest first, ties by player id) and numbered
+/// from `first`.
+fn assert_ordered(entries: &[Value], key: &str, first: u64) {
+    for (i, entry) in entries.iter().enumerate() {
+        assert_eq!(entry["position"], first + i as u64, "{entry}");
+        assert_eq!(
+            num(&entry["conservative"]),
+            num(&entry["mu"]) - 3.0 * num(&entry["sigma"])
+        );
+    }
+    for pair in entries.windows(2) {
+        let (x, y) = (num(&pair[0][key]), num(&pair[1][key]));
+        assert!(
+            x > y || (x == y && pair[0]["player"].as_str() < pair[1]["player"].as_str()),
+            "{key}: {} before {}",
+            pair[0],
+            pair[1]
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_leaderboard_lists_players_by_mu_with_their_positions() {
+    let app = eight_players().await;
+    let body = page(&app, "").await;
+    assert_eq!(body["total"], 8);
+    assert!(body["next_cursor"].is_null(), "one page holds everyone");
+    let entries = body["entries"].as_array().expect("entries");
+    assert_eq!(entries.len(), 8);
+    assert_ordered(entries, "mu", 1);
+    for entry in entries {
+        let player = app
+            .get(&format!(
+                "/v1/pools/main/players/{}",
+                entry["player"].as_str().expect("id")
+            ))
+            .await;
+        assert_eq!(
+            player.assert_status(StatusCode::OK, "player")["position"],
+            entry["position"],
+            "the player's own position agrees"
+        );
+    }
+    assert_eq!(
+        page(&app, "order=mu").await,
+        body,
+        "mu is the default order"
+    );
+}
+
+#[tokio::test]
+async fn ordering_by_conservative_sorts_by_mu_minus_three_sigma() {
+    let app = eight_players().await;
+    let by_conservative = page(&app, "order=conservative").await;
+    assert_eq!(by_conservative["total"], 8);
+    assert_ordered(
+        by_conservative["entries"].as_array().expect("entries"),
+        "conservative",
+        1,
+    );
+    let by_mu = players(&page(&app, "").await);
+    let conservative = players(&by_conservative);
+    assert_ne!(by_mu, conservative, "the rookie's uncertainty costs places");
+    let place = |list: &[String]| list.iter().position(|p| p == "rookie");
+    assert!(
+        place(&conservative) > place(&by_mu),
+        "{by_mu:?} vs {conservative:?}"
+    );
+}
+
+#[tokio::test]
+async fn following_next_cursor_visits_every_player_exactly_once() {
+    let app = eight_players().await;
+    for order in ["mu", "conservative"] {
+        let everyone = players(&page(&app, &format!("order={order}")).await);
+        let mut seen: Vec<String> = Vec::new();
+        let mut query = format!("order={order}&limit=3");
+        let mut first_position = 1;
+        loop {
+            let body = page(&app, &query).await;
+            assert_eq!(body["total"], 8, "{order}");
+            let entries = body["entries"].as_array().expect("entries");
+            assert_ordered(
+                entries,
+                if order == "mu" { "mu" } else { "conservative" },
+                first_position,
+            );
+            first_position += entries.len() as u64;
+            seen.extend(players(&body));
+            match body["next_cursor"].as_str() {
+                Some(cursor) => query = format!("order={order}&limit=3&cursor={cursor}"),
+                None => break,
+            }
+            assert!(seen.len() <= 8, "{order}: the pages end");
+        }
+        assert_eq!(
+            seen, everyone,
+            "{order}: pages of 3 cover the board once, in order"
+        );
+    }
+}
+
+#[tokio::test]
+async fn around_a_player_centers_the_page_on_them() {
+    let app = eight_players().await;
+    let everyone = players(&page(&app, "").await);
+    let cases = [
+        (3, 3, 2, "a player in the middle"),
+        (0, 3, 0, "the leader starts the page"),
+        (7, 2, 6, "the last player with an even limit"),
+    ];
+    for (index, limit, start, case) in cases {
+        let player = &everyone[index];
+        let body = page(&app, &format!("around={player}&limit={limit}")).await;
+        let expected_end = (start + limit).min(everyone.len());
+        assert_eq!(players(&body), everyone[start..expected_end], "{case}");
+        assert_eq!(body["entries"][0]["position"], start as u64 + 1, "{case}");
+        assert_eq!(body["total"], 8, "{case}");
+    }
+    let rookie = page(&app, "around=rookie&limit=3&order=conservative").await;
+    let entries = players(&rookie);
+    assert_eq!(entries.len(), 3);
+    assert!(entries.contains(&"rookie".to_owned()), "{entries:?}");
+}
+
+#[tokio::test]
+async fn an_empty_pool_has_an_empty_leaderboard() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    assert_eq!(
+        page(&app, "").await,
+        json!({"entries": [], "total": 0, "next_cursor": null})
+    );
+}
+
+#[tokio::test]
+async fn a_bad_leaderboard_query_returns_400_naming_the_parameter() {
+    let app = eight_players().await;
+    let conservative_cursor = page(&app, "order=conservative&limit=2").await["next_cursor"]
+        .as_str()
+        .expect("a cursor")
+        .to_owned();
+    let mu_cursor = page(&app, "limit=2").await["next_cursor"]
+        .as_str()
+        .expect("a cursor")
+        .to_owned();
+    let cases = [
+        ("limit=0".to_owned(), "limit", "a limit of 0"),
+        ("limit=1001".to_owned(), "limit", "a limit over 1000"),
+        (
+            "limit=many".to_owned(),
+            "limit",
+            "a limit that is not a number",
+        ),
+        (
+            "cursor=!!".to_owned(),
+            "cursor",
+            "a cursor that is not base64",
+        ),
+        ("cursor=bTEyMw".to_owned(), "cursor", "a cursor too short"),
+        (
+            format!("cursor={conservative_cursor}"),
+            "cursor",
+            "a cursor of the other order",
+        ),
+        (
+            format!("cursor={mu_cursor}&around=v1"),
+            "around",
+            "a cursor and around together",
+        ),
+        ("order=best".to_owned(), "order", "an unknown order"),
+    ];
+    for (query, field, case) in cases {
+        app.get(&format!("{LEADERBOARD}?{query}"))
+            .await
+            .assert_error(StatusCode::BAD_REQUEST, "invalid_query", Some(field), case);
+    }
+    page(&app, "limit=1000").await;
+}
+
+#[tokio::test]
+async fn a_leaderboard_around_an_unknown_player_or_of_an_unknown_pool_returns_404() {
+    let app = eight_players().await;
+    let cases = [
+        (
+            format!("{LEADERBOARD}?around=nobody"),
+            "player_not_found",
+            "unknown player",
+        ),
+        (
+            "/v1/pools/nowhere/leaderboard".to_owned(),
+            "pool_not_found",
+            "unknown pool",
+        ),
+    ];
+    for (uri, code, case) in cases {
+        app.get(&uri)
+            .await
+            .assert_error(StatusCode::NOT_FOUND, code, None, case);
+    }
+}

@@ -1,0 +1,25 @@
+//! API tests: every route, status code and error of the HTTP API, called in process through
+//! `api::app(state)` with `tower::ServiceExt::oneshot` ([`support::TestApp`]). Each test gets
+//! its own SQLite database in a temporary directory; the tests in [`backends`] run on Postgres
+//! too (`backend_tests!`; SKIPPED when the server is unreachable, unless `CI` is set). No
+//! background worker runs: tests apply queued rounds by stepping `worker::process_next`.
+//!
+//! One module per resource ([`pools`], [`rounds`], [`players`], [`leaderboard`],
+//! [`predictions`], [`health`]), then [`auth`] (keys and roles across routes) and [`errors`]
+//! (what no single resource owns: unknown routes, methods, the database going away, timeouts).
+
+// Declared first: its `backend_tests!` macro is used by the modules below.
+#[macro_use]
+#[path = "../common/db.rs"]
+mod db;
+
+mod auth;
+mod backends;
+mod errors;
+mod health;
+mod leaderboard;
+mod players;
+mod pools;
+mod predictions;
+mod rounds;
+mod support;

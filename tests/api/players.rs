@@ -1,0 +1,282 @@
+//! `GET /v1/pools/{pool}/players/{player}`, `…/players/{player}/history` and
+//! `GET /v1/pools/{pool}/players?prefix=`.
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::support::{num, round, round_at, TestApp, POOL};
+
+const PLAYERS: &str = "/v1/pools/main/players";
+
+/// A pool in which `a` played five rounds (`r1` … `r5`, a day apart) and `b`, `c` some of them.
+async fn five_rounds() -> TestApp {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.play([
+        round_at("r1", "2024-01-01T00:00:00Z", &["a", "b"]),
+        round_at("r2", "2024-01-02T00:00:00Z", &["b", "a", "c"]),
+        round_at("r3", "2024-01-03T00:00:00Z", &["b", "c"]),
+        round_at("r4", "2024-01-04T00:00:00Z", &["a", "c"]),
+        round_at("r5", "2024-01-05T00:00:00Z", &["c", "a"]),
+        round_at("r6", "2024-01-06T00:00:00Z", &["a", "b", "c"]),
+    ])
+    .await;
+    app
+}
+
+#[tokio::test]
+async fn getting_a_player_returns_their_rating_position_and_last_round() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.play([
+        round_at("r1", "2024-03-01T10:30:00Z", &["a", "b", "c"]),
+        round("r2", &["a", "c"]),
+    ])
+    .await;
+    let response = app.get(&format!("{PLAYERS}/a")).await;
+    let a = response.assert_status(StatusCode::OK, "a").clone();
+    assert_eq!(a["player"], "a");
+    assert_eq!(a["position"], 1, "a won both rounds");
+    assert_eq!(a["rounds"], 2);
+    assert_eq!(a["last_round"], json!({"id": "r2", "time": null}));
+    assert_eq!(
+        num(&a["conservative"]),
+        num(&a["mu"]) - 3.0 * num(&a["sigma"])
+    );
+    let b = app.get(&format!("{PLAYERS}/b")).await;
+    let b = b.assert_status(StatusCode::OK, "b");
+    assert_eq!(
+        b["last_round"],
+        json!({"id": "r1", "time": "2024-03-01T10:30:00Z"})
+    );
+    let positions: Vec<(f64, u64)> = {
+        let mut positions = Vec::new();
+        for player in ["a", "b", "c"] {
+            let response = app.get(&format!("{PLAYERS}/{player}")).await;
+            let body = response.assert_status(StatusCode::OK, player);
+            positions.push((
+                num(&body["mu"]),
+                body["position"].as_u64().expect("a position"),
+            ));
+        }
+        positions
+    };
+    let mut by_mu = positions.clone();
+    by_mu.sort_by(|x, y| y.0.total_cmp(&x.0));
+    assert_eq!(
+        by_mu.iter().map(|p| p.1).collect::<Vec<_>>(),
+        [1, 2, 3],
+        "positions follow mu: {positions:?}"
+    );
+}
+
+#[tokio::test]
+async fn getting_an_unknown_player_returns_404() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.play([round("r1", &["a", "b"])]).await;
+    let cases = [
+        (
+            format!("{PLAYERS}/nobody"),
+            "player_not_found",
+            "an unknown player",
+        ),
+        (
+            "/v1/pools/nowhere/players/a".to_owned(),
+            "pool_not_found",
+            "an unknown pool",
+        ),
+        (
+            format!("{PLAYERS}/nobody/history"),
+            "player_not_found",
+            "the history of an unknown player",
+        ),
+        (
+            "/v1/pools/nowhere/players/a/history".to_owned(),
+            "pool_not_found",
+            "a history in an unknown pool",
+        ),
+    ];
+    for (uri, code, case) in cases {
+        app.get(&uri)
+            .await
+            .assert_error(StatusCode::NOT_FOUND, code, None, case);
+    }
+}
+
+#[tokio::test]
+async fn a_players_history_lists_the_rounds_they_played_newest_first() {
+    let app = five_rounds().await;
+    let response = app.get(&format!("{PLAYERS}/a/history")).await;
+    let body = response.assert_status(StatusCode::OK, "history");
+    assert_eq!(body["player"], "a");
+    assert!(body["next_before"].is_null(), "one page holds it all");
+    let entries = body["entries"].as_array().expect("entries");
+    let ids: Vec<_> = entries.iter().map(|e| e["round_id"].clone()).collect();
+    assert_eq!(
+        ids,
+        ["r6", "r5", "r4", "r2", "r1"].map(|id| json!(id)),
+        "r3 without a"
+    );
+    let newest = &entries[0];
+    assert_eq!(
+        (&newest["time"], &newest["rank"], &newest["entrants"]),
+        (&json!("2024-01-06T00:00:00Z"), &json!(1), &json!(3))
+    );
+    assert_eq!(
+        (&entries[1]["rank"], &entries[1]["entrants"]),
+        (&json!(2), &json!(2))
+    );
+    let current = app.get(&format!("{PLAYERS}/a")).await;
+    let current = current.assert_status(StatusCode::OK, "a");
+    assert_eq!(
+        (&newest["mu"], &newest["sigma"]),
+        (&current["mu"], &current["sigma"]),
+        "the newest entry is the rating now"
+    );
+    for pair in entries.windows(2) {
+        let (newer, older) = (&pair[0], &pair[1]);
+        assert_eq!(
+            (&newer["mu_before"], &newer["sigma_before"]),
+            (&older["mu"], &older["sigma"]),
+            "each round starts where the one before ended"
+        );
+    }
+    for entry in entries {
+        assert_eq!(
+            num(&entry["delta"]),
+            num(&entry["mu"]) - num(&entry["mu_before"])
+        );
+        assert!(entry["performance"].is_f64());
+    }
+    let oldest = &entries[4];
+    assert_eq!(
+        (num(&oldest["mu_before"]), num(&oldest["sigma_before"])),
+        (1500.0, 350.0)
+    );
+}
+
+#[tokio::test]
+async fn a_players_history_pages_with_next_before_and_shows_every_round_once() {
+    let app = five_rounds().await;
+    let mut pages: Vec<Vec<Value>> = Vec::new();
+    let mut uri = format!("{PLAYERS}/a/history?limit=2");
+    loop {
+        let response = app.get(&uri).await;
+        let body = response.assert_status(StatusCode::OK, &uri);
+        pages.push(
+            body["entries"]
+                .as_array()
+                .expect("entries")
+                .iter()
+                .map(|e| e["round_id"].clone())
+                .collect(),
+        );
+        match body["next_before"].as_i64() {
+            Some(before) => uri = format!("{PLAYERS}/a/history?limit=2&before={before}"),
+            None => break,
+        }
+        assert!(pages.len() < 10, "the pages end");
+    }
+    assert_eq!(
+        pages,
+        [vec!["r6", "r5"], vec!["r4", "r2"], vec!["r1"]]
+            .map(|page| page.into_iter().map(|id| json!(id)).collect::<Vec<_>>())
+    );
+}
+
+#[tokio::test]
+async fn a_history_query_out_of_range_returns_400_naming_the_parameter() {
+    let app = five_rounds().await;
+    let cases = [
+        ("limit=0", "limit", "a limit of 0"),
+        ("limit=1001", "limit", "a limit over 1000"),
+        ("limit=ten", "limit", "a limit that is not a number"),
+        ("limit=-1", "limit", "a negative limit"),
+        (
+            "before=yesterday",
+            "before",
+            "a cursor that is not a number",
+        ),
+    ];
+    for (query, field, case) in cases {
+        app.get(&format!("{PLAYERS}/a/history?{query}"))
+            .await
+            .assert_error(StatusCode::BAD_REQUEST, "invalid_query", Some(field), case);
+    }
+    app.get(&format!("{PLAYERS}/a/history?limit=1000"))
+        .await
+        .assert_status(StatusCode::OK, "1000 is the largest limit");
+}
+
+#[tokio::test]
+async fn searching_players_by_prefix_finds_them_by_id() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.play([round("r1", &["alina", "bob", "albert", "alice"])])
+        .await;
+    let cases = [
+        ("?prefix=ali", vec!["alice", "alina"], "a prefix"),
+        ("?prefix=al&limit=2", vec!["albert", "alice"], "a limit"),
+        ("?prefix=bob", vec!["bob"], "a whole id"),
+        ("?prefix=z", vec![], "no match"),
+        (
+            "",
+            vec!["albert", "alice", "alina", "bob"],
+            "no prefix: everyone",
+        ),
+    ];
+    for (query, expected, case) in cases {
+        let response = app.get(&format!("{PLAYERS}{query}")).await;
+        let players = response.assert_status(StatusCode::OK, case)["players"]
+            .as_array()
+            .expect("players")
+            .clone();
+        let ids: Vec<_> = players.iter().map(|p| p["player"].clone()).collect();
+        assert_eq!(
+            ids,
+            expected.iter().map(|id| json!(id)).collect::<Vec<_>>(),
+            "{case}"
+        );
+        for player in &players {
+            let single = app
+                .get(&format!(
+                    "{PLAYERS}/{}",
+                    player["player"].as_str().expect("an id")
+                ))
+                .await;
+            assert_eq!(
+                single.assert_status(StatusCode::OK, case),
+                player,
+                "{case}: a match reads as the player itself"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn searching_players_with_a_bad_limit_or_in_an_unknown_pool_is_refused() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    for (query, case) in [
+        ("limit=0", "a limit of 0"),
+        ("limit=1001", "a limit over 1000"),
+    ] {
+        app.get(&format!("{PLAYERS}?prefix=a&{query}"))
+            .await
+            .assert_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                Some("limit"),
+                case,
+            );
+    }
+    app.get("/v1/pools/nowhere/players?prefix=a")
+        .await
+        .assert_error(
+            StatusCode::NOT_FOUND,
+            "pool_not_found",
+            None,
+            "unknown pool",
+        );
+}

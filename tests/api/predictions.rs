@@ -1,0 +1,282 @@
+//! `GET /v1/pools/{pool}/win-probability`, `POST /v1/pools/{pool}/predictions` and
+//! `POST /v1/pools/{pool}/match-quality`.
+
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::support::{num, round, TestApp, POOL};
+
+const WIN_PROBABILITY: &str = "/v1/pools/main/win-probability";
+const PREDICTIONS: &str = "/v1/pools/main/predictions";
+const MATCH_QUALITY: &str = "/v1/pools/main/match-quality";
+
+/// Tolerance for sums of probabilities computed by quadrature.
+const EPSILON: f64 = 1e-9;
+
+/// A pool where `strong` beat `weak` three times, with `mid` in between.
+async fn rated() -> TestApp {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.play((1..=3).map(|i| round(&format!("r{i}"), &["strong", "mid", "weak"])))
+        .await;
+    app
+}
+
+#[tokio::test]
+async fn the_win_probability_of_two_players_favours_the_stronger_and_sums_to_one() {
+    let app = rated().await;
+    let response = app.get(&format!("{WIN_PROBABILITY}?a=strong&b=weak")).await;
+    let body = response.assert_status(StatusCode::OK, "strong vs weak");
+    assert_eq!((&body["a"], &body["b"]), (&json!("strong"), &json!("weak")));
+    assert_eq!(
+        (&body["a_known"], &body["b_known"]),
+        (&json!(true), &json!(true))
+    );
+    let (p_a, p_b) = (num(&body["p_a"]), num(&body["p_b"]));
+    assert!(p_a > 0.5 && p_a < 1.0, "{p_a}");
+    assert!((p_a + p_b - 1.0).abs() < EPSILON);
+    let reverse = app.get(&format!("{WIN_PROBABILITY}?a=weak&b=strong")).await;
+    let reverse = reverse.assert_status(StatusCode::OK, "weak vs strong");
+    assert!((num(&reverse["p_a"]) - p_b).abs() < EPSILON, "symmetric");
+}
+
+#[tokio::test]
+async fn the_win_probability_against_an_unknown_player_rates_them_as_a_newcomer() {
+    let app = rated().await;
+    let response = app
+        .get(&format!("{WIN_PROBABILITY}?a=strong&b=stranger"))
+        .await;
+    let body = response.assert_status(StatusCode::OK, "strong vs stranger");
+    assert_eq!(
+        (&body["a_known"], &body["b_known"]),
+        (&json!(true), &json!(false))
+    );
+    assert!(num(&body["p_a"]) > 0.5);
+    let strangers = app.get(&format!("{WIN_PROBABILITY}?a=x&b=y")).await;
+    let strangers = strangers.assert_status(StatusCode::OK, "two strangers");
+    assert!(
+        (num(&strangers["p_a"]) - 0.5).abs() < EPSILON,
+        "newcomers are even"
+    );
+}
+
+#[tokio::test]
+async fn a_bad_win_probability_query_returns_400_naming_the_parameter() {
+    let app = rated().await;
+    let cases = [
+        ("a=strong&b=strong", "b", "the same player twice"),
+        ("a=strong", "b", "b missing"),
+        ("b=strong", "a", "a missing"),
+        ("a=&b=weak", "a", "an empty player id"),
+    ];
+    for (query, field, case) in cases {
+        app.get(&format!("{WIN_PROBABILITY}?{query}"))
+            .await
+            .assert_error(StatusCode::BAD_REQUEST, "invalid_query", Some(field), case);
+    }
+    app.get("/v1/pools/nowhere/win-probability?a=x&b=y")
+        .await
+        .assert_error(
+            StatusCode::NOT_FOUND,
+            "pool_not_found",
+            None,
+            "unknown pool",
+        );
+}
+
+#[tokio::test]
+async fn a_prediction_gives_each_entrant_p_first_summing_to_one_and_a_complementary_matrix() {
+    let app = rated().await;
+    let request = json!({"entrants": [
+        {"players": ["weak"]},
+        {"players": ["strong"]},
+        {"players": ["mid", "stranger"]},
+    ]});
+    let response = app.post(PREDICTIONS, None, request).await;
+    let body = response.assert_status(StatusCode::OK, "predict");
+    let entrants = body["entrants"].as_array().expect("entrants");
+    assert_eq!(entrants.len(), 3);
+    assert_eq!(
+        entrants[2]["players"],
+        json!([{"player": "mid", "known": true}, {"player": "stranger", "known": false}]),
+        "in the order given, unknown players marked"
+    );
+    let p_first: Vec<f64> = entrants.iter().map(|e| num(&e["p_first"])).collect();
+    assert!(
+        (p_first.iter().sum::<f64>() - 1.0).abs() < 1e-6,
+        "{p_first:?}"
+    );
+    assert!(p_first[1] > p_first[0], "strong beats weak: {p_first:?}");
+    let ranks: Vec<f64> = entrants.iter().map(|e| num(&e["expected_rank"])).collect();
+    assert!(ranks[1] < ranks[0], "{ranks:?}");
+    assert!(
+        (ranks.iter().sum::<f64>() - 6.0).abs() < 1e-6,
+        "expected ranks of 3 entrants sum to 1 + 2 + 3: {ranks:?}"
+    );
+    let pairwise: Vec<Vec<f64>> = body["pairwise"]
+        .as_array()
+        .expect("a matrix")
+        .iter()
+        .map(|row| row.as_array().expect("a row").iter().map(num).collect())
+        .collect();
+    assert_eq!(pairwise.len(), 3);
+    for i in 0..3 {
+        assert_eq!(pairwise[i].len(), 3);
+        assert!(
+            (pairwise[i][i] - 0.5).abs() < EPSILON,
+            "the diagonal is 1/2"
+        );
+        for j in 0..3 {
+            assert!(
+                (pairwise[i][j] + pairwise[j][i] - 1.0).abs() < EPSILON,
+                "P({i} ahead of {j}) + P({j} ahead of {i}) = 1: {pairwise:?}"
+            );
+        }
+    }
+    let quality = num(&body["quality"]);
+    assert!(quality > 0.0 && quality <= 1.0, "{quality}");
+}
+
+#[tokio::test]
+async fn an_invalid_prediction_returns_422_naming_the_field() {
+    let app = rated().await;
+    let cases = [
+        (
+            json!({"entrants": [{"players": ["strong"]}]}),
+            "invalid_prediction",
+            "entrants",
+            "one entrant",
+        ),
+        (
+            json!({"entrants": [{"players": ["strong", "mid"]}, {"players": ["weak", "strong"]}]}),
+            "invalid_prediction",
+            "entrants[1].players",
+            "a player in two entrants",
+        ),
+        (
+            json!({"entrants": [{"players": ["strong"]}, {"players": []}]}),
+            "invalid_prediction",
+            "entrants[1].players",
+            "an entrant without players",
+        ),
+        (
+            json!({"entrants": [{"players": ["strong"]}, {"players": ["weak", ""]}]}),
+            "invalid_prediction",
+            "entrants[1].players[1]",
+            "an empty player id",
+        ),
+        (
+            json!({"entrants": [{"players": ["strong"]}, {"players": [3]}]}),
+            "invalid_request",
+            "entrants[1].players[0]",
+            "a player id that is not a string",
+        ),
+        (
+            json!({"entrants": [{"players": ["strong"], "team": "x"}, {"players": ["weak"]}]}),
+            "invalid_request",
+            "entrants[0].team",
+            "an unknown field",
+        ),
+        (json!({}), "invalid_request", "entrants", "no entrants"),
+    ];
+    for (body, code, field, case) in cases {
+        app.post(PREDICTIONS, None, body).await.assert_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            code,
+            Some(field),
+            case,
+        );
+    }
+}
+
+#[tokio::test]
+async fn match_quality_rates_sides_and_gives_each_a_win_probability() {
+    let app = rated().await;
+    let request = json!({"sides": [["strong", "weak"], ["mid", "stranger"]]});
+    let response = app.post(MATCH_QUALITY, None, request).await;
+    let body = response.assert_status(StatusCode::OK, "match quality");
+    let quality = num(&body["quality"]);
+    assert!(quality > 0.0 && quality <= 1.0, "{quality}");
+    let sides = body["sides"].as_array().expect("sides");
+    assert_eq!(
+        sides[1]["players"],
+        json!([{"player": "mid", "known": true}, {"player": "stranger", "known": false}])
+    );
+    let p_win: Vec<f64> = sides.iter().map(|s| num(&s["p_win"])).collect();
+    assert!((p_win.iter().sum::<f64>() - 1.0).abs() < 1e-6, "{p_win:?}");
+    let lopsided = app
+        .post(
+            MATCH_QUALITY,
+            None,
+            json!({"sides": [["strong"], ["weak"]]}),
+        )
+        .await;
+    let even = app
+        .post(MATCH_QUALITY, None, json!({"sides": [["x"], ["y"]]}))
+        .await;
+    let lopsided = num(&lopsided.assert_status(StatusCode::OK, "lopsided")["quality"]);
+    let even = num(&even.assert_status(StatusCode::OK, "even")["quality"]);
+    assert!(
+        even > lopsided,
+        "two newcomers are a closer match: {even} vs {lopsided}"
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_match_quality_request_returns_422_naming_the_side() {
+    let app = rated().await;
+    let cases = [
+        (
+            json!({"sides": [["strong"]]}),
+            "invalid_prediction",
+            "sides",
+            "one side",
+        ),
+        (
+            json!({"sides": [["strong", "mid"], ["weak", "mid"]]}),
+            "invalid_prediction",
+            "sides[1]",
+            "a player on two sides",
+        ),
+        (
+            json!({"sides": [["strong"], []]}),
+            "invalid_prediction",
+            "sides[1]",
+            "an empty side",
+        ),
+        (
+            json!({"sides": [["strong"], "weak"]}),
+            "invalid_request",
+            "sides[1]",
+            "a side that is not a list",
+        ),
+    ];
+    for (body, code, field, case) in cases {
+        app.post(MATCH_QUALITY, None, body).await.assert_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            code,
+            Some(field),
+            case,
+        );
+    }
+}
+
+#[tokio::test]
+async fn prediction_bodies_that_are_not_json_or_name_an_unknown_pool_are_refused() {
+    let app = rated().await;
+    let valid: [(&str, Value); 2] = [
+        (
+            "predictions",
+            json!({"entrants": [{"players": ["a"]}, {"players": ["b"]}]}),
+        ),
+        ("match-quality", json!({"sides": [["a"], ["b"]]})),
+    ];
+    for (route, body) in valid {
+        let uri = format!("/v1/pools/main/{route}");
+        app.assert_refuses_bodies_that_are_not_json(&Method::POST, &uri, None, &body)
+            .await;
+        app.post(&format!("/v1/pools/nowhere/{route}"), None, body)
+            .await
+            .assert_error(StatusCode::NOT_FOUND, "pool_not_found", None, route);
+    }
+}

@@ -1,0 +1,568 @@
+//! `POST /v1/pools/{pool}/rounds` and `GET /v1/pools/{pool}/rounds/{id}`.
+
+use axum::body::Body;
+use axum::http::{header, Method, Request, StatusCode};
+use mmr_service::worker::Processed;
+use serde_json::{json, Value};
+
+use crate::support::{
+    num, round, round_at, settings, Payload, TestApp, ADMIN_KEY, POOL, READ_KEY, UNKNOWN_KEYS,
+    WRITE_KEY,
+};
+
+const ROUNDS: &str = "/v1/pools/main/rounds";
+
+/// Checks that `pool` has exactly `queued` rounds waiting.
+async fn assert_queued(app: &TestApp, queued: u64, context: &str) {
+    let info = app.pool_info(POOL).await;
+    assert_eq!(info["rounds_queued"], queued, "{context}");
+}
+
+#[tokio::test]
+async fn posting_a_valid_round_returns_202_with_its_location_and_queue_position() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    for (id, position) in [("r1", 1), ("r2", 2)] {
+        let response = app.post_round(POOL, round(id, &["a", "b", "c"])).await;
+        let body = response.assert_status(StatusCode::ACCEPTED, id);
+        assert_eq!(
+            body,
+            &json!({"id": id, "status": "queued", "position": position})
+        );
+        assert_eq!(
+            response.headers[header::LOCATION],
+            format!("/v1/pools/main/rounds/{id}").as_str()
+        );
+    }
+    assert_queued(&app, 2, "both rounds wait").await;
+}
+
+#[tokio::test]
+async fn the_location_of_a_round_percent_encodes_its_id_and_leads_to_it() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let response = app
+        .post_round(POOL, round("cup/final 1", &["a", "b"]))
+        .await;
+    response.assert_status(StatusCode::ACCEPTED, "post");
+    let location = response.headers[header::LOCATION]
+        .to_str()
+        .expect("an ASCII header");
+    assert_eq!(location, "/v1/pools/main/rounds/cup%2Ffinal%201");
+    let status = app.get(location).await;
+    assert_eq!(
+        status.assert_status(StatusCode::OK, "follow the location")["id"],
+        "cup/final 1"
+    );
+}
+
+#[tokio::test]
+async fn posting_the_same_round_again_returns_200_with_its_stored_status() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.queue_round(round_at("r1", "2024-05-01T12:00:00Z", &["a", "b"]))
+        .await;
+    // The same round written differently: other key order and spacing, `null` for absent.
+    let reordered = br#"{ "standings": [{"rank": 1, "player": "a", "team": null},
+        {"player": "b", "rank": 2}], "weight": null, "time": "2024-05-01T12:00:00Z", "id": "r1" }"#;
+    let response = app
+        .send(
+            Method::POST,
+            ROUNDS,
+            Some(WRITE_KEY),
+            Payload::Raw(Some("application/json"), reordered.to_vec()),
+        )
+        .await;
+    assert_eq!(
+        response.assert_status(StatusCode::OK, "while queued"),
+        &json!({"id": "r1", "status": "queued"})
+    );
+    assert!(!response.headers.contains_key(header::LOCATION));
+    assert_queued(&app, 1, "nothing new was queued").await;
+    app.apply_queued(POOL).await;
+    let response = app
+        .post_round(POOL, round_at("r1", "2024-05-01T12:00:00Z", &["a", "b"]))
+        .await;
+    assert_eq!(
+        response.assert_status(StatusCode::OK, "once applied"),
+        &json!({"id": "r1", "status": "applied"})
+    );
+    assert_eq!(app.apply_queued(POOL).await, [], "it is not applied twice");
+}
+
+#[tokio::test]
+async fn posting_a_round_id_again_with_other_content_returns_409_and_keeps_the_first() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.queue_round(round("r1", &["a", "b"])).await;
+    let cases = [
+        (round("r1", &["b", "a"]), "other ranks"),
+        (round("r1", &["a", "b", "c"]), "another player"),
+        (
+            round_at("r1", "2024-05-01T12:00:00Z", &["a", "b"]),
+            "a time added",
+        ),
+    ];
+    for (body, case) in cases {
+        app.post_round(POOL, body).await.assert_error(
+            StatusCode::CONFLICT,
+            "round_conflict",
+            Some("id"),
+            case,
+        );
+    }
+    assert_queued(&app, 1, "nothing new was queued").await;
+    app.apply_queued(POOL).await;
+    let stored = app.get(&format!("{ROUNDS}/r1")).await;
+    let results = &stored.assert_status(StatusCode::OK, "the first round")["results"];
+    let players: Vec<_> = results
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["player"].clone())
+        .collect();
+    assert_eq!(players, [json!("a"), json!("b")], "as first posted");
+}
+
+#[tokio::test]
+async fn posting_an_invalid_round_returns_422_naming_the_field_and_stores_nothing() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let standing = |player: &str, rank: Value| json!({"player": player, "rank": rank});
+    let long_id = "x".repeat(257);
+    let long_player = "é".repeat(129);
+    let cases = [
+        (
+            json!({"id": "bad", "standings": [standing("a", json!(1)), standing("a", json!(2))]}),
+            "standings[1].player",
+            "a duplicate player",
+        ),
+        (
+            json!({"id": "bad", "standings": [standing("a", json!(1))]}),
+            "standings",
+            "one entrant",
+        ),
+        (
+            json!({"id": "bad", "standings": [
+                {"player": "a", "rank": 1, "team": "red"}, {"player": "b", "rank": 1, "team": "red"}]}),
+            "standings",
+            "one team is one entrant",
+        ),
+        (
+            json!({"id": "bad", "standings": []}),
+            "standings",
+            "no entrants",
+        ),
+        (
+            json!({"id": "bad", "standings": [standing("a", json!(1)), standing("b", json!(0))]}),
+            "standings[1].rank",
+            "rank 0",
+        ),
+        (
+            json!({"id": "bad", "standings": [standing("a", json!(1.5)), standing("b", json!(2))]}),
+            "standings[0].rank",
+            "a fractional rank",
+        ),
+        (
+            json!({"id": "bad", "standings": [standing("a", json!(-1)), standing("b", json!(2))]}),
+            "standings[0].rank",
+            "a negative rank",
+        ),
+        (
+            json!({"id": "bad", "standings": [{"player": "a"}, standing("b", json!(2))]}),
+            "standings[0].rank",
+            "a missing rank",
+        ),
+        (
+            json!({"id": "bad", "standings": [
+                {"player": "a", "rank": 1, "team": "red"}, {"player": "b", "rank": 2, "team": "red"},
+                {"player": "c", "rank": 3}]}),
+            "standings[1].rank",
+            "team members with different ranks",
+        ),
+        (
+            json!({"id": "bad", "colour": "red", "standings": [standing("a", json!(1)), standing("b", json!(2))]}),
+            "colour",
+            "an unknown field",
+        ),
+        (
+            json!({"id": "bad", "standings": [{"player": "a", "rank": 1, "score": 9}, standing("b", json!(2))]}),
+            "standings[0].score",
+            "an unknown field in a standing",
+        ),
+        (
+            json!({"standings": [standing("a", json!(1)), standing("b", json!(2))]}),
+            "id",
+            "no id",
+        ),
+        (
+            json!({"id": 7, "standings": [standing("a", json!(1)), standing("b", json!(2))]}),
+            "id",
+            "a numeric id",
+        ),
+        (
+            json!({"id": "", "standings": [standing("a", json!(1)), standing("b", json!(2))]}),
+            "id",
+            "an empty id",
+        ),
+        (
+            json!({"id": "bad\u{0}1", "standings": [standing("a", json!(1)), standing("b", json!(2))]}),
+            "id",
+            "a NUL in the round id",
+        ),
+        (
+            json!({"id": "bad", "standings": [standing("a\u{0}b", json!(1)), standing("b", json!(2))]}),
+            "standings[0].player",
+            "a NUL in a player id",
+        ),
+        (
+            json!({"id": "bad", "standings": [
+                {"player": "a", "rank": 1, "team": "red\u{0}"}, standing("b", json!(2))]}),
+            "standings[0].team",
+            "a NUL in a team name",
+        ),
+        (
+            json!({"id": long_id, "standings": [standing("a", json!(1)), standing("b", json!(2))]}),
+            "id",
+            "a round id of 257 bytes",
+        ),
+        (
+            json!({"id": "bad", "standings": [standing("a", json!(1)), standing(&long_player, json!(2))]}),
+            "standings[1].player",
+            "a player id of 258 bytes in 129 characters",
+        ),
+        (
+            json!({"id": "bad", "standings": [standing("", json!(1)), standing("b", json!(2))]}),
+            "standings[0].player",
+            "an empty player id",
+        ),
+        (json!({"id": "bad"}), "standings", "no standings"),
+        (
+            json!({"id": "bad", "standings": {"a": 1}}),
+            "standings",
+            "standings that are not a list",
+        ),
+        (
+            json!({"id": "bad", "standings": ["a", "b"]}),
+            "standings[0]",
+            "a standing that is not an object",
+        ),
+        (
+            json!({"id": "bad", "time": "yesterday", "standings": [standing("a", json!(1)), standing("b", json!(2))]}),
+            "time",
+            "a time that is not RFC 3339",
+        ),
+        (
+            json!({"id": "bad", "weight": 0.0, "standings": [standing("a", json!(1)), standing("b", json!(2))]}),
+            "weight",
+            "a zero weight",
+        ),
+        (
+            json!({"id": "bad", "perf_ceiling": "high", "standings": [standing("a", json!(1)), standing("b", json!(2))]}),
+            "perf_ceiling",
+            "a ceiling that is not a number",
+        ),
+    ];
+    for (body, field, case) in cases {
+        let response = app.post_round(POOL, body).await;
+        response.assert_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_round",
+            Some(field),
+            case,
+        );
+    }
+    app.post_round(POOL, json!(["not", "a", "round"]))
+        .await
+        .assert_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_round",
+            None,
+            "a body that is not an object names no field",
+        );
+    assert_queued(&app, 0, "no invalid round was stored").await;
+    app.get(&format!("{ROUNDS}/bad")).await.assert_error(
+        StatusCode::NOT_FOUND,
+        "round_not_found",
+        None,
+        "no invalid round was stored",
+    );
+    app.post_round(POOL, round(&"x".repeat(256), &["a", "b"]))
+        .await
+        .assert_status(StatusCode::ACCEPTED, "256 bytes is the longest id");
+}
+
+#[tokio::test]
+async fn ids_with_control_characters_other_than_nul_are_accepted_and_read_back() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    // Real scoreboards carry tabs and stray control bytes in team names.
+    app.play([round("week\t1", &["team\tred", "blue\u{7}", "plain"])])
+        .await;
+    let status = app.get(&format!("{ROUNDS}/week%091")).await;
+    assert_eq!(
+        status.assert_status(StatusCode::OK, "the round")["status"],
+        "applied"
+    );
+    let player = app.get("/v1/pools/main/players/team%09red").await;
+    assert_eq!(
+        player.assert_status(StatusCode::OK, "the player")["player"],
+        "team\tred"
+    );
+}
+
+#[tokio::test]
+async fn posting_a_round_to_a_full_queue_returns_503_queue_full_with_retry_after() {
+    let app = TestApp::with_settings(settings(&[("MMR__QUEUE__MAX_QUEUED_PER_POOL", "2")])).await;
+    app.create_pool(POOL).await;
+    app.queue_round(round("r1", &["a", "b"])).await;
+    app.queue_round(round("r2", &["a", "b"])).await;
+    let response = app.post_round(POOL, round("r3", &["a", "b"])).await;
+    response.assert_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "queue_full",
+        None,
+        "the third round",
+    );
+    assert_eq!(response.headers[header::RETRY_AFTER], "1");
+    assert_queued(&app, 2, "the refused round was not stored").await;
+    app.get(&format!("{ROUNDS}/r3")).await.assert_error(
+        StatusCode::NOT_FOUND,
+        "round_not_found",
+        None,
+        "the refused round was not stored",
+    );
+    app.post_round(POOL, round("r1", &["a", "b"]))
+        .await
+        .assert_status(
+            StatusCode::OK,
+            "a re-post of a stored round is not a new one",
+        );
+    app.apply_queued(POOL).await;
+    app.post_round(POOL, round("r3", &["a", "b"]))
+        .await
+        .assert_status(StatusCode::ACCEPTED, "once the queue has drained");
+}
+
+#[tokio::test]
+async fn posting_a_round_larger_than_the_body_limit_returns_413_and_stores_nothing() {
+    let mut settings = settings(&[]);
+    settings.server.body_limit_bytes = 1024;
+    let app = TestApp::with_settings(settings).await;
+    app.create_pool(POOL).await;
+    let players: Vec<String> = (0..100).map(|i| format!("player-{i}")).collect();
+    let players: Vec<&str> = players.iter().map(String::as_str).collect();
+    let body = round("big", &players).to_string();
+    assert!(body.len() > 1024);
+    for with_length in [true, false] {
+        let mut request = Request::builder()
+            .method(Method::POST)
+            .uri(ROUNDS)
+            .header(header::AUTHORIZATION, format!("Bearer {WRITE_KEY}"))
+            .header(header::CONTENT_TYPE, "application/json");
+        if with_length {
+            request = request.header(header::CONTENT_LENGTH, body.len());
+        }
+        let request = request
+            .body(Body::from(body.clone()))
+            .expect("a valid request");
+        app.send_request(request).await.assert_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            None,
+            if with_length {
+                "with Content-Length"
+            } else {
+                "without Content-Length"
+            },
+        );
+    }
+    assert_queued(&app, 0, "nothing was stored").await;
+    app.post_round(POOL, round("small", &["a", "b"]))
+        .await
+        .assert_status(StatusCode::ACCEPTED, "a body under the limit");
+}
+
+#[tokio::test]
+async fn posting_a_round_without_a_write_key_is_refused_with_401_or_403() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    for (key, case) in UNKNOWN_KEYS {
+        app.post(ROUNDS, key, round("r1", &["a", "b"]))
+            .await
+            .assert_error(StatusCode::UNAUTHORIZED, "unauthenticated", None, case);
+    }
+    app.post(ROUNDS, Some(READ_KEY), round("r1", &["a", "b"]))
+        .await
+        .assert_error(StatusCode::FORBIDDEN, "forbidden", None, "a read key");
+    assert_queued(&app, 0, "nothing was stored").await;
+    app.post(ROUNDS, Some(ADMIN_KEY), round("r1", &["a", "b"]))
+        .await
+        .assert_status(StatusCode::ACCEPTED, "an admin key may write too");
+}
+
+#[tokio::test]
+async fn posting_a_round_that_is_not_json_returns_415_or_400_and_stores_nothing() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let valid = round("r1", &["a", "b"]);
+    app.assert_refuses_bodies_that_are_not_json(&Method::POST, ROUNDS, Some(WRITE_KEY), &valid)
+        .await;
+    assert_queued(&app, 0, "nothing was stored").await;
+}
+
+#[tokio::test]
+async fn posting_a_round_to_an_unknown_pool_returns_404_pool_not_found() {
+    let app = TestApp::new().await;
+    app.post_round("nowhere", round("r1", &["a", "b"]))
+        .await
+        .assert_error(
+            StatusCode::NOT_FOUND,
+            "pool_not_found",
+            None,
+            "unknown pool",
+        );
+}
+
+#[tokio::test]
+async fn a_round_reads_as_queued_then_as_applied_with_every_entrants_results() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.queue_round(round("r1", &["a", "b", "c"])).await;
+    let queued = app.get(&format!("{ROUNDS}/r1")).await;
+    assert_eq!(
+        queued.assert_status(StatusCode::OK, "queued"),
+        &json!({"id": "r1", "status": "queued"}),
+        "no results and no error yet"
+    );
+    assert_eq!(
+        app.apply_queued(POOL).await,
+        [Processed::Applied("r1".into())]
+    );
+    let applied = app.get(&format!("{ROUNDS}/r1")).await;
+    let body = applied.assert_status(StatusCode::OK, "applied");
+    assert_eq!(body["status"], "applied");
+    assert!(body.get("error").is_none());
+    let results = body["results"].as_array().expect("results once applied");
+    assert_eq!(results.len(), 3, "every entrant");
+    for (result, (player, rank)) in results.iter().zip([("a", 1), ("b", 2), ("c", 3)]) {
+        assert_eq!(
+            (&result["player"], &result["rank"]),
+            (&json!(player), &json!(rank))
+        );
+        let mut keys: Vec<_> = result
+            .as_object()
+            .expect("an object")
+            .keys()
+            .cloned()
+            .collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                "delta",
+                "mu_after",
+                "mu_before",
+                "performance",
+                "player",
+                "rank",
+                "sigma_after",
+                "sigma_before"
+            ],
+            "{player}"
+        );
+        assert_eq!(
+            num(&result["mu_before"]),
+            1500.0,
+            "newcomers start at mu_init"
+        );
+        assert_eq!(num(&result["sigma_before"]), 350.0);
+        assert!(
+            num(&result["sigma_after"]) < 350.0,
+            "{player} is better known"
+        );
+        assert_eq!(
+            num(&result["delta"]),
+            num(&result["mu_after"]) - num(&result["mu_before"])
+        );
+        let player = app.get(&format!("/v1/pools/main/players/{player}")).await;
+        assert_eq!(
+            player.assert_status(StatusCode::OK, "the player")["mu"],
+            result["mu_after"],
+            "reads see the applied round"
+        );
+    }
+    assert!(num(&results[0]["delta"]) > 0.0 && num(&results[2]["delta"]) < 0.0);
+    assert!(num(&results[0]["performance"]) > num(&results[2]["performance"]));
+}
+
+#[tokio::test]
+async fn rounds_are_applied_one_at_a_time_in_the_order_they_were_accepted() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    for id in ["r3", "r1", "r2"] {
+        app.queue_round(round(id, &["a", "b"])).await;
+    }
+    assert_eq!(
+        app.apply_queued(POOL).await,
+        ["r3", "r1", "r2"].map(|id| Processed::Applied(id.into()))
+    );
+    let info = app.pool_info(POOL).await;
+    assert_eq!(
+        (&info["rounds_applied"], &info["rounds_queued"]),
+        (&json!(3), &json!(0))
+    );
+    let next = app.post_round(POOL, round("r4", &["a", "b"])).await;
+    assert_eq!(
+        next.assert_status(StatusCode::ACCEPTED, "after the queue drained")["position"],
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_round_the_worker_cannot_rate_reads_as_failed_with_its_error() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    // The API never stores such a body; a round stored by an older version might be one.
+    app.state
+        .storage
+        .enqueue_round(POOL, "broken", "{\"id\": \"broken\"}", 10)
+        .await
+        .expect("enqueue directly");
+    assert_eq!(
+        app.apply_queued(POOL).await,
+        [Processed::Failed("broken".into())]
+    );
+    let response = app.get(&format!("{ROUNDS}/broken")).await;
+    let body = response.assert_status(StatusCode::OK, "failed");
+    assert_eq!(body["status"], "failed");
+    assert!(
+        body["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{body}"
+    );
+    assert!(body.get("results").is_none());
+    assert_eq!(app.pool_info(POOL).await["rounds_failed"], 1);
+}
+
+#[tokio::test]
+async fn getting_an_unknown_round_returns_404() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let cases = [
+        (
+            format!("{ROUNDS}/nothing"),
+            "round_not_found",
+            "an unknown round",
+        ),
+        (
+            "/v1/pools/nowhere/rounds/r1".to_owned(),
+            "pool_not_found",
+            "an unknown pool",
+        ),
+    ];
+    for (uri, code, case) in cases {
+        app.get(&uri)
+            .await
+            .assert_error(StatusCode::NOT_FOUND, code, None, case);
+    }
+}

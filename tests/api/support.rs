@@ -1,0 +1,404 @@
+//! The API under test, in process: [`TestApp`] builds the service's state over a fresh database
+//! (`tests/common/db.rs`) and calls the router with `tower::ServiceExt::oneshot`, one request at
+//! a time. No background worker runs: tests apply queued rounds with [`TestApp::apply_queued`],
+//! which steps `worker::process_next` until the queue is empty. Also the fixtures the tests
+//! share (keys, rounds) and the check of the shared error body. Asserts only what every test
+//! relies on.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, Method, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use mmr_service::api::{self, auth::hash_key};
+use mmr_service::config::{KeySettings, Overrides, ParamsOverrides, Role, Settings};
+use mmr_service::state::AppState;
+use mmr_service::storage;
+use mmr_service::worker::{self, Processed};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+pub use crate::db::Backend;
+use crate::db::TestDatabase;
+
+/// An admin key: may create pools.
+pub const ADMIN_KEY: &str = "admin-secret";
+
+/// A write key: may post rounds.
+pub const WRITE_KEY: &str = "write-secret";
+
+/// A read key: may only read.
+pub const READ_KEY: &str = "read-secret";
+
+/// The pool most tests use.
+pub const POOL: &str = "main";
+
+/// Keys that authenticate no one, each with what it is.
+pub const UNKNOWN_KEYS: [(Option<&str>, &str); 2] =
+    [(None, "no key"), (Some("guess"), "an unknown key")];
+
+/// A body that goes out with a request.
+pub enum Payload {
+    /// None at all.
+    Empty,
+    /// JSON, with `Content-Type: application/json`.
+    Json(Value),
+    /// Raw bytes with the given content type (`None`: no `Content-Type` header).
+    Raw(Option<&'static str>, Vec<u8>),
+}
+
+/// What the router answered.
+#[derive(Debug)]
+pub struct TestResponse {
+    /// The status.
+    pub status: StatusCode,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The body read as JSON (`Null` when empty).
+    pub body: Value,
+}
+
+impl TestResponse {
+    /// Checks that this is an error response with `status`, the shared body
+    /// `{"error": {"code", "message", "field"?}}`, code `code` and field `field`; `context`
+    /// names the case in the failure message.
+    #[track_caller]
+    pub fn assert_error(&self, status: StatusCode, code: &str, field: Option<&str>, context: &str) {
+        assert_eq!(self.status, status, "{context}: {:#}", self.body);
+        assert_eq!(
+            self.headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok()),
+            Some("application/json"),
+            "{context}: an error body is JSON"
+        );
+        let object = self.body.as_object().expect("the body is an object");
+        assert_eq!(
+            object.keys().collect::<Vec<_>>(),
+            ["error"],
+            "{context}: {:#}",
+            self.body
+        );
+        let error = self.body["error"]
+            .as_object()
+            .expect("`error` is an object");
+        assert!(
+            error
+                .keys()
+                .all(|k| matches!(k.as_str(), "code" | "message" | "field")),
+            "{context}: unexpected keys in {:#}",
+            self.body
+        );
+        assert_eq!(error["code"], code, "{context}: {:#}", self.body);
+        assert!(
+            error["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{context}: a message is given: {:#}",
+            self.body
+        );
+        assert_eq!(
+            error
+                .get("field")
+                .map(|f| f.as_str().expect("`field` is a string")),
+            field,
+            "{context}: {:#}",
+            self.body
+        );
+    }
+
+    /// Checks the status, naming `context` and showing the body when it differs.
+    #[track_caller]
+    pub fn assert_status(&self, status: StatusCode, context: &str) -> &Value {
+        assert_eq!(self.status, status, "{context}: {:#}", self.body);
+        &self.body
+    }
+}
+
+/// The service over a fresh database, with the three test keys configured.
+pub struct TestApp {
+    /// The state the router serves (its storage, pools and settings).
+    pub state: AppState,
+    router: Router,
+    /// Kept so that a SQLite database outlives the app; `None` when [`run`] owns it.
+    _database: Option<TestDatabase>,
+}
+
+/// The settings every test starts from: the compiled-in defaults, `env` on top, and one key of
+/// each role.
+pub fn settings(env: &[(&str, &str)]) -> Settings {
+    let env = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
+    let mut settings =
+        Settings::load(None, env, &Overrides::default()).expect("test settings load");
+    settings.auth.keys = [
+        ("ops", Role::Admin, ADMIN_KEY),
+        ("judge", Role::Write, WRITE_KEY),
+        ("frontend", Role::Read, READ_KEY),
+    ]
+    .into_iter()
+    .map(|(name, role, key)| KeySettings {
+        name: name.to_owned(),
+        role,
+        sha256: hash_key(key),
+    })
+    .collect();
+    settings
+}
+
+impl TestApp {
+    /// The service with default settings on a fresh SQLite database.
+    pub async fn new() -> Self {
+        Self::with_settings(settings(&[])).await
+    }
+
+    /// The service with `settings` on a fresh SQLite database.
+    pub async fn with_settings(settings: Settings) -> Self {
+        let database = TestDatabase::create(Backend::Sqlite)
+            .await
+            .expect("SQLite is always available");
+        let url = database.url.clone();
+        Self::open(&url, settings, Some(database)).await
+    }
+
+    async fn open(url: &str, mut settings: Settings, database: Option<TestDatabase>) -> Self {
+        url.clone_into(&mut settings.database.url);
+        let storage = storage::connect(url).await.expect("open the test database");
+        let state = AppState::new(storage, settings);
+        state.load_pools(false).await.expect("load pools");
+        Self {
+            router: api::app(state.clone()),
+            state,
+            _database: database,
+        }
+    }
+
+    /// The service as it would start again on the same database: a new state that loads every
+    /// pool from storage, beside this one.
+    pub async fn restarted(&self) -> Self {
+        let settings = Settings::clone(&self.state.settings);
+        let state = AppState::new(Arc::clone(&self.state.storage), settings);
+        state.load_pools(false).await.expect("load pools");
+        Self {
+            router: api::app(state.clone()),
+            state,
+            _database: None,
+        }
+    }
+
+    /// Sends one request to the router.
+    pub async fn send(
+        &self,
+        method: Method,
+        uri: &str,
+        key: Option<&str>,
+        payload: Payload,
+    ) -> TestResponse {
+        let mut builder = Request::builder().method(method).uri(uri);
+        if let Some(key) = key {
+            builder = builder.header(header::AUTHORIZATION, format!("Bearer {key}"));
+        }
+        let body = match payload {
+            Payload::Empty => Body::empty(),
+            Payload::Json(value) => {
+                builder = builder.header(header::CONTENT_TYPE, "application/json");
+                Body::from(value.to_string())
+            }
+            Payload::Raw(content_type, bytes) => {
+                if let Some(content_type) = content_type {
+                    builder = builder.header(header::CONTENT_TYPE, content_type);
+                }
+                Body::from(bytes)
+            }
+        };
+        let request = builder.body(body).expect("a valid request");
+        self.send_request(request).await
+    }
+
+    /// Sends a request built by the caller.
+    pub async fn send_request(&self, request: Request<Body>) -> TestResponse {
+        let response = self
+            .router
+            .clone()
+            .oneshot(request)
+            .await
+            .expect("the router is infallible");
+        let (parts, body) = response.into_parts();
+        let bytes = body.collect().await.expect("read the body").to_bytes();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                panic!(
+                    "the body is not JSON ({e}): {}",
+                    String::from_utf8_lossy(&bytes)
+                )
+            })
+        };
+        TestResponse {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        }
+    }
+
+    /// Checks that `method uri` refuses, with 415 or 400 and nothing else, bodies that are not
+    /// a JSON document: `valid` sent as text or without a content type, no body, and broken
+    /// JSON (`valid` truncated or followed by more, empty, not UTF-8).
+    pub async fn assert_refuses_bodies_that_are_not_json(
+        &self,
+        method: &Method,
+        uri: &str,
+        key: Option<&str>,
+        valid: &Value,
+    ) {
+        let text = valid.to_string().into_bytes();
+        let truncated = text[..text.len() - 1].to_vec();
+        let trailing = [text.as_slice(), b" {}"].concat();
+        let json = Some("application/json");
+        let cases = [
+            (
+                Payload::Raw(Some("text/plain"), text.clone()),
+                "a JSON body sent as text",
+            ),
+            (Payload::Raw(None, text), "no content type"),
+            (Payload::Empty, "no body at all"),
+            (Payload::Raw(json, truncated), "truncated JSON"),
+            (Payload::Raw(json, trailing), "trailing characters"),
+            (Payload::Raw(json, Vec::new()), "an empty body"),
+            (
+                Payload::Raw(json, b"\xff\xfe".to_vec()),
+                "bytes that are not UTF-8",
+            ),
+        ];
+        for (payload, case) in cases {
+            let (status, code) = match payload {
+                Payload::Raw(Some("application/json"), _) => {
+                    (StatusCode::BAD_REQUEST, "malformed_json")
+                }
+                _ => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
+            };
+            self.send(method.clone(), uri, key, payload)
+                .await
+                .assert_error(status, code, None, &format!("{method} {uri}: {case}"));
+        }
+    }
+
+    /// `GET uri` without a key.
+    pub async fn get(&self, uri: &str) -> TestResponse {
+        self.send(Method::GET, uri, None, Payload::Empty).await
+    }
+
+    /// `POST uri` with a JSON body and `key`.
+    pub async fn post(&self, uri: &str, key: Option<&str>, body: Value) -> TestResponse {
+        self.send(Method::POST, uri, key, Payload::Json(body)).await
+    }
+
+    /// `PUT /v1/pools/{pool}` with `params` and the admin key.
+    pub async fn put_pool(&self, pool: &str, params: Value) -> TestResponse {
+        self.send(
+            Method::PUT,
+            &format!("/v1/pools/{pool}"),
+            Some(ADMIN_KEY),
+            Payload::Json(params),
+        )
+        .await
+    }
+
+    /// Creates pool `pool` with the default parameters, through the state (not the route).
+    pub async fn create_pool(&self, pool: &str) {
+        self.state
+            .put_pool(pool, &ParamsOverrides::default(), false)
+            .await
+            .expect("create the pool");
+    }
+
+    /// `POST /v1/pools/{pool}/rounds` with `round` and the write key.
+    pub async fn post_round(&self, pool: &str, round: Value) -> TestResponse {
+        self.post(&format!("/v1/pools/{pool}/rounds"), Some(WRITE_KEY), round)
+            .await
+    }
+
+    /// Posts `round` to [`POOL`] and checks it was accepted.
+    pub async fn queue_round(&self, round: Value) {
+        let id = round["id"].clone();
+        let response = self.post_round(POOL, round).await;
+        assert_eq!(
+            response.status,
+            StatusCode::ACCEPTED,
+            "round {id}: {:#}",
+            response.body
+        );
+    }
+
+    /// Posts each of `rounds` to [`POOL`] and applies them all.
+    pub async fn play(&self, rounds: impl IntoIterator<Item = Value>) {
+        for round in rounds {
+            self.queue_round(round).await;
+        }
+        self.apply_queued(POOL).await;
+    }
+
+    /// Steps the worker of `pool` until its queue is empty; returns what each step did.
+    pub async fn apply_queued(&self, pool: &str) -> Vec<Processed> {
+        let pool = self.state.pools.get(pool).expect("the pool is loaded");
+        let mut steps = Vec::new();
+        loop {
+            let step = worker::process_next(self.state.storage.as_ref(), &pool)
+                .await
+                .expect("a worker step");
+            if step == Processed::Idle {
+                return steps;
+            }
+            steps.push(step);
+        }
+    }
+
+    /// `GET /v1/pools/{pool}`'s body, checked to be a 200.
+    pub async fn pool_info(&self, pool: &str) -> Value {
+        let response = self.get(&format!("/v1/pools/{pool}")).await;
+        response
+            .assert_status(StatusCode::OK, "get the pool")
+            .clone()
+    }
+}
+
+/// Builds the service over a fresh database on `backend`, runs `test` on it and removes the
+/// database (`db::with_database`: even when the test panicked; SKIPPED without Postgres).
+pub async fn run<F, Fut>(backend: Backend, test: F)
+where
+    F: FnOnce(TestApp) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    crate::db::with_database(backend, |url| async move {
+        let app = TestApp::open(&url, settings(&[]), None).await;
+        let storage = Arc::clone(&app.state.storage);
+        test(app).await;
+        storage.close().await;
+    })
+    .await;
+}
+
+/// A round `id` in which `players` finish in the order given (ranks 1, 2, …).
+pub fn round(id: &str, players: &[&str]) -> Value {
+    let standings: Vec<Value> = players
+        .iter()
+        .enumerate()
+        .map(|(i, player)| json!({"player": player, "rank": i + 1}))
+        .collect();
+    json!({"id": id, "standings": standings})
+}
+
+/// Round `id` of [`round`], taking place at `time` (RFC 3339).
+pub fn round_at(id: &str, time: &str, players: &[&str]) -> Value {
+    let mut round = round(id, players);
+    round["time"] = json!(time);
+    round
+}
+
+/// A JSON number as `f64`.
+#[track_caller]
+pub fn num(value: &Value) -> f64 {
+    value
+        .as_f64()
+        .unwrap_or_else(|| panic!("not a number: {value}"))
+}
