@@ -147,7 +147,12 @@ fn ingest(backend: &str, base: &str, rounds: &[serde_json::Value]) {
     for round in rounds {
         post(&client, base, round);
     }
-    wait_applied(&client, base, rounds.len() as u64);
+    wait_applied(
+        &client,
+        base,
+        rounds.last().expect("rounds"),
+        Duration::from_millis(20),
+    );
     let seconds = started.elapsed().as_secs_f64();
     let largest = rounds
         .iter()
@@ -180,21 +185,34 @@ fn post(client: &reqwest::blocking::Client, base: &str, round: &serde_json::Valu
     assert_eq!(response.status(), 202, "round accepted");
 }
 
-fn wait_applied(client: &reqwest::blocking::Client, base: &str, applied: u64) {
+/// Waits until `round` is applied, polling (every `every`) the rating of its first player,
+/// which is served from memory and changes only after the commit: polling the round itself
+/// would return all its results each time, and polling the pool would count its players.
+fn wait_applied(
+    client: &reqwest::blocking::Client,
+    base: &str,
+    round: &serde_json::Value,
+    every: Duration,
+) {
+    let id = round["id"].as_str().expect("id");
+    let player = round["standings"][0]["player"].as_str().expect("a player");
+    let url = format!(
+        "{base}/v1/pools/{POOL}/players/{}",
+        percent_encoding::utf8_percent_encode(player, percent_encoding::NON_ALPHANUMERIC)
+    );
     loop {
-        let pool: serde_json::Value = client
-            .get(format!("{base}/v1/pools/{POOL}"))
-            .send()
-            .and_then(reqwest::blocking::Response::json)
-            .expect("pool");
-        if pool["rounds_applied"].as_u64() >= Some(applied) {
-            return;
+        let response = client.get(&url).send().expect("GET answered");
+        if response.status() == 200 {
+            let rating: serde_json::Value = response.json().expect("a player");
+            if rating["last_round"]["id"] == id {
+                return;
+            }
         }
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(every);
     }
 }
 
-/// Milliseconds from sending `round` until its status reads `applied` (polled every ms).
+/// Milliseconds from sending `round` until it is applied (polled every ms).
 fn post_to_applied(
     client: &reqwest::blocking::Client,
     base: &str,
@@ -202,21 +220,8 @@ fn post_to_applied(
 ) -> f64 {
     let started = Instant::now();
     post(client, base, round);
-    let url = format!(
-        "{base}/v1/pools/{POOL}/rounds/{}",
-        round["id"].as_str().expect("id")
-    );
-    loop {
-        let status: serde_json::Value = client
-            .get(&url)
-            .send()
-            .and_then(reqwest::blocking::Response::json)
-            .expect("status");
-        if status["status"] == "applied" {
-            return started.elapsed().as_secs_f64() * 1e3;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_applied(client, base, round, Duration::from_millis(1));
+    started.elapsed().as_secs_f64() * 1e3
 }
 
 fn top_players(base: &str) -> Vec<String> {

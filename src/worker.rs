@@ -84,10 +84,12 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
             Err(storage::Error::NotNextRound { .. }) => return reload(storage, pool).await,
             Err(error) => return Err(error).context("committing the round"),
         }
+        let commit_ms = started.elapsed().as_secs_f64() * 1e3 - rating_ms;
         publish(pool, &queued.id, applied);
         tracing::info!(
             entrants = round.standings.len(),
             rating_ms,
+            commit_ms,
             total_ms = started.elapsed().as_secs_f64() * 1e3,
             "round applied"
         );

@@ -1,10 +1,11 @@
 //! A pool's players in rating order, by μ and by the conservative rating μ − 3σ: two sorted
 //! arrays, so a player's position is a binary search and a page is a slice. A round's changes
-//! are merged in one pass, O(n + k log k) for k changed players, instead of re-sorting.
+//! are merged in one pass, O(n + k log n) for k changed players, instead of re-sorting: each
+//! changed player's old place is found by binary search from their old rating, so the pass
+//! compares indices, not names.
 //! Knows nothing of HTTP or storage.
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
 use std::sync::Arc;
 
 /// How many standard deviations the conservative rating lies below μ.
@@ -48,9 +49,11 @@ impl Place {
 pub struct Move {
     /// The player.
     pub player: Arc<str>,
-    /// μ and σ after the change.
+    /// μ and σ before the change; `None` for a player not yet on the leaderboard.
+    pub before: Option<(f64, f64)>,
+    /// μ after the change.
     pub mu: f64,
-    /// See `mu`.
+    /// σ after the change.
     pub sigma: f64,
 }
 
@@ -83,11 +86,10 @@ impl Leaderboard {
 
     /// Moves every player of `moves` (new or not) to their new place.
     pub fn update(&mut self, moves: &[Move]) {
-        let moved: HashSet<&str> = moves.iter().map(|m| &*m.player).collect();
-        merge(&mut self.by_mu, &moved, moves, |m| m.mu);
-        merge(&mut self.by_conservative, &moved, moves, |m| {
-            conservative(m.mu, m.sigma)
-        });
+        let mu = |(mu, _): (f64, f64)| mu;
+        let cons = |(mu, sigma): (f64, f64)| conservative(mu, sigma);
+        merge(&mut self.by_mu, moves, mu);
+        merge(&mut self.by_conservative, moves, cons);
     }
 
     /// 0-based index of the player whose key in `order` is `key`; `None` if they are not there.
@@ -115,27 +117,36 @@ impl Leaderboard {
     }
 }
 
-/// Drops the moved players from `places`, then merges their new places in.
-fn merge(
-    places: &mut Vec<Place>,
-    moved: &HashSet<&str>,
-    moves: &[Move],
-    key: impl Fn(&Move) -> f64,
-) {
+/// Drops the moved players from `places`, then merges their new places in; `key` turns
+/// (μ, σ) into the rating `places` is sorted by.
+fn merge(places: &mut Vec<Place>, moves: &[Move], key: impl Fn((f64, f64)) -> f64) {
+    let mut leaving: Vec<usize> = moves
+        .iter()
+        .filter_map(|m| {
+            let old = key(m.before?);
+            let index = places.partition_point(|p| p.cmp_order(old, &m.player) == Ordering::Less);
+            places
+                .get(index)
+                .is_some_and(|p| p.player == m.player)
+                .then_some(index)
+        })
+        .collect();
+    leaving.sort_unstable();
     let mut incoming: Vec<Place> = moves
         .iter()
         .map(|m| Place {
-            key: key(m),
+            key: key((m.mu, m.sigma)),
             player: Arc::clone(&m.player),
         })
         .collect();
     incoming.sort_by(|a, b| a.cmp_order(b.key, &b.player));
-    let kept = std::mem::take(places)
-        .into_iter()
-        .filter(|p| !moved.contains(&*p.player));
-    let mut merged = Vec::with_capacity(kept.size_hint().0 + incoming.len());
+    let mut merged = Vec::with_capacity(places.len() - leaving.len() + incoming.len());
+    let mut leaving = leaving.into_iter().peekable();
     let mut incoming = incoming.into_iter().peekable();
-    for place in kept {
+    for (index, place) in std::mem::take(places).into_iter().enumerate() {
+        if leaving.next_if_eq(&index).is_some() {
+            continue;
+        }
         while let Some(next) =
             incoming.next_if(|n| place.cmp_order(n.key, &n.player) == Ordering::Greater)
         {
@@ -153,9 +164,10 @@ mod tests {
 
     use super::*;
 
-    fn mv(player: &str, mu: f64, sigma: f64) -> Move {
+    fn mv(player: &str, before: Option<(f64, f64)>, mu: f64, sigma: f64) -> Move {
         Move {
             player: Arc::from(player),
+            before,
             mu,
             sigma,
         }
@@ -169,16 +181,16 @@ mod tests {
     fn places_follow_the_rating_then_the_player_id() {
         let mut board = Leaderboard::default();
         board.update(&[
-            mv("c", 1500.0, 100.0),
-            mv("a", 1600.0, 300.0),
-            mv("b", 1500.0, 50.0),
+            mv("c", None, 1500.0, 100.0),
+            mv("a", None, 1600.0, 300.0),
+            mv("b", None, 1500.0, 50.0),
         ]);
         assert_eq!(names(board.page(Order::Mu, 0, 10)), ["a", "b", "c"]);
         assert_eq!(
             names(board.page(Order::Conservative, 0, 10)),
             ["b", "c", "a"]
         );
-        board.update(&[mv("a", 1400.0, 300.0)]);
+        board.update(&[mv("a", Some((1600.0, 300.0)), 1400.0, 300.0)]);
         assert_eq!(names(board.page(Order::Mu, 0, 10)), ["b", "c", "a"]);
         assert_eq!(board.index_of(Order::Mu, 1400.0, "a"), Some(2));
         assert_eq!(board.index_of(Order::Mu, 1600.0, "a"), None);
@@ -199,11 +211,15 @@ mod tests {
             let mut board = Leaderboard::default();
             let mut current = std::collections::BTreeMap::new();
             for round in rounds {
-                let mut seen = HashSet::new();
+                let mut seen = std::collections::HashSet::new();
                 let moves: Vec<Move> = round
                     .into_iter()
                     .filter(|(p, _, _)| seen.insert(*p))
-                    .map(|(p, mu, sigma)| mv(&format!("p{p}"), f64::from(mu), f64::from(sigma)))
+                    .map(|(p, mu, sigma)| {
+                        let name = format!("p{p}");
+                        let before = current.get(&name).copied();
+                        mv(&name, before, f64::from(mu), f64::from(sigma))
+                    })
                     .collect();
                 for m in &moves {
                     current.insert(m.player.to_string(), (m.mu, m.sigma));

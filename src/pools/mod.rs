@@ -114,6 +114,7 @@ impl PoolState {
                 };
                 let m = Move {
                     player: Arc::clone(&name),
+                    before: self.population.player(&player).map(|s| (s.mu, s.sigma)),
                     mu: state.mu,
                     sigma: state.sigma,
                 };
