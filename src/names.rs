@@ -49,14 +49,19 @@ mod tests {
     }
 
     #[test]
-    fn ids_are_printable_and_bounded() {
+    fn ids_are_bounded_and_free_of_nul() {
         assert_eq!(id_problem("tourist"), None);
         assert_eq!(id_problem("Ünïcödé 名前"), None);
         assert_eq!(id_problem("'; DROP TABLE players; --"), None);
         assert_eq!(id_problem(""), Some("must not be empty"));
         assert_eq!(
-            id_problem("a\nb"),
-            Some("must not contain control characters")
+            id_problem("Team\u{7f}Meow\t"),
+            None,
+            "real team names carry these"
+        );
+        assert_eq!(
+            id_problem("a\0b"),
+            Some("must not contain the NUL character")
         );
         assert_eq!(
             id_problem(&"x".repeat(257)),
