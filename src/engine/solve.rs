@@ -39,11 +39,14 @@ pub(crate) fn increasing_root(
             hi = x;
         }
         // Newton is taken only when it stays inside the bracket and the step shrinks fast
-        // enough (at least halves every two iterations); otherwise bisect.
+        // enough (at least halves every two iterations); otherwise bisect. The bracket's ends
+        // count as inside: once `x` is the root to rounding, `x` has just become an end and
+        // Newton's step rounds to zero onto it, which must end the search, not restart it by
+        // bisection.
         let newton = x - value / slope;
         let converging = (2.0 * value).abs() <= (previous_step * slope).abs();
         previous_step = step;
-        let next = if newton > lo && newton < hi && converging {
+        let next = if newton >= lo && newton <= hi && converging {
             newton
         } else {
             0.5 * (lo + hi)
@@ -75,6 +78,37 @@ mod tests {
             (t, 1.0 - t * t)
         });
         assert!((root - 3.0).abs() < 1e-9, "{root}");
+    }
+
+    #[test]
+    fn stops_once_newton_lands_on_the_root() {
+        // Posterior-like curves (a weak linear term plus fifty tanh terms, as in a belief's
+        // L'): Newton reaches the root in a few steps, often from above with a residual whose
+        // step rounds to zero; that must end the search, not start a bisection of the
+        // bracket down to the tolerance (which took up to 46 evaluations).
+        let mut seed = 1u64;
+        let mut unit = move || {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for case in 0..200 {
+            let centers: Vec<f64> = (0..50).map(|_| 1000.0 + 800.0 * unit()).collect();
+            let p0 = 1000.0 + 800.0 * unit();
+            let (lo, hi) = centers
+                .iter()
+                .fold((p0, p0), |(lo, hi), &c| (lo.min(c), hi.max(c)));
+            let mut evaluations = 0;
+            increasing_root(lo, hi, 1000.0 + 800.0 * unit(), |x| {
+                evaluations += 1;
+                centers.iter().fold((1e-6 * (x - p0), 1e-6), |(v, s), c| {
+                    let t = ((x - c) / 220.0).tanh();
+                    (v + 1e-4 * t, s + 1e-4 / 220.0 * (1.0 - t * t))
+                })
+            });
+            assert!(evaluations <= 10, "case {case}: {evaluations} evaluations");
+        }
     }
 
     #[test]

@@ -1,0 +1,16 @@
+//! Integration tests of the rating engine, through its public API only
+//! (`mmr_service::engine`): the properties the paper proves (`properties`, `diffusion`),
+//! bit-identical results whatever the listing order and thread count (`determinism`), a
+//! differential test against a plain O(N²) transcription of Algorithms 1–3 kept here
+//! (`reference`, `differential`), agreement with the paper's own implementation on the shared
+//! datasets (`multi_skill`), and the extremes the engine must survive (`edge_cases`).
+//! `support` holds the random beliefs and rounds they share.
+
+mod determinism;
+mod differential;
+mod diffusion;
+mod edge_cases;
+mod multi_skill;
+mod properties;
+mod reference;
+mod support;
