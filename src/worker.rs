@@ -60,18 +60,19 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
                 .collect();
             (priors, *population.params())
         };
-        let rated = {
-            let round = round.clone();
-            let priors = priors.clone();
-            tokio::task::spawn_blocking(move || {
-                let refs: Vec<&PlayerState> = priors.iter().collect();
-                rate_round(&params, &round, &refs)
-            })
-            .await
-        };
-        let rated = match rated {
-            Ok(Ok(rated)) => rated,
-            Ok(Err(error)) => return fail(storage, pool, &queued, &error.to_string()).await,
+        // The round and the priors travel to the blocking thread and back: each prior holds
+        // up to `history_limit` factors, too many to copy for a large round.
+        let outcome = tokio::task::spawn_blocking(move || {
+            let refs: Vec<&PlayerState> = priors.iter().collect();
+            let rated = rate_round(&params, &round, &refs);
+            (round, priors, rated)
+        })
+        .await;
+        let (round, priors, rated) = match outcome {
+            Ok((round, priors, Ok(rated))) => (round, priors, rated),
+            Ok((_, _, Err(error))) => {
+                return fail(storage, pool, &queued, &error.to_string()).await
+            }
             Err(join) => {
                 tracing::error!(error = %join, "the engine panicked");
                 return fail(storage, pool, &queued, "internal error while rating").await;
@@ -190,7 +191,7 @@ fn publish(pool: &Pool, round_id: &str, applied: AppliedRound) {
 /// Rebuilds the pool's memory from the database, after another process changed it.
 async fn reload(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed> {
     let info = storage
-        .pool(pool.name())
+        .pool_progress(pool.name())
         .await?
         .with_context(|| format!("pool `{}` disappeared", pool.name()))?;
     let players = storage.load_players(pool.name()).await?;
