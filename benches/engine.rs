@@ -44,6 +44,7 @@ fn spread_round(n: usize, history: usize) -> (Round, Vec<PlayerState>) {
                     perf: mu + 400.0 * (rng.unit() - 0.5),
                     weight: factor_weight,
                     beta: params.beta,
+                    log_decay: 0.0,
                 })
                 .collect();
             state.w0 = 1.0 / (sigma * sigma) - factor_weight * history as f64;

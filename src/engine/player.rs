@@ -13,15 +13,20 @@ use super::{tanh, LOGISTIC_SCALE};
 /// Seconds in a day, for `drift_per_day`.
 const SECONDS_PER_DAY: f64 = 86_400.0;
 
-/// One remembered round: a logistic factor of the posterior.
+/// One remembered round: a logistic factor of the posterior. A factor never changes once
+/// added: diffusion shrinks every factor's weight by the same ratio, which the belief keeps
+/// as one number ([`PlayerState::log_decay`]). Diffusion is then O(1), and storage appends
+/// one factor per round instead of rewriting the whole belief.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Factor {
     /// The round's performance `p_k`.
     pub perf: f64,
-    /// The factor's weight `w_k` (starts at `1 / beta_k²`, shrinks with diffusion).
+    /// The factor's weight `w_k` when it was added (`1 / beta_k²`).
     pub weight: f64,
     /// The performance spread `beta_k` of that round.
     pub beta: f64,
+    /// The belief's [`PlayerState::log_decay`] when the factor was added.
+    pub log_decay: f64,
 }
 
 /// Everything the engine knows about one player: the whole posterior, not just `mu` and `sigma`.
@@ -37,6 +42,9 @@ pub struct PlayerState {
     pub w0: f64,
     /// Logistic factors, oldest first.
     pub factors: VecDeque<Factor>,
+    /// Natural log of the product of every diffusion's weight decay so far: factor `k`
+    /// weighs `w_k · exp(log_decay − log_decay_k)` now.
+    pub log_decay: f64,
     /// Time (seconds since the Unix epoch) of the last round played, if it had one.
     pub last_time: Option<i64>,
     /// Number of rounds played.
@@ -53,6 +61,7 @@ impl PlayerState {
             p0: params.mu_init,
             w0: 1.0 / (params.sigma_init * params.sigma_init),
             factors: VecDeque::new(),
+            log_decay: 0.0,
             last_time: None,
             rounds: 0,
         }
@@ -86,7 +95,8 @@ impl PlayerState {
         }
         let kappa = variance / new_variance;
         let transfer = kappa.powf(rho);
-        let total = self.w0 + self.factor_weight();
+        // The belief's total weight: `w0 + Σ w_k = 1/σ²`, kept by every update.
+        let total = 1.0 / variance;
         let w_gauss = transfer * self.w0;
         let w_logistic = (1.0 - transfer) * total;
         if w_logistic > 0.0 {
@@ -94,8 +104,11 @@ impl PlayerState {
         }
         next.w0 = kappa * (w_gauss + w_logistic);
         let decay = kappa * transfer;
-        for factor in &mut next.factors {
-            factor.weight *= decay;
+        if decay > 0.0 {
+            next.log_decay += decay.ln();
+        } else {
+            // The factors' weights underflowed to nothing: they no longer shape the belief.
+            next.factors.clear();
         }
         next
     }
@@ -105,27 +118,36 @@ impl PlayerState {
     #[must_use]
     pub fn observed(mut self, perf: f64, beta: f64, params: &Params, time: Option<i64>) -> Self {
         let weight = 1.0 / (beta * beta);
-        match params.variant {
+        let total = match params.variant {
             Variant::Gaussian => {
                 // The conjugate Gaussian update of Elo-MMχ; the belief has no factors.
                 let w = self.w0 + weight;
                 self.p0 = (self.w0 * self.p0 + weight * perf) / w;
                 self.w0 = w;
                 self.mu = self.p0;
+                w
             }
             Variant::Logistic => {
-                self.factors.push_back(Factor { perf, weight, beta });
+                self.factors.push_back(Factor {
+                    perf,
+                    weight,
+                    beta,
+                    log_decay: self.log_decay,
+                });
                 while self.factors.len() > params.history_limit {
                     if let Some(old) = self.factors.pop_front() {
-                        let w = self.w0 + old.weight;
-                        self.p0 = (self.w0 * self.p0 + old.weight * old.perf) / w;
+                        let old_weight = self.weight(&old);
+                        let w = self.w0 + old_weight;
+                        self.p0 = (self.w0 * self.p0 + old_weight * old.perf) / w;
                         self.w0 = w;
                     }
                 }
-                self.mu = self.posterior_mode();
+                let (mode, factor_weight) = self.posterior_mode();
+                self.mu = mode;
+                self.w0 + factor_weight
             }
-        }
-        self.sigma = 1.0 / (self.w0 + self.factor_weight()).sqrt();
+        };
+        self.sigma = 1.0 / total.sqrt();
         if time.is_some() {
             self.last_time = time;
         }
@@ -133,30 +155,32 @@ impl PlayerState {
         self
     }
 
-    fn factor_weight(&self) -> f64 {
-        self.factors.iter().map(|f| f.weight).sum()
+    /// The current weight of `factor`, one of this belief's factors.
+    #[must_use]
+    pub fn weight(&self, factor: &Factor) -> f64 {
+        factor.weight * (self.log_decay - factor.log_decay).exp()
     }
 
     /// The zero of `L'(x) = w0 (x − p0) + Σ_k (w_k β_k² / β̄_k) tanh((x − p_k) / (2 β̄_k))`
     /// (MATH.md step 4). Every term is increasing and vanishes at its own center, so the zero
-    /// lies between the smallest and the largest center.
-    fn posterior_mode(&self) -> f64 {
+    /// lies between the smallest and the largest center. Also returns `Σ w_k`, from the same
+    /// pass over the factors.
+    fn posterior_mode(&self) -> (f64, f64) {
         let (lo, hi) = self.factors.iter().fold((self.p0, self.p0), |(lo, hi), f| {
             (lo.min(f.perf), hi.max(f.perf))
         });
+        let mut factor_weight = 0.0;
         let terms: Vec<(f64, f64, f64)> = self
             .factors
             .iter()
             .map(|f| {
+                let weight = self.weight(f);
+                factor_weight += weight;
                 let beta_bar = LOGISTIC_SCALE * f.beta;
-                (
-                    f.perf,
-                    f.weight * f.beta * f.beta / beta_bar,
-                    0.5 / beta_bar,
-                )
+                (f.perf, weight * f.beta * f.beta / beta_bar, 0.5 / beta_bar)
             })
             .collect();
-        increasing_root(lo, hi, self.mu.clamp(lo, hi), |x| {
+        let mode = increasing_root(lo, hi, self.mu.clamp(lo, hi), |x| {
             let mut value = self.w0 * (x - self.p0);
             let mut slope = self.w0;
             for &(center, amplitude, inv_width) in &terms {
@@ -165,7 +189,8 @@ impl PlayerState {
                 slope += amplitude * inv_width * (1.0 - t * t);
             }
             (value, slope)
-        })
+        });
+        (mode, factor_weight)
     }
 }
 
@@ -187,7 +212,7 @@ mod tests {
     fn diffusion_keeps_the_weight_identity() {
         let params = Params::default();
         let state = seasoned(&params).diffused(900.0, 0.7, Variant::Logistic);
-        let total = state.w0 + state.factors.iter().map(|f| f.weight).sum::<f64>();
+        let total = state.w0 + state.factors.iter().map(|f| state.weight(f)).sum::<f64>();
         assert!((total * state.sigma * state.sigma - 1.0).abs() < 1e-12);
     }
 

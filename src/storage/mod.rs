@@ -50,8 +50,8 @@ pub enum Error {
         /// Which number.
         what: &'static str,
     },
-    /// A stored value could not be decoded (an unknown status, a player state that is not
-    /// valid JSON, …).
+    /// A stored value could not be decoded (an unknown status, a player's factors that do not
+    /// match their round count, …).
     #[error("corrupt stored value: {0}")]
     Corrupt(String),
     /// The database URL has a scheme other than `postgres://`, `postgresql://` or `sqlite:`.
@@ -304,6 +304,9 @@ pub trait Storage: Send + Sync + 'static {
     /// Stores the outcome of rating round `id`: under the pool's lock, checks that `id` is
     /// still the oldest queued round ([`Error::NotNextRound`] otherwise, and nothing changes),
     /// upserts every entrant's state, inserts their history rows and marks the round applied.
+    /// Each entrant's state must be their stored belief after this one round: of its factors
+    /// only the newest (this round's) is written; older ones were written with their own
+    /// rounds, and those the belief no longer holds are deleted.
     async fn apply_round(&self, pool: &str, id: &str, round: &AppliedRound) -> Result<(), Error>;
 
     /// Marks round `id`, which must be the oldest queued one, as failed with `error`.

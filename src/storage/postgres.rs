@@ -3,19 +3,22 @@
 //! advisory lock for the worker's writes) and the bulk writes through `UNNEST` arrays. The
 //! statements both backends share live in `sql.rs`; nothing here knows about SQLite.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use tracing::instrument;
 
 use super::rows::{
-    bind_pool, content_hash, history_page, repost_outcome, state_json, to_i64, to_u64, HistoryRow,
-    ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow, RoundRow,
+    bind_pool, content_hash, history_page, join_players, repost_outcome, to_i64, to_u64, FactorRow,
+    FactorWrites, HistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow,
+    RoundRow,
 };
 use super::{
     sql, AppliedRound, Enqueued, Error, HistoryPage, PoolInfo, PoolProgress, PoolWrite,
     QueuedRound, RoundRecord, RoundStatus, Storage, StoredPlayer,
 };
-use crate::engine::Params;
+use crate::engine::{Factor, Params};
 
 /// First key of every advisory lock this service takes (the ASCII of "mmr"), so that its
 /// locks cannot collide with another application's on a shared server; the second key is the
@@ -30,19 +33,45 @@ const LOCK_POOL_PARAMS: &str = "
     SELECT variant, beta, gamma, rho, mu_init, sigma_init, drift_per_day, history_limit, ties
     FROM pools WHERE name = $1 FOR UPDATE";
 
+/// Longest a statement waits for a connection. While the server is down, sqlx keeps retrying
+/// a refused connection until then: the default 30 s would hold a write (and the worker's
+/// turn) until the request timeout, instead of answering 503 `database_unavailable` promptly.
+/// Load does not come near it: each of the pool's connections is free again within the
+/// milliseconds of one transaction (the worker's bulk write holds only one of them).
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// Takes the worker's lock on pool `$2` until the transaction ends.
 const LOCK_APPLY: &str = "SELECT pg_advisory_xact_lock($1, hashtext($2))";
 
-/// Upserts the states of every entrant of a round in one statement.
+/// Upserts the beliefs of every entrant of a round, without their factors, in one statement.
 const UPSERT_PLAYERS: &str = "
-    INSERT INTO players (pool, player, mu, sigma, rounds, last_round_id, last_round_time, state)
-    SELECT $1, u.player, u.mu, u.sigma, u.rounds, $2, $3, u.state
-    FROM UNNEST($4::TEXT[], $5::FLOAT8[], $6::FLOAT8[], $7::INT8[], $8::TEXT[])
-         AS u (player, mu, sigma, rounds, state)
+    INSERT INTO players (pool, player, mu, sigma, rounds, last_round_id, last_round_time,
+                         p0, w0, log_decay, last_time)
+    SELECT $1, u.player, u.mu, u.sigma, u.rounds, $2, $3, u.p0, u.w0, u.log_decay, u.last_time
+    FROM UNNEST($4::TEXT[], $5::FLOAT8[], $6::FLOAT8[], $7::INT8[], $8::FLOAT8[], $9::FLOAT8[],
+                $10::FLOAT8[], $11::INT8[])
+         AS u (player, mu, sigma, rounds, p0, w0, log_decay, last_time)
     ON CONFLICT (pool, player) DO UPDATE SET
         mu = EXCLUDED.mu, sigma = EXCLUDED.sigma, rounds = EXCLUDED.rounds,
         last_round_id = EXCLUDED.last_round_id, last_round_time = EXCLUDED.last_round_time,
-        state = EXCLUDED.state";
+        p0 = EXCLUDED.p0, w0 = EXCLUDED.w0, log_decay = EXCLUDED.log_decay,
+        last_time = EXCLUDED.last_time";
+
+/// Inserts the factors a round added, in one statement.
+const INSERT_FACTORS: &str = "
+    INSERT INTO factors (pool, player, n, perf, weight, beta, log_decay)
+    SELECT $1, u.player, u.n, u.perf, u.weight, u.beta, u.log_decay
+    FROM UNNEST($2::TEXT[], $3::INT8[], $4::FLOAT8[], $5::FLOAT8[], $6::FLOAT8[], $7::FLOAT8[])
+         AS u (player, n, perf, weight, beta, log_decay)";
+
+/// Deletes the factors that fell out of the entrants' beliefs, in one statement.
+const DELETE_FACTORS: &str = "
+    DELETE FROM factors f
+    USING UNNEST($2::TEXT[], $3::INT8[]) AS u (player, keep_from)
+    WHERE f.pool = $1 AND f.player = u.player AND f.n < u.keep_from";
+
+/// Makes the transaction's queries read one snapshot (the first statement of a transaction).
+const REPEATABLE_READ: &str = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ";
 
 /// Inserts the history rows of every entrant of a round in one statement.
 const INSERT_HISTORY: &str = "
@@ -54,6 +83,40 @@ const INSERT_HISTORY: &str = "
                 $8::FLOAT8[], $9::FLOAT8[])
          AS u (player, rank, performance, mu_before, sigma_before, mu_after, sigma_after)";
 
+/// Factors as one vector per column, for bulk writes.
+#[derive(Debug, Default)]
+struct FactorColumns<'a> {
+    players: Vec<&'a str>,
+    numbers: Vec<i64>,
+    perfs: Vec<f64>,
+    weights: Vec<f64>,
+    betas: Vec<f64>,
+    log_decays: Vec<f64>,
+}
+
+impl<'a> FactorColumns<'a> {
+    fn with_capacity(n: usize) -> Self {
+        Self {
+            players: Vec::with_capacity(n),
+            numbers: Vec::with_capacity(n),
+            perfs: Vec::with_capacity(n),
+            weights: Vec::with_capacity(n),
+            betas: Vec::with_capacity(n),
+            log_decays: Vec::with_capacity(n),
+        }
+    }
+
+    /// Appends `player`'s factor number `n`.
+    fn push(&mut self, player: &'a str, n: i64, factor: &Factor) {
+        self.players.push(player);
+        self.numbers.push(n);
+        self.perfs.push(factor.perf);
+        self.weights.push(factor.weight);
+        self.betas.push(factor.beta);
+        self.log_decays.push(factor.log_decay);
+    }
+}
+
 /// Storage on a Postgres server.
 pub(super) struct PgStorage {
     pool: PgPool,
@@ -62,7 +125,10 @@ pub(super) struct PgStorage {
 impl PgStorage {
     /// Connects and runs `migrations/postgres`.
     pub(super) async fn connect(url: &str) -> Result<Self, Error> {
-        let pool = PgPoolOptions::new().connect(url).await?;
+        let pool = PgPoolOptions::new()
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect(url)
+            .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
         Ok(Self { pool })
     }
@@ -219,17 +285,35 @@ impl Storage for PgStorage {
         let mut mus = Vec::with_capacity(n);
         let mut sigmas = Vec::with_capacity(n);
         let mut rounds_played = Vec::with_capacity(n);
-        let mut states = Vec::with_capacity(n);
+        let mut p0s = Vec::with_capacity(n);
+        let mut w0s = Vec::with_capacity(n);
+        let mut log_decays = Vec::with_capacity(n);
+        let mut last_times = Vec::with_capacity(n);
+        let mut added = FactorColumns::with_capacity(n);
+        let mut pruned_players = Vec::new();
+        let mut keep_from = Vec::new();
         for entrant in &round.entrants {
+            let state = &entrant.state;
             players.push(entrant.player.as_str());
             ranks.push(to_i64(entrant.rank, "rank")?);
             performances.push(entrant.performance);
             mus_before.push(entrant.mu_before);
             sigmas_before.push(entrant.sigma_before);
-            mus.push(entrant.state.mu);
-            sigmas.push(entrant.state.sigma);
-            rounds_played.push(to_i64(entrant.state.rounds, "rounds")?);
-            states.push(state_json(&entrant.player, &entrant.state)?);
+            mus.push(state.mu);
+            sigmas.push(state.sigma);
+            rounds_played.push(to_i64(state.rounds, "rounds")?);
+            p0s.push(state.p0);
+            w0s.push(state.w0);
+            log_decays.push(state.log_decay);
+            last_times.push(state.last_time);
+            let writes = FactorWrites::of(state)?;
+            if let Some((number, factor)) = writes.added {
+                added.push(&entrant.player, number, factor);
+            }
+            if let Some(first_kept) = writes.keep_from {
+                pruned_players.push(entrant.player.as_str());
+                keep_from.push(first_kept);
+            }
         }
         let entrants = i64::try_from(n).map_err(|_| Error::OutOfRange { what: "entrants" })?;
 
@@ -243,9 +327,32 @@ impl Storage for PgStorage {
             .bind(&mus)
             .bind(&sigmas)
             .bind(&rounds_played)
-            .bind(&states)
+            .bind(&p0s)
+            .bind(&w0s)
+            .bind(&log_decays)
+            .bind(&last_times)
             .execute(&mut *tx)
             .await?;
+        if !added.players.is_empty() {
+            sqlx::query(INSERT_FACTORS)
+                .bind(pool)
+                .bind(&added.players)
+                .bind(&added.numbers)
+                .bind(&added.perfs)
+                .bind(&added.weights)
+                .bind(&added.betas)
+                .bind(&added.log_decays)
+                .execute(&mut *tx)
+                .await?;
+        }
+        if !pruned_players.is_empty() {
+            sqlx::query(DELETE_FACTORS)
+                .bind(pool)
+                .bind(&pruned_players)
+                .bind(&keep_from)
+                .execute(&mut *tx)
+                .await?;
+        }
         sqlx::query(INSERT_HISTORY)
             .bind(pool)
             .bind(seq)
@@ -285,11 +392,19 @@ impl Storage for PgStorage {
 
     #[instrument(skip_all, fields(db.system = "postgresql", pool.name = %pool))]
     async fn load_players(&self, pool: &str) -> Result<Vec<StoredPlayer>, Error> {
-        let rows: Vec<PlayerRow> = sqlx::query_as(sql::SELECT_PLAYERS)
+        // One snapshot for both queries: a round applied between them would mismatch.
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(REPEATABLE_READ).execute(&mut *tx).await?;
+        let players: Vec<PlayerRow> = sqlx::query_as(sql::SELECT_PLAYERS)
             .bind(pool)
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *tx)
             .await?;
-        rows.into_iter().map(PlayerRow::into_player).collect()
+        let factors: Vec<FactorRow> = sqlx::query_as(sql::SELECT_FACTORS)
+            .bind(pool)
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        join_players(players, factors)
     }
 
     #[instrument(skip_all, fields(db.system = "postgresql", pool.name = %pool, round.id = ?id))]

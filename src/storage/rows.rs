@@ -1,6 +1,8 @@
 //! Rows as either backend returns them (`FromRow` decodes both), their conversion to the
-//! storage types, and the encodings of values (enum names, JSON states, content hashes,
+//! storage types, and the encodings of values (enum names, beliefs as rows, content hashes,
 //! unsigned numbers). Both backends use these; nothing here talks to a database.
+
+use std::collections::{HashMap, VecDeque};
 
 use sha2::{Digest, Sha256};
 use sqlx::query::Query;
@@ -10,7 +12,7 @@ use super::{
     Enqueued, Error, HistoryEntry, HistoryPage, PoolInfo, PoolProgress, RoundRecord, RoundResult,
     RoundStatus, StoredPlayer,
 };
-use crate::engine::{Params, PlayerState, Ties, Variant};
+use crate::engine::{Factor, Params, PlayerState, Ties, Variant};
 
 /// The engine parameters as stored in `pools`.
 #[derive(Debug, sqlx::FromRow)]
@@ -174,25 +176,111 @@ impl ResultRow {
     }
 }
 
-/// A row of `sql::SELECT_PLAYERS`.
+/// A row of `sql::SELECT_PLAYERS`: a belief without its factors.
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct PlayerRow {
     player: String,
-    state: String,
+    mu: f64,
+    sigma: f64,
+    rounds: i64,
+    p0: f64,
+    w0: f64,
+    log_decay: f64,
+    last_time: Option<i64>,
     last_round_id: String,
     last_round_time: Option<i64>,
 }
 
-impl PlayerRow {
-    /// The player with their belief parsed back from JSON.
-    pub(super) fn into_player(self) -> Result<StoredPlayer, Error> {
-        let state: PlayerState = serde_json::from_str(&self.state)
-            .map_err(|e| Error::Corrupt(format!("state of player `{}`: {e}", self.player)))?;
-        Ok(StoredPlayer {
-            player: self.player,
-            state,
-            last_round_id: self.last_round_id,
-            last_round_time: self.last_round_time,
+/// A row of `sql::SELECT_FACTORS`.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct FactorRow {
+    player: String,
+    n: i64,
+    perf: f64,
+    weight: f64,
+    beta: f64,
+    log_decay: f64,
+}
+
+/// Joins the rows of `sql::SELECT_PLAYERS` and `sql::SELECT_FACTORS` (which lists each
+/// player's factors by `n`) into whole beliefs, checking that every player has exactly the
+/// factors numbered up to their round count.
+pub(super) fn join_players(
+    players: Vec<PlayerRow>,
+    factors: Vec<FactorRow>,
+) -> Result<Vec<StoredPlayer>, Error> {
+    let mut by_player: HashMap<String, VecDeque<(i64, Factor)>> = HashMap::new();
+    for row in factors {
+        let factor = Factor {
+            perf: row.perf,
+            weight: row.weight,
+            beta: row.beta,
+            log_decay: row.log_decay,
+        };
+        by_player
+            .entry(row.player)
+            .or_default()
+            .push_back((row.n, factor));
+    }
+    let stored = players
+        .into_iter()
+        .map(|row| {
+            let numbered = by_player.remove(&row.player).unwrap_or_default();
+            let first = row.rounds - numbered.len() as i64 + 1;
+            if numbered
+                .iter()
+                .zip(first..)
+                .any(|(&(n, _), want)| n != want)
+            {
+                return Err(Error::Corrupt(format!(
+                    "factors of player `{}` are not the last of their {} rounds",
+                    row.player, row.rounds
+                )));
+            }
+            Ok(StoredPlayer {
+                state: PlayerState {
+                    mu: row.mu,
+                    sigma: row.sigma,
+                    p0: row.p0,
+                    w0: row.w0,
+                    factors: numbered.into_iter().map(|(_, factor)| factor).collect(),
+                    log_decay: row.log_decay,
+                    last_time: row.last_time,
+                    rounds: to_u64(row.rounds, "rounds")?,
+                },
+                player: row.player,
+                last_round_id: row.last_round_id,
+                last_round_time: row.last_round_time,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(player) = by_player.keys().next() {
+        return Err(Error::Corrupt(format!(
+            "factors of player `{player}`, who has no belief"
+        )));
+    }
+    Ok(stored)
+}
+
+/// What [`Storage::apply_round`] writes of one entrant's factors.
+pub(super) struct FactorWrites<'a> {
+    /// The factor this round added, numbered by the entrant's round count (the newest one;
+    /// the Gaussian variant keeps none).
+    pub(super) added: Option<(i64, &'a Factor)>,
+    /// Stored factors numbered below this one fell out of the belief (`history_limit`, or a
+    /// diffusion that dropped every factor); `None` when none can have.
+    pub(super) keep_from: Option<i64>,
+}
+
+impl<'a> FactorWrites<'a> {
+    /// What changes in `state`'s stored factors: its belief after the round it just played.
+    pub(super) fn of(state: &'a PlayerState) -> Result<Self, Error> {
+        let rounds = to_i64(state.rounds, "rounds")?;
+        let kept = to_i64(state.factors.len() as u64, "factors")?;
+        let keep_from = rounds - kept + 1;
+        Ok(Self {
+            added: state.factors.back().map(|factor| (rounds, factor)),
+            keep_from: (keep_from > 1).then_some(keep_from),
         })
     }
 }
@@ -274,13 +362,6 @@ pub(super) fn repost_outcome(
     } else {
         Ok(Enqueued::Conflict)
     }
-}
-
-/// A player's belief as stored: serde_json prints the shortest decimal that parses back to
-/// the same bits, and its `float_roundtrip` feature parses it back exactly.
-pub(super) fn state_json(player: &str, state: &PlayerState) -> Result<String, Error> {
-    serde_json::to_string(state)
-        .map_err(|e| Error::Corrupt(format!("state of player `{player}`: {e}")))
 }
 
 /// `value` as the database's signed integer.

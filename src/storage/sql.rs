@@ -77,10 +77,16 @@ pub(super) const SELECT_RESULTS: &str = "
     FROM history WHERE pool = $1 AND seq = $2
     ORDER BY rank, player";
 
-/// Every player of pool `$1`.
+/// Every player of pool `$1`, their belief without its factors.
 pub(super) const SELECT_PLAYERS: &str = "
-    SELECT player, state, last_round_id, last_round_time FROM players
-    WHERE pool = $1 ORDER BY player";
+    SELECT player, mu, sigma, rounds, p0, w0, log_decay, last_time, last_round_id,
+           last_round_time
+    FROM players WHERE pool = $1 ORDER BY player";
+
+/// Every factor of every player of pool `$1`, each player's by `n`.
+pub(super) const SELECT_FACTORS: &str = "
+    SELECT player, n, perf, weight, beta, log_decay FROM factors
+    WHERE pool = $1 ORDER BY player, n";
 
 /// Up to `$4` rounds of player `$2` in pool `$1` older than seq `$3`, newest first.
 pub(super) const SELECT_HISTORY: &str = "

@@ -15,8 +15,9 @@ use sqlx::{QueryBuilder, Sqlite, SqliteConnection, Transaction};
 use tracing::instrument;
 
 use super::rows::{
-    bind_pool, content_hash, history_page, repost_outcome, state_json, to_i64, to_u64, HistoryRow,
-    ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow, RoundRow,
+    bind_pool, content_hash, history_page, join_players, repost_outcome, to_i64, to_u64, FactorRow,
+    FactorWrites, HistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow,
+    RoundRow,
 };
 use super::{
     sql, AppliedEntrant, AppliedRound, Enqueued, Error, HistoryPage, PoolInfo, PoolProgress,
@@ -28,7 +29,10 @@ use crate::engine::Params;
 const MAX_BOUND_PARAMETERS: usize = 32_766;
 
 /// Columns bound per row of `players`.
-const PLAYER_COLUMNS: usize = 8;
+const PLAYER_COLUMNS: usize = 11;
+
+/// Columns bound per row of `factors`.
+const FACTOR_COLUMNS: usize = 7;
 
 /// Columns bound per row of `history`.
 const HISTORY_COLUMNS: usize = 9;
@@ -47,15 +51,35 @@ const SELECT_POOL_PARAMS: &str = "
     SELECT variant, beta, gamma, rho, mu_init, sigma_init, drift_per_day, history_limit, ties
     FROM pools WHERE name = $1";
 
-/// Upserts entrants' states; the `VALUES` rows go between this and [`UPSERT_PLAYERS_TAIL`].
+/// Upserts entrants' beliefs; the `VALUES` rows go between this and [`UPSERT_PLAYERS_TAIL`].
 const UPSERT_PLAYERS_HEAD: &str = "INSERT INTO players
-    (pool, player, mu, sigma, rounds, last_round_id, last_round_time, state) ";
+    (pool, player, mu, sigma, rounds, last_round_id, last_round_time, p0, w0, log_decay,
+     last_time) ";
 
 /// See [`UPSERT_PLAYERS_HEAD`].
 const UPSERT_PLAYERS_TAIL: &str = " ON CONFLICT (pool, player) DO UPDATE SET
     mu = excluded.mu, sigma = excluded.sigma, rounds = excluded.rounds,
     last_round_id = excluded.last_round_id, last_round_time = excluded.last_round_time,
-    state = excluded.state";
+    p0 = excluded.p0, w0 = excluded.w0, log_decay = excluded.log_decay,
+    last_time = excluded.last_time";
+
+/// Inserts factors; the `VALUES` rows follow.
+const INSERT_FACTORS_HEAD: &str = "INSERT INTO factors
+    (pool, player, n, perf, weight, beta, log_decay) ";
+
+/// Deletes factors: the pool is bound after this, then [`DELETE_FACTORS_VALUES`], then
+/// `(player, keep_from)` rows, then [`DELETE_FACTORS_TAIL`]; every factor of `player`
+/// numbered below `keep_from` goes.
+const DELETE_FACTORS_HEAD: &str = "WITH this (pool) AS (SELECT ";
+
+/// See [`DELETE_FACTORS_HEAD`].
+const DELETE_FACTORS_VALUES: &str = "), kept (player, keep_from) AS (";
+
+/// See [`DELETE_FACTORS_HEAD`].
+const DELETE_FACTORS_TAIL: &str = ")
+    DELETE FROM factors WHERE (pool, player, n) IN (
+        SELECT f.pool, f.player, f.n FROM this t, kept k
+        JOIN factors f ON f.pool = t.pool AND f.player = k.player AND f.n < k.keep_from)";
 
 /// Inserts entrants' history rows; the `VALUES` rows follow.
 const INSERT_HISTORY_HEAD: &str = "INSERT INTO history
@@ -106,7 +130,7 @@ impl SqliteStorage {
         }
     }
 
-    /// Upserts the entrants' states, one statement per chunk of rows.
+    /// Upserts the entrants' beliefs without their factors, one statement per chunk of rows.
     async fn upsert_players(
         tx: &mut SqliteConnection,
         pool: &str,
@@ -117,16 +141,10 @@ impl SqliteStorage {
         for chunk in entrants.chunks(MAX_BOUND_PARAMETERS / PLAYER_COLUMNS) {
             let rows = chunk
                 .iter()
-                .map(|e| {
-                    Ok((
-                        e,
-                        to_i64(e.state.rounds, "rounds")?,
-                        state_json(&e.player, &e.state)?,
-                    ))
-                })
+                .map(|e| Ok((e, to_i64(e.state.rounds, "rounds")?)))
                 .collect::<Result<Vec<_>, Error>>()?;
             let mut query = QueryBuilder::<Sqlite>::new(UPSERT_PLAYERS_HEAD);
-            query.push_values(&rows, |mut row, (e, rounds, state)| {
+            query.push_values(&rows, |mut row, (e, rounds)| {
                 row.push_bind(pool)
                     .push_bind(e.player.as_str())
                     .push_bind(e.state.mu)
@@ -134,9 +152,58 @@ impl SqliteStorage {
                     .push_bind(*rounds)
                     .push_bind(id)
                     .push_bind(time)
-                    .push_bind(state.as_str());
+                    .push_bind(e.state.p0)
+                    .push_bind(e.state.w0)
+                    .push_bind(e.state.log_decay)
+                    .push_bind(e.state.last_time);
             });
             query.push(UPSERT_PLAYERS_TAIL);
+            query.build().execute(&mut *tx).await?;
+        }
+        Ok(())
+    }
+
+    /// Inserts the factors the round added and deletes those that fell out of the entrants'
+    /// beliefs, one statement per chunk of rows.
+    async fn write_factors(
+        tx: &mut SqliteConnection,
+        pool: &str,
+        entrants: &[AppliedEntrant],
+    ) -> Result<(), Error> {
+        let writes = entrants
+            .iter()
+            .map(|e| Ok((e.player.as_str(), FactorWrites::of(&e.state)?)))
+            .collect::<Result<Vec<_>, Error>>()?;
+        let added: Vec<_> = writes
+            .iter()
+            .filter_map(|(player, w)| w.added.map(|(n, factor)| (*player, n, factor)))
+            .collect();
+        for chunk in added.chunks(MAX_BOUND_PARAMETERS / FACTOR_COLUMNS) {
+            let mut query = QueryBuilder::<Sqlite>::new(INSERT_FACTORS_HEAD);
+            query.push_values(chunk, |mut row, &(player, n, factor)| {
+                row.push_bind(pool)
+                    .push_bind(player)
+                    .push_bind(n)
+                    .push_bind(factor.perf)
+                    .push_bind(factor.weight)
+                    .push_bind(factor.beta)
+                    .push_bind(factor.log_decay);
+            });
+            query.build().execute(&mut *tx).await?;
+        }
+        let pruned: Vec<_> = writes
+            .iter()
+            .filter_map(|(player, w)| w.keep_from.map(|first| (*player, first)))
+            .collect();
+        // Two parameters per row, and one for the pool.
+        for chunk in pruned.chunks((MAX_BOUND_PARAMETERS - 1) / 2) {
+            let mut query = QueryBuilder::<Sqlite>::new(DELETE_FACTORS_HEAD);
+            query.push_bind(pool);
+            query.push(DELETE_FACTORS_VALUES);
+            query.push_values(chunk, |mut row, &(player, first)| {
+                row.push_bind(player).push_bind(first);
+            });
+            query.push(DELETE_FACTORS_TAIL);
             query.build().execute(&mut *tx).await?;
         }
         Ok(())
@@ -294,6 +361,7 @@ impl Storage for SqliteStorage {
         let mut tx = self.begin_write().await?;
         let seq = Self::next_round_seq(&mut tx, pool, id).await?;
         Self::upsert_players(&mut tx, pool, id, round.time, &round.entrants).await?;
+        Self::write_factors(&mut tx, pool, &round.entrants).await?;
         Self::insert_history(&mut tx, pool, seq, &round.entrants).await?;
         sqlx::query(sql::MARK_APPLIED)
             .bind(pool)
@@ -322,11 +390,19 @@ impl Storage for SqliteStorage {
 
     #[instrument(skip_all, fields(db.system = "sqlite", pool.name = %pool))]
     async fn load_players(&self, pool: &str) -> Result<Vec<StoredPlayer>, Error> {
-        let rows: Vec<PlayerRow> = sqlx::query_as(sql::SELECT_PLAYERS)
+        // One read transaction is one snapshot: a round applied between the two queries
+        // would mismatch them.
+        let mut tx = self.pool.begin().await?;
+        let players: Vec<PlayerRow> = sqlx::query_as(sql::SELECT_PLAYERS)
             .bind(pool)
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *tx)
             .await?;
-        rows.into_iter().map(PlayerRow::into_player).collect()
+        let factors: Vec<FactorRow> = sqlx::query_as(sql::SELECT_FACTORS)
+            .bind(pool)
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        join_players(players, factors)
     }
 
     #[instrument(skip_all, fields(db.system = "sqlite", pool.name = %pool, round.id = ?id))]

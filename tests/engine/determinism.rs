@@ -25,6 +25,7 @@ fn synthetic_round(params: &Params, n: usize, seed: u64) -> (Round, Vec<PlayerSt
                     perf: state.mu + 600.0 * (rng.unit() - 0.5),
                     weight: factor_weight,
                     beta: params.beta,
+                    log_decay: 0.0,
                 })
                 .collect();
             state.p0 = state.mu;

@@ -305,6 +305,7 @@ fn a_belief_remembering_ten_thousand_rounds_is_rated_finitely() {
             perf: 2100.0 + 800.0 * (rng.unit() - 0.5),
             weight,
             beta: params.beta,
+            log_decay: 0.0,
         })
         .collect();
     veteran.w0 = 0.5 / (40.0 * 40.0);

@@ -43,7 +43,7 @@ impl From<&PlayerState> for Belief {
             factors: state
                 .factors
                 .iter()
-                .map(|f| (f.perf, f.weight, f.beta))
+                .map(|f| (f.perf, state.weight(f), f.beta))
                 .collect(),
             last_time: state.last_time,
         }

@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 
+use mmr_service::engine::{Params, Population, Variant};
 use mmr_service::storage::{Error, RoundStatus};
 
 use crate::support::{self, create_pool, enqueue, enqueue_and_apply, population, Db, POOL};
@@ -14,6 +15,7 @@ backend_tests!(
     two_processes_applying_the_same_round_at_once_succeed_exactly_once,
     a_failed_round_keeps_its_error_and_leaves_the_queue,
     a_round_too_large_for_one_statement_is_stored_whole,
+    beliefs_reload_exactly_when_factors_are_dropped,
 );
 
 async fn applying_the_oldest_round_stores_states_history_and_results(db: Db) {
@@ -219,4 +221,66 @@ async fn assert_nothing_applied(db: &Db, queued: &[&str]) {
         .is_empty());
     let pool = db.storage.pool(POOL).await.expect("read").expect("exists");
     assert_eq!((pool.players, pool.applied), (0, 0));
+}
+
+async fn beliefs_reload_exactly_when_factors_are_dropped(db: Db) {
+    // Factors leave a belief through `history_limit`, through ρ = ∞ (every round) and never
+    // exist in the Gaussian variant; each pool's reloaded beliefs must equal the engine's.
+    let pools = [
+        (
+            "limit",
+            Params {
+                history_limit: 3,
+                ..Params::default()
+            },
+        ),
+        (
+            "rho_inf",
+            Params {
+                rho: f64::INFINITY,
+                ..Params::default()
+            },
+        ),
+        (
+            "gaussian",
+            Params {
+                variant: Variant::Gaussian,
+                ..Params::default()
+            },
+        ),
+    ];
+    let players = ["a", "b", "c", "d", "e"];
+    for (pool, params) in pools {
+        db.storage.put_pool(pool, &params).await.expect("create");
+        let mut population = Population::new(params).expect("valid");
+        for round in 0..8_usize {
+            // Rotating standings of four of the five players.
+            let mut order: Vec<&str> = players
+                .iter()
+                .copied()
+                .cycle()
+                .skip(round)
+                .take(4)
+                .collect();
+            order.rotate_left(round % 3);
+            let id = format!("r{round}");
+            let body = support::body(&id, &order);
+            db.storage
+                .enqueue_round(pool, &id, &body, support::ROOMY_QUEUE)
+                .await
+                .expect("enqueue");
+            let applied = support::rate(&mut population, &order, Some(round as i64 * 86_400));
+            db.storage
+                .apply_round(pool, &id, &applied)
+                .await
+                .expect("apply");
+        }
+        let stored = db.storage.load_players(pool).await.expect("load");
+        assert_eq!(stored.len(), players.len(), "{pool}");
+        for player in &stored {
+            let want = population.player(&player.player).expect("rated");
+            assert!(want.factors.len() <= 3, "{pool}: {}", player.player);
+            assert_eq!(&player.state, want, "{pool}: {}", player.player);
+        }
+    }
 }

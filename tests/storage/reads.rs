@@ -1,7 +1,5 @@
 //! Reads: player states bit for bit, round status and results, history pages, queue depth.
 
-use std::collections::VecDeque;
-
 use mmr_service::engine::{Factor, PlayerState};
 use mmr_service::storage::{AppliedEntrant, AppliedRound, RoundStatus};
 
@@ -36,61 +34,88 @@ impl Doubles {
 
 async fn player_states_round_trip_bit_for_bit(db: Db) {
     const PLAYERS: usize = 40;
-    const FACTORS: usize = 25;
+    const ROUNDS: usize = 6;
     create_pool(&db).await;
     let mut doubles = Doubles(0x9e37_79b9_7f4a_7c15);
-    let entrants: Vec<AppliedEntrant> = (0..PLAYERS)
-        .map(|i| AppliedEntrant {
-            player: format!("p{i:02}"),
-            rank: i as u64 + 1,
-            performance: doubles.next(),
-            mu_before: doubles.next(),
-            sigma_before: doubles.next(),
-            state: PlayerState {
-                mu: doubles.next(),
-                sigma: doubles.next(),
-                p0: doubles.next(),
-                w0: doubles.next(),
-                factors: (0..FACTORS)
-                    .map(|_| Factor {
-                        perf: doubles.next(),
-                        weight: doubles.next(),
-                        beta: doubles.next(),
-                    })
-                    .collect::<VecDeque<_>>(),
-                last_time: (i % 2 == 0).then_some(-(i as i64) * 1_000_003),
-                rounds: i as u64 * 7 + 1,
-            },
+    let mut states: Vec<PlayerState> = (0..PLAYERS)
+        .map(|i| PlayerState {
+            rounds: 0,
+            last_time: (i % 2 == 0).then_some(-(i as i64) * 1_000_003),
+            ..PlayerState::new(&Default::default())
         })
         .collect();
-    let players: Vec<&str> = entrants.iter().map(|e| e.player.as_str()).collect();
-    enqueue(&db, "r1", &players).await;
-    let applied = AppliedRound {
-        time: None,
-        entrants,
-    };
-    db.storage
-        .apply_round(POOL, "r1", &applied)
-        .await
-        .expect("apply");
+    let players: Vec<String> = (0..PLAYERS).map(|i| format!("p{i:02}")).collect();
+    let names: Vec<&str> = players.iter().map(String::as_str).collect();
+    for round in 1..=ROUNDS {
+        // Each round adds one factor, as the logistic variant does; some players keep at most
+        // two (a history limit), some drop every older factor (ρ = ∞), some keep none (the
+        // Gaussian variant).
+        for (i, state) in states.iter_mut().enumerate() {
+            state.mu = doubles.next();
+            state.sigma = doubles.next();
+            state.p0 = doubles.next();
+            state.w0 = doubles.next();
+            state.log_decay = doubles.next();
+            state.rounds += 1;
+            if i % 4 != 3 {
+                state.factors.push_back(Factor {
+                    perf: doubles.next(),
+                    weight: doubles.next(),
+                    beta: doubles.next(),
+                    log_decay: doubles.next(),
+                });
+            }
+            let keep = [usize::MAX, 2, 1, 0][i % 4];
+            while state.factors.len() > keep {
+                state.factors.pop_front();
+            }
+        }
+        let id = format!("r{round}");
+        enqueue(&db, &id, &names).await;
+        let entrants: Vec<AppliedEntrant> = states
+            .iter()
+            .zip(&players)
+            .enumerate()
+            .map(|(i, (state, player))| AppliedEntrant {
+                player: player.clone(),
+                rank: i as u64 + 1,
+                performance: doubles.next(),
+                mu_before: doubles.next(),
+                sigma_before: doubles.next(),
+                state: state.clone(),
+            })
+            .collect();
+        let applied = AppliedRound {
+            time: None,
+            entrants,
+        };
+        db.storage
+            .apply_round(POOL, &id, &applied)
+            .await
+            .expect("apply");
+        assert_results_stored(&db, &id, &applied).await;
+    }
 
     let stored = db.storage.load_players(POOL).await.expect("load");
     assert_eq!(stored.len(), PLAYERS);
-    for (stored, entrant) in stored.iter().zip(&applied.entrants) {
-        let (got, want) = (&stored.state, &entrant.state);
-        let who = &entrant.player;
+    for ((stored, want), who) in stored.iter().zip(&states).zip(&players) {
+        let got = &stored.state;
         assert_eq!(stored.player, *who);
         assert_eq!(bits(got), bits(want), "{who}");
         assert_eq!(
-            (got.last_time, got.rounds),
-            (want.last_time, want.rounds),
+            (got.last_time, got.rounds, got.factors.len()),
+            (want.last_time, want.rounds, want.factors.len()),
             "{who}"
         );
         assert_eq!(stored.last_round_time, None, "{who}: the round had no time");
     }
+}
+
+/// Asserts that round `id`'s stored results are `applied`'s, bit for bit.
+async fn assert_results_stored(db: &Db, id: &str, applied: &AppliedRound) {
     let results = db
         .storage
-        .round(POOL, "r1")
+        .round(POOL, id)
         .await
         .expect("read")
         .and_then(|r| r.results)
@@ -121,9 +146,9 @@ async fn player_states_round_trip_bit_for_bit(db: Db) {
 
 /// Every float of a state, as bits.
 fn bits(state: &PlayerState) -> Vec<u64> {
-    let mut all = vec![state.mu, state.sigma, state.p0, state.w0];
+    let mut all = vec![state.mu, state.sigma, state.p0, state.w0, state.log_decay];
     for factor in &state.factors {
-        all.extend([factor.perf, factor.weight, factor.beta]);
+        all.extend([factor.perf, factor.weight, factor.beta, factor.log_decay]);
     }
     all.into_iter().map(f64::to_bits).collect()
 }

@@ -1,0 +1,165 @@
+//! Upgrades: a database written before a migration opens with every stored value intact.
+
+use std::borrow::Cow;
+
+use mmr_service::engine::{Factor, PlayerState};
+use mmr_service::storage;
+use serde_json::json;
+use sqlx::migrate::Migrator;
+
+use crate::db::{with_database, Backend};
+use crate::support::POOL;
+
+/// Creates the pool as version 0001 stored it.
+const INSERT_POOL: &str = "
+    INSERT INTO pools (name, variant, beta, gamma, rho, mu_init, sigma_init, drift_per_day,
+                       history_limit, ties)
+    VALUES ($1, 'logistic', 200, 35, 1, 1500, 350, 0, 500, 'both')";
+
+/// Stores a player as version 0001 did: the whole posterior as JSON text in `state`.
+const INSERT_PLAYER: &str = "
+    INSERT INTO players (pool, player, mu, sigma, rounds, last_round_id, last_round_time, state)
+    VALUES ($1, $2, $3, $4, $5, 'r', NULL, $6)";
+
+/// A test that stores [`legacy_players`] in a database at migration 0001 of `$backend`
+/// (`$pool` opened on `$url_suffix` appended to its URL), then checks them after every
+/// migration.
+macro_rules! upgrade_test {
+    ($name:ident, $backend:expr, $pool:ty, $migrations:literal, $url_suffix:literal) => {
+        #[tokio::test]
+        async fn $name() {
+            with_database($backend, |url| async move {
+                let pool = <$pool>::connect(&format!("{url}{}", $url_suffix))
+                    .await
+                    .expect("open");
+                first_migration(sqlx::migrate!($migrations))
+                    .run(&pool)
+                    .await
+                    .expect("migration 0001");
+                sqlx::query(INSERT_POOL)
+                    .bind(POOL)
+                    .execute(&pool)
+                    .await
+                    .expect("pool");
+                let players = legacy_players();
+                for (player, state, json) in &players {
+                    sqlx::query(INSERT_PLAYER)
+                        .bind(POOL)
+                        .bind(player)
+                        .bind(state.mu)
+                        .bind(state.sigma)
+                        .bind(i64::try_from(state.rounds).expect("rounds"))
+                        .bind(json)
+                        .execute(&pool)
+                        .await
+                        .expect("player");
+                }
+                pool.close().await;
+                check_upgraded(&url, &players).await;
+            })
+            .await;
+        }
+    };
+}
+
+// `mode=rwc`: create the SQLite file, as the service does.
+upgrade_test!(
+    sqlite_json_beliefs_become_rows_bit_for_bit,
+    Backend::Sqlite,
+    sqlx::SqlitePool,
+    "./migrations/sqlite",
+    "?mode=rwc"
+);
+upgrade_test!(
+    postgres_json_beliefs_become_rows_bit_for_bit,
+    Backend::Postgres,
+    sqlx::PgPool,
+    "./migrations/postgres",
+    ""
+);
+
+/// `migrator` with its first migration only: the schema before beliefs became rows.
+fn first_migration(mut migrator: Migrator) -> Migrator {
+    migrator.migrations = Cow::Owned(
+        migrator
+            .migrations
+            .iter()
+            .filter(|m| m.version == 1)
+            .cloned()
+            .collect(),
+    );
+    migrator
+}
+
+/// Players with beliefs of 0 to 6 factors, each with the JSON version 0001 stored: every
+/// factor at its current weight, no decay.
+fn legacy_players() -> Vec<(String, PlayerState, String)> {
+    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        // Doubles of every magnitude a belief holds, with random mantissas: the last digit of
+        // each printed number matters.
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let exponent = (rng >> 52) % 80;
+        f64::from_bits((rng & ((1 << 52) - 1)) | ((1023 - 40 + exponent) << 52))
+    };
+    (0..30_u64)
+        .map(|i| {
+            let factors: Vec<Factor> = (0..i % 7)
+                .map(|_| Factor {
+                    perf: next(),
+                    weight: next(),
+                    beta: next(),
+                    log_decay: 0.0,
+                })
+                .collect();
+            let state = PlayerState {
+                mu: next(),
+                sigma: next(),
+                p0: next(),
+                w0: next(),
+                factors: factors.iter().copied().collect(),
+                log_decay: 0.0,
+                last_time: (i % 3 != 0).then_some(i as i64 * 86_400 - 1_000_000),
+                rounds: i % 7 + i,
+            };
+            let json = json!({
+                "mu": state.mu,
+                "sigma": state.sigma,
+                "p0": state.p0,
+                "w0": state.w0,
+                "factors": factors
+                    .iter()
+                    .map(|f| json!({"perf": f.perf, "weight": f.weight, "beta": f.beta}))
+                    .collect::<Vec<_>>(),
+                "last_time": state.last_time,
+                "rounds": state.rounds,
+            });
+            (format!("p{i:02}"), state, json.to_string())
+        })
+        .collect()
+}
+
+/// Opens the database at `url` with every migration and checks that each of `players` loads
+/// with exactly the belief it was stored with.
+async fn check_upgraded(url: &str, players: &[(String, PlayerState, String)]) {
+    let storage = storage::connect(url).await.expect("migrate");
+    let stored = storage.load_players(POOL).await.expect("load");
+    storage.close().await;
+    assert_eq!(stored.len(), players.len());
+    for (got, (player, want, _)) in stored.iter().zip(players) {
+        assert_eq!(&got.player, player);
+        assert_eq!(bits(&got.state), bits(want), "{player}");
+        assert_eq!(got.state, *want, "{player}");
+    }
+}
+
+/// Every float of a belief, as bits.
+fn bits(state: &PlayerState) -> Vec<u64> {
+    let mut all = vec![state.mu, state.sigma, state.p0, state.w0, state.log_decay];
+    for f in &state.factors {
+        all.extend([f.perf, f.weight, f.beta, f.log_decay]);
+    }
+    all.into_iter().map(f64::to_bits).collect()
+}
