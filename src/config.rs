@@ -10,6 +10,8 @@ use std::path::Path;
 
 use anyhow::Context;
 use serde::Deserialize;
+use serde_json::Value;
+use utoipa::openapi::schema::{Object, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type};
 use utoipa::ToSchema;
 
 use crate::engine::{Params, Ties, Variant};
@@ -35,6 +37,8 @@ pub struct Settings {
     pub queue: QueueSettings,
     /// Who may do what.
     pub auth: AuthSettings,
+    /// How many requests each client may make.
+    pub rate_limit: RateLimitSettings,
     /// Engine parameters of a pool created without them.
     pub engine: Params,
     /// Pools created at startup when missing, by name.
@@ -96,6 +100,21 @@ pub struct AuthSettings {
     pub keys: Vec<KeySettings>,
 }
 
+/// `[rate_limit]`: budgets per client, each a sustained rate and a burst; a rate of 0 is no
+/// limit.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitSettings {
+    /// Requests per second each key may make to routes that need a write or admin key.
+    pub writes_per_second: u32,
+    /// Requests a key that has been idle may make at once before the rate applies.
+    pub writes_burst: u32,
+    /// Reads per second per key when `auth.read_key_required`, else per client address.
+    pub reads_per_second: u32,
+    /// Reads a client that has been idle may make at once before the rate applies.
+    pub reads_burst: u32,
+}
+
 /// What a key may do; each role may do everything the ones before it may.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -136,27 +155,86 @@ impl fmt::Debug for KeySettings {
 #[serde(deny_unknown_fields)]
 pub struct ParamsOverrides {
     /// `logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).
-    #[schema(value_type = Option<String>, example = "logistic")]
+    #[schema(schema_with = variant_schema)]
     pub variant: Option<Variant>,
     /// Spread (std) of a performance around skill in a round of weight 1; > 0.
+    #[schema(exclusive_minimum = 0.0)]
     pub beta: Option<f64>,
     /// Skill drift (std) added each time a player takes part; >= 0.
+    #[schema(minimum = 0.0)]
     pub gamma: Option<f64>,
     /// Pseudodiffusion transfer rate: a number >= 0, or `"inf"` for Elo-MMR(∞).
     #[serde(default, deserialize_with = "rho_value")]
-    #[schema(value_type = Option<Object>, example = 1.0)]
+    #[schema(schema_with = rho_schema)]
     pub rho: Option<f64>,
     /// Mean of a new player's prior.
     pub mu_init: Option<f64>,
     /// Std of a new player's prior; > 0.
+    #[schema(exclusive_minimum = 0.0)]
     pub sigma_init: Option<f64>,
     /// Extra drift variance per day since a player's last round; >= 0.
+    #[schema(minimum = 0.0)]
     pub drift_per_day: Option<f64>,
     /// Most logistic factors kept per player; >= 1.
+    #[schema(minimum = 1)]
     pub history_limit: Option<usize>,
     /// `both` (a tie is a win and a loss) or `split` (half of each).
-    #[schema(value_type = Option<String>, example = "both")]
+    #[schema(schema_with = ties_schema)]
     pub ties: Option<Ties>,
+}
+
+/// A request parameter that is one of `values`, or `null` for the configured default.
+fn optional_choice(values: &[&str], description: &str) -> Object {
+    let values = values.iter().map(|v| Value::from(*v)).chain([Value::Null]);
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some(values))
+        .description(Some(description))
+        .build()
+}
+
+fn variant_schema() -> Object {
+    optional_choice(
+        &["logistic", "gaussian"],
+        "`logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).",
+    )
+}
+
+fn ties_schema() -> Object {
+    optional_choice(
+        &["both", "split"],
+        "`both` (a tie is a win and a loss) or `split` (half of each).",
+    )
+}
+
+/// ρ in a request: a number >= 0, `"inf"` (or `"infinity"`), or `null` for the default.
+fn rho_schema() -> Schema {
+    rho_schema_of(&["inf", "infinity"], true)
+}
+
+/// The schema of ρ: a number >= 0, or one of `names` for infinity (JSON has none), or also
+/// `null` when `nullable`.
+pub(crate) fn rho_schema_of(names: &[&'static str], nullable: bool) -> Schema {
+    let mut rho = OneOfBuilder::new()
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Number)
+                .minimum(Some(0)),
+        )
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(names.iter().copied())),
+        );
+    if nullable {
+        rho = rho.item(ObjectBuilder::new().schema_type(Type::Null));
+    }
+    Schema::OneOf(
+        rho.description(Some(
+            "Pseudodiffusion transfer rate: a number >= 0, or `\"inf\"` for Elo-MMR(∞).",
+        ))
+        .build(),
+    )
 }
 
 /// Reads ρ as a number or as the string `"inf"` (JSON has no infinity; TOML's `inf` arrives
@@ -284,6 +362,16 @@ impl Settings {
             self.server.request_timeout_secs > 0,
             "server.request_timeout_secs must be > 0"
         );
+        let limits = &self.rate_limit;
+        for (name, rate, burst) in [
+            ("writes", limits.writes_per_second, limits.writes_burst),
+            ("reads", limits.reads_per_second, limits.reads_burst),
+        ] {
+            anyhow::ensure!(
+                rate == 0 || burst > 0,
+                "rate_limit.{name}_burst must be > 0 when rate_limit.{name}_per_second is set"
+            );
+        }
         anyhow::ensure!(
             self.queue.max_queued_per_pool > 0,
             "queue.max_queued_per_pool must be > 0"
@@ -362,6 +450,10 @@ mod tests {
                 "sha256",
             ),
             ("[server]\ncolour = 1\n", "configuration"),
+            (
+                "[rate_limit]\nwrites_per_second = 5\nwrites_burst = 0\n",
+                "rate_limit.writes_burst",
+            ),
         ];
         for (i, (text, expected)) in cases.into_iter().enumerate() {
             let file = dir.path().join(format!("{i}.toml"));

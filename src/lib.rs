@@ -7,6 +7,7 @@
 //! - [`config`]: settings, layered from `config/default.toml`, a file, the environment, flags.
 //! - [`startup`]: connect, load, start the workers, serve, shut down in order.
 //! - [`api`]: the HTTP routes, their request and response types, auth and the one error type.
+//! - [`rate_limit`]: request budgets per key or client address (`[rate_limit]`).
 //! - [`state`]: what handlers and workers share, and the operations that span them.
 //! - [`pools`]: every pool in memory: beliefs, last rounds, leaderboards. Reads come from here.
 //! - [`worker`]: one loop per pool: queued round → engine → one transaction → memory.
@@ -24,6 +25,7 @@ pub mod config;
 pub mod engine;
 pub mod names;
 pub mod pools;
+pub mod rate_limit;
 pub mod replay;
 pub mod startup;
 pub mod state;

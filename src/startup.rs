@@ -64,10 +64,14 @@ impl Application {
         let addr = self.local_addr()?;
         tracing::info!(%addr, "serving");
         let app = api::app(self.state.clone());
-        axum::serve(self.listener, app)
-            .with_graceful_shutdown(stop)
-            .await
-            .context("serving")?;
+        // The peer's address is what anonymous reads are rate-limited by.
+        axum::serve(
+            self.listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(stop)
+        .await
+        .context("serving")?;
         tracing::info!("requests drained; stopping the workers");
         self.state.stop_workers().await;
         self.state.storage.close().await;

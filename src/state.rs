@@ -12,6 +12,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::{ParamsOverrides, Settings};
 use crate::engine::{self, Params};
 use crate::pools::{Pool, PoolState, Pools};
+use crate::rate_limit::RateLimits;
 use crate::storage::{self, Enqueued, PoolWrite, Storage};
 use crate::worker;
 
@@ -24,6 +25,8 @@ pub struct AppState {
     pub pools: Arc<Pools>,
     /// The settings the service started with.
     pub settings: Arc<Settings>,
+    /// Every client's request budgets.
+    pub rate_limits: Arc<RateLimits>,
     workers: TaskTracker,
     shutdown: CancellationToken,
 }
@@ -46,6 +49,7 @@ impl AppState {
         Self {
             storage,
             pools: Arc::new(Pools::default()),
+            rate_limits: Arc::new(RateLimits::new(&settings.rate_limit)),
             settings: Arc::new(settings),
             workers: TaskTracker::new(),
             shutdown: CancellationToken::new(),

@@ -89,6 +89,10 @@ impl From<engine::Error> for FieldError {
     }
 }
 
+/// Largest rank: both databases store ranks as signed 64-bit integers, so a larger one would
+/// be accepted and then never commit, holding up its pool's queue for good.
+pub const MAX_RANK: u64 = i64::MAX as u64;
+
 const ROUND_FIELDS: [&str; 5] = ["id", "time", "weight", "perf_ceiling", "standings"];
 const STANDING_FIELDS: [&str; 3] = ["player", "rank", "team"];
 
@@ -155,10 +159,18 @@ impl StandingRequest {
         let object = as_object(value, path, &STANDING_FIELDS)?;
         let rank_path = format!("{path}.rank");
         let rank = match object.get("rank") {
-            Some(rank) => rank
-                .as_u64()
-                .filter(|&r| r >= 1)
-                .ok_or_else(|| FieldError::new(&rank_path, "must be a positive integer"))?,
+            Some(rank) => match rank.as_u64() {
+                Some(rank @ 1..=MAX_RANK) => rank,
+                Some(0) | None => {
+                    return Err(FieldError::new(rank_path, "must be a positive integer"))
+                }
+                Some(_) => {
+                    return Err(FieldError::new(
+                        rank_path,
+                        format!("must be at most {MAX_RANK}"),
+                    ))
+                }
+            },
             None => return Err(FieldError::new(rank_path, "is missing")),
         };
         Ok(Self {
@@ -283,6 +295,7 @@ mod tests {
             (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 0}]}"#.to_owned(), "standings[1].rank", "rank 0 is rejected"),
             (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 1.5}]}"#.to_owned(), "standings[1].rank", "a fractional rank is rejected"),
             (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": -2}]}"#.to_owned(), "standings[1].rank", "a negative rank is rejected"),
+            (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 9223372036854775808}]}"#.to_owned(), "standings[1].rank", "a rank no database can store is rejected"),
             (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "b"}]}"#.to_owned(), "standings[1].rank", "rank is required"),
             (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"rank": 2}]}"#.to_owned(), "standings[1].player", "player is required"),
             (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "a", "rank": 2}]}"#.to_owned(), "standings[1].player", "a duplicate player is rejected"),
@@ -295,6 +308,15 @@ mod tests {
                 Ok(round) => panic!("{why}: accepted {round:?}"),
             }
         }
+    }
+
+    #[test]
+    fn the_largest_rank_a_database_can_store_is_accepted() {
+        let json = format!(
+            r#"{{"id": "r", "standings": [{{"player": "a", "rank": 1}}, {{"player": "b", "rank": {MAX_RANK}}}]}}"#
+        );
+        let round = convert(&json).expect("a valid round");
+        assert_eq!(round.standings[1].rank, MAX_RANK);
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! Who may do what: `Authorization: Bearer <key>` checked against the configured keys' SHA-256
 //! hashes. The presented key is hashed and compared with every configured hash in constant
-//! time, so neither a wrong key nor a near miss answers faster. A key never reaches a log:
-//! only its configured name does.
+//! time (`subtle::ConstantTimeEq`), so neither a wrong key nor a near miss answers faster. A
+//! key never reaches a log: only its configured name does. An authorized request then draws
+//! on its client's budget (`rate_limit`): the key's, or for an anonymous read its address's.
 
 use std::marker::PhantomData;
+use std::net::SocketAddr;
 
-use axum::extract::FromRequestParts;
+use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use sha2::{Digest, Sha256};
@@ -13,6 +15,7 @@ use subtle::ConstantTimeEq;
 
 use super::error::Error;
 use crate::config::{KeySettings, Role};
+use crate::rate_limit::{Budget, Client};
 use crate::state::AppState;
 
 /// The hex SHA-256 of `key`, as `[[auth.keys]] sha256` holds it.
@@ -88,7 +91,16 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
         let auth = &state.settings.auth;
+        let budget = if R::ROLE == Role::Read {
+            Budget::Read
+        } else {
+            Budget::Write
+        };
         if R::ROLE == Role::Read && !auth.read_key_required {
+            // A router called in process (tests) has no peer address: nothing to count it by.
+            if let Some(ConnectInfo(peer)) = parts.extensions.get::<ConnectInfo<SocketAddr>>() {
+                draw(state, budget, &Client::address(peer.ip()))?;
+            }
             return Ok(Self(PhantomData));
         }
         let presented = parts
@@ -103,8 +115,20 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
         if role < R::ROLE {
             return Err(Error::Forbidden);
         }
+        draw(state, budget, &Client::Key(name.to_owned()))?;
         Ok(Self(PhantomData))
     }
+}
+
+/// Takes one request from `client`'s `budget`, or refuses it with how long to wait.
+fn draw(state: &AppState, budget: Budget, client: &Client) -> Result<(), Error> {
+    state.rate_limits.check(budget, client).map_err(|wait| {
+        tracing::debug!(?client, "rate limited");
+        Error::RateLimited {
+            // Retry-After counts whole seconds: round up, so a retry on time is not too early.
+            retry_after_secs: (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1),
+        }
+    })
 }
 
 #[cfg(test)]

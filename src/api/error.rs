@@ -56,6 +56,11 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
+    /// The client has spent its request budget (`[rate_limit]`) for now.
+    RateLimited {
+        /// Whole seconds until it may ask again (at least 1).
+        retry_after_secs: u64,
+    },
     /// The pool's queue is full.
     QueueFull,
     /// The database cannot be reached; the write was not made.
@@ -208,6 +213,12 @@ impl Error {
                 // An error about the body as a whole names no field.
                 Some(field.as_str()).filter(|f| !f.is_empty()),
             ),
+            Self::RateLimited { retry_after_secs } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!("too many requests with this key or from this address; retry in {retry_after_secs} s"),
+                None,
+            ),
             Self::QueueFull => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "queue_full",
@@ -238,6 +249,11 @@ impl Error {
 
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
+        let retry_after = match self {
+            Self::RateLimited { retry_after_secs } => Some(retry_after_secs),
+            Self::QueueFull | Self::Unavailable | Self::Timeout => Some(RETRY_AFTER_SECS),
+            _ => None,
+        };
         let (status, code, message, field) = self.parts();
         let body = ErrorResponse {
             error: ErrorDetail {
@@ -247,10 +263,10 @@ impl IntoResponse for Error {
             },
         };
         let mut response = (status, Json(body)).into_response();
-        if status == StatusCode::SERVICE_UNAVAILABLE {
+        if let Some(seconds) = retry_after {
             response
                 .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }

@@ -1,6 +1,9 @@
 //! `/healthz` (the process answers), `/readyz` (the database answers and every worker runs)
 //! and `/openapi.json`. None of these needs a key.
 
+use std::future::Future;
+use std::time::Duration;
+
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -10,6 +13,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::state::AppState;
+
+/// Longest `/readyz` waits for each database check: a probe that hangs for as long as the
+/// storage's own connection timeout would be given up on by its caller, with no answer saying
+/// why. A database that answers no faster is as good as away.
+const DATABASE_CHECK_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -52,9 +60,9 @@ async fn get_health() -> Json<HealthResponse> {
     responses((status = 200, body = ReadinessResponse),
         (status = 503, body = ReadinessResponse)))]
 async fn get_readiness(State(state): State<AppState>) -> (StatusCode, Json<ReadinessResponse>) {
-    let database = state.storage.ping().await.is_ok();
+    let database = checked(state.storage.ping()).await.is_some();
     let queue_depth = if database {
-        state.storage.queue_depth().await.ok()
+        checked(state.storage.queue_depth()).await
     } else {
         None
     };
@@ -74,4 +82,13 @@ async fn get_readiness(State(state): State<AppState>) -> (StatusCode, Json<Readi
             queue_depth,
         }),
     )
+}
+
+/// What a database check found, or `None` when it failed or took longer than
+/// [`DATABASE_CHECK_TIMEOUT`].
+async fn checked<T, E>(check: impl Future<Output = Result<T, E>>) -> Option<T> {
+    tokio::time::timeout(DATABASE_CHECK_TIMEOUT, check)
+        .await
+        .ok()?
+        .ok()
 }

@@ -54,6 +54,15 @@ pub async fn json_bytes<S: Send + Sync>(request: Request, state: &S) -> Result<B
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
     let value: serde_json::Value =
         serde_json::from_slice(bytes).map_err(|error| Error::MalformedJson(error.to_string()))?;
+    // Every body the API takes is an object. serde also reads a struct from an array of its
+    // fields in order, which would accept `["gaussian", 200, …]` as a pool's parameters.
+    if !value.is_object() {
+        return Err(Error::invalid(
+            "invalid_request",
+            "",
+            "the body must be a JSON object",
+        ));
+    }
     serde_path_to_error::deserialize(value).map_err(|error| {
         let path = error.path().to_string();
         let message = strip_position(error.inner());
@@ -121,6 +130,10 @@ mod tests {
             ),
             "a truncated body is malformed, whatever it holds before the cut"
         );
+        match parse::<Shape>(br#"[[["a"], ["b"]]]"#) {
+            Err(Error::Invalid { field, .. }) => assert_eq!(field, ""),
+            other => panic!("expected a 422 for an array of the fields, got {other:?}"),
+        }
         assert!(parse::<Shape>(br#"{"sides": [["a"]]}"#).is_ok());
     }
 }

@@ -33,12 +33,14 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[into_params(parameter_in = Query)]
 pub struct LeaderboardQuery {
     /// Places per page (1–1000, default 100).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
     /// Start after the place this cursor names (a previous page's `next_cursor`).
     cursor: Option<String>,
     /// Center the page on this player instead (not with `cursor`).
     around: Option<String>,
     /// `mu` (default) or `conservative` (μ − 3σ).
+    #[param(inline)]
     order: Option<OrderParam>,
 }
 
@@ -80,7 +82,7 @@ pub struct LeaderboardResponse {
 
 /// The leaderboard, a page at a time: from the top, after a `cursor`, or `around` a player.
 #[utoipa::path(get, path = "/v1/pools/{pool}/leaderboard", tag = "players",
-    params(("pool" = String, Path, description = "Pool name"), LeaderboardQuery),
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"), LeaderboardQuery),
     responses((status = 200, body = LeaderboardResponse), (status = 400, body = ErrorResponse),
         (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
         (status = 404, body = ErrorResponse)),

@@ -3,8 +3,9 @@
 //! OpenAPI document generated from the handlers at `/openapi.json`. Handlers are thin: they
 //! extract, convert, make one call on the state, the storage or a pool, and answer.
 //!
-//! Layout: [`error`] (the one error type), [`auth`] (keys and roles), [`json`] and [`query`]
-//! (request parsing with errors that name the field), then one module per resource:
+//! Layout: [`error`] (the one error type), [`auth`] (keys, roles and rate limits), [`json`] and
+//! [`query`] (request parsing with errors that name the field), `openapi` (the document's
+//! header, the errors every route can give, `/openapi.json`), then one module per resource:
 //! [`pools`], [`rounds`], [`players`], [`leaderboard`], [`predictions`], [`health`].
 
 pub mod auth;
@@ -12,6 +13,7 @@ pub mod error;
 pub mod health;
 pub mod json;
 pub mod leaderboard;
+mod openapi;
 pub mod players;
 pub mod pools;
 pub mod predictions;
@@ -24,60 +26,33 @@ use std::time::Duration;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::OpenApi as OpenApiDoc;
-use utoipa::{Modify, OpenApi};
+use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::pools::Pool;
 use crate::state::AppState;
 use error::Error;
 
-#[derive(OpenApi)]
-#[openapi(
-    info(title = "mmr-service", description = "Exact, parallel Elo-MMR ratings over HTTP."),
-    modifiers(&BearerAuth),
-    tags(
-        (name = "pools", description = "Rating pools and their parameters"),
-        (name = "rounds", description = "Posting results and following them"),
-        (name = "players", description = "Ratings, histories and leaderboards"),
-        (name = "predictions", description = "Win probabilities and match quality"),
-        (name = "health", description = "Liveness and readiness"),
-    )
-)]
-struct ApiDoc;
-
-struct BearerAuth;
-
-impl Modify for BearerAuth {
-    fn modify(&self, openapi: &mut OpenApiDoc) {
-        openapi
-            .components
-            .get_or_insert_with(Default::default)
-            .add_security_scheme(
-                "bearer",
-                SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
-            );
-    }
-}
-
 /// Every route with its OpenAPI description, before the layers.
 fn routes() -> (Router<AppState>, OpenApiDoc) {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (router, mut doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(pools::router())
         .merge(rounds::router())
         .merge(players::router())
         .merge(leaderboard::router())
         .merge(predictions::router())
         .merge(health::router())
-        .split_for_parts()
+        .merge(openapi::router())
+        .split_for_parts();
+    openapi::add_shared_errors(&mut doc);
+    (router, doc)
 }
 
 /// The OpenAPI 3 document of every route.
@@ -88,8 +63,7 @@ pub fn openapi() -> OpenApiDoc {
 
 /// The whole API over `state`, ready to serve (tests call it in-process).
 pub fn app(state: AppState) -> Router {
-    let (router, doc) = routes();
-    let doc = Arc::new(doc);
+    let (router, _) = routes();
     let server = &state.settings.server;
     let cors = if server.cors_allowed_origins.is_empty() {
         CorsLayer::new()
@@ -104,13 +78,6 @@ pub fn app(state: AppState) -> Router {
             .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
     };
     router
-        .route(
-            "/openapi.json",
-            get(move || {
-                let doc = Arc::clone(&doc);
-                async move { Json(doc) }
-            }),
-        )
         .fallback(|| async {
             Error::NotFound {
                 what: "route",

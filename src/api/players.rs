@@ -96,6 +96,7 @@ pub struct PrefixQuery {
     /// Start of the player ids to find; empty or absent lists players from the first id.
     prefix: Option<String>,
     /// Most players returned (1–1000, default 50).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
 }
 
@@ -104,6 +105,7 @@ pub struct PrefixQuery {
 #[into_params(parameter_in = Query)]
 pub struct HistoryQuery {
     /// Most entries returned (1–1000, default 50).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
     /// Only rounds older than this cursor (a previous page's `next_before`).
     before: Option<i64>,
@@ -155,7 +157,7 @@ pub(super) fn limit(value: Option<u32>, default: u32) -> Result<u32, Error> {
 
 /// Players whose id starts with `prefix`, by id.
 #[utoipa::path(get, path = "/v1/pools/{pool}/players", tag = "players",
-    params(("pool" = String, Path, description = "Pool name"), PrefixQuery),
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"), PrefixQuery),
     responses((status = 200, body = PlayersResponse), (status = 400, body = ErrorResponse),
         (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
         (status = 404, body = ErrorResponse)),
@@ -178,7 +180,7 @@ async fn list_players(
 
 /// A player's current rating and leaderboard position.
 #[utoipa::path(get, path = "/v1/pools/{pool}/players/{player}", tag = "players",
-    params(("pool" = String, Path, description = "Pool name"),
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
         ("player" = String, Path, description = "Player id")),
     responses((status = 200, body = PlayerResponse), (status = 401, body = ErrorResponse),
         (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse)),
@@ -198,7 +200,7 @@ async fn get_player(
 
 /// The rounds a player played, newest first, with their rating after each.
 #[utoipa::path(get, path = "/v1/pools/{pool}/players/{player}/history", tag = "players",
-    params(("pool" = String, Path, description = "Pool name"),
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
         ("player" = String, Path, description = "Player id"), HistoryQuery),
     responses((status = 200, body = HistoryResponse), (status = 400, body = ErrorResponse),
         (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),

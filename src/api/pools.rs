@@ -4,6 +4,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Serialize;
+use utoipa::openapi::schema::Schema;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -28,14 +29,14 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ParamsResponse {
     /// `logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).
-    #[schema(example = "logistic")]
+    #[schema(value_type = String, pattern = "^(logistic|gaussian)$", example = "logistic")]
     pub variant: &'static str,
     /// Spread of a performance around skill in a round of weight 1.
     pub beta: f64,
     /// Skill drift added each time a player takes part.
     pub gamma: f64,
     /// Pseudodiffusion transfer rate: a number, or the string `"inf"` for Elo-MMR(∞).
-    #[schema(value_type = Object)]
+    #[schema(schema_with = rho_schema)]
     pub rho: serde_json::Value,
     /// Mean of a new player's prior.
     pub mu_init: f64,
@@ -46,8 +47,13 @@ pub struct ParamsResponse {
     /// Most logistic factors kept per player.
     pub history_limit: u64,
     /// `both` or `split`.
-    #[schema(example = "both")]
+    #[schema(value_type = String, pattern = "^(both|split)$", example = "both")]
     pub ties: &'static str,
+}
+
+/// ρ as answered: a number >= 0, or `"inf"`.
+fn rho_schema() -> Schema {
+    crate::config::rho_schema_of(&["inf"], false)
 }
 
 impl From<&Params> for ParamsResponse {
@@ -142,7 +148,7 @@ async fn list_pools(
 
 /// One pool with its parameters and counts.
 #[utoipa::path(get, path = "/v1/pools/{pool}", tag = "pools",
-    params(("pool" = String, Path, description = "Pool name")),
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
     responses((status = 200, body = PoolResponse), (status = 401, body = ErrorResponse),
         (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
         (status = 503, body = ErrorResponse)),
@@ -162,7 +168,7 @@ async fn get_pool(
 /// Creates a pool, or changes its parameters while it has no rounds (409 once it has).
 /// Parameters left out take the service's configured defaults (`[engine]`).
 #[utoipa::path(put, path = "/v1/pools/{pool}", tag = "pools",
-    params(("pool" = String, Path, description = "Pool name: [a-z0-9_-]{1,64}")),
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
     request_body = ParamsOverrides,
     responses((status = 201, body = PutPoolResponse, description = "Created"),
         (status = 200, body = PutPoolResponse, description = "Updated or unchanged"),

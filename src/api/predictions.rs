@@ -38,8 +38,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[into_params(parameter_in = Query)]
 pub struct WinProbabilityQuery {
     /// One player.
+    #[param(min_length = 1)]
     a: String,
-    /// The other.
+    /// The other, not `a`.
+    #[param(min_length = 1)]
     b: String,
 }
 
@@ -65,6 +67,7 @@ pub struct WinProbabilityResponse {
 #[serde(deny_unknown_fields)]
 pub struct EntrantRequest {
     /// The entrant's players (one for a solo player).
+    #[schema(min_items = 1)]
     pub players: Vec<String>,
 }
 
@@ -73,6 +76,7 @@ pub struct EntrantRequest {
 #[serde(deny_unknown_fields)]
 pub struct PredictionRequest {
     /// At least two, at most 1000, disjoint entrants.
+    #[schema(min_items = 2, max_items = 1000)]
     pub entrants: Vec<EntrantRequest>,
 }
 
@@ -112,6 +116,7 @@ pub struct PredictionResponse {
 #[serde(deny_unknown_fields)]
 pub struct MatchQualityRequest {
     /// At least two, at most 1000, disjoint sides, each a list of player ids.
+    #[schema(min_items = 2, max_items = 1000)]
     pub sides: Vec<Vec<String>>,
 }
 
@@ -147,7 +152,7 @@ fn invalid_prediction(error: &engine::Error) -> Error {
 
 /// P(player a beats player b) head to head.
 #[utoipa::path(get, path = "/v1/pools/{pool}/win-probability", tag = "predictions",
-    params(("pool" = String, Path, description = "Pool name"), WinProbabilityQuery),
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"), WinProbabilityQuery),
     responses((status = 200, body = WinProbabilityResponse), (status = 400, body = ErrorResponse),
         (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
         (status = 404, body = ErrorResponse)),
@@ -209,7 +214,7 @@ fn members(ids: Vec<String>, known: &[bool]) -> Vec<MemberResponse> {
 /// For a set of players or teams: each one's P(first) and expected rank, the pairwise win
 /// probabilities, and the match quality.
 #[utoipa::path(post, path = "/v1/pools/{pool}/predictions", tag = "predictions",
-    params(("pool" = String, Path, description = "Pool name")),
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
     request_body = PredictionRequest,
     responses((status = 200, body = PredictionResponse), (status = 400, body = ErrorResponse),
         (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
@@ -242,7 +247,7 @@ async fn create_prediction(
 
 /// How even a match between these sides would be, and each side's chance to win it.
 #[utoipa::path(post, path = "/v1/pools/{pool}/match-quality", tag = "predictions",
-    params(("pool" = String, Path, description = "Pool name")),
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
     request_body = MatchQualityRequest,
     responses((status = 200, body = MatchQualityResponse), (status = 400, body = ErrorResponse),
         (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
@@ -259,7 +264,8 @@ async fn create_match_quality(
     let (forecast, sides) = forecast(pool, request.sides)
         .await
         .map_err(|error| match error {
-            // The engine names entrants; this request calls them sides.
+            // The engine names entrants, in the field and in messages that point at another
+            // one; this request calls them sides.
             Error::Invalid {
                 code,
                 field,
@@ -269,7 +275,7 @@ async fn create_match_quality(
                 field
                     .replacen("entrants", "sides", 1)
                     .replace(".players", ""),
-                message,
+                message.replace("entrants[", "sides["),
             ),
             other => other,
         })?;

@@ -80,36 +80,45 @@ pub struct ResultResponse {
 
 /// The round body, as documented for clients (validation is by hand, see `wire`).
 #[derive(Debug, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[expect(
     dead_code,
     reason = "describes the request body in the OpenAPI document only"
 )]
 pub struct RoundBody {
-    /// The caller's id for the round, unique in the pool: 1–256 bytes, no control characters.
+    /// The caller's id for the round, unique in the pool: 1–256 bytes, no NUL.
+    #[schema(min_length = 1, max_length = 256)]
     id: String,
     /// When the round took place (RFC 3339).
+    #[schema(format = DateTime)]
     time: Option<String>,
     /// Round weight ω in [1e-6, 1e6]; the performance spread is β/√ω. Default 1.
+    #[schema(minimum = 1e-6, maximum = 1e6)]
     weight: Option<f64>,
     /// No performance is credited above this.
     perf_ceiling: Option<f64>,
     /// At least two entrants; a player appears once.
+    #[schema(min_items = 2)]
     standings: Vec<StandingBody>,
 }
 
 /// One player's result in a [`RoundBody`].
 #[derive(Debug, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[expect(
     dead_code,
     reason = "describes the request body in the OpenAPI document only"
 )]
 pub struct StandingBody {
-    /// The player's id: 1–256 bytes, no control characters.
+    /// The player's id: 1–256 bytes, no NUL.
+    #[schema(min_length = 1, max_length = 256)]
     player: String,
     /// Place, 1 is best; equal ranks tie.
     #[schema(minimum = 1)]
     rank: u64,
-    /// Team name; members of a team share its rank and are rated as one entrant.
+    /// Team name (1–256 bytes, no NUL); members of a team share its rank and are rated as one
+    /// entrant.
+    #[schema(min_length = 1, max_length = 256)]
     team: Option<String>,
 }
 
@@ -117,7 +126,7 @@ pub struct StandingBody {
 /// worker applies the pool's rounds one at a time in the order they were accepted. Posting
 /// the same id again with the same content returns its status (200); with other content, 409.
 #[utoipa::path(post, path = "/v1/pools/{pool}/rounds", tag = "rounds",
-    params(("pool" = String, Path, description = "Pool name")),
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
     request_body = RoundBody,
     responses(
         (status = 202, body = RoundStatusResponse, description = "Accepted and queued",
@@ -207,7 +216,7 @@ fn validate(body: &[u8]) -> Result<(String, String), Error> {
 
 /// A round's status and, once applied, every entrant's result.
 #[utoipa::path(get, path = "/v1/pools/{pool}/rounds/{id}", tag = "rounds",
-    params(("pool" = String, Path, description = "Pool name"),
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
         ("id" = String, Path, description = "Round id")),
     responses((status = 200, body = RoundResponse), (status = 401, body = ErrorResponse),
         (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),

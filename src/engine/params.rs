@@ -33,6 +33,27 @@ pub const MIN_ROUND_WEIGHT: f64 = 1e-6;
 /// See [`MIN_ROUND_WEIGHT`].
 pub const MAX_ROUND_WEIGHT: f64 = 1e6;
 
+/// Smallest `beta` and `sigma_init`: their squares and inverse squares (`1/beta²` is a new
+/// factor's weight, `1/sigma_init²` a newcomer's) then lie within [1e-12, 1e12], and with round
+/// weights in [[`MIN_ROUND_WEIGHT`], [`MAX_ROUND_WEIGHT`]] every `beta_t²` within [1e-18, 1e18]:
+/// finite and normal, with room for the sums and products the engine builds from them. At
+/// 1e308, `beta²` is already infinite.
+pub const MIN_SPREAD: f64 = 1e-6;
+/// Largest `beta`, `gamma` and `sigma_init`; see [`MIN_SPREAD`].
+pub const MAX_SPREAD: f64 = 1e6;
+/// Largest `|mu_init|` (and `|perf_ceiling|` of a round). A rating is a weighted mean (Gaussian)
+/// or mode (logistic) of the prior mean and past performances, which fall near the ratings or at
+/// a ceiling, so ratings stay of this order too: differences scaled by `1/beta_t` stay near 1e18
+/// and their squares near 1e36, far from overflow. At 1e300 forecasts come out NaN.
+pub const MAX_ABS_RATING: f64 = 1e9;
+/// Largest `drift_per_day`, a variance per day: across the 10,000 years RFC 3339 times can span
+/// it adds under 4e12 to a variance, no more than [`MAX_SPREAD`] squared does.
+pub const MAX_DRIFT_PER_DAY: f64 = 1e6;
+/// Largest `history_limit`. Every player keeps up to this many factors in memory and in storage
+/// and every rating update sums over all of them; far more than the longest careers in the
+/// datasets, and small enough to store as a 64-bit integer.
+pub const MAX_HISTORY_LIMIT: usize = 100_000;
+
 /// The engine parameters of one rating pool.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -76,42 +97,48 @@ impl Default for Params {
 impl Params {
     /// Checks every parameter; the error names the first one that is out of range.
     pub fn validate(&self) -> Result<(), Error> {
-        positive_finite("beta", self.beta)?;
-        non_negative_finite("gamma", self.gamma)?;
+        within("beta", self.beta, MIN_SPREAD, MAX_SPREAD)?;
+        within("gamma", self.gamma, 0.0, MAX_SPREAD)?;
         if self.rho.is_nan() || self.rho < 0.0 {
             return Err(Error::parameter("rho", "must be >= 0 (infinity allowed)"));
         }
-        if !self.mu_init.is_finite() {
-            return Err(Error::parameter("mu_init", "must be a finite number"));
-        }
-        positive_finite("sigma_init", self.sigma_init)?;
-        non_negative_finite("drift_per_day", self.drift_per_day)?;
-        if self.history_limit == 0 {
-            return Err(Error::parameter("history_limit", "must be at least 1"));
+        within("mu_init", self.mu_init, -MAX_ABS_RATING, MAX_ABS_RATING)?;
+        within("sigma_init", self.sigma_init, MIN_SPREAD, MAX_SPREAD)?;
+        within("drift_per_day", self.drift_per_day, 0.0, MAX_DRIFT_PER_DAY)?;
+        if !(1..=MAX_HISTORY_LIMIT).contains(&self.history_limit) {
+            return Err(Error::parameter(
+                "history_limit",
+                format!("must be an integer from 1 to {MAX_HISTORY_LIMIT}"),
+            ));
         }
         Ok(())
     }
 }
 
-fn positive_finite(name: &'static str, value: f64) -> Result<(), Error> {
-    if value.is_finite() && value > 0.0 {
+/// Checks that `value` is a number in `[min, max]` (which rules out NaN and infinities).
+fn within(name: &'static str, value: f64, min: f64, max: f64) -> Result<(), Error> {
+    if (min..=max).contains(&value) {
         Ok(())
     } else {
-        Err(Error::parameter(name, "must be a finite number > 0"))
-    }
-}
-
-fn non_negative_finite(name: &'static str, value: f64) -> Result<(), Error> {
-    if value.is_finite() && value >= 0.0 {
-        Ok(())
-    } else {
-        Err(Error::parameter(name, "must be a finite number >= 0"))
+        let show = |bound: f64| {
+            if bound == 0.0 {
+                "0".to_owned()
+            } else {
+                format!("{bound:e}")
+            }
+        };
+        Err(Error::parameter(
+            name,
+            format!("must be a number from {} to {}", show(min), show(max)),
+        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::predict::forecast;
+    use crate::engine::{Population, Round, Standing};
 
     #[test]
     fn defaults_are_valid() {
@@ -123,17 +150,27 @@ mod tests {
 
     #[test]
     fn every_bad_parameter_is_named() {
-        let cases: [Spoiler; 10] = [
+        let cases: [Spoiler; 20] = [
             ("beta", |p| p.beta = 0.0),
             ("beta", |p| p.beta = f64::NAN),
+            ("beta", |p| p.beta = 1e308),
+            ("beta", |p| p.beta = MIN_SPREAD / 2.0),
             ("gamma", |p| p.gamma = -1.0),
+            ("gamma", |p| p.gamma = 1e308),
             ("rho", |p| p.rho = -0.5),
             ("rho", |p| p.rho = f64::NAN),
             ("mu_init", |p| p.mu_init = f64::INFINITY),
+            ("mu_init", |p| p.mu_init = -1e300),
             ("sigma_init", |p| p.sigma_init = 0.0),
-            ("drift_per_day", |p| p.drift_per_day = f64::NAN),
-            ("history_limit", |p| p.history_limit = 0),
             ("sigma_init", |p| p.sigma_init = f64::NEG_INFINITY),
+            ("sigma_init", |p| p.sigma_init = 1e300),
+            ("sigma_init", |p| p.sigma_init = 1e-300),
+            ("drift_per_day", |p| p.drift_per_day = f64::NAN),
+            ("drift_per_day", |p| p.drift_per_day = 1e308),
+            ("drift_per_day", |p| p.drift_per_day = -1.0),
+            ("history_limit", |p| p.history_limit = 0),
+            ("history_limit", |p| p.history_limit = MAX_HISTORY_LIMIT + 1),
+            ("history_limit", |p| p.history_limit = usize::MAX),
         ];
         for (name, spoil) in cases {
             let mut params = Params::default();
@@ -141,6 +178,90 @@ mod tests {
             match params.validate() {
                 Err(Error::InvalidParameter { name: got, .. }) => assert_eq!(got, name),
                 other => panic!("{name}: expected an error naming it, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_range_error_states_the_range() {
+        let params = Params {
+            gamma: 1e308,
+            ..Params::default()
+        };
+        assert_eq!(
+            params.validate(),
+            Err(Error::parameter("gamma", "must be a number from 0 to 1e6"))
+        );
+    }
+
+    /// Seconds from the Unix epoch to 0000-01-01 and to 9999-12-31T23:59:59Z, the ends of
+    /// what an RFC 3339 time can say.
+    const FIRST_TIME: i64 = -62_167_219_200;
+    const LAST_TIME: i64 = 253_402_300_799;
+
+    /// Every combination of extreme parameters, rounds at the extreme weights and ceilings 10,000
+    /// years apart, then a forecast: all finite. The bounds are where the engine is safe.
+    #[test]
+    fn every_corner_of_the_bounds_rates_and_predicts_finitely() {
+        let solo = |players: &[(&str, u64)]| -> Vec<Standing> {
+            players.iter().map(|&(p, r)| Standing::solo(p, r)).collect()
+        };
+        let rounds = [
+            Round {
+                time: Some(FIRST_TIME),
+                weight: MIN_ROUND_WEIGHT,
+                perf_ceiling: Some(-MAX_ABS_RATING),
+                standings: solo(&[("a", 1), ("b", 2), ("c", 2), ("d", 4)]),
+            },
+            Round {
+                time: Some(LAST_TIME),
+                weight: MAX_ROUND_WEIGHT,
+                perf_ceiling: Some(MAX_ABS_RATING),
+                standings: solo(&[("a", 3), ("b", 2), ("e", 1)]),
+            },
+            Round::new(solo(&[("d", 1), ("e", 2), ("a", 3), ("b", 4)])),
+        ];
+        let entrants: [&[&str]; 4] = [&["a"], &["b", "c"], &["e"], &["newcomer"]];
+        // Each bit of `corner` picks one end of one parameter's range.
+        for corner in 0..32_u32 {
+            let end = |bit: u32, low: f64, high: f64| {
+                if corner >> bit & 1 == 0 {
+                    low
+                } else {
+                    high
+                }
+            };
+            for rho in [0.0, 1.0, f64::INFINITY] {
+                let params = Params {
+                    variant: [Variant::Logistic, Variant::Gaussian][(corner & 1) as usize],
+                    beta: end(1, MIN_SPREAD, MAX_SPREAD),
+                    sigma_init: end(2, MIN_SPREAD, MAX_SPREAD),
+                    gamma: end(3, 0.0, MAX_SPREAD),
+                    mu_init: end(4, -MAX_ABS_RATING, MAX_ABS_RATING),
+                    rho,
+                    drift_per_day: MAX_DRIFT_PER_DAY,
+                    history_limit: 2,
+                    ties: Ties::Both,
+                };
+                let mut population = Population::new(params).expect("valid parameters");
+                for round in &rounds {
+                    for change in population.apply(round).expect("a valid round") {
+                        assert!(
+                            change.performance.is_finite()
+                                && change.mu_after.is_finite()
+                                && change.sigma_after.is_normal(),
+                            "{params:?}: {change:?}"
+                        );
+                    }
+                }
+                let forecast = forecast(&population, &entrants).expect("a forecast");
+                let mut values = forecast
+                    .entrants
+                    .iter()
+                    .flat_map(|e| [e.p_first, e.expected_rank])
+                    .chain(forecast.pairwise.iter().flatten().copied())
+                    .chain([forecast.quality]);
+                assert!(values.all(f64::is_finite), "{params:?}: {forecast:?}");
             }
         }
     }

@@ -7,7 +7,7 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use super::params::{MAX_ROUND_WEIGHT, MIN_ROUND_WEIGHT};
+use super::params::{MAX_ABS_RATING, MAX_ROUND_WEIGHT, MIN_ROUND_WEIGHT};
 use super::Error;
 
 /// One round's results.
@@ -83,8 +83,16 @@ impl Layout {
             ));
         }
         if let Some(ceiling) = round.perf_ceiling {
-            if !ceiling.is_finite() {
-                return Err(Error::round("perf_ceiling", "must be a finite number"));
+            // A ceiling far below every rating drags the ratings there (a Gaussian belief moves
+            // toward each performance in proportion): it is bounded like the ratings are.
+            if !(-MAX_ABS_RATING..=MAX_ABS_RATING).contains(&ceiling) {
+                return Err(Error::round(
+                    "perf_ceiling",
+                    format!(
+                        "must be a number from {:e} to {MAX_ABS_RATING:e}",
+                        -MAX_ABS_RATING
+                    ),
+                ));
             }
         }
         let mut seen: HashMap<&str, usize> = HashMap::with_capacity(round.standings.len());
@@ -233,6 +241,13 @@ mod tests {
             (
                 Round {
                     perf_ceiling: Some(f64::INFINITY),
+                    ..two(Standing::solo("a", 1), Standing::solo("b", 2))
+                },
+                "perf_ceiling",
+            ),
+            (
+                Round {
+                    perf_ceiling: Some(-1e308),
                     ..two(Standing::solo("a", 1), Standing::solo("b", 2))
                 },
                 "perf_ceiling",

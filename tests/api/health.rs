@@ -8,10 +8,11 @@ use serde_json::json;
 
 use crate::support::{round, Payload, TestApp, ADMIN_KEY, POOL};
 
-/// Every route of the API but `/openapi.json` itself, as `METHOD path`.
-const ROUTES: [&str; 14] = [
+/// Every route of the API, as `METHOD path`.
+const ROUTES: [&str; 15] = [
     "GET /healthz",
     "GET /readyz",
+    "GET /openapi.json",
     "GET /v1/pools",
     "GET /v1/pools/{pool}",
     "PUT /v1/pools/{pool}",
@@ -130,6 +131,43 @@ async fn openapi_json_is_an_openapi_3_document_of_every_route() {
                 .is_some_and(|r| r.contains_key("200") || r.contains_key("202")),
             "{route} documents its success"
         );
+    }
+}
+
+#[tokio::test]
+async fn openapi_json_documents_the_errors_the_shared_layers_give_on_every_route() {
+    let app = TestApp::new().await;
+    let doc = app.get("/openapi.json").await.body;
+    for route in ROUTES {
+        let (method, path) = route.split_once(' ').expect("METHOD path");
+        let operation = &doc["paths"][path][method.to_lowercase()];
+        let responses = operation["responses"].as_object().expect("responses");
+        let keyed = operation["security"]
+            .as_array()
+            .is_some_and(|s| !s.is_empty());
+        let mut expected = vec!["500", "503"];
+        if operation.get("requestBody").is_some() {
+            expected.extend(["400", "413", "415"]);
+        }
+        if keyed {
+            expected.extend(["401", "403", "429"]);
+        }
+        for status in expected {
+            let response = &responses
+                .get(status)
+                .unwrap_or_else(|| panic!("{route} does not document {status}"));
+            let schema = response["content"]["application/json"]["schema"].to_string();
+            assert!(
+                schema.contains("#/components/schemas/ErrorResponse"),
+                "{route} {status}: the error body: {schema}"
+            );
+            if matches!(status, "429" | "503") {
+                assert!(
+                    response["headers"].get("Retry-After").is_some(),
+                    "{route} {status}: Retry-After"
+                );
+            }
+        }
     }
 }
 

@@ -1,12 +1,16 @@
 //! API tests: every route, status code and error of the HTTP API, called in process through
 //! `api::app(state)` with `tower::ServiceExt::oneshot` ([`support::TestApp`]). Each test gets
-//! its own SQLite database in a temporary directory; the tests in [`backends`] run on Postgres
-//! too (`backend_tests!`; SKIPPED when the server is unreachable, unless `CI` is set). No
-//! background worker runs: tests apply queued rounds by stepping `worker::process_next`.
+//! its own SQLite database in a temporary directory; the tests in [`backends`] and [`bounds`]
+//! run on Postgres too (`backend_tests!`; SKIPPED when the server is unreachable, unless `CI`
+//! is set). No background worker runs: tests apply queued rounds by stepping
+//! `worker::process_next`.
 //!
 //! One module per resource ([`pools`], [`rounds`], [`players`], [`leaderboard`],
 //! [`predictions`], [`health`]), then [`auth`] (keys and roles across routes) and [`errors`]
-//! (what no single resource owns: unknown routes, methods, the database going away, timeouts).
+//! (what no single resource owns: unknown routes, methods, the database going away, timeouts),
+//! [`hostile`] (a table of bad requests, each of which must change nothing) and [`security`]
+//! (every keyed route against every bad credential, keys kept out of the log, rate limits,
+//! CORS), and [`bounds`] (a long stream keeps every belief within `history_limit`).
 
 // Declared first: its `backend_tests!` macro is used by the modules below.
 #[macro_use]
@@ -15,11 +19,14 @@ mod db;
 
 mod auth;
 mod backends;
+mod bounds;
 mod errors;
 mod health;
+mod hostile;
 mod leaderboard;
 mod players;
 mod pools;
 mod predictions;
 mod rounds;
+mod security;
 mod support;

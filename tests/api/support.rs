@@ -2,10 +2,13 @@
 //! (`tests/common/db.rs`) and calls the router with `tower::ServiceExt::oneshot`, one request at
 //! a time. No background worker runs: tests apply queued rounds with [`TestApp::apply_queued`],
 //! which steps `worker::process_next` until the queue is empty. Also the fixtures the tests
-//! share (keys, rounds) and the check of the shared error body. Asserts only what every test
-//! relies on.
+//! share (keys, rounds), the check of the shared error body, and [`Snapshot`]: everything a
+//! request could change, to prove that a refused one changed nothing. Asserts only what every
+//! test relies on.
 
+use std::collections::BTreeMap;
 use std::future::Future;
+use std::str::FromStr;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -14,10 +17,14 @@ use axum::Router;
 use http_body_util::BodyExt;
 use mmr_service::api::{self, auth::hash_key};
 use mmr_service::config::{KeySettings, Overrides, ParamsOverrides, Role, Settings};
+use mmr_service::engine::{Params, PlayerState};
 use mmr_service::state::AppState;
 use mmr_service::storage;
 use mmr_service::worker::{self, Processed};
+use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde_json::{json, Value};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
+use sqlx::Connection;
 use tower::ServiceExt;
 
 pub use crate::db::Backend;
@@ -402,3 +409,190 @@ pub fn num(value: &Value) -> f64 {
         .as_f64()
         .unwrap_or_else(|| panic!("not a number: {value}"))
 }
+
+/// Everything a request could change, so that two snapshots are equal exactly when nothing
+/// changed: every row of every table, read straight from the database (whatever tables the
+/// migrations made); each pool's state in memory (parameters, rounds applied, every player's
+/// whole posterior); and what the read routes answer. Taken with [`TestApp::snapshot`], on
+/// SQLite only.
+#[derive(Debug, PartialEq)]
+pub struct Snapshot {
+    /// `sqlite_master`: every table and index with its SQL.
+    schema: Vec<(String, String, Option<String>)>,
+    /// Each table's rows, every column as an SQL literal (`quote()`, which round-trips floats
+    /// exactly), sorted.
+    tables: BTreeMap<String, Vec<String>>,
+    /// Each pool in memory: its parameters, rounds applied, and its players' posteriors.
+    memory: BTreeMap<String, (Params, u64, BTreeMap<String, PlayerState>)>,
+    /// What each read route answered, by URI.
+    api: BTreeMap<String, (StatusCode, Value)>,
+}
+
+impl Snapshot {
+    /// Checks that nothing differs from `before`, naming what does; `context` names the case.
+    #[track_caller]
+    pub fn assert_same_as(&self, before: &Self, context: &str) {
+        assert_eq!(self.schema, before.schema, "{context}: the schema changed");
+        assert_eq!(
+            self.tables.keys().collect::<Vec<_>>(),
+            before.tables.keys().collect::<Vec<_>>(),
+            "{context}: tables were added or dropped"
+        );
+        for (table, rows) in &self.tables {
+            let old = &before.tables[table];
+            let added: Vec<&String> = rows.iter().filter(|r| !old.contains(r)).collect();
+            let removed: Vec<&String> = old.iter().filter(|r| !rows.contains(r)).collect();
+            assert!(
+                added.is_empty() && removed.is_empty() && rows.len() == old.len(),
+                "{context}: table `{table}` changed: added {added:#?}, removed {removed:#?}"
+            );
+        }
+        assert_eq!(
+            self.memory.keys().collect::<Vec<_>>(),
+            before.memory.keys().collect::<Vec<_>>(),
+            "{context}: pools were added to or dropped from memory"
+        );
+        for (pool, state) in &self.memory {
+            assert!(
+                state == &before.memory[pool],
+                "{context}: pool `{pool}` changed in memory"
+            );
+        }
+        assert_eq!(
+            self.api.keys().collect::<Vec<_>>(),
+            before.api.keys().collect::<Vec<_>>(),
+            "{context}: the pools, players or rounds the API shows changed"
+        );
+        for (uri, answer) in &self.api {
+            assert_eq!(
+                answer, &before.api[uri],
+                "{context}: GET {uri} answers differently"
+            );
+        }
+    }
+}
+
+impl TestApp {
+    /// Everything the service holds and shows, to compare with a later [`Snapshot`].
+    pub async fn snapshot(&self) -> Snapshot {
+        let (schema, tables, rounds) = self.database_rows().await;
+        let memory: BTreeMap<_, _> = self
+            .state
+            .pools
+            .all()
+            .iter()
+            .map(|pool| {
+                let state = pool.read();
+                let population = state.population();
+                let players: BTreeMap<String, PlayerState> = population
+                    .players()
+                    .map(|(id, player)| (id.to_owned(), player.clone()))
+                    .collect();
+                (
+                    pool.name().to_owned(),
+                    (*population.params(), state.applied(), players),
+                )
+            })
+            .collect();
+
+        let listed = self.get("/v1/pools").await;
+        let mut pools: Vec<String> = listed.body["pools"]
+            .as_array()
+            .map(|pools| {
+                pools
+                    .iter()
+                    .filter_map(|pool| pool["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        pools.extend(memory.keys().cloned());
+        pools.sort();
+        pools.dedup();
+        let segment = |id: &str| utf8_percent_encode(id, NON_ALPHANUMERIC).to_string();
+        let mut uris = vec!["/v1/pools".to_owned()];
+        for pool in &pools {
+            let base = format!("/v1/pools/{}", segment(pool));
+            uris.push(base.clone());
+            uris.push(format!("{base}/leaderboard?limit=1000&order=mu"));
+            uris.push(format!("{base}/leaderboard?limit=1000&order=conservative"));
+            uris.push(format!("{base}/players?limit=1000"));
+            for player in memory.get(pool).into_iter().flat_map(|(_, _, p)| p.keys()) {
+                let player = format!("{base}/players/{}", segment(player));
+                uris.push(format!("{player}/history?limit=1000"));
+                uris.push(player);
+            }
+        }
+        for (pool, id) in rounds {
+            uris.push(format!(
+                "/v1/pools/{}/rounds/{}",
+                segment(&pool),
+                segment(&id)
+            ));
+        }
+        let mut api = BTreeMap::new();
+        for uri in uris {
+            let response = self.get(&uri).await;
+            api.insert(uri, (response.status, response.body));
+        }
+        Snapshot {
+            schema,
+            tables,
+            memory,
+            api,
+        }
+    }
+
+    /// The schema, every table's rows and the (pool, id) of every round, through a read-only
+    /// connection of its own (not the service's storage, which is what is being checked).
+    async fn database_rows(&self) -> Schema {
+        let options = SqliteConnectOptions::from_str(&self.state.settings.database.url)
+            .expect("a snapshot is of a SQLite database")
+            .read_only(true);
+        let mut db = SqliteConnection::connect_with(&options)
+            .await
+            .expect("open the test database");
+        let schema: Vec<(String, String, Option<String>)> =
+            sqlx::query_as("SELECT type, name, sql FROM sqlite_master ORDER BY type, name")
+                .fetch_all(&mut db)
+                .await
+                .expect("read the schema");
+        let mut tables = BTreeMap::new();
+        for (kind, table, _) in &schema {
+            if kind != "table" {
+                continue;
+            }
+            let columns: Vec<String> =
+                sqlx::query_scalar("SELECT name FROM pragma_table_info(?1) ORDER BY cid")
+                    .bind(table)
+                    .fetch_all(&mut db)
+                    .await
+                    .expect("read a table's columns");
+            let row = columns
+                .iter()
+                .map(|column| format!("quote(\"{column}\")"))
+                .collect::<Vec<_>>()
+                .join(" || ', ' || ");
+            let mut rows: Vec<String> =
+                sqlx::query_scalar(&format!("SELECT {row} FROM \"{table}\""))
+                    .fetch_all(&mut db)
+                    .await
+                    .expect("read a table's rows");
+            rows.sort();
+            tables.insert(table.clone(), rows);
+        }
+        let rounds: Vec<(String, String)> = sqlx::query_as("SELECT pool, id FROM rounds")
+            .fetch_all(&mut db)
+            .await
+            .expect("read the round ids");
+        db.close().await.expect("close the snapshot connection");
+        (schema, tables, rounds)
+    }
+}
+
+/// What [`TestApp::database_rows`] reads: the schema, each table's rows, every round's pool
+/// and id.
+type Schema = (
+    Vec<(String, String, Option<String>)>,
+    BTreeMap<String, Vec<String>>,
+    Vec<(String, String)>,
+);

@@ -2,8 +2,20 @@
 //! HTTP, killed with SIGKILL while rounds are queued and restarted, stopped with SIGTERM; its
 //! ratings are compared bit for bit with `mmr-service replay` of the same rounds. Run on
 //! SQLite always and on Postgres when a server answers (SKIPPED otherwise, unless `CI` is set).
+//!
+//! Beside the tests here: [`concurrency`] (32 writers and 32 readers at once, retries of one
+//! round from many clients), [`crash`] (SIGKILLs at seeded random moments through a stream of
+//! rounds), [`faults`] (the database going away and coming back), [`slow_client`] (a body that
+//! trickles in is cut off without holding anything back); [`server`] runs the binary,
+//! [`rounds`] makes the rounds and [`stream`] posts them as a client would.
 
+mod concurrency;
+mod crash;
+mod faults;
+mod rounds;
 mod server;
+mod slow_client;
+mod stream;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

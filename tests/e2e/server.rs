@@ -1,7 +1,8 @@
 //! The real `mmr-service serve` as a child process: started in a temporary directory with a
 //! config file holding an admin key, on a free port (read from its log), stopped with SIGKILL
 //! or SIGTERM and started again on the same database. Owns the child, its directory and, for
-//! Postgres, its fresh database, and removes all three when dropped.
+//! Postgres, its fresh database, and removes all three when dropped; reads the database's
+//! rounds directly, for tests that check what a crash left behind.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -35,6 +36,36 @@ pub enum Backend {
     Default,
 }
 
+/// Turns the URL of the database made for a test into the URL the service is given.
+pub type RouteDatabase = Box<dyn FnOnce(&str) -> String>;
+
+/// What a test changes in how the service starts; the default changes nothing.
+#[derive(Default)]
+pub struct Options {
+    /// Settings given as `MMR__SECTION__KEY` environment variables.
+    pub env: Vec<(&'static str, String)>,
+    /// The database URL the service is given, from the URL of the database made for the test
+    /// (a test that puts a proxy in between rewrites it).
+    pub route_database: Option<RouteDatabase>,
+}
+
+/// A round as the database holds it.
+#[derive(Debug)]
+pub struct StoredRound {
+    /// Its id.
+    pub id: String,
+    /// `queued`, `applied` or `failed`.
+    pub status: String,
+    /// History rows written for it: one per entrant once applied.
+    pub history_rows: i64,
+}
+
+/// Every round of pool `$1` in acceptance order, with the history rows written for it.
+const STORED_ROUNDS: &str = "
+    SELECT r.id, r.status,
+           (SELECT COUNT(*) FROM history h WHERE h.pool = r.pool AND h.seq = r.seq)
+    FROM rounds r WHERE r.pool = $1 ORDER BY r.seq";
+
 /// A Postgres database made for one test.
 struct PgDatabase {
     admin_url: String,
@@ -46,6 +77,8 @@ pub struct Server {
     child: Option<Child>,
     dir: TempDir,
     args: Vec<String>,
+    env: Vec<(&'static str, String)>,
+    database_url: String,
     base: String,
     client: reqwest::blocking::Client,
     postgres: Option<PgDatabase>,
@@ -103,6 +136,12 @@ fn create_postgres() -> Option<(PgDatabase, String)> {
 impl Server {
     /// Starts the service on `backend`; `None` when the backend is unavailable (skipped).
     pub fn start(backend: Backend) -> Option<Self> {
+        Self::start_with(backend, Options::default())
+    }
+
+    /// Starts the service on `backend` as `options` say; `None` when the backend is
+    /// unavailable (skipped).
+    pub fn start_with(backend: Backend, options: Options) -> Option<Self> {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let (postgres, url) = match backend {
             Backend::Sqlite => (
@@ -118,12 +157,18 @@ impl Server {
             }
             Backend::Default => (None, None),
         };
+        let database_url = url.clone().unwrap_or_else(|| {
+            format!("sqlite://{}", dir.path().join("data/mmr.sqlite3").display())
+        });
         let mut args = vec![
             "serve".to_owned(),
             "--addr".to_owned(),
             "127.0.0.1:0".to_owned(),
         ];
-        if let Some(url) = url {
+        if let Some(mut url) = url {
+            if let Some(route) = options.route_database {
+                url = route(&url);
+            }
             let config = dir.path().join("mmr.toml");
             let text = format!(
                 "[database]\nurl = \"{url}\"\n[queue]\npoll_interval_ms = 100\n\
@@ -137,6 +182,8 @@ impl Server {
             child: None,
             dir,
             args,
+            env: options.env,
+            database_url,
             base: String::new(),
             client: reqwest::blocking::Client::new(),
             postgres,
@@ -150,6 +197,39 @@ impl Server {
         self.dir.path()
     }
 
+    /// `http://HOST:PORT` of the running service; it changes with every restart.
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    /// Every round of `pool` in acceptance order, read from the database itself.
+    pub fn stored_rounds(&self, pool: &str) -> Vec<StoredRound> {
+        let url = self.database_url.as_str();
+        let rows: Vec<(String, String, i64)> = block_on(async {
+            if url.starts_with("sqlite:") {
+                let mut db = sqlx::SqliteConnection::connect(url).await?;
+                sqlx::query_as(STORED_ROUNDS)
+                    .bind(pool)
+                    .fetch_all(&mut db)
+                    .await
+            } else {
+                let mut db = sqlx::PgConnection::connect(url).await?;
+                sqlx::query_as(STORED_ROUNDS)
+                    .bind(pool)
+                    .fetch_all(&mut db)
+                    .await
+            }
+        })
+        .expect("read the stored rounds");
+        rows.into_iter()
+            .map(|(id, status, history_rows)| StoredRound {
+                id,
+                status,
+                history_rows,
+            })
+            .collect()
+    }
+
     /// Starts the (stopped) service again on the same database and waits until it listens.
     pub fn restart(&mut self) {
         assert!(self.child.is_none(), "the service is already running");
@@ -157,6 +237,7 @@ impl Server {
             .args(&self.args)
             .current_dir(self.dir.path())
             .env("RUST_LOG", "info")
+            .envs(self.env.iter().map(|(key, value)| (key, value)))
             .env_remove("DATABASE_URL")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use mmr_service::engine::params::MAX_HISTORY_LIMIT;
 use mmr_service::engine::{Params, Population, Round, Variant};
 use mmr_service::replay::{input, InputFormat};
 use multi_skill::data_processing::Contest;
@@ -107,12 +108,13 @@ fn largest_differences(params: Params, rounds: &[Round]) -> (usize, f64, f64) {
         })
 }
 
-/// Our parameters for a comparison: the defaults with the reference's unbounded history.
+/// Our parameters for a comparison: the defaults with the reference's unbounded history (the
+/// largest limit, more rounds than any player of the datasets has played).
 fn exact(variant: Variant, rho: f64) -> Params {
     Params {
         variant,
         rho,
-        history_limit: usize::MAX,
+        history_limit: MAX_HISTORY_LIMIT,
         ..Params::default()
     }
 }

@@ -1,0 +1,216 @@
+//! The OpenAPI document: its header (title, tags, the bearer scheme), the responses that the
+//! shared layers can give on any route (documented here once, so that no route's list can
+//! forget one), and `GET /openapi.json`, which serves the document.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use axum::Json;
+use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{
+    ContentBuilder, OpenApi as OpenApiDoc, Ref, RefOr, Response, ResponseBuilder, Schema,
+};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::state::AppState;
+
+/// The media type of every body the API sends or takes.
+const JSON: &str = "application/json";
+
+/// The name of the error body's schema.
+const ERROR_SCHEMA: &str = "ErrorResponse";
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "mmr-service", description = "Exact, parallel Elo-MMR ratings over HTTP."),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "pools", description = "Rating pools and their parameters"),
+        (name = "rounds", description = "Posting results and following them"),
+        (name = "players", description = "Ratings, histories and leaderboards"),
+        (name = "predictions", description = "Win probabilities and match quality"),
+        (name = "health", description = "Liveness, readiness and this document"),
+    )
+)]
+pub(super) struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut OpenApiDoc) {
+        openapi
+            .components
+            .get_or_insert_with(Default::default)
+            .add_security_scheme(
+                "bearer",
+                SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+            );
+    }
+}
+
+/// The route of this module.
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(get_openapi))
+}
+
+/// Built on first use: the routes do not change while the process runs.
+static DOCUMENT: LazyLock<OpenApiDoc> = LazyLock::new(super::openapi);
+
+/// This document: every route, with every response it can give.
+#[utoipa::path(get, path = "/openapi.json", tag = "health",
+    responses((status = 200, body = Object, description = "The OpenAPI 3.1 document")))]
+async fn get_openapi() -> Json<&'static OpenApiDoc> {
+    Json(&DOCUMENT)
+}
+
+/// An error response with the shared body, and `Retry-After` when `retry` is set.
+fn error_response(description: &str, retry: bool) -> Response {
+    let mut response = ResponseBuilder::new().description(description).content(
+        JSON,
+        ContentBuilder::new()
+            .schema(Some(Ref::from_schema_name(ERROR_SCHEMA)))
+            .build(),
+    );
+    if retry {
+        response = response.header(
+            "Retry-After",
+            HeaderBuilder::new()
+                .schema(
+                    ObjectBuilder::new()
+                        .schema_type(Type::Integer)
+                        .minimum(Some(1)),
+                )
+                .description(Some("Seconds to wait before trying again"))
+                .build(),
+        );
+    }
+    response.build()
+}
+
+/// Adds to every operation of `doc` the error responses the shared layers and extractors can
+/// give it, replacing a route's own entry for the same status (which states less):
+/// 500 and 503 anywhere; 400 wherever a path, a query or a body is parsed; 413 and 415
+/// wherever a body is read; 401, 403 and 429 wherever a key can be asked for. A route whose
+/// 503 has a body of its own (`/readyz`) keeps it, as one of two possible bodies.
+pub(super) fn add_shared_errors(doc: &mut OpenApiDoc) {
+    for item in doc.paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in operations.into_iter().flatten() {
+            add_to_operation(operation);
+        }
+    }
+}
+
+fn add_to_operation(operation: &mut Operation) {
+    let has_body = operation.request_body.is_some();
+    let has_parameters = operation.parameters.as_ref().is_some_and(|p| !p.is_empty());
+    let keyed = operation.security.as_ref().is_some_and(|s| !s.is_empty());
+    let mut shared: BTreeMap<&str, Response> = BTreeMap::new();
+    shared.insert(
+        "500",
+        error_response(
+            "Internal error (`internal`); the cause is in the service's log",
+            false,
+        ),
+    );
+    if has_parameters || has_body {
+        shared.insert(
+            "400",
+            error_response(
+                "A body that is not JSON (`malformed_json`), or a bad path or query parameter \
+                 (`invalid_query`)",
+                false,
+            ),
+        );
+    }
+    if has_body {
+        shared.insert(
+            "413",
+            error_response(
+                "The body is larger than `server.body_limit_bytes` (`payload_too_large`)",
+                false,
+            ),
+        );
+        shared.insert(
+            "415",
+            error_response(
+                "The body is not `Content-Type: application/json` (`unsupported_media_type`)",
+                false,
+            ),
+        );
+    }
+    if keyed {
+        shared.insert(
+            "401",
+            error_response(
+                "No key, or a key the service does not know (`unauthenticated`)",
+                false,
+            ),
+        );
+        shared.insert(
+            "403",
+            error_response("The key's role does not allow this (`forbidden`)", false),
+        );
+        shared.insert(
+            "429",
+            error_response(
+                "This key, or this address, is over its `[rate_limit]` budget (`rate_limited`)",
+                true,
+            ),
+        );
+    }
+    let unavailable = error_response(
+        "Not answered within `server.request_timeout_secs` (`timeout`), the database cannot \
+         be reached (`database_unavailable`), or the pool's queue is full (`queue_full`)",
+        true,
+    );
+    let responses = &mut operation.responses.responses;
+    match responses.get_mut("503") {
+        Some(RefOr::T(own)) if !is_error_body(own) => merge_bodies(own, &unavailable),
+        _ => {
+            shared.insert("503", unavailable);
+        }
+    }
+    for (status, response) in shared {
+        responses.insert(status.to_owned(), RefOr::T(response));
+    }
+}
+
+fn is_error_body(response: &Response) -> bool {
+    response.content.get(JSON).is_some_and(|content| {
+        matches!(&content.schema, Some(RefOr::Ref(r)) if r.ref_location.ends_with(ERROR_SCHEMA))
+    })
+}
+
+/// Makes `own`'s JSON body one of its schema or `other`'s (the timeout's error body), and
+/// gives it `other`'s headers.
+fn merge_bodies(own: &mut Response, other: &Response) {
+    let Some(content) = own.content.get_mut(JSON) else {
+        return;
+    };
+    let theirs: Option<RefOr<Schema>> = other
+        .content
+        .get(JSON)
+        .and_then(|content| content.schema.clone());
+    if let (Some(mine), Some(theirs)) = (content.schema.take(), theirs) {
+        content.schema =
+            Some(Schema::OneOf(OneOfBuilder::new().item(mine).item(theirs).build()).into());
+    }
+    own.description = format!(
+        "{}; or the error body when not answered within `server.request_timeout_secs` \
+         (`timeout`)",
+        own.description
+    );
+    own.headers.extend(other.headers.clone());
+}

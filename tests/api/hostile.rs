@@ -1,0 +1,1383 @@
+//! Hostile input: one table of bad requests (malformed and oversized bodies, wrong types and
+//! shapes, impossible rounds, numbers and times out of range, odd ids and paths, bad query
+//! strings and parameters, missing and weak keys), each sent to a service whose pools already
+//! hold applied and queued rounds. Every row must get its documented 4xx with the shared JSON
+//! error naming the problem, and leave every table and everything in memory exactly as before.
+
+use axum::body::Body;
+use axum::http::{header, Method, Request, StatusCode};
+use serde_json::{json, Value};
+
+use crate::support::{round, round_at, TestApp, ADMIN_KEY, POOL, READ_KEY, WRITE_KEY};
+
+const ROUNDS: &str = "/v1/pools/main/rounds";
+const PUT_MAIN: &str = "/v1/pools/main";
+const LEADERBOARD: &str = "/v1/pools/main/leaderboard";
+const PREDICTIONS: &str = "/v1/pools/main/predictions";
+const MATCH_QUALITY: &str = "/v1/pools/main/match-quality";
+const JSON: Option<&str> = Some("application/json");
+
+/// A second pool: no rounds, so its parameters could change (and must not, when refused).
+const OTHER: &str = "other";
+
+/// A body larger than the default limit (32 MiB).
+const FIFTY_MB: usize = 50 * 1024 * 1024;
+
+/// Entrants in the round too large to take.
+const HUGE_ROUND: usize = 2_000_000;
+
+/// Brackets around the deepest documents sent: far beyond serde_json's recursion limit.
+const DEEP: usize = 100_000;
+
+/// One bad request and what it must get.
+struct Case {
+    /// What is wrong with it, for the failure message.
+    name: String,
+    request: Request<Body>,
+    status: StatusCode,
+    code: &'static str,
+    field: Option<String>,
+}
+
+impl Case {
+    fn new(
+        name: impl Into<String>,
+        request: Request<Body>,
+        status: StatusCode,
+        code: &'static str,
+        field: Option<&str>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            request,
+            status,
+            code,
+            field: field.map(str::to_owned),
+        }
+    }
+}
+
+/// `method uri` with `body`, and with `key` and `content_type` when given.
+fn request(
+    method: Method,
+    uri: &str,
+    key: Option<&str>,
+    content_type: Option<&str>,
+    body: impl Into<Body>,
+) -> Request<Body> {
+    let mut builder = Request::builder().method(method).uri(uri);
+    if let Some(key) = key {
+        builder = builder.header(header::AUTHORIZATION, format!("Bearer {key}"));
+    }
+    if let Some(content_type) = content_type {
+        builder = builder.header(header::CONTENT_TYPE, content_type);
+    }
+    builder.body(body.into()).expect("a valid request")
+}
+
+fn get(uri: &str) -> Request<Body> {
+    request(Method::GET, uri, None, None, Body::empty())
+}
+
+fn post_json(uri: &str, key: Option<&str>, body: &Value) -> Request<Body> {
+    request(Method::POST, uri, key, JSON, body.to_string())
+}
+
+fn put_json(uri: &str, key: Option<&str>, body: &Value) -> Request<Body> {
+    request(Method::PUT, uri, key, JSON, body.to_string())
+}
+
+/// A round posted to the main pool that must be refused with 422 `invalid_round` at `field`.
+fn bad_round(name: &str, body: Value, field: Option<&str>) -> Case {
+    Case::new(
+        name,
+        post_json(ROUNDS, Some(WRITE_KEY), &body),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_round",
+        field,
+    )
+}
+
+/// Bytes posted as a round with a JSON content type that must be refused as malformed.
+fn malformed(name: &str, body: impl Into<Vec<u8>>) -> Case {
+    Case::new(
+        name,
+        request(Method::POST, ROUNDS, Some(WRITE_KEY), JSON, body.into()),
+        StatusCode::BAD_REQUEST,
+        "malformed_json",
+        None,
+    )
+}
+
+/// A round otherwise valid whose field `key` is `value`.
+fn round_with(key: &str, value: Value) -> Value {
+    let mut body = round("hostile", &["ann", "eve"]);
+    body[key] = value;
+    body
+}
+
+/// A round otherwise valid whose first standing's `key` is `value`.
+fn standing_with(key: &str, value: Value) -> Value {
+    let mut body = round("hostile", &["ann", "eve"]);
+    body["standings"][0][key] = value;
+    body
+}
+
+/// A valid round's text with `raw` (not necessarily JSON) as the value of its `weight`.
+fn weight_text(raw: &str) -> String {
+    format!(
+        r#"{{"id": "hostile", "weight": {raw}, "standings": [{{"player": "ann", "rank": 1}}, {{"player": "eve", "rank": 2}}]}}"#
+    )
+}
+
+/// A PUT of `params` to the main pool, which has rounds, refused with 422 `code` at `field`.
+fn bad_params(name: &str, params: Value, code: &'static str, field: Option<&str>) -> Case {
+    Case::new(
+        name,
+        put_json(PUT_MAIN, Some(ADMIN_KEY), &params),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        code,
+        field,
+    )
+}
+
+/// A query string the main pool's leaderboard refuses with 400 naming `field`.
+fn bad_query(name: &str, uri: &str, field: &str) -> Case {
+    Case::new(
+        name,
+        get(uri),
+        StatusCode::BAD_REQUEST,
+        "invalid_query",
+        Some(field),
+    )
+}
+
+/// A body posted to `uri` (predictions or match quality) refused with 422 `code` at `field`.
+fn bad_forecast(name: &str, uri: &str, body: &Value, code: &'static str, field: &str) -> Case {
+    Case::new(
+        name,
+        post_json(uri, None, body),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        code,
+        Some(field),
+    )
+}
+
+/// `n` distinct one-player sides: `[["p0"], ["p1"], …]`.
+fn sides(n: usize) -> Value {
+    (0..n).map(|i| json!([format!("p{i}")])).collect()
+}
+
+/// A round of [`HUGE_ROUND`] entrants, as bytes.
+fn huge_round() -> Vec<u8> {
+    let mut body = String::from(r#"{"id": "huge", "standings": ["#);
+    for i in 0..HUGE_ROUND {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(&format!(r#"{{"player": "p{i}", "rank": {}}}"#, i + 1));
+    }
+    body.push_str("]}");
+    body.into_bytes()
+}
+
+/// The rounds refused for their body as a whole: not JSON, too big, too deep, wrong type.
+fn body_cases() -> Vec<Case> {
+    let valid = round("hostile", &["ann", "eve"]).to_string();
+    let bad_utf8 = [&br#"{"id": "caf"#[..], b"\xe9", br#"", "standings": []}"#].concat();
+    let raw_control = [&br#"{"id": "a"#[..], b"\x01", br#"b", "standings": []}"#].concat();
+    let bom = [&b"\xef\xbb\xbf"[..], valid.as_bytes()].concat();
+    let utf16: Vec<u8> = valid.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    let huge = huge_round();
+    let huge_len = huge.len();
+    let mut huge_request = request(Method::POST, ROUNDS, Some(WRITE_KEY), JSON, huge);
+    huge_request
+        .headers_mut()
+        .insert(header::CONTENT_LENGTH, huge_len.into());
+    let mut fifty_mb = br#"{"id": "big", "standings": [], "pad": ""#.to_vec();
+    fifty_mb.resize(FIFTY_MB, b'x');
+    fifty_mb.extend_from_slice(br#""}"#);
+    let text = |content_type: &str| {
+        request(
+            Method::POST,
+            ROUNDS,
+            Some(WRITE_KEY),
+            Some(content_type),
+            valid.clone(),
+        )
+    };
+    let unsupported = |name: &str, request: Request<Body>| {
+        Case::new(
+            name,
+            request,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            None,
+        )
+    };
+    vec![
+        malformed("truncated JSON", &valid.as_bytes()[..valid.len() - 3]),
+        malformed("a second document after the first", format!("{valid} {{}}")),
+        malformed("an empty body", Vec::new()),
+        malformed(
+            "single-quoted strings",
+            r"{'id': 'hostile', 'standings': []}",
+        ),
+        malformed(
+            "a comment before the document",
+            format!("// round\n{valid}"),
+        ),
+        malformed("a bare NaN weight", weight_text("NaN")),
+        malformed("a bare Infinity weight", weight_text("Infinity")),
+        malformed("a bare -Infinity weight", weight_text("-Infinity")),
+        malformed("a weight of 1e400, beyond f64", weight_text("1e400")),
+        malformed("bytes that are not UTF-8 inside a string", bad_utf8),
+        malformed(
+            "an unpaired UTF-16 surrogate escape",
+            r#"{"id": "\ud800", "standings": []}"#,
+        ),
+        malformed("a raw control character inside a string", raw_control),
+        malformed("a byte-order mark before the document", bom),
+        malformed("100,000 nested arrays", "[".repeat(DEEP)),
+        malformed(
+            "100,000 nested objects",
+            r#"{"a": "#.repeat(DEEP) + &"}".repeat(DEEP),
+        ),
+        malformed(
+            "standings nested 200 deep",
+            format!(
+                r#"{{"id": "deep", "standings": {}{}}}"#,
+                "[".repeat(200),
+                "]".repeat(200)
+            ),
+        ),
+        Case::new(
+            "a JSON body encoded as UTF-16",
+            request(
+                Method::POST,
+                ROUNDS,
+                Some(WRITE_KEY),
+                Some("application/json; charset=utf-16"),
+                utf16,
+            ),
+            StatusCode::BAD_REQUEST,
+            "malformed_json",
+            None,
+        ),
+        unsupported(
+            "no content type",
+            request(Method::POST, ROUNDS, Some(WRITE_KEY), None, valid.clone()),
+        ),
+        unsupported("a JSON body sent as text/plain", text("text/plain")),
+        unsupported("a form", text("application/x-www-form-urlencoded")),
+        unsupported("multipart", text("multipart/form-data; boundary=x")),
+        unsupported(
+            "a type that only starts with json",
+            text("application/jsonp"),
+        ),
+        unsupported(
+            "a pool's parameters sent as text",
+            request(
+                Method::PUT,
+                PUT_MAIN,
+                Some(ADMIN_KEY),
+                Some("text/plain"),
+                "{}",
+            ),
+        ),
+        unsupported(
+            "a prediction without a content type",
+            request(Method::POST, PREDICTIONS, None, None, r#"{"entrants": []}"#),
+        ),
+        Case::new(
+            "a 50 MB body, streamed without a length",
+            request(Method::POST, ROUNDS, Some(WRITE_KEY), JSON, fifty_mb),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            None,
+        ),
+        Case::new(
+            "a round of 2,000,000 entrants, refused on its Content-Length",
+            huge_request,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            None,
+        ),
+        bad_round("a body that is an array", json!([1, 2]), None),
+        bad_round("a body that is a string", json!("round"), None),
+        bad_round("a body that is null", Value::Null, None),
+    ]
+}
+
+/// Rounds that are JSON but not a round the service can take.
+fn round_cases() -> Vec<Case> {
+    let standing = |player: &str, rank: Value| json!({"player": player, "rank": rank});
+    let two_ranks = |first: Value| json!({"id": "hostile", "standings": [standing("ann", first), standing("eve", json!(2))]});
+    let member =
+        |player: &str, team: &str, rank: u64| json!({"player": player, "team": team, "rank": rank});
+    let long = "x".repeat(10_000);
+    let sql = "'; DROP TABLE rounds;--";
+    vec![
+        // Types.
+        bad_round("a numeric id", round_with("id", json!(7)), Some("id")),
+        bad_round("a null id", round_with("id", Value::Null), Some("id")),
+        bad_round(
+            "an id that is an object",
+            round_with("id", json!({"id": "x"})),
+            Some("id"),
+        ),
+        bad_round(
+            "standings that are an object",
+            round_with("standings", json!({"ann": 1})),
+            Some("standings"),
+        ),
+        bad_round(
+            "null standings",
+            round_with("standings", Value::Null),
+            Some("standings"),
+        ),
+        bad_round(
+            "a standing that is a string",
+            round_with("standings", json!(["ann", "eve"])),
+            Some("standings[0]"),
+        ),
+        bad_round(
+            "a numeric player",
+            standing_with("player", json!(42)),
+            Some("standings[0].player"),
+        ),
+        bad_round(
+            "a null player",
+            standing_with("player", Value::Null),
+            Some("standings[0].player"),
+        ),
+        bad_round(
+            "a rank given as a string",
+            standing_with("rank", json!("1")),
+            Some("standings[0].rank"),
+        ),
+        bad_round(
+            "a rank given as a boolean",
+            standing_with("rank", json!(true)),
+            Some("standings[0].rank"),
+        ),
+        bad_round(
+            "a null rank",
+            standing_with("rank", Value::Null),
+            Some("standings[0].rank"),
+        ),
+        bad_round(
+            "a numeric team",
+            standing_with("team", json!(3)),
+            Some("standings[0].team"),
+        ),
+        bad_round(
+            "a team nested in arrays",
+            standing_with("team", json!([[["red"]]])),
+            Some("standings[0].team"),
+        ),
+        bad_round(
+            "a time given as Unix seconds",
+            round_with("time", json!(1_767_225_600)),
+            Some("time"),
+        ),
+        bad_round(
+            "a weight given as the string NaN",
+            round_with("weight", json!("NaN")),
+            Some("weight"),
+        ),
+        bad_round(
+            "a boolean weight",
+            round_with("weight", json!(true)),
+            Some("weight"),
+        ),
+        bad_round(
+            "a ceiling given as the string inf",
+            round_with("perf_ceiling", json!("inf")),
+            Some("perf_ceiling"),
+        ),
+        // Missing and unknown fields.
+        bad_round("an empty object", json!({}), Some("standings")),
+        bad_round(
+            "no id",
+            json!({"standings": [standing("ann", json!(1)), standing("eve", json!(2))]}),
+            Some("id"),
+        ),
+        bad_round("no standings", json!({"id": "hostile"}), Some("standings")),
+        bad_round(
+            "a standing without a rank",
+            json!({"id": "hostile", "standings": [standing("ann", json!(1)), {"player": "eve"}]}),
+            Some("standings[1].rank"),
+        ),
+        bad_round(
+            "a standing without a player",
+            json!({"id": "hostile", "standings": [{"rank": 1}, standing("eve", json!(2))]}),
+            Some("standings[0].player"),
+        ),
+        bad_round(
+            "an unknown field",
+            round_with("colour", json!("red")),
+            Some("colour"),
+        ),
+        bad_round(
+            "an unknown field in a standing",
+            standing_with("score", json!(9)),
+            Some("standings[0].score"),
+        ),
+        bad_round(
+            "a known field in the wrong case",
+            round_with("Weight", json!(1)),
+            Some("Weight"),
+        ),
+        // Entrants.
+        bad_round(
+            "no entrants",
+            round_with("standings", json!([])),
+            Some("standings"),
+        ),
+        bad_round(
+            "one entrant",
+            round_with("standings", json!([standing("ann", json!(1))])),
+            Some("standings"),
+        ),
+        bad_round(
+            "one team and no one else",
+            round_with(
+                "standings",
+                json!([member("ann", "red", 1), member("eve", "red", 1)]),
+            ),
+            Some("standings"),
+        ),
+        bad_round(
+            "a player listed twice",
+            round_with(
+                "standings",
+                json!([
+                    standing("ann", json!(1)),
+                    standing("eve", json!(2)),
+                    standing("ann", json!(3))
+                ]),
+            ),
+            Some("standings[2].player"),
+        ),
+        bad_round(
+            "a player on two teams",
+            round_with(
+                "standings",
+                json!([
+                    member("ann", "red", 1),
+                    member("eve", "blue", 2),
+                    member("ann", "blue", 2)
+                ]),
+            ),
+            Some("standings[2].player"),
+        ),
+        bad_round(
+            "a player twice in one team",
+            round_with(
+                "standings",
+                json!([
+                    member("ann", "red", 1),
+                    member("ann", "red", 1),
+                    standing("eve", json!(2))
+                ]),
+            ),
+            Some("standings[1].player"),
+        ),
+        bad_round(
+            "team members with different ranks",
+            round_with(
+                "standings",
+                json!([
+                    member("ann", "red", 1),
+                    member("bob", "red", 2),
+                    standing("eve", json!(3))
+                ]),
+            ),
+            Some("standings[1].rank"),
+        ),
+        bad_round(
+            "an empty team name",
+            standing_with("team", json!("")),
+            Some("standings[0].team"),
+        ),
+        bad_round(
+            "a SQL-looking player listed twice",
+            round_with(
+                "standings",
+                json!([standing(sql, json!(1)), standing(sql, json!(2))]),
+            ),
+            Some("standings[1].player"),
+        ),
+        // Ranks.
+        bad_round("rank 0", two_ranks(json!(0)), Some("standings[0].rank")),
+        bad_round(
+            "a negative rank",
+            two_ranks(json!(-1)),
+            Some("standings[0].rank"),
+        ),
+        bad_round(
+            "a fractional rank",
+            two_ranks(json!(1.5)),
+            Some("standings[0].rank"),
+        ),
+        bad_round(
+            "a rank written as a float",
+            two_ranks(json!(1e2)),
+            Some("standings[0].rank"),
+        ),
+        bad_round(
+            "rank 2^63",
+            two_ranks(json!(1_u64 << 63)),
+            Some("standings[0].rank"),
+        ),
+        bad_round(
+            "rank 2^64 - 1",
+            two_ranks(json!(u64::MAX)),
+            Some("standings[0].rank"),
+        ),
+        bad_round(
+            "rank 2^64",
+            two_ranks(json!(18_446_744_073_709_551_616.0)),
+            Some("standings[0].rank"),
+        ),
+        // Weights and ceilings.
+        bad_round(
+            "a weight of 1e308",
+            round_with("weight", json!(1e308)),
+            Some("weight"),
+        ),
+        bad_round(
+            "a weight of -1e308",
+            round_with("weight", json!(-1e308)),
+            Some("weight"),
+        ),
+        bad_round(
+            "a zero weight",
+            round_with("weight", json!(0.0)),
+            Some("weight"),
+        ),
+        bad_round(
+            "a negative weight",
+            round_with("weight", json!(-1.0)),
+            Some("weight"),
+        ),
+        bad_round(
+            "the smallest subnormal weight",
+            round_with("weight", json!(5e-324)),
+            Some("weight"),
+        ),
+        bad_round(
+            "a weight just over the largest",
+            round_with("weight", json!(1.000_001e6)),
+            Some("weight"),
+        ),
+        bad_round(
+            "a ceiling of -1e308",
+            round_with("perf_ceiling", json!(-1e308)),
+            Some("perf_ceiling"),
+        ),
+        bad_round(
+            "a ceiling of 1e308",
+            round_with("perf_ceiling", json!(1e308)),
+            Some("perf_ceiling"),
+        ),
+        // Times.
+        bad_round(
+            "the year 10000",
+            round_with("time", json!("10000-01-01T00:00:00Z")),
+            Some("time"),
+        ),
+        bad_round(
+            "a negative year",
+            round_with("time", json!("-0001-01-01T00:00:00Z")),
+            Some("time"),
+        ),
+        bad_round(
+            "month 13",
+            round_with("time", json!("2026-13-01T00:00:00Z")),
+            Some("time"),
+        ),
+        bad_round(
+            "February 30",
+            round_with("time", json!("2026-02-30T00:00:00Z")),
+            Some("time"),
+        ),
+        bad_round(
+            "hour 25",
+            round_with("time", json!("2026-01-01T25:00:00Z")),
+            Some("time"),
+        ),
+        bad_round(
+            "an offset of 24 hours",
+            round_with("time", json!("2026-01-01T00:00:00+24:00")),
+            Some("time"),
+        ),
+        bad_round(
+            "a date without a time",
+            round_with("time", json!("2026-01-01")),
+            Some("time"),
+        ),
+        bad_round("an empty time", round_with("time", json!("")), Some("time")),
+        // Ids.
+        bad_round("an empty id", round_with("id", json!("")), Some("id")),
+        bad_round(
+            "an id of 10,000 characters",
+            round_with("id", json!(long)),
+            Some("id"),
+        ),
+        bad_round(
+            "an empty player",
+            standing_with("player", json!("")),
+            Some("standings[0].player"),
+        ),
+        bad_round(
+            "a player of 10,000 characters",
+            standing_with("player", json!(long)),
+            Some("standings[0].player"),
+        ),
+        bad_round(
+            "a team of 10,000 characters",
+            standing_with("team", json!(long)),
+            Some("standings[0].team"),
+        ),
+        bad_round(
+            "a NUL in the id",
+            round_with("id", json!("a\u{0}b")),
+            Some("id"),
+        ),
+        bad_round(
+            "a NUL in a player",
+            standing_with("player", json!("\u{0}")),
+            Some("standings[0].player"),
+        ),
+        bad_round(
+            "a NUL in a team",
+            standing_with("team", json!("red\u{0}")),
+            Some("standings[0].team"),
+        ),
+    ]
+}
+
+/// Paths that name nothing, or nothing allowed.
+fn path_cases() -> Vec<Case> {
+    let not_found = |name: &str, request: Request<Body>, code: &'static str| {
+        Case::new(name, request, StatusCode::NOT_FOUND, code, None)
+    };
+    let bad_name = |name: &str, uri: &str| {
+        Case::new(
+            name,
+            put_json(uri, Some(ADMIN_KEY), &json!({})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_pool_name",
+            Some("pool"),
+        )
+    };
+    let valid = round("hostile", &["ann", "eve"]);
+    vec![
+        not_found(
+            "a round for an unknown pool",
+            post_json("/v1/pools/nowhere/rounds", Some(WRITE_KEY), &valid),
+            "pool_not_found",
+        ),
+        not_found(
+            "a round for a pool named like a path",
+            post_json(
+                "/v1/pools/..%2F..%2Fetc%2Fpasswd/rounds",
+                Some(WRITE_KEY),
+                &valid,
+            ),
+            "pool_not_found",
+        ),
+        not_found(
+            "a round for a pool named like SQL",
+            post_json(
+                "/v1/pools/%27%3B%20DROP%20TABLE%20rounds%3B--/rounds",
+                Some(WRITE_KEY),
+                &valid,
+            ),
+            "pool_not_found",
+        ),
+        not_found(
+            "the leaderboard of an unknown pool",
+            get("/v1/pools/nowhere/leaderboard"),
+            "pool_not_found",
+        ),
+        not_found(
+            "an unknown pool",
+            get("/v1/pools/nowhere"),
+            "pool_not_found",
+        ),
+        not_found(
+            "a prediction in an unknown pool",
+            post_json(
+                "/v1/pools/nowhere/predictions",
+                None,
+                &json!({"entrants": [{"players": ["a"]}, {"players": ["b"]}]}),
+            ),
+            "pool_not_found",
+        ),
+        not_found(
+            "a player named like a path",
+            get("/v1/pools/main/players/..%2F..%2Fetc%2Fpasswd"),
+            "player_not_found",
+        ),
+        not_found(
+            "a player named like SQL",
+            get("/v1/pools/main/players/%27%3B%20DROP%20TABLE%20players%3B--"),
+            "player_not_found",
+        ),
+        not_found(
+            "a player named NUL",
+            get("/v1/pools/main/players/%00"),
+            "player_not_found",
+        ),
+        not_found(
+            "a player named by control characters",
+            get("/v1/pools/main/players/%0A%1B%5B31m"),
+            "player_not_found",
+        ),
+        not_found(
+            "the history of an unknown player",
+            get("/v1/pools/main/players/nobody/history"),
+            "player_not_found",
+        ),
+        not_found(
+            "a round named like SQL",
+            get("/v1/pools/main/rounds/%27%3B%20DROP%20TABLE%20rounds%3B--"),
+            "round_not_found",
+        ),
+        not_found(
+            "a round named like a path",
+            get("/v1/pools/main/rounds/..%2F..%2Fetc%2Fpasswd"),
+            "round_not_found",
+        ),
+        not_found(
+            "dot segments in the path",
+            get("/v1/pools/main/players/../../etc/passwd"),
+            "route_not_found",
+        ),
+        Case::new(
+            "a player id that is not UTF-8",
+            get("/v1/pools/main/players/%FF"),
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            None,
+        ),
+        Case::new(
+            "a pool name that is not UTF-8",
+            put_json("/v1/pools/%C3%28", Some(ADMIN_KEY), &json!({})),
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            None,
+        ),
+        bad_name("a pool named ..", "/v1/pools/.."),
+        bad_name("a pool name with an encoded slash", "/v1/pools/a%2Fb"),
+        bad_name(
+            "a pool named like SQL",
+            "/v1/pools/%27%3B%20DROP%20TABLE%20pools%3B--",
+        ),
+        bad_name(
+            "a pool name of 65 characters",
+            &format!("/v1/pools/{}", "x".repeat(65)),
+        ),
+        bad_name("a pool name in capitals", "/v1/pools/Main"),
+        Case::new(
+            "deleting a pool",
+            request(
+                Method::DELETE,
+                PUT_MAIN,
+                Some(ADMIN_KEY),
+                None,
+                Body::empty(),
+            ),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            None,
+        ),
+        Case::new(
+            "patching the rounds",
+            request(
+                Method::PATCH,
+                ROUNDS,
+                Some(ADMIN_KEY),
+                JSON,
+                valid.to_string(),
+            ),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            None,
+        ),
+    ]
+}
+
+/// Query strings out of range or of the wrong type; `other_order` is a cursor of the
+/// leaderboard by μ − 3σ.
+fn query_cases(other_order: &str) -> Vec<Case> {
+    let history = "/v1/pools/main/players/ann/history";
+    vec![
+        bad_query(
+            "a leaderboard limit of 0",
+            &format!("{LEADERBOARD}?limit=0"),
+            "limit",
+        ),
+        bad_query(
+            "a leaderboard limit of 100000",
+            &format!("{LEADERBOARD}?limit=100000"),
+            "limit",
+        ),
+        bad_query(
+            "a negative leaderboard limit",
+            &format!("{LEADERBOARD}?limit=-1"),
+            "limit",
+        ),
+        bad_query(
+            "a leaderboard limit that is a word",
+            &format!("{LEADERBOARD}?limit=ten"),
+            "limit",
+        ),
+        bad_query(
+            "a leaderboard limit that is not UTF-8",
+            &format!("{LEADERBOARD}?limit=%FF"),
+            "limit",
+        ),
+        bad_query(
+            "a cursor that is not base64",
+            &format!("{LEADERBOARD}?cursor=!!!"),
+            "cursor",
+        ),
+        bad_query(
+            "a cursor of the other order",
+            &format!("{LEADERBOARD}?cursor={other_order}"),
+            "cursor",
+        ),
+        bad_query(
+            "both a cursor and a player to centre on",
+            &format!("{LEADERBOARD}?cursor={other_order}&around=ann"),
+            "around",
+        ),
+        bad_query(
+            "an unknown order",
+            &format!("{LEADERBOARD}?order=sideways"),
+            "order",
+        ),
+        Case::new(
+            "centring on an unknown player",
+            get(&format!("{LEADERBOARD}?around=nobody")),
+            StatusCode::NOT_FOUND,
+            "player_not_found",
+            None,
+        ),
+        bad_query(
+            "a history limit of 0",
+            &format!("{history}?limit=0"),
+            "limit",
+        ),
+        bad_query(
+            "a history cursor that is a word",
+            &format!("{history}?before=yesterday"),
+            "before",
+        ),
+        bad_query(
+            "a history cursor beyond i64",
+            &format!("{history}?before=99999999999999999999"),
+            "before",
+        ),
+        bad_query(
+            "a prefix search of 1001",
+            "/v1/pools/main/players?prefix=a&limit=1001",
+            "limit",
+        ),
+        bad_query(
+            "a win probability without b",
+            "/v1/pools/main/win-probability?a=ann",
+            "b",
+        ),
+    ]
+}
+
+/// Pool parameters out of range, of the wrong type, or unknown, and a change the pool's
+/// rounds forbid.
+fn params_cases() -> Vec<Case> {
+    let invalid = "invalid_parameter";
+    let shape = "invalid_request";
+    vec![
+        bad_params(
+            "a negative beta",
+            json!({"beta": -1.0}),
+            invalid,
+            Some("beta"),
+        ),
+        bad_params("a zero beta", json!({"beta": 0.0}), invalid, Some("beta")),
+        bad_params(
+            "beta = 1e308",
+            json!({"beta": 1e308}),
+            invalid,
+            Some("beta"),
+        ),
+        bad_params(
+            "beta = 1e-300",
+            json!({"beta": 1e-300}),
+            invalid,
+            Some("beta"),
+        ),
+        bad_params(
+            "gamma given as the string NaN",
+            json!({"gamma": "NaN"}),
+            shape,
+            Some("gamma"),
+        ),
+        bad_params(
+            "gamma = 1e308",
+            json!({"gamma": 1e308}),
+            invalid,
+            Some("gamma"),
+        ),
+        bad_params("rho = -1", json!({"rho": -1.0}), invalid, Some("rho")),
+        bad_params(
+            "rho given as the string NaN",
+            json!({"rho": "NaN"}),
+            shape,
+            Some("rho"),
+        ),
+        bad_params(
+            "mu_init = 1e300",
+            json!({"mu_init": 1e300}),
+            invalid,
+            Some("mu_init"),
+        ),
+        bad_params(
+            "sigma_init = 1e300",
+            json!({"sigma_init": 1e300}),
+            invalid,
+            Some("sigma_init"),
+        ),
+        bad_params(
+            "sigma_init = 1e-300",
+            json!({"sigma_init": 1e-300}),
+            invalid,
+            Some("sigma_init"),
+        ),
+        bad_params(
+            "drift_per_day = 1e308",
+            json!({"drift_per_day": 1e308}),
+            invalid,
+            Some("drift_per_day"),
+        ),
+        bad_params(
+            "history_limit = 0",
+            json!({"history_limit": 0}),
+            invalid,
+            Some("history_limit"),
+        ),
+        bad_params(
+            "history_limit = 10^12",
+            json!({"history_limit": 1_000_000_000_000_u64}),
+            invalid,
+            Some("history_limit"),
+        ),
+        bad_params(
+            "history_limit = 2^63, more than the database stores",
+            json!({"history_limit": 1_u64 << 63}),
+            invalid,
+            Some("history_limit"),
+        ),
+        bad_params(
+            "history_limit = 2^64",
+            json!({"history_limit": 18_446_744_073_709_551_616.0}),
+            shape,
+            Some("history_limit"),
+        ),
+        bad_params(
+            "a fractional history_limit",
+            json!({"history_limit": 2.5}),
+            shape,
+            Some("history_limit"),
+        ),
+        bad_params(
+            "an unknown variant",
+            json!({"variant": "elo"}),
+            shape,
+            Some("variant"),
+        ),
+        bad_params(
+            "an unknown tie rule",
+            json!({"ties": "maybe"}),
+            shape,
+            Some("ties"),
+        ),
+        bad_params(
+            "an unknown parameter",
+            json!({"alpha": 1}),
+            shape,
+            Some("alpha"),
+        ),
+        bad_params("parameters that are a list", json!([200, 35]), shape, None),
+        bad_params(
+            "every parameter in a list, in the struct's order",
+            json!(["gaussian", 200, 35, 1, 1500, 350, 0, 500, "both"]),
+            shape,
+            None,
+        ),
+        Case::new(
+            "beta = 1e308 for a pool that does not exist yet",
+            put_json("/v1/pools/fresh", Some(ADMIN_KEY), &json!({"beta": 1e308})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            invalid,
+            Some("beta"),
+        ),
+        Case::new(
+            "sigma_init = 1e300 for a pool without rounds",
+            put_json(
+                &format!("/v1/pools/{OTHER}"),
+                Some(ADMIN_KEY),
+                &json!({"sigma_init": 1e300}),
+            ),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            invalid,
+            Some("sigma_init"),
+        ),
+        Case::new(
+            "a valid change to a pool with rounds",
+            put_json(PUT_MAIN, Some(ADMIN_KEY), &json!({"beta": 300.0})),
+            StatusCode::CONFLICT,
+            "params_locked",
+            None,
+        ),
+    ]
+}
+
+/// Predictions and match qualities that cannot be computed.
+fn forecast_cases() -> Vec<Case> {
+    let entrants = |players: Value| -> Value {
+        json!({"entrants": players.as_array().expect("a list").iter()
+            .map(|p| json!({"players": p})).collect::<Vec<_>>()})
+    };
+    let prediction = "invalid_prediction";
+    let shape = "invalid_request";
+    vec![
+        bad_forecast(
+            "a prediction of no entrants",
+            PREDICTIONS,
+            &json!({"entrants": []}),
+            prediction,
+            "entrants",
+        ),
+        bad_forecast(
+            "a prediction of one entrant",
+            PREDICTIONS,
+            &entrants(json!([["ann"]])),
+            prediction,
+            "entrants",
+        ),
+        bad_forecast(
+            "a prediction of 1001 entrants",
+            PREDICTIONS,
+            &entrants(sides(1001)),
+            prediction,
+            "entrants",
+        ),
+        bad_forecast(
+            "a prediction with a player in two entrants",
+            PREDICTIONS,
+            &entrants(json!([["ann"], ["eve", "ann"]])),
+            prediction,
+            "entrants[1].players",
+        ),
+        bad_forecast(
+            "a prediction with an empty entrant",
+            PREDICTIONS,
+            &entrants(json!([[], ["ann"]])),
+            prediction,
+            "entrants[0].players",
+        ),
+        bad_forecast(
+            "a prediction whose entrants are not a list",
+            PREDICTIONS,
+            &json!({"entrants": "ann,eve"}),
+            shape,
+            "entrants",
+        ),
+        bad_forecast(
+            "a prediction with a numeric player",
+            PREDICTIONS,
+            &entrants(json!([[1], ["ann"]])),
+            shape,
+            "entrants[0].players[0]",
+        ),
+        bad_forecast(
+            "a prediction with an unknown field",
+            PREDICTIONS,
+            &json!({"entrants": [], "seed": 1}),
+            shape,
+            "seed",
+        ),
+        bad_forecast(
+            "a match of no sides",
+            MATCH_QUALITY,
+            &json!({"sides": []}),
+            prediction,
+            "sides",
+        ),
+        bad_forecast(
+            "a match of one side",
+            MATCH_QUALITY,
+            &json!({"sides": [["ann", "eve"]]}),
+            prediction,
+            "sides",
+        ),
+        bad_forecast(
+            "a match of 1001 sides",
+            MATCH_QUALITY,
+            &json!({"sides": sides(1001)}),
+            prediction,
+            "sides",
+        ),
+        bad_forecast(
+            "a player on both sides",
+            MATCH_QUALITY,
+            &json!({"sides": [["ann"], ["ann"]]}),
+            prediction,
+            "sides[1]",
+        ),
+        bad_forecast(
+            "an empty side",
+            MATCH_QUALITY,
+            &json!({"sides": [[], ["ann"]]}),
+            prediction,
+            "sides[0]",
+        ),
+        bad_forecast(
+            "a match without sides",
+            MATCH_QUALITY,
+            &json!({"teams": [["ann"], ["eve"]]}),
+            shape,
+            "teams",
+        ),
+    ]
+}
+
+/// Requests without a key good enough for them.
+fn key_cases() -> Vec<Case> {
+    let valid = round("hostile", &["ann", "eve"]);
+    let with_authorization = |value: &str| {
+        let mut request = post_json(ROUNDS, None, &valid);
+        request.headers_mut().insert(
+            header::AUTHORIZATION,
+            value.parse().expect("a valid header value"),
+        );
+        request
+    };
+    let unauthenticated = |name: &str, request: Request<Body>| {
+        Case::new(
+            name,
+            request,
+            StatusCode::UNAUTHORIZED,
+            "unauthenticated",
+            None,
+        )
+    };
+    let forbidden = |name: &str, request: Request<Body>| {
+        Case::new(name, request, StatusCode::FORBIDDEN, "forbidden", None)
+    };
+    vec![
+        unauthenticated("a round without a key", post_json(ROUNDS, None, &valid)),
+        unauthenticated(
+            "a round with an unknown key",
+            post_json(ROUNDS, Some("guess"), &valid),
+        ),
+        unauthenticated(
+            "a round with a Basic credential",
+            with_authorization("Basic d3JpdGU6c2VjcmV0"),
+        ),
+        unauthenticated(
+            "a round with an empty bearer token",
+            with_authorization("Bearer "),
+        ),
+        unauthenticated(
+            "a round with the write key's hash as the key",
+            with_authorization(&format!(
+                "Bearer {}",
+                mmr_service::api::auth::hash_key(WRITE_KEY)
+            )),
+        ),
+        unauthenticated(
+            "a malformed round with an unknown key",
+            request(Method::POST, ROUNDS, Some("guess"), JSON, "{"),
+        ),
+        forbidden(
+            "a round with a read key",
+            post_json(ROUNDS, Some(READ_KEY), &valid),
+        ),
+        unauthenticated(
+            "pool parameters without a key",
+            put_json(PUT_MAIN, None, &json!({})),
+        ),
+        forbidden(
+            "pool parameters with a write key",
+            put_json(
+                &format!("/v1/pools/{OTHER}"),
+                Some(WRITE_KEY),
+                &json!({"beta": 100.0}),
+            ),
+        ),
+        forbidden(
+            "a new pool with a read key",
+            put_json("/v1/pools/fresh", Some(READ_KEY), &json!({})),
+        ),
+    ]
+}
+
+/// The service with pool `main` holding three applied rounds (with a time, a team and a
+/// weight) and one queued, and pool `other` with no rounds.
+async fn populated() -> TestApp {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.put_pool(OTHER, json!({"variant": "gaussian", "rho": "inf"}))
+        .await
+        .assert_status(StatusCode::CREATED, "create the other pool");
+    let mut teams = round("r3", &["ann", "bob", "cy"]);
+    teams["weight"] = json!(0.5);
+    teams["standings"][1]["team"] = json!("red");
+    teams["standings"][2]["team"] = json!("red");
+    teams["standings"][2]["rank"] = json!(2);
+    app.play([
+        round_at("r1", "2026-01-01T00:00:00Z", &["ann", "bob", "cy", "dan"]),
+        round_at("r2", "2026-01-02T00:00:00Z", &["dan", "ann", "eve"]),
+        teams,
+    ])
+    .await;
+    app.queue_round(round("r4", &["eve", "dan"])).await;
+    app
+}
+
+#[tokio::test]
+async fn every_hostile_request_gets_its_4xx_naming_the_problem_and_changes_nothing() {
+    let app = populated().await;
+    let conservative = app
+        .get(&format!("{LEADERBOARD}?order=conservative&limit=1"))
+        .await;
+    let cursor = conservative.assert_status(StatusCode::OK, "a page by μ − 3σ")["next_cursor"]
+        .as_str()
+        .expect("a cursor to the next page")
+        .to_owned();
+    let before = app.snapshot().await;
+    let cases: Vec<Case> = [
+        body_cases(),
+        round_cases(),
+        path_cases(),
+        query_cases(&cursor),
+        params_cases(),
+        forecast_cases(),
+        key_cases(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    assert!(cases.len() >= 60, "{} cases", cases.len());
+    for case in cases {
+        let context = format!(
+            "{} {}: {}",
+            case.request.method(),
+            case.request.uri(),
+            case.name
+        );
+        let response = app.send_request(case.request).await;
+        response.assert_error(case.status, case.code, case.field.as_deref(), &context);
+        app.snapshot().await.assert_same_as(&before, &context);
+    }
+    app.post_round(POOL, round("r5", &["ann", "eve"]))
+        .await
+        .assert_status(
+            StatusCode::ACCEPTED,
+            "a valid round is still taken afterwards",
+        );
+}
+
+#[tokio::test]
+async fn sql_and_path_looking_ids_are_stored_and_read_back_verbatim() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let (round_id, players) = (
+        "'; DROP TABLE rounds;--",
+        [
+            "../../etc/passwd",
+            "a/b",
+            "%2F",
+            "Robert'); DROP TABLE players;--",
+        ],
+    );
+    app.play([round(round_id, &players)]).await;
+    let status = app
+        .get("/v1/pools/main/rounds/%27%3B%20DROP%20TABLE%20rounds%3B--")
+        .await;
+    assert_eq!(
+        status.assert_status(StatusCode::OK, "the round")["status"],
+        "applied"
+    );
+    for (player, path) in players.iter().zip([
+        "..%2F..%2Fetc%2Fpasswd",
+        "a%2Fb",
+        "%252F",
+        "Robert%27%29%3B%20DROP%20TABLE%20players%3B--",
+    ]) {
+        let response = app.get(&format!("/v1/pools/main/players/{path}")).await;
+        assert_eq!(
+            response.assert_status(StatusCode::OK, player)["player"],
+            *player
+        );
+    }
+    assert_eq!(
+        app.pool_info(POOL).await["players"],
+        players.len(),
+        "every table is still there and counted"
+    );
+}
+
+#[tokio::test]
+async fn unknown_query_parameters_are_ignored() {
+    let app = populated().await;
+    let plain = app.get(&format!("{LEADERBOARD}?limit=2")).await;
+    let extra = app
+        .get(&format!("{LEADERBOARD}?limit=2&colour=red&limit_=9"))
+        .await;
+    assert_eq!(
+        extra.assert_status(StatusCode::OK, "with unknown parameters"),
+        plain.assert_status(StatusCode::OK, "without")
+    );
+}
+
+#[tokio::test]
+async fn the_largest_rank_a_database_stores_is_accepted_and_applied() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let mut last = round("last", &["ann", "eve"]);
+    last["standings"][1]["rank"] = json!(i64::MAX);
+    app.play([last]).await;
+    let status = app.get("/v1/pools/main/rounds/last").await;
+    let body = status.assert_status(StatusCode::OK, "the round");
+    assert_eq!(body["status"], "applied", "{body:#}");
+    assert_eq!(body["results"][1]["rank"], json!(i64::MAX));
+}
+
+#[tokio::test]
+async fn a_player_on_two_sides_is_reported_by_side() {
+    let app = populated().await;
+    let response = app
+        .post(
+            MATCH_QUALITY,
+            None,
+            json!({"sides": [["ann"], ["eve", "ann"]]}),
+        )
+        .await;
+    response.assert_error(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_prediction",
+        Some("sides[1]"),
+        "ann on both sides",
+    );
+    assert_eq!(
+        response.body["error"]["message"],
+        "lists `ann`, who is already in sides[0]"
+    );
+}

@@ -1,0 +1,482 @@
+//! Security across routes: every route that changes something refuses every credential short
+//! of its role; keys never reach the log; per-client rate limits (429 with `Retry-After`);
+//! CORS off unless configured. Keys are compared with `subtle::ConstantTimeEq` over their
+//! SHA-256 (`src/api/auth.rs`), so a near miss takes as long as a wild guess; that is not timed
+//! here. Body size (413) and request time (503 `timeout`) limits are tested in `errors.rs` and
+//! `rounds.rs`.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{header, Method, Request, StatusCode};
+use mmr_service::api::auth::hash_key;
+use serde_json::{json, Value};
+
+use crate::support::{
+    round, settings, Payload, TestApp, TestResponse, ADMIN_KEY, POOL, READ_KEY, WRITE_KEY,
+};
+
+/// Every route that needs a write or admin key, with a body it accepts and the least role.
+fn keyed_routes() -> Vec<(Method, &'static str, Value, &'static str)> {
+    vec![
+        (
+            Method::PUT,
+            "/v1/pools/main",
+            json!({"beta": 100.0}),
+            "admin",
+        ),
+        (
+            Method::POST,
+            "/v1/pools/main/rounds",
+            round("r1", &["a", "b"]),
+            "write",
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn the_routes_listed_here_are_every_route_the_api_document_says_needs_a_key() {
+    let document = serde_json::to_value(mmr_service::api::openapi()).expect("a JSON document");
+    let mut keyed = BTreeSet::new();
+    for (path, operations) in document["paths"].as_object().expect("paths") {
+        for (method, operation) in operations.as_object().expect("operations") {
+            let requirements = operation["security"].as_array();
+            let anonymous = requirements.map_or(true, |r| r.iter().any(|r| r == &json!({})));
+            if !anonymous {
+                keyed.insert(format!(
+                    "{} {}",
+                    method.to_uppercase(),
+                    path.replace("{pool}", POOL)
+                ));
+            }
+        }
+    }
+    let listed: BTreeSet<String> = keyed_routes()
+        .into_iter()
+        .map(|(method, uri, _, _)| format!("{method} {uri}"))
+        .collect();
+    assert_eq!(
+        keyed, listed,
+        "a keyed route is missing from the tests here"
+    );
+}
+
+#[tokio::test]
+async fn every_keyed_route_refuses_missing_unknown_malformed_and_lower_role_keys_changing_nothing()
+{
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let credentials = [
+        (None, StatusCode::UNAUTHORIZED, "no Authorization header"),
+        (
+            Some("Bearer guess".to_owned()),
+            StatusCode::UNAUTHORIZED,
+            "an unknown key",
+        ),
+        (
+            Some(format!("Bearer {ADMIN_KEY}x")),
+            StatusCode::UNAUTHORIZED,
+            "a near miss of the admin key",
+        ),
+        (
+            Some(format!("Basic {ADMIN_KEY}")),
+            StatusCode::UNAUTHORIZED,
+            "the admin key under another scheme",
+        ),
+        (
+            Some(hash_key(ADMIN_KEY)),
+            StatusCode::UNAUTHORIZED,
+            "the admin key's configured hash",
+        ),
+        (
+            Some(format!("Bearer {}", hash_key(ADMIN_KEY))),
+            StatusCode::UNAUTHORIZED,
+            "the admin key's hash as a bearer token",
+        ),
+        (
+            Some(format!("Bearer {READ_KEY}")),
+            StatusCode::FORBIDDEN,
+            "a read key",
+        ),
+    ];
+    for (method, uri, body, role) in keyed_routes() {
+        let mut cases = credentials.to_vec();
+        if role == "admin" {
+            cases.push((
+                Some(format!("Bearer {WRITE_KEY}")),
+                StatusCode::FORBIDDEN,
+                "a write key",
+            ));
+        }
+        for (authorization, status, case) in cases {
+            let mut request = Request::builder()
+                .method(method.clone())
+                .uri(uri)
+                .header(header::CONTENT_TYPE, "application/json");
+            if let Some(authorization) = authorization {
+                request = request.header(header::AUTHORIZATION, authorization);
+            }
+            let request = request
+                .body(Body::from(body.to_string()))
+                .expect("a valid request");
+            let code = if status == StatusCode::FORBIDDEN {
+                "forbidden"
+            } else {
+                "unauthenticated"
+            };
+            app.send_request(request).await.assert_error(
+                status,
+                code,
+                None,
+                &format!("{method} {uri}: {case}"),
+            );
+        }
+    }
+    let pool = app.pool_info(POOL).await;
+    assert_eq!(
+        pool["params"]["beta"], 200.0,
+        "the parameters are unchanged"
+    );
+    assert_eq!(pool["rounds_queued"], 0, "no round was stored");
+}
+
+/// A `MakeWriter` that appends every log line to a shared buffer.
+#[derive(Clone, Default)]
+struct LogBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl Write for LogBuffer {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .expect("the log buffer is not poisoned")
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl LogBuffer {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().expect("the log buffer is not poisoned"))
+            .into_owned()
+    }
+}
+
+#[tokio::test]
+async fn keys_and_their_hashes_never_reach_the_log_at_any_level() {
+    let log = LogBuffer::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    // The test runs on one thread (tokio's current-thread runtime), which is where the
+    // router's requests run too.
+    let _capture = tracing::subscriber::set_default(subscriber);
+
+    let app = TestApp::with_settings(settings(&[
+        ("MMR__AUTH__READ_KEY_REQUIRED", "true"),
+        ("MMR__RATE_LIMIT__WRITES_PER_SECOND", "1"),
+        ("MMR__RATE_LIMIT__WRITES_BURST", "3"),
+    ]))
+    .await;
+    let unknown = "an-unknown-key-7f3a";
+    let secrets = [ADMIN_KEY, WRITE_KEY, READ_KEY, unknown];
+    app.put_pool(POOL, json!({})).await;
+    for (i, key) in secrets.into_iter().enumerate() {
+        for (method, uri, payload) in [
+            (Method::GET, "/v1/pools/main", Payload::Empty),
+            (Method::GET, "/v1/pools/main/players/nobody", Payload::Empty),
+            (Method::PUT, "/v1/pools/main", Payload::Json(json!({}))),
+            (
+                Method::POST,
+                "/v1/pools/main/rounds",
+                Payload::Json(round(&format!("r{i}"), &["a", "b"])),
+            ),
+            (
+                Method::POST,
+                "/v1/pools/main/rounds",
+                Payload::Json(json!({"id": "bad", "standings": []})),
+            ),
+            (
+                Method::POST,
+                "/v1/pools/main/rounds",
+                Payload::Raw(Some("application/json"), b"{".to_vec()),
+            ),
+        ] {
+            app.send(method, uri, Some(key), payload).await;
+        }
+    }
+    let statuses: BTreeSet<u16> = [
+        app.post_round(POOL, round("once-more", &["a", "b"])).await,
+        app.post_round(POOL, round("and-again", &["a", "b"])).await,
+    ]
+    .iter()
+    .map(|r: &TestResponse| r.status.as_u16())
+    .collect();
+    assert!(
+        statuses.contains(&429),
+        "a rate-limited request is among those logged: {statuses:?}"
+    );
+    app.apply_queued(POOL).await;
+
+    let text = log.text();
+    assert!(
+        text.contains("authenticated") && text.contains("judge") && text.contains("ops"),
+        "the log was captured, naming keys by their configured names:\n{text}"
+    );
+    for key in secrets {
+        assert!(
+            !text.contains(key),
+            "the key `{key}` is in the log:\n{text}"
+        );
+        let hash = hash_key(key);
+        assert!(
+            !text.contains(&hash),
+            "the hash of `{key}` is in the log:\n{text}"
+        );
+    }
+}
+
+/// A service whose keys may post 1 round a second, 2 at once.
+async fn one_write_a_second_burst_of_two() -> TestApp {
+    let app = TestApp::with_settings(settings(&[
+        ("MMR__RATE_LIMIT__WRITES_PER_SECOND", "1"),
+        ("MMR__RATE_LIMIT__WRITES_BURST", "2"),
+    ]))
+    .await;
+    app.create_pool(POOL).await;
+    app
+}
+
+/// Checks a 429 `rate_limited` asking to wait 1 second; `context` names the case.
+#[track_caller]
+fn assert_rate_limited(response: &TestResponse, context: &str) {
+    response.assert_error(StatusCode::TOO_MANY_REQUESTS, "rate_limited", None, context);
+    assert_eq!(
+        response.headers.get(header::RETRY_AFTER),
+        Some(&header::HeaderValue::from(1)),
+        "{context}: Retry-After"
+    );
+}
+
+#[tokio::test]
+async fn a_key_over_its_write_budget_gets_429_with_retry_after_while_other_keys_are_unaffected() {
+    let app = one_write_a_second_burst_of_two().await;
+    for id in ["r1", "r2"] {
+        app.post_round(POOL, round(id, &["a", "b"]))
+            .await
+            .assert_status(StatusCode::ACCEPTED, "within the burst");
+    }
+    let refused = app.post_round(POOL, round("r3", &["a", "b"])).await;
+    assert_rate_limited(&refused, "the write key's third round at once");
+    assert_eq!(
+        app.pool_info(POOL).await["rounds_queued"],
+        2,
+        "the refused round was not stored"
+    );
+    app.post(
+        "/v1/pools/main/rounds",
+        Some(ADMIN_KEY),
+        round("r3", &["a", "b"]),
+    )
+    .await
+    .assert_status(StatusCode::ACCEPTED, "the admin key has its own budget");
+    app.get("/v1/pools/main")
+        .await
+        .assert_status(StatusCode::OK, "reads are not limited by default");
+    assert_rate_limited(
+        &app.post_round(POOL, round("r4", &["a", "b"])).await,
+        "the write key is still over its budget",
+    );
+}
+
+#[tokio::test]
+async fn a_budget_refills_at_its_rate_after_the_retry_after_delay() {
+    let app = one_write_a_second_burst_of_two().await;
+    for id in ["r1", "r2"] {
+        app.post_round(POOL, round(id, &["a", "b"])).await;
+    }
+    let refused = app.post_round(POOL, round("r3", &["a", "b"])).await;
+    assert_rate_limited(&refused, "the burst is spent");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    app.post_round(POOL, round("r3", &["a", "b"]))
+        .await
+        .assert_status(StatusCode::ACCEPTED, "one second refills one request");
+    assert_rate_limited(
+        &app.post_round(POOL, round("r4", &["a", "b"])).await,
+        "and only one",
+    );
+}
+
+#[tokio::test]
+async fn the_default_budget_lets_a_backfill_of_a_thousand_rounds_through() {
+    let app = TestApp::new().await;
+    for i in 0..1000 {
+        app.state
+            .rate_limits
+            .check(
+                mmr_service::rate_limit::Budget::Write,
+                &mmr_service::rate_limit::Client::Key("judge".to_owned()),
+            )
+            .unwrap_or_else(|wait| panic!("request {i} refused, wait {wait:?}"));
+    }
+}
+
+/// `GET uri` from `peer`, as the real server sees it, with `key`.
+async fn get_from(app: &TestApp, uri: &str, peer: &str, key: Option<&str>) -> TestResponse {
+    let peer: SocketAddr = peer.parse().expect("a socket address");
+    let mut request = Request::builder().uri(uri).extension(ConnectInfo(peer));
+    if let Some(key) = key {
+        request = request.header(header::AUTHORIZATION, format!("Bearer {key}"));
+    }
+    app.send_request(request.body(Body::empty()).expect("a valid request"))
+        .await
+}
+
+#[tokio::test]
+async fn when_configured_anonymous_reads_are_limited_per_client_address() {
+    let app = TestApp::with_settings(settings(&[
+        ("MMR__RATE_LIMIT__READS_PER_SECOND", "1"),
+        ("MMR__RATE_LIMIT__READS_BURST", "1"),
+    ]))
+    .await;
+    app.create_pool(POOL).await;
+    let uri = "/v1/pools/main";
+    get_from(&app, uri, "192.0.2.1:5000", None)
+        .await
+        .assert_status(StatusCode::OK, "the first read");
+    assert_rate_limited(
+        &get_from(&app, uri, "192.0.2.1:5001", None).await,
+        "the same address from another port",
+    );
+    assert_rate_limited(
+        &get_from(&app, uri, "192.0.2.1:5002", Some(ADMIN_KEY)).await,
+        "a key does not matter while reads need none",
+    );
+    get_from(&app, uri, "192.0.2.2:5000", None)
+        .await
+        .assert_status(StatusCode::OK, "another address");
+    get_from(&app, uri, "[2001:db8::1]:5000", None)
+        .await
+        .assert_status(StatusCode::OK, "an IPv6 client");
+    assert_rate_limited(
+        &get_from(&app, uri, "[2001:db8::2]:5000", None).await,
+        "another address of the same IPv6 /64",
+    );
+    for uri in ["/healthz", "/readyz", "/openapi.json"] {
+        let response = get_from(&app, uri, "192.0.2.1:5000", None).await;
+        assert_ne!(
+            response.status,
+            StatusCode::TOO_MANY_REQUESTS,
+            "{uri} is never limited"
+        );
+    }
+}
+
+#[tokio::test]
+async fn when_reads_need_a_key_they_are_limited_per_key_apart_from_writes() {
+    let app = TestApp::with_settings(settings(&[
+        ("MMR__AUTH__READ_KEY_REQUIRED", "true"),
+        ("MMR__RATE_LIMIT__READS_PER_SECOND", "1"),
+        ("MMR__RATE_LIMIT__READS_BURST", "1"),
+    ]))
+    .await;
+    app.create_pool(POOL).await;
+    let uri = "/v1/pools/main";
+    get_from(&app, uri, "192.0.2.1:5000", Some(READ_KEY))
+        .await
+        .assert_status(StatusCode::OK, "the read key's first read");
+    assert_rate_limited(
+        &get_from(&app, uri, "192.0.2.2:5000", Some(READ_KEY)).await,
+        "the same key from another address",
+    );
+    get_from(&app, uri, "192.0.2.1:5000", Some(WRITE_KEY))
+        .await
+        .assert_status(StatusCode::OK, "another key");
+    app.post_round(POOL, round("r1", &["a", "b"]))
+        .await
+        .assert_status(StatusCode::ACCEPTED, "the write budget is separate");
+}
+
+/// A request from a browser page at `origin`: a preflight for a POST, or a plain GET.
+async fn from_origin(app: &TestApp, origin: &str, preflight: bool) -> TestResponse {
+    let request = Request::builder().header(header::ORIGIN, origin);
+    let request = if preflight {
+        request
+            .method(Method::OPTIONS)
+            .uri("/v1/pools/main/rounds")
+            .header(header::ACCESS_CONTROL_REQUEST_METHOD, "POST")
+            .header(
+                header::ACCESS_CONTROL_REQUEST_HEADERS,
+                "authorization,content-type",
+            )
+    } else {
+        request.method(Method::GET).uri("/v1/pools")
+    };
+    app.send_request(request.body(Body::empty()).expect("a valid request"))
+        .await
+}
+
+#[tokio::test]
+async fn cors_is_off_unless_origins_are_configured() {
+    let app = TestApp::new().await;
+    for preflight in [true, false] {
+        let response = from_origin(&app, "https://scores.example", preflight).await;
+        assert!(
+            response
+                .headers
+                .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+                .is_none(),
+            "preflight {preflight}: {:?}",
+            response.headers
+        );
+    }
+}
+
+#[tokio::test]
+async fn configured_origins_get_cors_headers_and_other_origins_do_not() {
+    let mut settings = settings(&[]);
+    settings.server.cors_allowed_origins = vec!["https://scores.example".to_owned()];
+    let app = TestApp::with_settings(settings).await;
+    for preflight in [true, false] {
+        let allowed = from_origin(&app, "https://scores.example", preflight).await;
+        assert_eq!(
+            allowed.headers.get(header::ACCESS_CONTROL_ALLOW_ORIGIN),
+            Some(&header::HeaderValue::from_static("https://scores.example")),
+            "preflight {preflight}: {:?}",
+            allowed.headers
+        );
+        let other = from_origin(&app, "https://evil.example", preflight).await;
+        assert!(
+            other
+                .headers
+                .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+                .is_none(),
+            "preflight {preflight}: {:?}",
+            other.headers
+        );
+    }
+    let preflight = from_origin(&app, "https://scores.example", true).await;
+    let methods = preflight.headers[header::ACCESS_CONTROL_ALLOW_METHODS]
+        .to_str()
+        .expect("ASCII");
+    assert!(methods.contains("POST"), "{methods}");
+    let headers = preflight.headers[header::ACCESS_CONTROL_ALLOW_HEADERS]
+        .to_str()
+        .expect("ASCII")
+        .to_ascii_lowercase();
+    assert!(
+        headers.contains("authorization") && headers.contains("content-type"),
+        "{headers}"
+    );
+}

@@ -1,0 +1,140 @@
+//! Crash safety: one client streams rounds to the real binary while the test SIGKILLs it at
+//! seeded random moments (mid-POST, mid-apply, idle) and restarts it each time. The client
+//! posts again every round whose POST got no answer, except a seeded few it abandons. At the
+//! end every acknowledged round is applied exactly once, in the order of its first 2xx, every
+//! stored round is whole (applied, one history row per entrant), and every rating equals
+//! `mmr-service replay` of the stored rounds, bit for bit, before and after one more restart.
+//!
+//! The seed comes from `MMR_CRASH_SEED` or the clock and is printed: run again with it to
+//! draw the same kill points and abandonments (timing still varies from run to run).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::rounds::{self, Rng, Round};
+use crate::server::{Backend, Server, ADMIN_KEY};
+use crate::stream::{self, Target};
+use crate::{assert_same_ratings, formula1, replayed, served, wait_until_applied, POOL};
+
+/// SIGKILLs per run, at least 20 by the issue.
+const KILLS: usize = 24;
+
+/// Longest pause between the client reaching a kill point and the kill, so that kills land
+/// in every phase of a POST and of the worker's step.
+const MAX_KILL_DELAY_MS: u64 = 15;
+
+/// One in this many POSTs left unanswered by a kill is abandoned rather than posted again.
+const ABANDON_ONE_IN: u64 = 4;
+
+/// Rounds streamed when `../shared/data/formula1` is absent.
+const SYNTHETIC_ROUNDS: usize = 600;
+
+fn seed() -> u64 {
+    match std::env::var("MMR_CRASH_SEED") {
+        Ok(seed) => seed.parse().expect("MMR_CRASH_SEED is a u64"),
+        Err(_) => {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .expect("after 1970");
+            now.as_secs() ^ (u64::from(now.subsec_nanos()) << 32) ^ u64::from(std::process::id())
+        }
+    }
+}
+
+fn applied_exactly_once_in_order_through_random_kills(backend: Backend) {
+    let seed = seed();
+    eprintln!("crash test on {backend:?}: seed {seed} (replay with MMR_CRASH_SEED={seed})");
+    let mut rng = Rng::new(seed);
+    let rounds: Vec<Round> = match formula1(usize::MAX) {
+        Some(lines) => lines.into_iter().map(Round::parse).collect(),
+        None => {
+            println!("streaming {SYNTHETIC_ROUNDS} synthetic rounds instead");
+            rounds::synthetic(&mut rng, "syn", SYNTHETIC_ROUNDS, 200, 20)
+        }
+    };
+    let Some(mut server) = Server::start(backend) else {
+        return;
+    };
+    let started = Instant::now();
+    assert_eq!(
+        server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY),
+        201
+    );
+
+    // Distinct points in the stream, so that every kill comes after the client moved on.
+    let mut kill_points: Vec<usize> = Vec::with_capacity(KILLS);
+    while kill_points.len() < KILLS {
+        let point = 1 + rng.below(rounds.len() as u64 - 2) as usize;
+        if !kill_points.contains(&point) {
+            kill_points.push(point);
+        }
+    }
+    kill_points.sort_unstable();
+
+    let rounds = Arc::new(rounds);
+    let target = Arc::new(Target::new(server.base_url()));
+    let client = {
+        let (rounds, target) = (Arc::clone(&rounds), Arc::clone(&target));
+        let mut rng = Rng::new(rng.next_u64());
+        std::thread::spawn(move || {
+            stream::post_all(&rounds, POOL, ADMIN_KEY, &target, || {
+                rng.below(ABANDON_ONE_IN) == 0
+            })
+        })
+    };
+    let mut kills = 0;
+    let mut kills_with_rounds_queued = 0;
+    for point in kill_points {
+        while target.posting() < point && !client.is_finished() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if client.is_finished() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(rng.below(MAX_KILL_DELAY_MS + 1)));
+        server.kill();
+        kills += 1;
+        let stored = server.stored_rounds(POOL);
+        if stored.iter().any(|round| round.status == "queued") {
+            kills_with_rounds_queued += 1;
+        }
+        server.restart();
+        target.move_to(server.base_url());
+    }
+    let ledger = client.join().expect("the client thread");
+    assert!(kills >= 20, "only {kills} kills happened");
+
+    let stored = server.stored_rounds(POOL).len();
+    wait_until_applied(&server, stored as u64);
+    let (order, abandoned_but_stored) = ledger.check(&rounds, &server.stored_rounds(POOL));
+    let order: Vec<String> = order.into_iter().map(|r| r.body.clone()).collect();
+    let expected = replayed(server.dir(), &order);
+    assert_same_ratings(&served(&server), &expected);
+
+    // A cold start reads every belief back from the database alone.
+    server.kill();
+    server.restart();
+    assert_same_ratings(&served(&server), &expected);
+    assert_eq!(server.terminate(), Some(0), "SIGTERM exits 0");
+    eprintln!(
+        "crash test on {backend:?}: {kills} kills ({kills_with_rounds_queued} left rounds \
+         queued), {} rounds stored, {} acknowledged, {} POSTs unanswered, {} retried after \
+         503/429, {} abandoned ({abandoned_but_stored} of them stored), {:.1} s",
+        order.len(),
+        ledger.acknowledged.len(),
+        ledger.unanswered,
+        ledger.retried,
+        ledger.abandoned.len(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn sqlite_applies_every_acknowledged_round_exactly_once_in_order_through_random_sigkills() {
+    applied_exactly_once_in_order_through_random_kills(Backend::Sqlite);
+}
+
+#[test]
+fn postgres_applies_every_acknowledged_round_exactly_once_in_order_through_random_sigkills() {
+    applied_exactly_once_in_order_through_random_kills(Backend::Postgres);
+}

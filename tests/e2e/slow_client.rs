@@ -1,0 +1,160 @@
+//! A slow client cannot hold the service: a POST whose body trickles in a byte at a time is
+//! cut off with 503 `timeout` after `server.request_timeout_secs`, stores nothing, and while it
+//! trickles other clients' rounds are accepted and applied. Over a real socket, because the
+//! point is what the HTTP server does with a connection that is open and nearly idle.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::time::{Duration, Instant};
+
+use crate::rounds::{self, Rng};
+use crate::server::{Backend, Options, Server, ADMIN_KEY};
+use crate::{wait_until_applied, POOL};
+
+/// `server.request_timeout_secs` for this test.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Pause between two bytes of the slow body: it would take minutes to arrive.
+const DRIBBLE: Duration = Duration::from_millis(200);
+
+/// Rounds other clients post while the slow one trickles.
+const OTHER_ROUNDS: usize = 10;
+
+/// Extra time the cut-off may take beyond the timeout on a loaded machine.
+const SLACK: Duration = Duration::from_secs(5);
+
+/// The status line, headers and body of an HTTP/1.1 response read from `stream`.
+fn read_response(stream: &mut TcpStream) -> (String, Vec<(String, String)>, String) {
+    let mut bytes = Vec::new();
+    let mut buffer = [0u8; 4096];
+    let head_end = loop {
+        let n = stream.read(&mut buffer).expect("the response arrives");
+        assert!(n > 0, "the connection closed before a response");
+        bytes.extend_from_slice(&buffer[..n]);
+        if let Some(at) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at;
+        }
+    };
+    let head = String::from_utf8(bytes[..head_end].to_vec()).expect("an ASCII head");
+    let mut lines = head.split("\r\n");
+    let status = lines.next().expect("a status line").to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(name, _)| name == "content-length")
+        .map(|(_, value)| value.parse().expect("a length"))
+        .expect("a Content-Length");
+    let mut body = bytes[head_end + 4..].to_vec();
+    while body.len() < length {
+        let n = stream.read(&mut buffer).expect("the body arrives");
+        assert!(n > 0, "the connection closed inside the body");
+        body.extend_from_slice(&buffer[..n]);
+    }
+    (
+        status,
+        headers,
+        String::from_utf8(body).expect("a UTF-8 body"),
+    )
+}
+
+#[test]
+fn a_client_trickling_its_body_is_cut_off_at_the_timeout_without_holding_other_rounds_back() {
+    let options = Options {
+        env: vec![(
+            "MMR__SERVER__REQUEST_TIMEOUT_SECS",
+            REQUEST_TIMEOUT.as_secs().to_string(),
+        )],
+        route_database: None,
+    };
+    let Some(server) = Server::start_with(Backend::Sqlite, options) else {
+        return;
+    };
+    assert_eq!(
+        server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY),
+        201
+    );
+    let mut rng = Rng::new(7);
+    let slow = rounds::wide("slow", 8);
+    let others = rounds::synthetic(&mut rng, "other", OTHER_ROUNDS, 12, 6);
+
+    let addr = server
+        .base_url()
+        .strip_prefix("http://")
+        .expect("an http URL");
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    let head = format!(
+        "POST /v1/pools/{POOL}/rounds HTTP/1.1\r\nHost: {addr}\r\n\
+         Authorization: Bearer {ADMIN_KEY}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n",
+        slow.body.len()
+    );
+    stream.write_all(head.as_bytes()).expect("send the head");
+    let started = Instant::now();
+    let dribbler = {
+        let mut stream = stream.try_clone().expect("a socket handle");
+        let body = slow.body.clone().into_bytes();
+        std::thread::spawn(move || {
+            for byte in body {
+                // The service hangs up at the timeout: the write then fails, and that is all.
+                if stream.write_all(&[byte]).is_err() {
+                    return;
+                }
+                std::thread::sleep(DRIBBLE);
+            }
+        })
+    };
+
+    for round in &others {
+        assert_eq!(
+            server.post(&format!("/v1/pools/{POOL}/rounds"), &round.body, ADMIN_KEY),
+            202,
+            "round {} is accepted while the slow client trickles",
+            round.id
+        );
+    }
+    wait_until_applied(&server, OTHER_ROUNDS as u64);
+    let others_applied = started.elapsed();
+    assert!(
+        others_applied < REQUEST_TIMEOUT,
+        "the other rounds were applied only after {others_applied:?}"
+    );
+
+    stream
+        .set_read_timeout(Some(REQUEST_TIMEOUT + SLACK))
+        .expect("a read timeout");
+    let (status, headers, body) = read_response(&mut stream);
+    let cut_off = started.elapsed();
+    assert!(status.starts_with("HTTP/1.1 503"), "{status}: {body}");
+    let body: serde_json::Value = serde_json::from_str(&body).expect("a JSON body");
+    assert_eq!(body["error"]["code"], "timeout", "{body}");
+    assert!(
+        headers.iter().any(|(name, _)| name == "retry-after"),
+        "a 503 carries Retry-After"
+    );
+    assert!(
+        cut_off >= REQUEST_TIMEOUT && cut_off < REQUEST_TIMEOUT + SLACK,
+        "cut off after {cut_off:?}, not at the {REQUEST_TIMEOUT:?} timeout"
+    );
+    // Shutting the socket down ends the dribbling thread's writes on its handle too.
+    stream
+        .shutdown(Shutdown::Both)
+        .expect("shut the socket down");
+    dribbler.join().expect("the dribbling thread");
+
+    let round = reqwest::blocking::get(format!(
+        "{}/v1/pools/{POOL}/rounds/{}",
+        server.base_url(),
+        slow.id
+    ))
+    .expect("an answer");
+    assert_eq!(round.status(), 404, "the cut-off round was not stored");
+    let pool = server.get_json(&format!("/v1/pools/{POOL}"));
+    assert_eq!(
+        (&pool["rounds_applied"], &pool["rounds_queued"]),
+        (&OTHER_ROUNDS.into(), &0.into()),
+        "{pool}"
+    );
+}
