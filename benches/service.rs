@@ -12,18 +12,16 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use axum::routing::get;
 use axum::{Json, Router};
-use mmr_service::api::auth::hash_key;
-use mmr_service::config::{Overrides, Settings};
-use mmr_service::startup::Application;
-use sqlx::Connection;
+
+#[path = "common/mod.rs"]
+mod common;
 
 const KEY: &str = "bench-key";
 const POOL: &str = "ctf";
-const POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 const WRK_ARGS: [&str; 5] = ["-t2", "-c32", "-d10s", "--latency", "--timeout=2s"];
 
 fn main() {
@@ -45,7 +43,7 @@ fn main() {
     let sqlite_url = format!("sqlite://{}", dir.path().join("bench.sqlite3").display());
     let sqlite_base = serve(&runtime, &sqlite_url);
     ingest("SQLite", &sqlite_base, &rounds);
-    match runtime.block_on(fresh_postgres()) {
+    match runtime.block_on(common::fresh_postgres("mmr_bench")) {
         Ok(url) => {
             let base = serve(&runtime, &url);
             ingest("Postgres", &base, &rounds);
@@ -101,28 +99,7 @@ fn main() {
 
 /// Starts the service on `database_url`, creates the pool, returns its base URL.
 fn serve(runtime: &tokio::runtime::Runtime, database_url: &str) -> String {
-    let mut settings = Settings::load(
-        None,
-        Vec::new(),
-        &Overrides {
-            addr: Some("127.0.0.1:0".parse().expect("addr")),
-            database_url: Some(database_url.to_owned()),
-        },
-    )
-    .expect("settings");
-    settings.auth.keys = vec![serde_json::from_value(serde_json::json!({
-        "name": "bench", "role": "admin", "sha256": hash_key(KEY)
-    }))
-    .expect("a key")];
-    settings.queue.max_queued_per_pool = 100_000;
-    let base = runtime.block_on(async {
-        let app = Application::build(settings)
-            .await
-            .expect("the service starts");
-        let base = format!("http://{}", app.local_addr().expect("addr"));
-        tokio::spawn(app.run_until(std::future::pending()));
-        base
-    });
+    let base = common::start(runtime, database_url, KEY);
     let client = reqwest::blocking::Client::new();
     let status = client
         .put(format!("{base}/v1/pools/{POOL}"))
@@ -239,29 +216,6 @@ fn top_players(base: &str) -> Vec<String> {
                 .to_string()
         })
         .collect()
-}
-
-/// A fresh database on the local Postgres server.
-async fn fresh_postgres() -> Result<String, String> {
-    let admin_url =
-        std::env::var("MMR_TEST_DATABASE_URL").unwrap_or_else(|_| POSTGRES_URL.to_owned());
-    let mut admin = tokio::time::timeout(
-        Duration::from_secs(5),
-        sqlx::PgConnection::connect(&admin_url),
-    )
-    .await
-    .map_err(|_| "connection timed out".to_owned())?
-    .map_err(|e| e.to_string())?;
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let name = format!("mmr_bench_{nanos}");
-    sqlx::query(&format!("CREATE DATABASE \"{name}\""))
-        .execute(&mut admin)
-        .await
-        .map_err(|e| e.to_string())?;
-    let (base, _) = admin_url.rsplit_once('/').ok_or("a URL with a database")?;
-    Ok(format!("{base}/{name}"))
 }
 
 /// `wrk` on `url`: requests/s, p50 and p99 latency in ms.
