@@ -27,6 +27,7 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use tower::util::option_layer;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
@@ -65,9 +66,9 @@ pub fn openapi() -> OpenApiDoc {
 pub fn app(state: AppState) -> Router {
     let (router, _) = routes();
     let server = &state.settings.server;
-    let cors = if server.cors_allowed_origins.is_empty() {
-        CorsLayer::new()
-    } else {
+    // No layer at all when CORS is off: an unconfigured CorsLayer still adds `Vary` headers
+    // to every answer.
+    let cors = (!server.cors_allowed_origins.is_empty()).then(|| {
         let origins = server
             .cors_allowed_origins
             .iter()
@@ -76,7 +77,7 @@ pub fn app(state: AppState) -> Router {
             .allow_origin(AllowOrigin::list(origins))
             .allow_methods([Method::GET, Method::POST, Method::PUT])
             .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
-    };
+    });
     router
         .fallback(|| async {
             Error::NotFound {
@@ -91,7 +92,7 @@ pub fn app(state: AppState) -> Router {
             Duration::from_secs(server.request_timeout_secs),
         ))
         .layer(axum::middleware::map_response(json_errors))
-        .layer(cors)
+        .layer(option_layer(cors))
         .layer(CatchPanicLayer::custom(|_| {
             tracing::error!("a handler panicked");
             Error::Internal.into_response()
