@@ -58,6 +58,11 @@ pub struct ServerSettings {
     pub request_timeout_secs: u64,
     /// Origins allowed by CORS; empty turns CORS off.
     pub cors_allowed_origins: Vec<String>,
+    /// How many of the largest compute-heavy requests (predictions, match quality of 1000
+    /// entrants) may run at once; smaller ones count in proportion to their entrants.
+    pub max_concurrent_computations: usize,
+    /// Threads of the pool those requests run on; 0 takes one per core.
+    pub compute_threads: usize,
 }
 
 /// `[database]`.
@@ -361,6 +366,10 @@ impl Settings {
         anyhow::ensure!(
             self.server.request_timeout_secs > 0,
             "server.request_timeout_secs must be > 0"
+        );
+        anyhow::ensure!(
+            self.server.max_concurrent_computations > 0,
+            "server.max_concurrent_computations must be > 0"
         );
         let limits = &self.rate_limit;
         for (name, rate, burst) in [

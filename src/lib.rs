@@ -8,8 +8,10 @@
 //! - [`startup`]: connect, load, start the workers, serve, shut down in order.
 //! - [`api`]: the HTTP routes, their request and response types, auth and the one error type.
 //! - [`rate_limit`]: request budgets per key or client address (`[rate_limit]`).
+//! - [`compute`]: the bounded, cancellable thread pool that compute-heavy requests run on.
 //! - [`state`]: what handlers and workers share, and the operations that span them.
-//! - [`pools`]: every pool in memory: beliefs, last rounds, leaderboards. Reads come from here.
+//! - [`pools`]: every pool in memory as an immutable snapshot (beliefs, last rounds,
+//!   leaderboards) that readers take without a lock. Ratings and predictions come from here.
 //! - [`worker`]: one loop per pool: queued round → engine → one transaction → memory.
 //! - [`engine`]: the rating math (pure, synchronous, rayon inside; no I/O).
 //! - [`storage`]: the database: one `Storage` trait (pools, the ordered round queue, player
@@ -21,6 +23,7 @@
 
 pub mod api;
 pub mod cli;
+pub mod compute;
 pub mod config;
 pub mod engine;
 pub mod names;

@@ -28,7 +28,7 @@ impl Application {
             .context("opening the database")?;
         let declared = settings.pools.clone();
         let addr = settings.server.addr;
-        let state = AppState::new(storage, settings);
+        let state = AppState::new(storage, settings).context("starting the compute pool")?;
         state.load_pools(true).await.context("loading the pools")?;
         for (name, overrides) in &declared {
             if state.pools.get(name).is_none() {

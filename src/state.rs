@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::compute::Compute;
 use crate::config::{ParamsOverrides, Settings};
 use crate::engine::{self, Params};
 use crate::pools::{Pool, PoolState, Pools};
@@ -27,6 +28,8 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     /// Every client's request budgets.
     pub rate_limits: Arc<RateLimits>,
+    /// Where compute-heavy requests run.
+    pub compute: Arc<Compute>,
     workers: TaskTracker,
     shutdown: CancellationToken,
 }
@@ -43,17 +46,27 @@ pub enum PutPoolError {
 }
 
 impl AppState {
-    /// State over `storage` with no pools loaded yet.
-    #[must_use]
-    pub fn new(storage: Arc<dyn Storage>, settings: Settings) -> Self {
-        Self {
+    /// State over `storage` with no pools loaded yet; fails only if the compute pool's
+    /// threads cannot be started.
+    pub fn new(storage: Arc<dyn Storage>, settings: Settings) -> anyhow::Result<Self> {
+        // The budget is counted in entrants: this many of the largest requests at once.
+        let budget = settings
+            .server
+            .max_concurrent_computations
+            .saturating_mul(crate::api::predictions::MAX_ENTRANTS);
+        let compute = Compute::new(
+            settings.server.compute_threads,
+            u32::try_from(budget).unwrap_or(u32::MAX),
+        )?;
+        Ok(Self {
             storage,
             pools: Arc::new(Pools::default()),
             rate_limits: Arc::new(RateLimits::new(&settings.rate_limit)),
+            compute: Arc::new(compute),
             settings: Arc::new(settings),
             workers: TaskTracker::new(),
             shutdown: CancellationToken::new(),
-        }
+        })
     }
 
     /// Loads every stored pool into memory and starts its worker (`start_workers`), or leaves
@@ -91,9 +104,7 @@ impl AppState {
         };
         let outcome = self.storage.put_pool(name, &params).await?;
         match &existing {
-            Some(pool) if outcome != PoolWrite::Unchanged => {
-                *pool.write() = PoolState::new(params)?
-            }
+            Some(pool) if outcome != PoolWrite::Unchanged => pool.publish(PoolState::new(params)?),
             Some(_) => {}
             None => {
                 let (pool, inserted) = self

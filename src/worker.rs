@@ -11,7 +11,7 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 use tracing::{info_span, Instrument};
 
-use crate::engine::{rate_round, PlayerState, Rated, Round};
+use crate::engine::{rate_round, Beliefs, PlayerState, Rated, Round};
 use crate::pools::{LastRound, Pool, PoolState};
 use crate::storage::{self, AppliedEntrant, AppliedRound, QueuedRound, Storage};
 use crate::wire::RoundRequest;
@@ -52,13 +52,12 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
         let started = std::time::Instant::now();
         let (priors, params) = {
             let state = pool.read();
-            let population = state.population();
             let priors: Vec<PlayerState> = round
                 .standings
                 .iter()
-                .map(|s| population.player_or_newcomer(&s.player).clone())
+                .map(|s| state.belief_or_newcomer(&s.player).clone())
                 .collect();
-            (priors, *population.params())
+            (priors, *state.params())
         };
         // The round and the priors travel to the blocking thread and back: each prior holds
         // up to `history_limit` factors, too many to copy for a large round.
@@ -86,7 +85,9 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
             Err(error) => return Err(error).context("committing the round"),
         }
         let commit_ms = started.elapsed().as_secs_f64() * 1e3 - rating_ms;
-        publish(pool, &queued.id, applied);
+        publish(pool, &queued.id, applied)
+            .await
+            .context("publishing the round")?;
         tracing::info!(
             entrants = round.standings.len(),
             rating_ms,
@@ -174,18 +175,33 @@ fn applied_round(round: &Round, priors: &[PlayerState], rated: Vec<Rated>) -> Ap
     }
 }
 
-/// Makes a committed round's ratings visible to reads.
-fn publish(pool: &Pool, round_id: &str, applied: AppliedRound) {
+/// Makes a committed round's ratings visible to reads: the next snapshot is derived from the
+/// current one off the async runtime (O(k log n), but a large round into a large pool takes
+/// milliseconds), then swapped in. Only the holder of the pool's turn gets here, so the
+/// current snapshot cannot change meanwhile.
+async fn publish(
+    pool: &Pool,
+    round_id: &str,
+    applied: AppliedRound,
+) -> Result<(), tokio::task::JoinError> {
     let last = LastRound {
         id: Arc::from(round_id),
         time: applied.time,
     };
-    let players = applied
-        .entrants
-        .into_iter()
-        .map(|e| (e.player, e.state, last.clone()))
-        .collect();
-    pool.write().apply(players);
+    let current = pool.read();
+    let next = tokio::task::spawn_blocking(move || {
+        let players = applied
+            .entrants
+            .into_iter()
+            .map(|e| (e.player, e.state, last.clone()))
+            .collect();
+        let mut next = PoolState::clone(&current);
+        next.apply(players);
+        next
+    })
+    .await?;
+    pool.publish(next);
+    Ok(())
 }
 
 /// Rebuilds the pool's memory from the database, after another process changed it.
@@ -199,7 +215,7 @@ async fn reload(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed>
         tokio::task::spawn_blocking(move || PoolState::load(info.params, players, info.applied))
             .await
             .context("loading players")??;
-    *pool.write() = state;
+    pool.publish(state);
     tracing::info!(pool = pool.name(), "reloaded from the database");
     Ok(Processed::Reloaded)
 }
@@ -212,5 +228,5 @@ async fn stale(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<bool> {
         .context("reading the pool")?
         .with_context(|| format!("pool `{}` disappeared", pool.name()))?;
     let state = pool.read();
-    Ok(info.applied != state.applied() || info.params != *state.population().params())
+    Ok(info.applied != state.applied() || info.params != *state.params())
 }

@@ -40,7 +40,7 @@ fn role_of<'a>(keys: &'a [KeySettings], presented: &str) -> Option<(Role, &'a st
             .as_bytes()
             .ct_eq(digest.as_bytes())
             .into();
-        if matches && found.map_or(true, |(role, _)| key.role > role) {
+        if matches && found.is_none_or(|(role, _)| key.role > role) {
             found = Some((key.role, key.name.as_str()));
         }
     }

@@ -63,6 +63,8 @@ pub enum Error {
     },
     /// The pool's queue is full.
     QueueFull,
+    /// As many compute-heavy requests as allowed are running already.
+    Overloaded,
     /// The database cannot be reached; the write was not made.
     Unavailable,
     /// The request took longer than `[server] request_timeout_secs`.
@@ -225,6 +227,12 @@ impl Error {
                 "the pool's queue is full; retry later".to_owned(),
                 None,
             ),
+            Self::Overloaded => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "overloaded",
+                "too many predictions are being computed; retry later".to_owned(),
+                None,
+            ),
             Self::Unavailable => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "database_unavailable",
@@ -251,7 +259,9 @@ impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let retry_after = match self {
             Self::RateLimited { retry_after_secs } => Some(retry_after_secs),
-            Self::QueueFull | Self::Unavailable | Self::Timeout => Some(RETRY_AFTER_SECS),
+            Self::QueueFull | Self::Overloaded | Self::Unavailable | Self::Timeout => {
+                Some(RETRY_AFTER_SECS)
+            }
             _ => None,
         };
         let (status, code, message, field) = self.parts();
@@ -280,8 +290,8 @@ impl From<storage::Error> for Error {
                 id: pool,
             },
             storage::Error::ParamsLocked { pool, .. } => Self::ParamsLocked(pool),
-            storage::Error::Database(cause) => {
-                tracing::error!(error = %cause, "database error");
+            error if error.is_unavailable() => {
+                tracing::error!(error = %error, "database unavailable");
                 Self::Unavailable
             }
             other => {

@@ -16,6 +16,7 @@ use super::error::{Error, ErrorResponse};
 use super::players::limit;
 use super::pool_of;
 use super::query::QueryParams;
+use crate::engine::Beliefs;
 use crate::pools::leaderboard::{Order, Place};
 use crate::pools::PoolState;
 use crate::state::AppState;
@@ -127,12 +128,12 @@ async fn list_leaderboard(
 
 fn page(state: &PoolState, order: Order, start: usize, limit: usize) -> LeaderboardResponse {
     let board = state.leaderboard();
-    let places = board.page(order, start, limit);
+    let places: Vec<&Place> = board.page(order, start, limit).collect();
     let entries = places
         .iter()
         .enumerate()
         .filter_map(|(i, place)| {
-            let state = state.population().player(&place.player)?;
+            let state = state.belief(&place.player)?;
             Some(EntryResponse {
                 position: (start + i + 1) as u64,
                 player: place.player.to_string(),

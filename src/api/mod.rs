@@ -1,5 +1,5 @@
 //! The HTTP API: [`app`] merges every resource module's `router()` under the shared layers
-//! (request span, body limit, timeout, CORS, panic capture, JSON errors) and serves the
+//! (request id, request span, body limit, timeout, CORS, panic capture, JSON errors) and serves the
 //! OpenAPI document generated from the handlers at `/openapi.json`. Handlers are thin: they
 //! extract, convert, make one call on the state, the storage or a pool, and answer.
 //!
@@ -31,6 +31,7 @@ use tower::util::option_layer;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use utoipa::openapi::OpenApi as OpenApiDoc;
@@ -40,6 +41,9 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::pools::Pool;
 use crate::state::AppState;
 use error::Error;
+
+/// The header that identifies a request in its answer and in every log line it caused.
+pub const REQUEST_ID: header::HeaderName = header::HeaderName::from_static("x-request-id");
 
 /// Every route with its OpenAPI description, before the layers.
 fn routes() -> (Router<AppState>, OpenApiDoc) {
@@ -103,9 +107,24 @@ pub fn app(state: AppState) -> Router {
                     .extensions()
                     .get::<MatchedPath>()
                     .map_or(request.uri().path(), MatchedPath::as_str);
-                tracing::info_span!("request", http.method = %request.method(), http.route = route)
+                let id = request
+                    .headers()
+                    .get(REQUEST_ID)
+                    .and_then(|id| id.to_str().ok())
+                    .unwrap_or_default();
+                tracing::info_span!(
+                    "request",
+                    http.method = %request.method(),
+                    http.route = route,
+                    request.id = id
+                )
             }),
         )
+        // Outermost: every answer, an error of any layer below included, carries the id, and
+        // the span above records it. A client's own well-formed `x-request-id` is kept.
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .layer(axum::middleware::map_request(drop_malformed_request_id))
         .with_state(state)
 }
 
@@ -125,6 +144,25 @@ async fn json_errors(response: Response) -> Response {
         return replaced;
     }
     response
+}
+
+/// Longest request id taken from a client.
+const MAX_REQUEST_ID_LEN: usize = 64;
+
+/// Removes a client's `x-request-id` unless it is short and plain (letters, digits, `-_.:`),
+/// so that what lands in the logs is never the client's free text; a fresh id replaces it.
+async fn drop_malformed_request_id(mut request: Request) -> Request {
+    let plain = request.headers().get(&REQUEST_ID).is_some_and(|id| {
+        id.len() <= MAX_REQUEST_ID_LEN
+            && id
+                .as_bytes()
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(b))
+    });
+    if !plain {
+        request.headers_mut().remove(&REQUEST_ID);
+    }
+    request
 }
 
 /// The pool named in the path, or a 404.

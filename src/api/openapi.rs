@@ -172,7 +172,9 @@ fn add_to_operation(operation: &mut Operation) {
     }
     let unavailable = error_response(
         "Not answered within `server.request_timeout_secs` (`timeout`), the database cannot \
-         be reached (`database_unavailable`), or the pool's queue is full (`queue_full`)",
+         be reached (`database_unavailable`), the pool's queue is full (`queue_full`), or as \
+         many predictions as `server.max_concurrent_computations` allows are running \
+         (`overloaded`)",
         true,
     );
     let responses = &mut operation.responses.responses;

@@ -1,9 +1,11 @@
 //! Predictions from current ratings (memory only): the win probability of one player against
-//! another, the full forecast for a set of entrants (P(first), expected rank, pairwise
-//! matrix, match quality) and the match quality of sides. Unknown players are predicted as
-//! newcomers and marked `"known": false`.
-
-use std::sync::Arc;
+//! another, the forecast for a set of entrants (P(first), expected rank, match quality, and
+//! the pairwise matrix on request) and the match quality of sides. Unknown players are
+//! predicted as newcomers and marked `"known": false`. Forecasts run on the compute pool
+//! ([`crate::compute`]) on the pool's current snapshot, holding no lock, within a budget of
+//! `server.max_concurrent_computations` × [`MAX_ENTRANTS`] entrants computing at once (503
+//! `overloaded` beyond), and a request that
+//! times out or is dropped stops its computation.
 
 use axum::extract::{Path, State};
 use axum::Json;
@@ -17,13 +19,16 @@ use super::error::{Error, ErrorResponse};
 use super::json::JsonBody;
 use super::pool_of;
 use super::query::QueryParams;
+use crate::compute::Refused;
 use crate::engine;
-use crate::engine::predict::{self, Forecast};
-use crate::pools::Pool;
+use crate::engine::predict::{self, Figures, Forecast};
 use crate::state::AppState;
 
 /// Most entrants (or sides) one prediction may hold: the pairwise matrix grows as its square.
 pub const MAX_ENTRANTS: usize = 1000;
+
+/// Most players one prediction may name, over all its entrants (or sides).
+pub const MAX_PLAYERS: usize = 10_000;
 
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -75,9 +80,12 @@ pub struct EntrantRequest {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PredictionRequest {
-    /// At least two, at most 1000, disjoint entrants.
+    /// At least two, at most 1000, disjoint entrants, with at most 10,000 players in all.
     #[schema(min_items = 2, max_items = 1000)]
     pub entrants: Vec<EntrantRequest>,
+    /// Whether to include the pairwise matrix (k² numbers; default false).
+    #[serde(default)]
+    pub pairwise: bool,
 }
 
 /// A player in a prediction.
@@ -105,8 +113,10 @@ pub struct EntrantPrediction {
 pub struct PredictionResponse {
     /// In the order given.
     pub entrants: Vec<EntrantPrediction>,
-    /// `pairwise[i][j]` = P(entrant i finishes ahead of entrant j); the diagonal is ½.
-    pub pairwise: Vec<Vec<f64>>,
+    /// `pairwise[i][j]` = P(entrant i finishes ahead of entrant j); the diagonal is ½. Only
+    /// when the request asked for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pairwise: Option<Vec<Vec<f64>>>,
     /// Match quality of the entrants as sides, in [0, 1]: higher is a closer match.
     pub quality: f64,
 }
@@ -115,7 +125,8 @@ pub struct PredictionResponse {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MatchQualityRequest {
-    /// At least two, at most 1000, disjoint sides, each a list of player ids.
+    /// At least two, at most 1000, disjoint sides, each a list of player ids, with at most
+    /// 10,000 players in all.
     #[schema(min_items = 2, max_items = 1000)]
     pub sides: Vec<Vec<String>>,
 }
@@ -164,7 +175,7 @@ async fn get_win_probability(
     QueryParams(query): QueryParams<WinProbabilityQuery>,
 ) -> Result<Json<WinProbabilityResponse>, Error> {
     let pool = pool_of(&state, &pool)?;
-    let outcome = predict::head_to_head(pool.read().population(), &query.a, &query.b);
+    let outcome = predict::head_to_head(&*pool.read(), &query.a, &query.b);
     let h2h = outcome.map_err(|e| {
         let field = e.field().unwrap_or_default().to_owned();
         Error::query(field, e.to_string())
@@ -179,11 +190,15 @@ async fn get_win_probability(
     }))
 }
 
-/// Runs a forecast on a blocking thread: k entrants cost k² integrals.
+/// Checks the request's size, then runs a forecast on the compute pool, on the pool's
+/// current snapshot.
 async fn forecast(
-    pool: Arc<Pool>,
+    state: &AppState,
+    pool: &str,
     entrants: Vec<Vec<String>>,
+    figures: Figures,
 ) -> Result<(Forecast, Vec<Vec<String>>), Error> {
+    let snapshot = pool_of(state, pool)?.read();
     if entrants.len() > MAX_ENTRANTS {
         return Err(Error::invalid(
             "invalid_prediction",
@@ -191,17 +206,32 @@ async fn forecast(
             format!("at most {MAX_ENTRANTS} entrants"),
         ));
     }
-    tokio::task::spawn_blocking(move || {
-        let outcome = predict::forecast(pool.read().population(), &entrants);
-        outcome
-            .map(|f| (f, entrants))
-            .map_err(|e| invalid_prediction(&e))
-    })
-    .await
-    .map_err(|join| {
-        tracing::error!(error = %join, "forecast panicked");
-        Error::Internal
-    })?
+    let mut players = 0;
+    for (i, ids) in entrants.iter().enumerate() {
+        players += ids.len();
+        if players > MAX_PLAYERS {
+            return Err(Error::invalid(
+                "invalid_prediction",
+                format!("entrants[{i}].players"),
+                format!("at most {MAX_PLAYERS} players in all entrants together"),
+            ));
+        }
+    }
+    let cost = entrants.len();
+    let outcome = state
+        .compute
+        .run(cost, move |cancel| {
+            predict::forecast(&*snapshot, &entrants, figures, cancel).map(|f| (f, entrants))
+        })
+        .await;
+    match outcome {
+        Ok(Ok(done)) => Ok(done),
+        // Only a request that went away is cancelled: nobody reads this answer.
+        Ok(Err(engine::Error::Cancelled)) => Err(Error::Timeout),
+        Ok(Err(error)) => Err(invalid_prediction(&error)),
+        Err(Refused::Overloaded) => Err(Error::Overloaded),
+        Err(Refused::Panicked) => Err(Error::Internal),
+    }
 }
 
 fn members(ids: Vec<String>, known: &[bool]) -> Vec<MemberResponse> {
@@ -227,9 +257,12 @@ async fn create_prediction(
     Path(pool): Path<String>,
     JsonBody(request): JsonBody<PredictionRequest>,
 ) -> Result<Json<PredictionResponse>, Error> {
-    let pool = pool_of(&state, &pool)?;
     let entrants = request.entrants.into_iter().map(|e| e.players).collect();
-    let (forecast, entrants) = forecast(pool, entrants).await?;
+    let figures = Figures {
+        expected_ranks: true,
+        pairwise: request.pairwise,
+    };
+    let (forecast, entrants) = forecast(&state, &pool, entrants, figures).await?;
     Ok(Json(PredictionResponse {
         entrants: entrants
             .into_iter()
@@ -237,7 +270,7 @@ async fn create_prediction(
             .map(|(ids, e)| EntrantPrediction {
                 players: members(ids, &e.known),
                 p_first: e.p_first,
-                expected_rank: e.expected_rank,
+                expected_rank: e.expected_rank.unwrap_or_default(),
             })
             .collect(),
         pairwise: forecast.pairwise,
@@ -260,8 +293,7 @@ async fn create_match_quality(
     Path(pool): Path<String>,
     JsonBody(request): JsonBody<MatchQualityRequest>,
 ) -> Result<Json<MatchQualityResponse>, Error> {
-    let pool = pool_of(&state, &pool)?;
-    let (forecast, sides) = forecast(pool, request.sides)
+    let (forecast, sides) = forecast(&state, &pool, request.sides, Figures::default())
         .await
         .map_err(|error| match error {
             // The engine names entrants, in the field and in messages that point at another

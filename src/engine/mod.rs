@@ -23,7 +23,7 @@ mod solve;
 
 pub use params::{Params, Ties, Variant};
 pub use player::{Factor, PlayerState};
-pub use population::{Change, Population};
+pub use population::{Beliefs, Change, Population};
 pub use rate::{rate_round, Rated};
 pub use round::{Round, Standing};
 
@@ -66,6 +66,9 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// The computation was cancelled by its caller (a prediction whose request went away).
+    #[error("cancelled")]
+    Cancelled,
     /// The caller passed a different number of priors than the round has standings.
     #[error("{priors} priors given for {standings} standings")]
     PriorCount {
@@ -104,7 +107,7 @@ impl Error {
         match self {
             Self::InvalidParameter { name, .. } => Some(name),
             Self::InvalidRound { field, .. } | Self::InvalidPrediction { field, .. } => Some(field),
-            Self::PriorCount { .. } => None,
+            Self::PriorCount { .. } | Self::Cancelled => None,
         }
     }
 }

@@ -137,7 +137,9 @@ fn within(name: &'static str, value: f64, min: f64, max: f64) -> Result<(), Erro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::predict::forecast;
+    use std::sync::atomic::AtomicBool;
+
+    use crate::engine::predict::{forecast, Figures};
     use crate::engine::{Population, Round, Standing};
 
     #[test]
@@ -254,12 +256,18 @@ mod tests {
                         );
                     }
                 }
-                let forecast = forecast(&population, &entrants).expect("a forecast");
+                let all = Figures {
+                    expected_ranks: true,
+                    pairwise: true,
+                };
+                let go = AtomicBool::new(false);
+                let forecast = forecast(&population, &entrants, all, &go).expect("a forecast");
                 let mut values = forecast
                     .entrants
                     .iter()
-                    .flat_map(|e| [e.p_first, e.expected_rank])
-                    .chain(forecast.pairwise.iter().flatten().copied())
+                    .flat_map(|e| [Some(e.p_first), e.expected_rank])
+                    .flatten()
+                    .chain(forecast.pairwise.iter().flatten().flatten().copied())
                     .chain([forecast.quality]);
                 assert!(values.all(f64::is_finite), "{params:?}: {forecast:?}");
             }

@@ -24,6 +24,21 @@ pub struct Change {
     pub sigma_after: f64,
 }
 
+/// Beliefs looked up by player id: what predictions read. [`Population`] is one; the service's
+/// published pool snapshots are another.
+pub trait Beliefs {
+    /// The pool's parameters.
+    fn params(&self) -> &Params;
+    /// A player's belief, if they have played.
+    fn belief(&self, id: &str) -> Option<&PlayerState>;
+    /// The belief of a player who has never played.
+    fn newcomer(&self) -> &PlayerState;
+    /// A player's belief, or a newcomer's if they have not played.
+    fn belief_or_newcomer(&self, id: &str) -> &PlayerState {
+        self.belief(id).unwrap_or_else(|| self.newcomer())
+    }
+}
+
 /// Every player of one pool with their current belief.
 #[derive(Debug, Clone)]
 pub struct Population {
@@ -108,5 +123,19 @@ impl Population {
             self.players.insert(standing.player.clone(), r.state);
         }
         Ok(changes)
+    }
+}
+
+impl Beliefs for Population {
+    fn params(&self) -> &Params {
+        &self.params
+    }
+
+    fn belief(&self, id: &str) -> Option<&PlayerState> {
+        self.players.get(id)
+    }
+
+    fn newcomer(&self) -> &PlayerState {
+        &self.newcomer
     }
 }

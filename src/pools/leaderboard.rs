@@ -1,12 +1,17 @@
-//! A pool's players in rating order, by μ and by the conservative rating μ − 3σ: two sorted
-//! arrays, so a player's position is a binary search and a page is a slice. A round's changes
-//! are merged in one pass, O(n + k log n) for k changed players, instead of re-sorting: each
-//! changed player's old place is found by binary search from their old rating, so the pass
-//! compares indices, not names.
+//! A pool's players in rating order, by μ and by the conservative rating μ − 3σ, as sorted
+//! lists cut into chunks of about a thousand places that snapshots share: a player's position
+//! is a binary search, a page is a slice, and a round's k changes copy only the chunks they
+//! touch (copy on write), so the previous snapshot's lists stay as they were. Each changed
+//! player's old place is found by binary search from their old rating.
 //! Knows nothing of HTTP or storage.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
+
+/// Places per chunk when a list is built; a chunk that grows to twice this is split. Large
+/// enough that a list of a million places has a thousand chunks (cloning the list clones
+/// that many pointers), small enough that copying a chunk a round touches is cheap.
+const CHUNK: usize = 256;
 
 /// How many standard deviations the conservative rating lies below μ.
 pub const CONSERVATIVE_SIGMAS: f64 = 3.0;
@@ -57,27 +62,158 @@ pub struct Move {
     pub sigma: f64,
 }
 
-/// Every rated player of a pool, in both orders.
+/// Places in order, in chunks shared with other snapshots. Every chunk is sorted and
+/// non-empty, and each chunk's places come before the next chunk's.
+#[derive(Debug, Clone, Default)]
+struct Places {
+    chunks: Vec<Arc<Vec<Place>>>,
+    /// `starts[c]`: the places before chunk `c`.
+    starts: Vec<usize>,
+    len: usize,
+}
+
+impl Places {
+    fn from_sorted(places: Vec<Place>) -> Self {
+        let mut list = Self {
+            chunks: places
+                .chunks(CHUNK)
+                .map(|chunk| Arc::new(chunk.to_vec()))
+                .collect(),
+            ..Self::default()
+        };
+        list.recount();
+        list
+    }
+
+    fn recount(&mut self) {
+        self.starts.clear();
+        let mut len = 0;
+        for chunk in &self.chunks {
+            self.starts.push(len);
+            len += chunk.len();
+        }
+        self.len = len;
+    }
+
+    /// The chunk where the first place for which `before` is false lies (or would go), and its
+    /// index there; `before` must hold for a prefix of the places only.
+    fn locate(&self, before: impl Fn(&Place) -> bool) -> (usize, usize) {
+        let chunk = self
+            .chunks
+            .partition_point(|c| c.last().is_some_and(&before));
+        match self.chunks.get(chunk) {
+            Some(places) => (chunk, places.partition_point(before)),
+            None => (chunk, 0),
+        }
+    }
+
+    /// The number of places for which `before` holds.
+    fn partition_point(&self, before: impl Fn(&Place) -> bool) -> usize {
+        let (chunk, index) = self.locate(before);
+        self.starts
+            .get(chunk)
+            .map_or(self.len, |start| start + index)
+    }
+
+    fn get(&self, index: usize) -> Option<&Place> {
+        let chunk = self.starts.partition_point(|&start| start <= index);
+        let chunk = chunk.checked_sub(1)?;
+        self.chunks[chunk].get(index - self.starts[chunk])
+    }
+
+    /// Removes `player`'s place sorted at `key`, if it is there. Call [`Self::recount`] after.
+    fn remove(&mut self, key: f64, player: &str) {
+        let (chunk, index) = self.locate(|p| p.cmp_order(key, player) == Ordering::Less);
+        let Some(places) = self.chunks.get_mut(chunk) else {
+            return;
+        };
+        if places.get(index).is_some_and(|p| &*p.player == player) {
+            let places = Arc::make_mut(places);
+            places.remove(index);
+            if places.is_empty() {
+                self.chunks.remove(chunk);
+            }
+        }
+    }
+
+    /// Puts `place` in order. Call [`Self::recount`] after.
+    fn insert(&mut self, place: Place) {
+        let (mut chunk, mut index) =
+            self.locate(|p| p.cmp_order(place.key, &place.player) == Ordering::Less);
+        if chunk == self.chunks.len() {
+            // After every place: at the end of the last chunk.
+            match self.chunks.len().checked_sub(1) {
+                Some(last) => {
+                    chunk = last;
+                    index = self.chunks[last].len();
+                }
+                None => self.chunks.push(Arc::default()),
+            }
+        }
+        let places = Arc::make_mut(&mut self.chunks[chunk]);
+        places.insert(index, place);
+        if places.len() >= 2 * CHUNK {
+            let upper = places.split_off(CHUNK);
+            self.chunks.insert(chunk + 1, Arc::new(upper));
+        }
+    }
+
+    /// Up to `limit` places from 0-based `start`, in order.
+    fn iter_from(&self, start: usize, limit: usize) -> impl Iterator<Item = &Place> {
+        let chunk = self
+            .starts
+            .partition_point(|&s| s <= start)
+            .saturating_sub(1);
+        let skip = start.saturating_sub(self.starts.get(chunk).copied().unwrap_or(0));
+        self.chunks[chunk.min(self.chunks.len())..]
+            .iter()
+            .flat_map(|c| c.iter())
+            .skip(skip)
+            .take(limit)
+    }
+}
+
+/// Every rated player of a pool, in both orders. Cloning copies one pointer per chunk.
 #[derive(Debug, Clone, Default)]
 pub struct Leaderboard {
-    by_mu: Vec<Place>,
-    by_conservative: Vec<Place>,
+    by_mu: Places,
+    by_conservative: Places,
 }
 
 impl Leaderboard {
+    /// The leaderboard of `(player, μ, σ)`, each player once. O(n log n).
+    pub fn from_players(players: impl Iterator<Item = (Arc<str>, f64, f64)>) -> Self {
+        let (mut by_mu, mut by_conservative): (Vec<Place>, Vec<Place>) = players
+            .map(|(player, mu, sigma)| {
+                let cons = Place {
+                    key: conservative(mu, sigma),
+                    player: Arc::clone(&player),
+                };
+                (Place { key: mu, player }, cons)
+            })
+            .unzip();
+        for places in [&mut by_mu, &mut by_conservative] {
+            places.sort_unstable_by(|a, b| a.cmp_order(b.key, &b.player));
+        }
+        Self {
+            by_mu: Places::from_sorted(by_mu),
+            by_conservative: Places::from_sorted(by_conservative),
+        }
+    }
+
     /// Players rated so far.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.by_mu.len()
+        self.by_mu.len
     }
 
     /// Whether nobody is rated.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.by_mu.is_empty()
+        self.by_mu.len == 0
     }
 
-    fn places(&self, order: Order) -> &[Place] {
+    fn places(&self, order: Order) -> &Places {
         match order {
             Order::Mu => &self.by_mu,
             Order::Conservative => &self.by_conservative,
@@ -88,8 +224,8 @@ impl Leaderboard {
     pub fn update(&mut self, moves: &[Move]) {
         let mu = |(mu, _): (f64, f64)| mu;
         let cons = |(mu, sigma): (f64, f64)| conservative(mu, sigma);
-        merge(&mut self.by_mu, moves, mu);
-        merge(&mut self.by_conservative, moves, cons);
+        relocate(&mut self.by_mu, moves, mu);
+        relocate(&mut self.by_conservative, moves, cons);
     }
 
     /// 0-based index of the player whose key in `order` is `key`; `None` if they are not there.
@@ -101,11 +237,8 @@ impl Leaderboard {
     }
 
     /// Up to `limit` places from 0-based `start`.
-    #[must_use]
-    pub fn page(&self, order: Order, start: usize, limit: usize) -> &[Place] {
-        let places = self.places(order);
-        let start = start.min(places.len());
-        &places[start..(start + limit).min(places.len())]
+    pub fn page(&self, order: Order, start: usize, limit: usize) -> impl Iterator<Item = &Place> {
+        self.places(order).iter_from(start, limit)
     }
 
     /// 0-based index of the first place after `(key, player)` in `order`, whether or not that
@@ -117,45 +250,21 @@ impl Leaderboard {
     }
 }
 
-/// Drops the moved players from `places`, then merges their new places in; `key` turns
-/// (μ, σ) into the rating `places` is sorted by.
-fn merge(places: &mut Vec<Place>, moves: &[Move], key: impl Fn((f64, f64)) -> f64) {
-    let mut leaving: Vec<usize> = moves
-        .iter()
-        .filter_map(|m| {
-            let old = key(m.before?);
-            let index = places.partition_point(|p| p.cmp_order(old, &m.player) == Ordering::Less);
-            places
-                .get(index)
-                .is_some_and(|p| p.player == m.player)
-                .then_some(index)
-        })
-        .collect();
-    leaving.sort_unstable();
-    let mut incoming: Vec<Place> = moves
-        .iter()
-        .map(|m| Place {
+/// Takes the moved players out of `places`, then puts each back at their new place; `key`
+/// turns (μ, σ) into the rating `places` is sorted by.
+fn relocate(places: &mut Places, moves: &[Move], key: impl Fn((f64, f64)) -> f64) {
+    for m in moves {
+        if let Some(before) = m.before {
+            places.remove(key(before), &m.player);
+        }
+    }
+    for m in moves {
+        places.insert(Place {
             key: key((m.mu, m.sigma)),
             player: Arc::clone(&m.player),
-        })
-        .collect();
-    incoming.sort_by(|a, b| a.cmp_order(b.key, &b.player));
-    let mut merged = Vec::with_capacity(places.len() - leaving.len() + incoming.len());
-    let mut leaving = leaving.into_iter().peekable();
-    let mut incoming = incoming.into_iter().peekable();
-    for (index, place) in std::mem::take(places).into_iter().enumerate() {
-        if leaving.next_if_eq(&index).is_some() {
-            continue;
-        }
-        while let Some(next) =
-            incoming.next_if(|n| place.cmp_order(n.key, &n.player) == Ordering::Greater)
-        {
-            merged.push(next);
-        }
-        merged.push(place);
+        });
     }
-    merged.extend(incoming);
-    *places = merged;
+    places.recount();
 }
 
 #[cfg(test)]
@@ -173,8 +282,8 @@ mod tests {
         }
     }
 
-    fn names(places: &[Place]) -> Vec<&str> {
-        places.iter().map(|p| &*p.player).collect()
+    fn names<'a>(places: impl Iterator<Item = &'a Place>) -> Vec<&'a str> {
+        places.map(|p| &*p.player).collect()
     }
 
     #[test]
@@ -200,6 +309,58 @@ mod tests {
             2,
             "a cursor outlives its player"
         );
+    }
+
+    #[test]
+    fn thousands_of_moves_across_many_chunks_keep_the_order_of_a_fresh_sort() {
+        const PLAYERS: u64 = 5_000;
+        let mut seed = 0x1ead_u64;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            seed >> 33
+        };
+        let mut current = std::collections::BTreeMap::new();
+        let mut board = Leaderboard::default();
+        let mut previous: Vec<Place> = Vec::new();
+        for round in 0..12 {
+            let moves: Vec<Move> = (0..1_500)
+                .map(|_| format!("p{}", next() % PLAYERS))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .map(|name| {
+                    let before = current.get(&name).copied();
+                    let (mu, sigma) = ((next() % 3_000) as f64, (next() % 300 + 1) as f64);
+                    current.insert(name.clone(), (mu, sigma));
+                    mv(&name, before, mu, sigma)
+                })
+                .collect();
+            let snapshot = board.clone();
+            board.update(&moves);
+            let fresh = Leaderboard::from_players(
+                current
+                    .iter()
+                    .map(|(p, &(mu, s))| (Arc::from(p.as_str()), mu, s)),
+            );
+            for order in [Order::Mu, Order::Conservative] {
+                let got: Vec<&Place> = board.page(order, 0, usize::MAX).collect();
+                let want: Vec<&Place> = fresh.page(order, 0, usize::MAX).collect();
+                assert_eq!(got, want, "round {round}, {order:?}");
+                let middle: Vec<&Place> = board.page(order, 2_345, 7).collect();
+                assert_eq!(middle, &want[2_345.min(want.len())..2_352.min(want.len())]);
+                for (i, place) in want.iter().enumerate().step_by(97) {
+                    assert_eq!(board.index_of(order, place.key, &place.player), Some(i));
+                }
+            }
+            assert_eq!(board.len(), current.len());
+            let kept: Vec<Place> = snapshot.page(Order::Mu, 0, usize::MAX).cloned().collect();
+            assert_eq!(
+                kept, previous,
+                "round {round}: the snapshot taken before is unchanged"
+            );
+            previous = board.page(Order::Mu, 0, usize::MAX).cloned().collect();
+        }
     }
 
     proptest! {
@@ -235,7 +396,6 @@ mod tests {
                 expected.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
                 let got: Vec<(f64, &str)> = board
                     .page(order, 0, usize::MAX)
-                    .iter()
                     .map(|p| (p.key, &*p.player))
                     .collect();
                 prop_assert_eq!(&got, &expected);

@@ -1,18 +1,28 @@
-//! The in-memory side of every pool: each player's belief (an engine [`Population`]), their
-//! last round, and the [`leaderboard`] orders. Reads of ratings, leaderboards and predictions
-//! are served from here; only the worker changes it, and only after the database committed
-//! the change. Knows nothing of HTTP and never touches the database itself.
+//! The in-memory side of every pool: each player's belief, their last round, and the
+//! [`leaderboard`] orders. Reads of ratings, leaderboards and predictions are served from here;
+//! only the worker changes it, and only after the database committed the change. Knows
+//! nothing of HTTP and never touches the database itself.
+//!
+//! A pool's readable state is an immutable [`PoolState`] snapshot behind an atomic pointer: a
+//! reader takes the current one (an `Arc`) and computes on it without any lock, however long
+//! it takes; the worker derives the next snapshot from the current one and swaps it in. The
+//! snapshot shares everything unchanged with the one before: players live in a persistent
+//! B-tree (`imbl::OrdMap`: a round's k entrants copy k paths of O(log n) nodes), and the
+//! leaderboards in chunks of about a thousand places copied only where a round changes them
+//! ([`leaderboard`]). Publishing a round never copies the pool; BENCHMARKS.md has its cost.
 
 pub mod leaderboard;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock};
 
+use arc_swap::ArcSwap;
+use imbl::OrdMap;
 use tokio::sync::{Mutex, MutexGuard, Notify};
 
-use crate::engine::{self, Params, PlayerState, Population};
+use crate::engine::{self, Beliefs, Params, PlayerState};
 use crate::storage::StoredPlayer;
 use leaderboard::{conservative, Leaderboard, Move, Order};
 
@@ -44,11 +54,21 @@ pub struct PlayerRating {
     pub last_round: LastRound,
 }
 
-/// Everything held in memory for one pool.
+/// What a snapshot holds for one rated player. Shared between snapshots until the player
+/// plays again: a belief holds up to `history_limit` factors, too many to copy.
 #[derive(Debug)]
+struct Rated {
+    state: PlayerState,
+    last_round: LastRound,
+}
+
+/// One pool's readable state at one moment: parameters, every rated player and both
+/// leaderboard orders, all consistent with each other. Cloning is O(1).
+#[derive(Debug, Clone)]
 pub struct PoolState {
-    population: Population,
-    last_rounds: BTreeMap<Arc<str>, LastRound>,
+    params: Params,
+    newcomer: PlayerState,
+    players: OrdMap<Arc<str>, Arc<Rated>>,
     leaderboard: Leaderboard,
     applied: u64,
 }
@@ -56,9 +76,11 @@ pub struct PoolState {
 impl PoolState {
     /// A pool nobody has played in yet.
     pub fn new(params: Params) -> Result<Self, engine::Error> {
+        params.validate()?;
         Ok(Self {
-            population: Population::new(params)?,
-            last_rounds: BTreeMap::new(),
+            newcomer: PlayerState::new(&params),
+            params,
+            players: OrdMap::new(),
             leaderboard: Leaderboard::default(),
             applied: 0,
         })
@@ -71,25 +93,34 @@ impl PoolState {
         applied: u64,
     ) -> Result<Self, engine::Error> {
         let mut state = Self::new(params)?;
-        let last = stored
+        let players: Vec<(Arc<str>, Arc<Rated>)> = stored
             .into_iter()
             .map(|p| {
-                let last = LastRound {
+                let last_round = LastRound {
                     id: Arc::from(p.last_round_id),
                     time: p.last_round_time,
                 };
-                (p.player, p.state, last)
+                let rated = Rated {
+                    state: p.state,
+                    last_round,
+                };
+                (Arc::from(p.player), Arc::new(rated))
             })
             .collect();
-        state.commit(last);
+        state.leaderboard = Leaderboard::from_players(
+            players
+                .iter()
+                .map(|(id, r)| (Arc::clone(id), r.state.mu, r.state.sigma)),
+        );
+        state.players = players.into_iter().collect();
         state.applied = applied;
         Ok(state)
     }
 
-    /// The engine's view: parameters and beliefs.
+    /// The pool's parameters.
     #[must_use]
-    pub fn population(&self) -> &Population {
-        &self.population
+    pub fn params(&self) -> &Params {
+        &self.params
     }
 
     /// Rounds whose ratings this state holds.
@@ -98,32 +129,28 @@ impl PoolState {
         self.applied
     }
 
-    /// Records a committed round: its players' beliefs.
+    /// Records a committed round: its players' beliefs. O(k log n) for k players.
     pub fn apply(&mut self, players: Vec<(String, PlayerState, LastRound)>) {
-        self.commit(players);
-        self.applied += 1;
-    }
-
-    fn commit(&mut self, players: Vec<(String, PlayerState, LastRound)>) {
         let moves: Vec<Move> = players
             .into_iter()
-            .map(|(player, state, last)| {
-                let name: Arc<str> = match self.last_rounds.get_key_value(player.as_str()) {
-                    Some((name, _)) => Arc::clone(name),
-                    None => Arc::from(player.as_str()),
+            .map(|(player, state, last_round)| {
+                let (name, before) = match self.players.get_key_value(player.as_str()) {
+                    Some((name, old)) => (Arc::clone(name), Some((old.state.mu, old.state.sigma))),
+                    None => (Arc::from(player), None),
                 };
                 let m = Move {
                     player: Arc::clone(&name),
-                    before: self.population.player(&player).map(|s| (s.mu, s.sigma)),
+                    before,
                     mu: state.mu,
                     sigma: state.sigma,
                 };
-                self.last_rounds.insert(name, last);
-                self.population.insert(player, state);
+                self.players
+                    .insert(name, Arc::new(Rated { state, last_round }));
                 m
             })
             .collect();
         self.leaderboard.update(&moves);
+        self.applied += 1;
     }
 
     /// Players rated so far.
@@ -141,8 +168,8 @@ impl PoolState {
     /// A rated player.
     #[must_use]
     pub fn player(&self, id: &str) -> Option<PlayerRating> {
-        let (name, last) = self.last_rounds.get_key_value(id)?;
-        let state = self.population.player(id)?;
+        let (name, rated) = self.players.get_key_value(id)?;
+        let state = &rated.state;
         let index = self.leaderboard.index_of(Order::Mu, state.mu, id)?;
         Some(PlayerRating {
             player: Arc::clone(name),
@@ -151,19 +178,24 @@ impl PoolState {
             conservative: conservative(state.mu, state.sigma),
             position: index + 1,
             rounds: state.rounds,
-            last_round: last.clone(),
+            last_round: rated.last_round.clone(),
         })
     }
 
     /// The 0-based index of a rated player in `order`.
     #[must_use]
     pub fn index_of(&self, order: Order, id: &str) -> Option<usize> {
-        let state = self.population.player(id)?;
+        let state = self.belief(id)?;
         let key = match order {
             Order::Mu => state.mu,
             Order::Conservative => conservative(state.mu, state.sigma),
         };
         self.leaderboard.index_of(order, key, id)
+    }
+
+    /// Every rated player's belief, by id.
+    pub fn beliefs(&self) -> impl Iterator<Item = (&str, &PlayerState)> {
+        self.players.iter().map(|(id, rated)| (&**id, &rated.state))
     }
 
     /// The leaderboard itself.
@@ -175,12 +207,26 @@ impl PoolState {
     /// Up to `limit` rated players whose id starts with `prefix`, by id.
     #[must_use]
     pub fn with_prefix(&self, prefix: &str, limit: usize) -> Vec<PlayerRating> {
-        self.last_rounds
-            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+        self.players
+            .range::<_, str>((Bound::Included(prefix), Bound::Unbounded))
             .take_while(|(name, _)| name.starts_with(prefix))
             .take(limit)
             .filter_map(|(name, _)| self.player(name))
             .collect()
+    }
+}
+
+impl Beliefs for PoolState {
+    fn params(&self) -> &Params {
+        &self.params
+    }
+
+    fn belief(&self, id: &str) -> Option<&PlayerState> {
+        self.players.get(id).map(|rated| &rated.state)
+    }
+
+    fn newcomer(&self) -> &PlayerState {
+        &self.newcomer
     }
 }
 
@@ -189,7 +235,7 @@ impl PoolState {
 #[derive(Debug)]
 pub struct Pool {
     name: String,
-    state: RwLock<PoolState>,
+    state: ArcSwap<PoolState>,
     wake: Notify,
     turn: Mutex<()>,
     worker_running: AtomicBool,
@@ -201,7 +247,7 @@ impl Pool {
     pub fn new(name: String, state: PoolState) -> Self {
         Self {
             name,
-            state: RwLock::new(state),
+            state: ArcSwap::from_pointee(state),
             wake: Notify::new(),
             turn: Mutex::new(()),
             worker_running: AtomicBool::new(false),
@@ -214,20 +260,17 @@ impl Pool {
         &self.name
     }
 
-    /// Reads the state. Hold the guard briefly: the worker waits for it to publish a round.
-    pub fn read(&self) -> RwLockReadGuard<'_, PoolState> {
-        // A panic while the lock was held cannot leave the state half-written: every change
-        // is computed first and then stored by infallible inserts.
-        self.state
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The current snapshot. Readers may hold it as long as they like: nothing waits for it.
+    #[must_use]
+    pub fn read(&self) -> Arc<PoolState> {
+        self.state.load_full()
     }
 
-    /// Writes the state.
-    pub fn write(&self) -> RwLockWriteGuard<'_, PoolState> {
-        self.state
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// Makes `state` the snapshot that reads see. Only the holder of the pool's
+    /// [`turn`](Self::turn) publishes, so no change is lost between reading the current
+    /// snapshot and replacing it.
+    pub fn publish(&self, state: PoolState) {
+        self.state.store(Arc::new(state));
     }
 
     /// Tells the worker a round may be waiting.

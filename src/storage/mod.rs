@@ -68,6 +68,36 @@ pub enum Error {
     Database(#[from] sqlx::Error),
 }
 
+impl Error {
+    /// Whether the database could not be reached or answered too slowly (a lost or refused
+    /// connection, an exhausted connection pool, an I/O error, a lock wait that ran out, a
+    /// server shutting down): worth retrying later. Anything else (a constraint violation, an
+    /// SQL error, a row that does not decode) is a bug or corrupt data, not an outage.
+    #[must_use]
+    pub fn is_unavailable(&self) -> bool {
+        let Self::Database(cause) = self else {
+            return false;
+        };
+        match cause {
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed => true,
+            sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+                // SQLSTATE class 08 (connection exception) and 57P (operator intervention:
+                // shutdown, crash, not accepting connections yet); SQLite's 5 and 6
+                // (SQLITE_BUSY, SQLITE_LOCKED) and their extended codes (low byte 5 or 6).
+                let code = code.as_ref();
+                code.starts_with("08")
+                    || code.starts_with("57P")
+                    || code.parse::<u32>().is_ok_and(|c| matches!(c & 0xff, 5 | 6))
+            }),
+            _ => false,
+        }
+    }
+}
+
 /// What [`Storage::put_pool`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PoolWrite {
@@ -347,5 +377,49 @@ pub async fn connect(url: &str) -> Result<Arc<dyn Storage>, Error> {
         "sqlite" => Ok(Arc::new(sqlite::SqliteStorage::connect(url).await?)),
         // Only the scheme: the rest of the URL may hold a password.
         other => Err(Error::UnsupportedScheme(other.to_owned())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::sqlite::SqlitePoolOptions;
+
+    use super::Error;
+
+    /// Runs `sql` on a fresh in-memory SQLite database holding one table with a unique key.
+    async fn failure(sql: &str) -> Error {
+        let pool = SqlitePoolOptions::new()
+            .connect("sqlite::memory:")
+            .await
+            .expect("an in-memory database");
+        sqlx::query("CREATE TABLE t (k INTEGER PRIMARY KEY); INSERT INTO t VALUES (1)")
+            .execute(&pool)
+            .await
+            .expect("the table");
+        let error = sqlx::query(sql).execute(&pool).await.err();
+        Error::Database(error.expect("the statement fails"))
+    }
+
+    #[tokio::test]
+    async fn bugs_are_not_outages_but_lost_connections_are() {
+        for (sql, case) in [
+            ("INSERT INTO t VALUES (1)", "a constraint violation"),
+            ("SELECT * FROM nowhere", "a missing table"),
+            ("SELEC 1", "a syntax error"),
+        ] {
+            assert!(!failure(sql).await.is_unavailable(), "{case}");
+        }
+        for (error, case) in [
+            (sqlx::Error::PoolTimedOut, "no connection in time"),
+            (sqlx::Error::PoolClosed, "a closed pool"),
+            (
+                sqlx::Error::Io(std::io::ErrorKind::ConnectionReset.into()),
+                "a dropped connection",
+            ),
+        ] {
+            assert!(Error::Database(error).is_unavailable(), "{case}");
+        }
+        assert!(!Error::Database(sqlx::Error::RowNotFound).is_unavailable());
+        assert!(!Error::Corrupt("x".into()).is_unavailable());
     }
 }

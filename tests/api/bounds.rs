@@ -4,6 +4,7 @@
 //! queue's bound (503 `queue_full`) is in `rounds`; a slow client is in `tests/e2e`.
 
 use axum::http::StatusCode;
+use mmr_service::engine::Beliefs;
 use serde_json::json;
 
 use crate::support::{round, TestApp, POOL};
@@ -36,8 +37,7 @@ fn most_factors_in_memory(app: &TestApp) -> usize {
     let pool = app.state.pools.get(POOL).expect("the pool");
     let state = pool.read();
     state
-        .population()
-        .players()
+        .beliefs()
         .map(|(_, player)| player.factors.len())
         .max()
         .unwrap_or(0)
@@ -81,7 +81,7 @@ async fn a_long_stream_keeps_every_belief_within_history_limit_in_memory_and_in_
         );
         assert_eq!(
             Some(&player.state),
-            pool.read().population().player(&player.player),
+            pool.read().belief(&player.player),
             "{}: storage holds what memory holds",
             player.player
         );

@@ -8,7 +8,7 @@ use axum::http::{header, Method, StatusCode};
 use serde_json::json;
 use sqlx::Connection;
 
-use crate::support::{round, settings, Payload, TestApp, ADMIN_KEY, POOL, WRITE_KEY};
+use crate::support::{round, settings, LogBuffer, Payload, TestApp, ADMIN_KEY, POOL, WRITE_KEY};
 
 #[tokio::test]
 async fn an_unknown_route_returns_404_route_not_found_as_json() {
@@ -255,4 +255,98 @@ async fn a_failure_inside_the_service_returns_500_internal_revealing_nothing() {
             "{uri}: the cause stays in the log: {message}"
         );
     }
+}
+
+#[tokio::test]
+async fn an_sql_error_is_500_internal_not_an_outage_to_retry() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.play([round("r1", &["a", "b"])]).await;
+    let mut connection = sqlx::SqliteConnection::connect(&app.state.settings.database.url)
+        .await
+        .expect("open the database beside the service");
+    // A schema the code does not expect: every statement on the table is an SQL error, as a
+    // bug in a query would be.
+    sqlx::query("ALTER TABLE history RENAME TO history_elsewhere")
+        .execute(&mut connection)
+        .await
+        .expect("move the history away");
+    connection.close().await.expect("close");
+    let response = app.get("/v1/pools/main/players/a/history").await;
+    response.assert_error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        None,
+        "a missing table",
+    );
+    assert!(
+        response.headers.get(header::RETRY_AFTER).is_none(),
+        "a bug is not an outage: no Retry-After"
+    );
+}
+
+#[tokio::test]
+async fn every_answer_carries_a_request_id_and_keeps_a_plain_one_from_the_client() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let mut seen = BTreeSet::new();
+    for (method, uri, case) in [
+        (Method::GET, "/healthz", "a health check"),
+        (Method::GET, "/v1/pools/main", "a read"),
+        (Method::GET, "/nowhere", "an unknown route"),
+        (Method::DELETE, "/v1/pools/main", "a wrong method"),
+    ] {
+        let response = app.send(method, uri, None, Payload::Empty).await;
+        let id = response
+            .headers
+            .get("x-request-id")
+            .and_then(|id| id.to_str().ok())
+            .unwrap_or_else(|| panic!("{case}: no x-request-id"));
+        assert_eq!(id.len(), 36, "{case}: a UUID, not {id}");
+        assert!(seen.insert(id.to_owned()), "{case}: ids are not reused");
+    }
+    for (sent, kept) in [
+        ("job-42.retry:3", true),
+        ("has spaces", false),
+        (&*"x".repeat(65), false),
+    ] {
+        let request = axum::http::Request::builder()
+            .uri("/healthz")
+            .header("x-request-id", sent)
+            .body(axum::body::Body::empty())
+            .expect("a request");
+        let response = app.send_request(request).await;
+        let echoed = response.headers.get("x-request-id").expect("an id");
+        assert_eq!(echoed == sent, kept, "{sent:?} answered with {echoed:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_log_lines_of_a_request_carry_its_id() {
+    let log = LogBuffer::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    // The router's requests run on this test's thread (tokio's current-thread runtime).
+    let _capture = tracing::subscriber::set_default(subscriber);
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let request = axum::http::Request::builder()
+        .method(Method::POST)
+        .uri("/v1/pools/main/rounds")
+        .header(header::AUTHORIZATION, format!("Bearer {WRITE_KEY}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("x-request-id", "trace-me-7")
+        .body(axum::body::Body::from(round("r1", &["a", "b"]).to_string()))
+        .expect("a request");
+    assert_eq!(app.send_request(request).await.status, StatusCode::ACCEPTED);
+    let text = log.text();
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("trace-me-7")).collect();
+    assert!(
+        lines.iter().any(|l| l.contains("authenticated")),
+        "the request's log lines name its id:\n{text}"
+    );
 }

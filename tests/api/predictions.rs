@@ -4,7 +4,9 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{num, round, TestApp, POOL};
+use mmr_service::api::predictions::{MAX_ENTRANTS, MAX_PLAYERS};
+
+use crate::support::{num, round, settings, TestApp, POOL};
 
 const WIN_PROBABILITY: &str = "/v1/pools/main/win-probability";
 const PREDICTIONS: &str = "/v1/pools/main/predictions";
@@ -12,6 +14,18 @@ const MATCH_QUALITY: &str = "/v1/pools/main/match-quality";
 
 /// Tolerance for sums of probabilities computed by quadrature.
 const EPSILON: f64 = 1e-9;
+
+/// `count` entrants of one player each, all different.
+fn solos(count: usize) -> Value {
+    teams(count, 1)
+}
+
+/// `count` entrants of `size` players each, all different.
+fn teams(count: usize, size: usize) -> Value {
+    (0..count)
+        .map(|i| json!({"players": (0..size).map(|j| format!("p{i}-{j}")).collect::<Vec<_>>()}))
+        .collect()
+}
 
 /// A pool where `strong` beat `weak` three times, with `mid` in between.
 async fn rated() -> TestApp {
@@ -87,11 +101,20 @@ async fn a_bad_win_probability_query_returns_400_naming_the_parameter() {
 #[tokio::test]
 async fn a_prediction_gives_each_entrant_p_first_summing_to_one_and_a_complementary_matrix() {
     let app = rated().await;
-    let request = json!({"entrants": [
+    let entrants = json!([
         {"players": ["weak"]},
         {"players": ["strong"]},
         {"players": ["mid", "stranger"]},
-    ]});
+    ]);
+    let lean = app
+        .post(PREDICTIONS, None, json!({"entrants": entrants}))
+        .await;
+    let lean = lean.assert_status(StatusCode::OK, "predict without the matrix");
+    assert!(
+        lean.get("pairwise").is_none(),
+        "the matrix only when asked for: {lean}"
+    );
+    let request = json!({"entrants": entrants, "pairwise": true});
     let response = app.post(PREDICTIONS, None, request).await;
     let body = response.assert_status(StatusCode::OK, "predict");
     let entrants = body["entrants"].as_array().expect("entrants");
@@ -178,6 +201,24 @@ async fn an_invalid_prediction_returns_422_naming_the_field() {
             "an unknown field",
         ),
         (json!({}), "invalid_request", "entrants", "no entrants"),
+        (
+            json!({"entrants": solos(MAX_ENTRANTS + 1)}),
+            "invalid_prediction",
+            "entrants",
+            "one entrant more than allowed",
+        ),
+        (
+            json!({"entrants": teams(MAX_PLAYERS / 100 + 1, 100)}),
+            "invalid_prediction",
+            &*format!("entrants[{}].players", MAX_PLAYERS / 100),
+            "one player more than allowed, in the entrant that crosses the bound",
+        ),
+        (
+            json!({"entrants": solos(3), "pairwise": "yes"}),
+            "invalid_request",
+            "pairwise",
+            "a pairwise flag that is not a boolean",
+        ),
     ];
     for (body, code, field, case) in cases {
         app.post(PREDICTIONS, None, body).await.assert_error(
@@ -279,4 +320,40 @@ async fn prediction_bodies_that_are_not_json_or_name_an_unknown_pool_are_refused
             .await
             .assert_error(StatusCode::NOT_FOUND, "pool_not_found", None, route);
     }
+}
+
+#[tokio::test]
+async fn a_prediction_beyond_the_concurrency_bound_returns_503_overloaded_with_retry_after() {
+    let app = TestApp::with_settings(settings(&[
+        ("MMR__SERVER__MAX_CONCURRENT_COMPUTATIONS", "1"),
+        ("MMR__SERVER__COMPUTE_THREADS", "1"),
+    ]))
+    .await;
+    app.create_pool(POOL).await;
+    // The largest request, matrix included, runs long enough for a second one to arrive
+    // while it holds the only place.
+    let largest = json!({"entrants": solos(MAX_ENTRANTS), "pairwise": true});
+    let small = json!({"entrants": solos(2)});
+    let (first, second) = tokio::join!(
+        app.post(PREDICTIONS, None, largest),
+        app.post(PREDICTIONS, None, small)
+    );
+    first.assert_status(StatusCode::OK, "the first takes the place");
+    second.assert_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "overloaded",
+        None,
+        "the second finds none",
+    );
+    assert_eq!(
+        second
+            .headers
+            .get(axum::http::header::RETRY_AFTER)
+            .map(|v| v.as_bytes()),
+        Some(&b"1"[..])
+    );
+    let again = app
+        .post(PREDICTIONS, None, json!({"entrants": solos(2)}))
+        .await;
+    again.assert_status(StatusCode::OK, "the place is free again");
 }

@@ -6,9 +6,7 @@
 //! `rounds.rs`.
 
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -18,7 +16,8 @@ use mmr_service::api::auth::hash_key;
 use serde_json::{json, Value};
 
 use crate::support::{
-    round, settings, Payload, TestApp, TestResponse, ADMIN_KEY, POOL, READ_KEY, WRITE_KEY,
+    round, settings, LogBuffer, Payload, TestApp, TestResponse, ADMIN_KEY, POOL, READ_KEY,
+    WRITE_KEY,
 };
 
 /// Every route that needs a write or admin key, with a body it accepts and the least role.
@@ -46,7 +45,7 @@ async fn the_routes_listed_here_are_every_route_the_api_document_says_needs_a_ke
     for (path, operations) in document["paths"].as_object().expect("paths") {
         for (method, operation) in operations.as_object().expect("operations") {
             let requirements = operation["security"].as_array();
-            let anonymous = requirements.map_or(true, |r| r.iter().any(|r| r == &json!({})));
+            let anonymous = requirements.is_none_or(|r| r.iter().any(|r| r == &json!({})));
             if !anonymous {
                 keyed.insert(format!(
                     "{} {}",
@@ -143,31 +142,6 @@ async fn every_keyed_route_refuses_missing_unknown_malformed_and_lower_role_keys
         "the parameters are unchanged"
     );
     assert_eq!(pool["rounds_queued"], 0, "no round was stored");
-}
-
-/// A `MakeWriter` that appends every log line to a shared buffer.
-#[derive(Clone, Default)]
-struct LogBuffer(Arc<Mutex<Vec<u8>>>);
-
-impl Write for LogBuffer {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .expect("the log buffer is not poisoned")
-            .extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl LogBuffer {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().expect("the log buffer is not poisoned"))
-            .into_owned()
-    }
 }
 
 #[tokio::test]

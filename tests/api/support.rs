@@ -8,8 +8,9 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::io::Write;
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
@@ -170,7 +171,7 @@ impl TestApp {
     async fn open(url: &str, mut settings: Settings, database: Option<TestDatabase>) -> Self {
         url.clone_into(&mut settings.database.url);
         let storage = storage::connect(url).await.expect("open the test database");
-        let state = AppState::new(storage, settings);
+        let state = AppState::new(storage, settings).expect("the state");
         state.load_pools(false).await.expect("load pools");
         Self {
             router: api::app(state.clone()),
@@ -183,7 +184,7 @@ impl TestApp {
     /// pool from storage, beside this one.
     pub async fn restarted(&self) -> Self {
         let settings = Settings::clone(&self.state.settings);
-        let state = AppState::new(Arc::clone(&self.state.storage), settings);
+        let state = AppState::new(Arc::clone(&self.state.storage), settings).expect("the state");
         state.load_pools(false).await.expect("load pools");
         Self {
             router: api::app(state.clone()),
@@ -483,14 +484,13 @@ impl TestApp {
             .iter()
             .map(|pool| {
                 let state = pool.read();
-                let population = state.population();
-                let players: BTreeMap<String, PlayerState> = population
-                    .players()
+                let players: BTreeMap<String, PlayerState> = state
+                    .beliefs()
                     .map(|(id, player)| (id.to_owned(), player.clone()))
                     .collect();
                 (
                     pool.name().to_owned(),
-                    (*population.params(), state.applied(), players),
+                    (*state.params(), state.applied(), players),
                 )
             })
             .collect();
@@ -596,3 +596,29 @@ type Schema = (
     BTreeMap<String, Vec<String>>,
     Vec<(String, String)>,
 );
+
+/// A `MakeWriter` that appends every log line to a shared buffer.
+#[derive(Clone, Default)]
+pub struct LogBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl Write for LogBuffer {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .expect("the log buffer is not poisoned")
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl LogBuffer {
+    /// Everything logged so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().expect("the log buffer is not poisoned"))
+            .into_owned()
+    }
+}

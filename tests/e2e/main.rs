@@ -6,8 +6,10 @@
 //! Beside the tests here: [`concurrency`] (32 writers and 32 readers at once, retries of one
 //! round from many clients), [`crash`] (SIGKILLs at seeded random moments through a stream of
 //! rounds), [`faults`] (the database going away and coming back), [`slow_client`] (a body that
-//! trickles in is cut off without holding anything back); [`server`] runs the binary,
-//! [`rounds`] makes the rounds and [`stream`] posts them as a client would.
+//! trickles in is cut off without holding anything back), [`stall`] (the largest predictions
+//! in a loop while rounds arrive: reads of the pool answer within 1 s, every round is applied);
+//! [`server`] runs the binary, [`rounds`] makes the rounds and [`stream`] posts them as a client
+//! would.
 
 mod concurrency;
 mod crash;
@@ -15,6 +17,7 @@ mod faults;
 mod rounds;
 mod server;
 mod slow_client;
+mod stall;
 mod stream;
 
 use std::collections::BTreeMap;

@@ -1,18 +1,19 @@
 //! Predictions for players named by id, as the service asks for them: ids resolved against a
-//! [`Population`] (unknown players predicted as newcomers and reported as such), the request
-//! validated, and every figure for a set of entrants computed in one call.
+//! [`Beliefs`] (unknown players predicted as newcomers and reported as such), the request
+//! validated, and the figures asked for a set of entrants computed in one call.
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
 
 use super::super::player::PlayerState;
-use super::super::population::Population;
+use super::super::population::Beliefs;
 use super::super::Error;
 use super::{
     expected_ranks, first_place_probabilities, match_quality, pairwise_matrix,
     performance_distribution,
 };
 
-/// A player id resolved against a population.
+/// A player id resolved against the pool's beliefs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Member<'a> {
     /// The player's belief, or a newcomer's prior if they have not played.
@@ -22,16 +23,20 @@ pub struct Member<'a> {
 }
 
 /// Resolves each id to its player's state, or to a newcomer's (`PlayerState::new`) for an id
-/// the population has not seen; the result is aligned with `ids`.
+/// the pool has not seen; the result is aligned with `ids`.
 #[must_use]
-pub fn resolve<'a, S: AsRef<str>>(population: &'a Population, ids: &[S]) -> Vec<Member<'a>> {
+pub fn resolve<'a, B, S>(beliefs: &'a B, ids: &[S]) -> Vec<Member<'a>>
+where
+    B: Beliefs + ?Sized,
+    S: AsRef<str>,
+{
     ids.iter()
-        .map(|id| {
-            let id = id.as_ref();
-            Member {
-                state: population.player_or_newcomer(id),
-                known: population.player(id).is_some(),
-            }
+        .map(|id| match beliefs.belief(id.as_ref()) {
+            Some(state) => Member { state, known: true },
+            None => Member {
+                state: beliefs.newcomer(),
+                known: false,
+            },
         })
         .collect()
 }
@@ -47,8 +52,17 @@ pub struct EntrantForecast {
     pub variance: f64,
     /// P(the entrant finishes first).
     pub p_first: f64,
-    /// Expected rank, 1 being first.
-    pub expected_rank: f64,
+    /// Expected rank, 1 being first, if asked for.
+    pub expected_rank: Option<f64>,
+}
+
+/// Which figures beyond P(first) and match quality a [`forecast`] computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Figures {
+    /// Each entrant's expected rank: O(k) per quadrature node.
+    pub expected_ranks: bool,
+    /// The pairwise matrix: O(k²) per quadrature node, so only on request.
+    pub pairwise: bool,
 }
 
 /// Everything predicted about one set of entrants.
@@ -56,8 +70,9 @@ pub struct EntrantForecast {
 pub struct Forecast {
     /// One per entrant, in the order given.
     pub entrants: Vec<EntrantForecast>,
-    /// `[i][j]` = P(entrant `i` finishes ahead of entrant `j`); the diagonal is ½.
-    pub pairwise: Vec<Vec<f64>>,
+    /// `[i][j]` = P(entrant `i` finishes ahead of entrant `j`); the diagonal is ½. Only if
+    /// asked for.
+    pub pairwise: Option<Vec<Vec<f64>>>,
     /// Match quality of the entrants as sides ([`match_quality`]).
     pub quality: f64,
 }
@@ -75,7 +90,11 @@ pub struct HeadToHead {
 
 /// P(player `a` beats player `b`), unknown players predicted as newcomers. An empty id is an
 /// error naming `a` or `b`; the same player twice names `b`.
-pub fn head_to_head(population: &Population, a: &str, b: &str) -> Result<HeadToHead, Error> {
+pub fn head_to_head<B: Beliefs + ?Sized>(
+    beliefs: &B,
+    a: &str,
+    b: &str,
+) -> Result<HeadToHead, Error> {
     for (field, id) in [("a", a), ("b", b)] {
         if id.is_empty() {
             return Err(Error::prediction(field, "is empty"));
@@ -84,34 +103,43 @@ pub fn head_to_head(population: &Population, a: &str, b: &str) -> Result<HeadToH
     if a == b {
         return Err(Error::prediction("b", "is the same player as `a`"));
     }
-    let members = resolve(population, &[a, b]);
-    let params = population.params();
+    let members = resolve(beliefs, &[a, b]);
+    let params = beliefs.params();
     let entrants = [
         performance_distribution(params, &[members[0].state]),
         performance_distribution(params, &[members[1].state]),
     ];
+    // Two entrants: P(a first) is P(a ahead of b). Nobody can cancel so small a request.
+    let p_first = first_place_probabilities(params, &entrants, &AtomicBool::new(false))?;
     Ok(HeadToHead {
-        probability: pairwise_matrix(params, &entrants)[0][1],
+        probability: p_first[0],
         a_known: members[0].known,
         b_known: members[1].known,
     })
 }
 
 /// For entrants given as lists of player ids (a lone player is a list of one): each one's
-/// P(first) and expected rank, the pairwise matrix and the match quality. Unknown players are
-/// predicted as newcomers and marked. Errors name the field: `entrants` (fewer than two),
+/// P(first), the match quality, and the [`Figures`] asked for. Unknown players are predicted
+/// as newcomers and marked. Errors name the field: `entrants` (fewer than two),
 /// `entrants[i].players` (empty, or listing a player twice or one already in another entrant),
-/// `entrants[i].players[j]` (an empty id).
-pub fn forecast<E, S>(population: &Population, entrants: &[E]) -> Result<Forecast, Error>
+/// `entrants[i].players[j]` (an empty id). Setting `cancel` stops the computation with
+/// [`Error::Cancelled`].
+pub fn forecast<B, E, S>(
+    beliefs: &B,
+    entrants: &[E],
+    figures: Figures,
+    cancel: &AtomicBool,
+) -> Result<Forecast, Error>
 where
+    B: Beliefs + ?Sized,
     E: AsRef<[S]>,
     S: AsRef<str>,
 {
     check_entrants(entrants)?;
-    let params = population.params();
+    let params = beliefs.params();
     let sides: Vec<Vec<Member<'_>>> = entrants
         .iter()
-        .map(|ids| resolve(population, ids.as_ref()))
+        .map(|ids| resolve(beliefs, ids.as_ref()))
         .collect();
     let states: Vec<Vec<&PlayerState>> = sides
         .iter()
@@ -121,10 +149,21 @@ where
         .iter()
         .map(|members| performance_distribution(params, members))
         .collect();
-    let p_first = first_place_probabilities(params, &performances);
-    let pairwise = pairwise_matrix(params, &performances);
-    let ranks = expected_ranks(&pairwise);
     let quality = match_quality(params, &states)?;
+    let p_first = first_place_probabilities(params, &performances, cancel)?;
+    let ranks: Vec<Option<f64>> = if figures.expected_ranks {
+        expected_ranks(params, &performances, cancel)?
+            .into_iter()
+            .map(Some)
+            .collect()
+    } else {
+        vec![None; performances.len()]
+    };
+    let pairwise = if figures.pairwise {
+        Some(pairwise_matrix(params, &performances, cancel)?)
+    } else {
+        None
+    };
     let entrants = sides
         .iter()
         .zip(&performances)
@@ -186,9 +225,19 @@ mod tests {
     use proptest::prelude::*;
 
     use super::super::super::params::Params;
+    use super::super::super::population::Population;
     use super::super::super::round::{Round, Standing};
     use super::super::match_quality_two;
     use super::*;
+
+    /// Every figure.
+    const ALL: Figures = Figures {
+        expected_ranks: true,
+        pairwise: true,
+    };
+
+    /// A cancel flag nobody sets.
+    static GO: AtomicBool = AtomicBool::new(false);
 
     /// Agreement expected between two routes to the same number.
     const AGREEMENT: f64 = 1e-12;
@@ -207,7 +256,7 @@ mod tests {
     }
 
     fn forecast_of(population: &Population, entrants: &[&[&str]]) -> Forecast {
-        match forecast(population, entrants) {
+        match forecast(population, entrants, ALL, &GO) {
             Ok(f) => f,
             Err(e) => panic!("valid request refused: {e}"),
         }
@@ -252,7 +301,7 @@ mod tests {
             ),
         ];
         for (entrants, field, case) in cases {
-            let error = forecast(&population, entrants).err();
+            let error = forecast(&population, entrants, ALL, &GO).err();
             assert!(
                 matches!(error, Some(Error::InvalidPrediction { .. })),
                 "{case}: {error:?}"
@@ -277,6 +326,14 @@ mod tests {
         assert!(f.entrants[0].p_first > f.entrants[2].p_first);
         assert!(f.entrants[2].p_first > f.entrants[1].p_first);
         assert!(f.entrants[0].expected_rank < f.entrants[2].expected_rank);
+        let lean = forecast(
+            &population,
+            &[&["alice"], &["bob"]],
+            Figures::default(),
+            &GO,
+        );
+        let lean = lean.expect("a valid request");
+        assert!(lean.pairwise.is_none() && lean.entrants[0].expected_rank.is_none());
     }
 
     proptest! {
@@ -291,8 +348,9 @@ mod tests {
             let population = pool();
             let f = forecast_of(&population, &[&[a], &[b]]);
             let h2h = head_to_head(&population, a, b);
-            prop_assert!(matches!(h2h, Ok(h) if (h.probability - f.pairwise[0][1]).abs() < AGREEMENT));
-            prop_assert!((f.entrants[0].p_first - f.pairwise[0][1]).abs() < 1e-9);
+            let pairwise = f.pairwise.expect("asked for");
+            prop_assert!(matches!(h2h, Ok(h) if (h.probability - pairwise[0][1]).abs() < 1e-9));
+            prop_assert!((f.entrants[0].p_first - pairwise[0][1]).abs() < 1e-9);
             let members = resolve(&population, &[a, b]);
             let two = match_quality_two(population.params(), &[members[0].state], &[members[1].state]);
             prop_assert!(matches!(two, Ok(q) if (q - f.quality).abs() < AGREEMENT));
@@ -305,7 +363,7 @@ mod tests {
             let (left, right) = players.split_at(split);
             let f = forecast_of(&population, &[left, right, &["erin"]]);
             let p_sum: f64 = f.entrants.iter().map(|e| e.p_first).sum();
-            let rank_sum: f64 = f.entrants.iter().map(|e| e.expected_rank).sum();
+            let rank_sum: f64 = f.entrants.iter().filter_map(|e| e.expected_rank).sum();
             prop_assert!((p_sum - 1.0).abs() < AGREEMENT);
             prop_assert!((rank_sum - 6.0).abs() < 1e-9);
             prop_assert!(f.quality > 0.0 && f.quality <= 1.0);

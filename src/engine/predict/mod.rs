@@ -3,9 +3,9 @@
 //! beliefs and never changes them.
 //!
 //! Layout: this file has an entrant's performance distribution and the closed-form head-to-head
-//! probability; `placing` the exact k-entrant figures (P(first), pairwise matrix, expected
-//! ranks) on `quadrature`; `quality` the match quality; `forecast` the calls by player id
-//! against a [`Population`](super::Population) that the service's handlers make.
+//! probability; `placing` the exact k-entrant figures (P(first), expected ranks, pairwise
+//! matrix) on `quadrature`; `quality` the match quality; `forecast` the calls by player id
+//! against any [`Beliefs`](super::Beliefs) that the service's handlers make.
 
 mod forecast;
 mod placing;
@@ -18,7 +18,7 @@ use super::player::PlayerState;
 use super::LOGISTIC_SCALE;
 
 pub use forecast::{
-    forecast, head_to_head, resolve, EntrantForecast, Forecast, HeadToHead, Member,
+    forecast, head_to_head, resolve, EntrantForecast, Figures, Forecast, HeadToHead, Member,
 };
 pub use placing::{expected_ranks, first_place_probabilities, pairwise_matrix};
 pub use quality::{match_quality, match_quality_two};

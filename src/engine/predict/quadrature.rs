@@ -1,12 +1,13 @@
-//! Adaptive Gauss–Kronrod quadrature (the 7-point Gauss rule and its 15-point Kronrod
-//! extension) of a vector-valued integrand over a finite interval. It owns only the numerics:
-//! what is integrated, and where the interval's breakpoints go, is the caller's business.
-//!
-//! The whole vector is integrated on one set of panels, so a node's work (which for the
-//! prediction integrals is shared by every component) is done once. The panel whose error
-//! estimate is largest is halved until the estimates sum to the tolerance.
+//! Gauss–Kronrod quadrature (the 7-point Gauss rule and its 15-point Kronrod extension). It
+//! owns only the numerics: what is integrated, and where the breakpoints go, is the caller's
+//! business. [`kronrod`] gives one panel's nodes and weights for the composite rule the
+//! placing figures use. The adaptive integrator of a vector-valued integrand (the panel whose
+//! error estimate is largest is halved until the estimates sum to the tolerance) serves the
+//! tests only: the reference implementation the composite rule is checked against runs on it.
 
+#[cfg(test)]
 use std::cmp::Ordering;
+#[cfg(test)]
 use std::collections::BinaryHeap;
 
 /// Abscissae of the 15-point Kronrod rule on `[-1, 1]`, largest first; the rule uses each
@@ -32,6 +33,23 @@ const KRONROD_WEIGHTS: [f64; 8] = [
     0.204_432_940_075_298_89,
     0.209_482_141_084_727_83,
 ];
+/// Nodes of one panel's Kronrod rule.
+pub(super) const KRONROD_POINTS: usize = 15;
+
+/// Calls `node(x, w)` for each of the 15 Kronrod nodes `x` of `[lo, hi]`, in increasing
+/// order, with its weight `w` (the rule's weights scaled to the panel).
+pub(super) fn kronrod(lo: f64, hi: f64, mut node: impl FnMut(f64, f64)) {
+    let center = 0.5 * (lo + hi);
+    let half = 0.5 * (hi - lo);
+    for (&x, &w) in KRONROD_NODES.iter().zip(&KRONROD_WEIGHTS) {
+        node(center - half * x, half * w);
+    }
+    for (&x, &w) in KRONROD_NODES.iter().zip(&KRONROD_WEIGHTS).rev().skip(1) {
+        node(center + half * x, half * w);
+    }
+}
+
+#[cfg(test)]
 /// Gauss weights at `KRONROD_NODES[1]`, `[3]`, `[5]` and `[7]`.
 const GAUSS_WEIGHTS: [f64; 4] = [
     0.129_484_966_168_869_7,
@@ -39,10 +57,12 @@ const GAUSS_WEIGHTS: [f64; 4] = [
     0.381_830_050_505_118_9,
     0.417_959_183_673_469_4,
 ];
+#[cfg(test)]
 /// Most panels ever held: a bound on the work for an integrand whose error estimate cannot
 /// be met (the smooth, bounded prediction integrands meet theirs with a few hundred).
 const MAX_PANELS: usize = 16_384;
 
+#[cfg(test)]
 /// One piece of the interval with its rule estimate.
 struct Panel {
     lo: f64,
@@ -53,20 +73,24 @@ struct Panel {
     error: f64,
 }
 
+#[cfg(test)]
 impl PartialEq for Panel {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == Ordering::Equal
     }
 }
 
+#[cfg(test)]
 impl Eq for Panel {}
 
+#[cfg(test)]
 impl PartialOrd for Panel {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
+#[cfg(test)]
 impl Ord for Panel {
     fn cmp(&self, other: &Self) -> Ordering {
         self.error
@@ -75,6 +99,7 @@ impl Ord for Panel {
     }
 }
 
+#[cfg(test)]
 /// Integrates `integrand` (which writes its `dimension` values at `x` into the slice) from
 /// the first to the last of the sorted `breakpoints`, starting with one panel between each
 /// consecutive pair, until the summed error estimates are at most `tolerance`.
@@ -127,6 +152,7 @@ pub(super) fn integrate(
     sum
 }
 
+#[cfg(test)]
 /// Both rules on `[lo, hi]`.
 fn estimate(
     lo: f64,

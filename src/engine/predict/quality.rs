@@ -50,12 +50,12 @@ pub fn match_quality<'a, S: AsRef<[&'a PlayerState]>>(
         .iter()
         .map(|s| s.as_ref().iter().map(|p| p.mu).sum())
         .collect();
-    let skill = difference_gram(&players);
-    let spread: Vec<f64> = players.iter().zip(&variances).map(|(p, v)| p + v).collect();
-    let total = difference_gram(&spread);
     let gaps: Vec<f64> = means.windows(2).map(|m| m[0] - m[1]).collect();
-
-    let (Some(skill), Some(total)) = (Cholesky::new(skill), Cholesky::new(total)) else {
+    let spread: Vec<f64> = players.iter().zip(&variances).map(|(p, v)| p + v).collect();
+    let (Some(skill), Some(total)) = (
+        TridiagonalCholesky::of_difference_gram(&players),
+        TridiagonalCholesky::of_difference_gram(&spread),
+    ) else {
         // Both matrices are positive definite for non-empty sides and β > 0; a failure means
         // the inputs were not finite.
         return Ok(0.0);
@@ -78,78 +78,53 @@ fn check_sides(sizes: &[usize]) -> Result<(), Error> {
     }
 }
 
-/// `AᵀWA` for the side-difference matrix `A` of [`match_quality`] and a diagonal `W` whose
-/// entries over the players of side `s` sum to `side_weights[s]`.
-fn difference_gram(side_weights: &[f64]) -> Vec<Vec<f64>> {
-    let columns = side_weights.len() - 1;
-    // A's entry for side s in column c.
-    let a = |s: usize, c: usize| -> f64 {
-        if s == c {
-            1.0
-        } else if s == c + 1 {
-            -1.0
-        } else {
-            0.0
-        }
-    };
-    (0..columns)
-        .map(|c| {
-            (0..columns)
-                .map(|d| {
-                    side_weights
-                        .iter()
-                        .enumerate()
-                        .map(|(s, w)| a(s, c) * a(s, d) * w)
-                        .sum()
-                })
-                .collect()
-        })
-        .collect()
+/// The Cholesky factor `L` (`L Lᵀ = M`) of `M = AᵀWA`, for the side-difference matrix `A` of
+/// [`match_quality`] and a diagonal `W` whose entries over side `s` sum to `w_s`. Column `c`
+/// of `A` touches sides `c` and `c + 1` only, so `M` is tridiagonal (`M_cc = w_c + w_{c+1}`,
+/// `M_{c,c+1} = −w_{c+1}`) and so is `L`: factoring and solving cost O(k), not O(k³).
+struct TridiagonalCholesky {
+    /// `L_cc`.
+    diagonal: Vec<f64>,
+    /// `L_{c+1,c}`.
+    below: Vec<f64>,
 }
 
-/// The lower-triangular `L` with `L Lᵀ = M` of a small symmetric positive definite `M`.
-struct Cholesky {
-    lower: Vec<Vec<f64>>,
-}
-
-impl Cholesky {
-    /// `None` when `matrix` is not (numerically) positive definite.
-    fn new(matrix: Vec<Vec<f64>>) -> Option<Self> {
-        let n = matrix.len();
-        let mut lower = vec![vec![0.0; n]; n];
-        for i in 0..n {
-            for j in 0..=i {
-                let dot: f64 = (0..j).map(|k| lower[i][k] * lower[j][k]).sum();
-                let rest = matrix[i][j] - dot;
-                if i == j {
-                    if !(rest > 0.0 && rest.is_finite()) {
-                        return None;
-                    }
-                    lower[i][i] = rest.sqrt();
-                } else {
-                    lower[i][j] = rest / lower[j][j];
-                }
+impl TridiagonalCholesky {
+    /// `None` when the matrix is not (numerically) positive definite.
+    fn of_difference_gram(side_weights: &[f64]) -> Option<Self> {
+        let n = side_weights.len() - 1;
+        let mut diagonal = Vec::with_capacity(n);
+        let mut below = Vec::with_capacity(n.saturating_sub(1));
+        for c in 0..n {
+            let pivot = side_weights[c] + side_weights[c + 1];
+            let rest = pivot - below.last().map_or(0.0, |l: &f64| l * l);
+            if !(rest > 0.0 && rest.is_finite()) {
+                return None;
+            }
+            let d = rest.sqrt();
+            diagonal.push(d);
+            if c + 1 < n {
+                below.push(-side_weights[c + 1] / d);
             }
         }
-        Some(Self { lower })
+        Some(Self { diagonal, below })
     }
 
-    /// `ln det M = 2 Σ ln L_ii`: products of the pivots could overflow for many sides.
+    /// `ln det M = 2 Σ ln L_cc`: products of the pivots could overflow for many sides.
     fn ln_det(&self) -> f64 {
-        2.0 * self
-            .lower
-            .iter()
-            .enumerate()
-            .map(|(i, row)| row[i].ln())
-            .sum::<f64>()
+        2.0 * self.diagonal.iter().map(|d| d.ln()).sum::<f64>()
     }
 
     /// `y` with `L y = b`, so that `bᵀ M⁻¹ b = yᵀ y`.
     fn forward(&self, b: &[f64]) -> Vec<f64> {
-        let mut y = Vec::with_capacity(b.len());
-        for (i, row) in self.lower.iter().enumerate() {
-            let dot: f64 = (0..i).map(|k| row[k] * y[k]).sum();
-            y.push((b[i] - dot) / row[i]);
+        let mut y: Vec<f64> = Vec::with_capacity(b.len());
+        for (c, (&bc, &d)) in b.iter().zip(&self.diagonal).enumerate() {
+            let carried = if c == 0 {
+                0.0
+            } else {
+                self.below[c - 1] * y[c - 1]
+            };
+            y.push((bc - carried) / d);
         }
         y
     }

@@ -1,0 +1,117 @@
+//! Criterion benchmarks of what reads cost: predictions for the largest request the API
+//! accepts (1,000 entrants or sides, ratings spread as in a real pool), and publishing a
+//! round's ratings into a pool of 1,000,000 players (the next snapshot shares all but the
+//! changed paths with the current one, so its cost grows with the round, not the pool).
+
+use std::hint::black_box;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use mmr_service::api::predictions::MAX_ENTRANTS;
+use mmr_service::engine::predict::{
+    expected_ranks, first_place_probabilities, match_quality, pairwise_matrix,
+    performance_distribution,
+};
+use mmr_service::engine::{Params, PlayerState};
+use mmr_service::pools::{LastRound, PoolState};
+use mmr_service::storage::StoredPlayer;
+
+/// Players in the pool that rounds are published into.
+const POOL_PLAYERS: usize = 1_000_000;
+
+/// A deterministic generator, so every run measures the same inputs.
+struct Lcg(u64);
+
+impl Lcg {
+    fn unit(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// A player rated somewhere in 800..3600 with σ from 60 to 350.
+fn spread_player(params: &Params, rng: &mut Lcg) -> PlayerState {
+    let mut state = PlayerState::new(params);
+    state.mu = 800.0 + 2800.0 * rng.unit();
+    state.p0 = state.mu;
+    state.sigma = 60.0 + 290.0 * rng.unit();
+    state.rounds = 1;
+    state
+}
+
+fn predictions(c: &mut Criterion) {
+    let params = Params::default();
+    let mut rng = Lcg(0x5eed);
+    let players: Vec<PlayerState> = (0..MAX_ENTRANTS)
+        .map(|_| spread_player(&params, &mut rng))
+        .collect();
+    let entrants: Vec<(f64, f64)> = players
+        .iter()
+        .map(|p| performance_distribution(&params, &[p]))
+        .collect();
+    let go = AtomicBool::new(false);
+    let mut group = c.benchmark_group("predictions, 1000 entrants");
+    group.sample_size(20);
+    group.bench_function("P(first) and expected ranks", |b| {
+        b.iter(|| {
+            let p = first_place_probabilities(&params, black_box(&entrants), &go);
+            let ranks = expected_ranks(&params, black_box(&entrants), &go);
+            (p, ranks)
+        });
+    });
+    group.bench_function("pairwise matrix", |b| {
+        b.iter(|| pairwise_matrix(&params, black_box(&entrants), &go));
+    });
+    let sides: Vec<[&PlayerState; 1]> = players.iter().map(|p| [p]).collect();
+    group.bench_function("match quality of 1000 sides", |b| {
+        b.iter(|| match_quality(&params, black_box(&sides)));
+    });
+    group.finish();
+}
+
+fn publishing(c: &mut Criterion) {
+    let params = Params::default();
+    let mut rng = Lcg(0xb16);
+    let stored: Vec<StoredPlayer> = (0..POOL_PLAYERS)
+        .map(|i| StoredPlayer {
+            player: format!("player-{i:07}"),
+            state: spread_player(&params, &mut rng),
+            last_round_id: "r0".to_owned(),
+            last_round_time: None,
+        })
+        .collect();
+    let pool = Arc::new(PoolState::load(params, stored, 1).expect("valid parameters"));
+    let mut group = c.benchmark_group("publish a round into a pool of 1,000,000 players");
+    for entrants in [10, 1_000, 10_000] {
+        let last = LastRound {
+            id: Arc::from("r1"),
+            time: None,
+        };
+        let round: Vec<(String, PlayerState, LastRound)> = (0..entrants)
+            .map(|i| {
+                let player = format!("player-{:07}", (i * 7919) % POOL_PLAYERS);
+                (player, spread_player(&params, &mut rng), last.clone())
+            })
+            .collect();
+        group.bench_function(format!("{entrants} entrants"), |b| {
+            b.iter_batched(
+                || round.clone(),
+                |round| {
+                    // What the worker does: derive the next snapshot from the current one.
+                    let mut next = PoolState::clone(&pool);
+                    next.apply(round);
+                    next
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, predictions, publishing);
+criterion_main!(benches);

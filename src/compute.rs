@@ -1,0 +1,167 @@
+//! Where compute-heavy requests run: a rayon pool of their own, so that neither the async
+//! runtime's threads nor the workers' rating (on rayon's global pool) wait behind them, with a
+//! budget on the work running at once and a cancel flag that stops the work when the request
+//! goes away (its client disconnects or its timeout fires). Each computation declares its
+//! cost in the caller's units (entrants, for predictions), so many small requests run side
+//! by side while a few large ones fill the budget. Knows nothing of HTTP.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::{oneshot, Semaphore};
+
+/// Why a computation did not run to the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// The computations running already use the budget up.
+    #[error("too many computations are running")]
+    Overloaded,
+    /// The computation panicked (the cause is logged).
+    #[error("the computation panicked")]
+    Panicked,
+}
+
+/// The pool compute-heavy requests run on.
+#[derive(Debug)]
+pub struct Compute {
+    threads: rayon::ThreadPool,
+    permits: Arc<Semaphore>,
+    budget: u32,
+}
+
+/// Sets the cancel flag when the request's future is dropped before the work is done.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Compute {
+    /// A pool of `threads` threads (0: one per core) running computations whose costs add up
+    /// to at most `budget`.
+    pub fn new(threads: usize, budget: u32) -> anyhow::Result<Self> {
+        let threads = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("compute-{i}"))
+            .build()?;
+        Ok(Self {
+            threads,
+            permits: Arc::new(Semaphore::new(budget as usize)),
+            budget,
+        })
+    }
+
+    /// Runs `work`, which costs `cost` (1 at least, the whole budget at most), on the pool
+    /// and waits for its result; refused at once when the budget is used up. `work` is handed
+    /// a flag that is set once nobody waits for the result any more; it should poll it and
+    /// stop early. The computation keeps its share of the budget until it has stopped.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        cost: usize,
+        work: impl FnOnce(&AtomicBool) -> T + Send + 'static,
+    ) -> Result<T, Refused> {
+        let cost = u32::try_from(cost)
+            .unwrap_or(u32::MAX)
+            .clamp(1, self.budget);
+        let permit = Arc::clone(&self.permits)
+            .try_acquire_many_owned(cost)
+            .map_err(|_| Refused::Overloaded)?;
+        let cancel = Arc::new(AtomicBool::new(false));
+        let _cancel_on_drop = CancelOnDrop(Arc::clone(&cancel));
+        let (send, receive) = oneshot::channel();
+        let span = tracing::Span::current();
+        self.threads.spawn(move || {
+            let _entered = span.enter();
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&cancel)));
+            if outcome.is_err() {
+                tracing::error!("a computation panicked");
+            }
+            drop(permit);
+            // The receiver is gone when the request was dropped: nobody wants the result.
+            let _ = send.send(outcome.map_err(|_| Refused::Panicked));
+        });
+        receive.await.unwrap_or(Err(Refused::Panicked))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn work_beyond_the_bound_is_refused_and_a_dropped_request_cancels_its_work() {
+        let compute = Arc::new(Compute::new(1, 1).expect("a pool"));
+        let (started, started_rx) = std::sync::mpsc::channel();
+        let (stopped, stopped_rx) = std::sync::mpsc::channel();
+        let running = {
+            let compute = Arc::clone(&compute);
+            tokio::spawn(async move {
+                compute
+                    .run(1, move |cancel| {
+                        let _ = started.send(());
+                        while !cancel.load(Ordering::Relaxed) {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        let _ = stopped.send(());
+                    })
+                    .await
+            })
+        };
+        started_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the work started");
+        assert_eq!(compute.run(1, |_| ()).await, Err(Refused::Overloaded));
+        running.abort();
+        stopped_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("dropping the request cancelled the work");
+        let mut answer = Err(Refused::Overloaded);
+        for _ in 0..1000 {
+            answer = compute.run(1, |_| 7).await;
+            if answer.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert_eq!(answer, Ok(7), "the bound is freed once the work stops");
+    }
+
+    #[tokio::test]
+    async fn small_computations_share_the_budget_a_large_one_fills() {
+        let compute = Arc::new(Compute::new(2, 10).expect("a pool"));
+        let (release, hold) = tokio::sync::oneshot::channel::<()>();
+        let hold = std::sync::Mutex::new(Some(hold));
+        let busy = {
+            let compute = Arc::clone(&compute);
+            tokio::spawn(async move {
+                compute
+                    .run(8, move |_| {
+                        let hold = hold.lock().expect("not poisoned").take();
+                        if let Some(hold) = hold {
+                            let _ = hold.blocking_recv();
+                        }
+                    })
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(compute.run(3, |_| ()).await, Err(Refused::Overloaded));
+        assert_eq!(compute.run(2, |_| 5).await, Ok(5), "2 of the 10 are free");
+        let _ = release.send(());
+        assert_eq!(busy.await.expect("joined"), Ok(()));
+    }
+
+    #[tokio::test]
+    async fn a_panicking_computation_is_reported_and_frees_its_place() {
+        let compute = Compute::new(1, 1).expect("a pool");
+        assert_eq!(
+            compute.run(1, |_| -> u8 { panic!("boom") }).await,
+            Err(Refused::Panicked)
+        );
+        assert_eq!(compute.run(1, |_| 1).await, Ok(1));
+    }
+}

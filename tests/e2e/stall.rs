@@ -1,0 +1,443 @@
+//! Stalls: the most expensive request a reader may send, a prediction of [`MAX_ENTRANTS`]
+//! players, must not hold up anyone else's reads or writes of the same pool. A forecast of
+//! that size has taken over 30 s (minutes, with 4 at once on 2 cores), and a service that
+//! computes it while holding the pool's state (or that lets the worker's publication of a
+//! round wait behind it, and every other read wait behind the worker) stops answering the
+//! pool entirely. So the real binary, on a pool of about 3,000 players seeded from synthetic
+//! rounds, gets for [`LOAD`]: 4 clients posting the largest allowed prediction in a loop (each
+//! answered 200 or, when the service refuses or gives up on it, 503), a writer posting a new
+//! round every 200 ms, and 2 readers alternating a player and a leaderboard page. Every read
+//! must answer 200 within [`READ_BOUND`] (the log shows the count, p50, p99 and max), every
+//! round must be acknowledged (202), and every acknowledged round must be applied soon after.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use mmr_service::api::predictions::MAX_ENTRANTS;
+use reqwest::blocking::Client;
+use serde_json::{json, Value};
+
+use crate::rounds::{self, Rng, Round};
+use crate::server::{Backend, Server, ADMIN_KEY};
+
+/// The pool the test loads.
+const POOL: &str = "stall";
+
+/// Seed of every random draw: the rounds, their players, the readers' choices.
+const SEED: u64 = 0x5_7a11;
+
+/// Players the seeded rounds draw from.
+const PLAYERS: usize = 3_000;
+
+/// Rounds posted before the load starts.
+const SEED_ROUNDS: usize = 40;
+
+/// Entrants of each seeded round.
+const SEED_ENTRANTS: usize = 300;
+
+/// How long the clients keep starting requests.
+const LOAD: Duration = Duration::from_secs(10);
+
+/// Clients posting the largest predictions at once.
+const PREDICTORS: usize = 4;
+
+/// Clients reading players and leaderboard pages.
+const READERS: usize = 2;
+
+/// The writer posts a round this often.
+const WRITE_EVERY: Duration = Duration::from_millis(200);
+
+/// Entrants of each round the writer posts.
+const WRITE_ENTRANTS: usize = 50;
+
+/// Pause between two reads of one reader.
+const READ_PAUSE: Duration = Duration::from_millis(10);
+
+/// Longest a read may take.
+const READ_BOUND: Duration = Duration::from_secs(1);
+
+/// Longest a reader waits for an answer before counting the read as unanswered.
+const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Longest the writer waits for an answer before counting the round as unanswered.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Longest a predictor waits: past the service's own 30 s request timeout, so that a
+/// prediction in flight when the load ends cannot hold the test forever.
+const PREDICTION_TIMEOUT: Duration = Duration::from_secs(35);
+
+/// Longest the test waits for the service to apply what it acknowledged.
+const APPLY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Most requests one client starts, whatever the clock says.
+const MAX_REQUESTS: usize = 100_000;
+
+/// Reads that failed, kept for the report.
+const FAILURES_SHOWN: usize = 20;
+
+/// The stall tests saturate the cores on purpose: one at a time, so that one backend's load
+/// does not count against the other's latencies.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// What one read was answered, and how long it took.
+struct Read {
+    path: String,
+    latency: Duration,
+    /// The status, or why there was none.
+    outcome: Result<u16, String>,
+}
+
+/// What the writer was told.
+#[derive(Default)]
+struct Writes {
+    /// Rounds answered 202, in order.
+    acknowledged: Vec<String>,
+    /// Anything but a 202, described.
+    problems: Vec<String>,
+    /// How long each POST took.
+    latencies: Vec<Duration>,
+}
+
+/// Round `id` of [`WRITE_ENTRANTS`] players drawn from `known`, ranked in the order drawn.
+fn live_round(rng: &mut Rng, known: &[String], id: &str) -> Round {
+    let mut players: Vec<&String> = known.iter().collect();
+    // A partial Fisher–Yates shuffle: the first `WRITE_ENTRANTS` are a uniform draw.
+    for j in 0..WRITE_ENTRANTS {
+        let k = j + rng.below((players.len() - j) as u64) as usize;
+        players.swap(j, k);
+    }
+    let standings: Vec<Value> = players[..WRITE_ENTRANTS]
+        .iter()
+        .enumerate()
+        .map(|(place, player)| json!({"player": player, "rank": place + 1}))
+        .collect();
+    Round::parse(json!({"id": id, "standings": standings}).to_string())
+}
+
+/// Every player the rounds name, sorted.
+fn players_of(rounds: &[Round]) -> Vec<String> {
+    let mut players = BTreeSet::new();
+    for round in rounds {
+        let body: Value = serde_json::from_str(&round.body).expect("a round is JSON");
+        for standing in body["standings"].as_array().expect("standings") {
+            let player = standing["player"].as_str().expect("a player id");
+            players.insert(player.to_owned());
+        }
+    }
+    players.into_iter().collect()
+}
+
+/// The `q`-quantile of `sorted` (nearest rank); zero when empty.
+fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// Waits until the pool has applied `applied` rounds and has none queued; its description.
+fn wait_until_applied(server: &Server, applied: usize) -> Value {
+    let deadline = Instant::now() + APPLY_TIMEOUT;
+    loop {
+        let pool = server.get_json(&format!("/v1/pools/{POOL}"));
+        assert_eq!(pool["rounds_failed"], 0, "no round may fail: {pool}");
+        if pool["rounds_applied"].as_u64() == Some(applied as u64) && pool["rounds_queued"] == 0 {
+            return pool;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "rounds not applied in time: {pool}"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One predictor: the largest prediction, over and over until the load ends. Returns the
+/// answers by kind (`200`, `503 timeout`, `no answer`, …) and the longest answer.
+fn predict(
+    base: &str,
+    known: &[String],
+    predictor: usize,
+    deadline: Instant,
+) -> (BTreeMap<String, usize>, Duration) {
+    let client = Client::builder()
+        .timeout(PREDICTION_TIMEOUT)
+        .build()
+        .expect("an HTTP client");
+    // Each predictor asks about its own window of the known players, all of them distinct.
+    let offset = predictor * known.len() / PREDICTORS;
+    let entrants: Vec<Value> = (0..MAX_ENTRANTS)
+        .map(|i| json!({"players": [known[(offset + i) % known.len()]]}))
+        .collect();
+    let body = json!({ "entrants": entrants }).to_string();
+    let mut answers: BTreeMap<String, usize> = BTreeMap::new();
+    let mut longest = Duration::ZERO;
+    for _ in 0..MAX_REQUESTS {
+        if Instant::now() >= deadline {
+            break;
+        }
+        let started = Instant::now();
+        let answer = client
+            .post(format!("{base}/v1/pools/{POOL}/predictions"))
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .and_then(|response| {
+                let status = response.status().as_u16();
+                let bytes = response.bytes()?;
+                Ok((status, bytes))
+            });
+        longest = longest.max(started.elapsed());
+        let kind = match answer {
+            Err(error) if error.is_timeout() => "no answer (client timeout)".to_owned(),
+            Err(error) => format!("no answer ({error})"),
+            Ok((503, bytes)) => {
+                let body: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+                format!("503 {}", body["error"]["code"].as_str().unwrap_or("?"))
+            }
+            Ok((status, _)) => status.to_string(),
+        };
+        *answers.entry(kind).or_default() += 1;
+    }
+    (answers, longest)
+}
+
+/// The writer: a new round every [`WRITE_EVERY`] until the load ends.
+fn write(base: &str, known: &[String], deadline: Instant) -> Writes {
+    let client = Client::builder()
+        .timeout(WRITE_TIMEOUT)
+        .build()
+        .expect("an HTTP client");
+    let mut rng = Rng::new(SEED ^ 0xa11);
+    let mut writes = Writes::default();
+    let mut tick = Instant::now();
+    for i in 0..MAX_REQUESTS {
+        // Due one period after the last one was, or at once when the last POST took longer;
+        // none is started once the load has ended.
+        tick = (tick + WRITE_EVERY).max(Instant::now());
+        if tick >= deadline {
+            break;
+        }
+        thread::sleep(tick.saturating_duration_since(Instant::now()));
+        let round = live_round(&mut rng, known, &format!("live-{i}"));
+        let sent = Instant::now();
+        let answer = client
+            .post(format!("{base}/v1/pools/{POOL}/rounds"))
+            .header("content-type", "application/json")
+            .bearer_auth(ADMIN_KEY)
+            .body(round.body)
+            .send();
+        writes.latencies.push(sent.elapsed());
+        match answer.map(|response| response.status().as_u16()) {
+            Ok(202) => writes.acknowledged.push(round.id),
+            Ok(status) => writes
+                .problems
+                .push(format!("round {} answered {status}", round.id)),
+            Err(error) => writes.problems.push(format!(
+                "round {}: no answer after {:?}: {error}",
+                round.id,
+                sent.elapsed()
+            )),
+        }
+    }
+    writes
+}
+
+/// One reader: a player, then the top of the leaderboard, and again, until the load ends.
+fn read(base: &str, known: &[String], reader: usize, deadline: Instant) -> Vec<Read> {
+    let client = Client::builder()
+        .timeout(READ_TIMEOUT)
+        .build()
+        .expect("an HTTP client");
+    let mut rng = Rng::new(SEED ^ (0xbeef + reader as u64));
+    let mut reads = Vec::new();
+    for i in 0..MAX_REQUESTS {
+        if Instant::now() >= deadline {
+            break;
+        }
+        let path = if (i + reader) % 2 == 0 {
+            let player = &known[rng.below(known.len() as u64) as usize];
+            format!("/v1/pools/{POOL}/players/{player}")
+        } else {
+            format!("/v1/pools/{POOL}/leaderboard?limit=50")
+        };
+        let started = Instant::now();
+        let outcome = client
+            .get(format!("{base}{path}"))
+            .send()
+            .and_then(|response| {
+                let status = response.status().as_u16();
+                response.bytes()?;
+                Ok(status)
+            })
+            .map_err(|error| error.to_string());
+        reads.push(Read {
+            path,
+            latency: started.elapsed(),
+            outcome,
+        });
+        thread::sleep(READ_PAUSE);
+    }
+    reads
+}
+
+/// Waits until every round in `ids` reads as applied; how long that took.
+fn wait_until_rounds_applied(base: &str, ids: &[String]) -> Duration {
+    let client = Client::builder()
+        .timeout(READ_TIMEOUT)
+        .build()
+        .expect("an HTTP client");
+    let started = Instant::now();
+    let deadline = started + APPLY_TIMEOUT;
+    for id in ids {
+        loop {
+            let round: Option<Value> = client
+                .get(format!("{base}/v1/pools/{POOL}/rounds/{id}"))
+                .send()
+                .and_then(|response| response.error_for_status())
+                .and_then(|response| response.json())
+                .ok();
+            let status = round.as_ref().map(|r| r["status"].clone());
+            match status.as_ref().and_then(Value::as_str) {
+                Some("applied") => break,
+                Some("failed") => panic!("round {id} failed: {round:?}"),
+                _ => {}
+            }
+            assert!(
+                Instant::now() < deadline,
+                "round {id} not applied {APPLY_TIMEOUT:?} after the load ended: {round:?}"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+    started.elapsed()
+}
+
+fn reads_and_writes_keep_answering_while_the_largest_predictions_run(backend: Backend) {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(server) = Server::start(backend) else {
+        return;
+    };
+    let status = server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY);
+    assert_eq!(status, 201, "pool created");
+
+    let mut rng = Rng::new(SEED);
+    let seeded = rounds::synthetic(&mut rng, POOL, SEED_ROUNDS, PLAYERS, SEED_ENTRANTS);
+    for round in &seeded {
+        let status = server.post(&format!("/v1/pools/{POOL}/rounds"), &round.body, ADMIN_KEY);
+        assert_eq!(status, 202, "seeded round {} accepted", round.id);
+    }
+    let known = players_of(&seeded);
+    assert!(
+        known.len() >= MAX_ENTRANTS,
+        "a prediction needs {MAX_ENTRANTS} distinct players, the seed has {}",
+        known.len()
+    );
+    let pool = wait_until_applied(&server, SEED_ROUNDS);
+    assert_eq!(
+        pool["players"].as_u64(),
+        Some(known.len() as u64),
+        "every seeded player is rated: {pool}"
+    );
+    println!(
+        "{backend:?}: {} seeded rounds applied, {} players; load for {LOAD:?}",
+        SEED_ROUNDS,
+        known.len()
+    );
+
+    let base = server.base_url().to_owned();
+    let deadline = Instant::now() + LOAD;
+    let (predictions, writes, reads) = thread::scope(|scope| {
+        let (base, known) = (&base, &known);
+        let predictors: Vec<_> = (0..PREDICTORS)
+            .map(|p| scope.spawn(move || predict(base, known, p, deadline)))
+            .collect();
+        let writer = scope.spawn(move || write(base, known, deadline));
+        let readers: Vec<_> = (0..READERS)
+            .map(|r| scope.spawn(move || read(base, known, r, deadline)))
+            .collect();
+        let reads: Vec<Read> = readers
+            .into_iter()
+            .flat_map(|reader| reader.join().expect("a reader finished"))
+            .collect();
+        let writes = writer.join().expect("the writer finished");
+        let predictions: Vec<_> = predictors
+            .into_iter()
+            .map(|predictor| predictor.join().expect("a predictor finished"))
+            .collect();
+        (predictions, writes, reads)
+    });
+
+    let mut answers: BTreeMap<String, usize> = BTreeMap::new();
+    let mut longest_prediction = Duration::ZERO;
+    for (kinds, longest) in &predictions {
+        for (kind, count) in kinds {
+            *answers.entry(kind.clone()).or_default() += count;
+        }
+        longest_prediction = longest_prediction.max(*longest);
+    }
+    println!(
+        "{backend:?}: predictions of {MAX_ENTRANTS} entrants by answer {answers:?}, longest {longest_prediction:?}"
+    );
+    let mut latencies: Vec<Duration> = reads.iter().map(|r| r.latency).collect();
+    latencies.sort_unstable();
+    let failures: Vec<String> = reads
+        .iter()
+        .filter(|r| r.outcome != Ok(200) || r.latency > READ_BOUND)
+        .map(|r| format!("GET {} after {:?}: {:?}", r.path, r.latency, r.outcome))
+        .collect();
+    println!(
+        "{backend:?}: {} reads, p50 {:?}, p99 {:?}, max {:?}; {} not answered 200 within {READ_BOUND:?}",
+        reads.len(),
+        quantile(&latencies, 0.5),
+        quantile(&latencies, 0.99),
+        quantile(&latencies, 1.0),
+        failures.len()
+    );
+    let mut write_latencies = writes.latencies.clone();
+    write_latencies.sort_unstable();
+    println!(
+        "{backend:?}: {} rounds posted, {} acknowledged, p50 {:?}, max {:?}",
+        writes.latencies.len(),
+        writes.acknowledged.len(),
+        quantile(&write_latencies, 0.5),
+        quantile(&write_latencies, 1.0)
+    );
+
+    assert!(!reads.is_empty(), "the readers read");
+    assert!(
+        failures.is_empty(),
+        "{} of {} reads were not answered 200 within {READ_BOUND:?}, the first ones: {:#?}",
+        failures.len(),
+        reads.len(),
+        &failures[..failures.len().min(FAILURES_SHOWN)]
+    );
+    assert!(
+        writes.problems.is_empty(),
+        "every round is acknowledged: {:#?}",
+        writes.problems
+    );
+    assert!(!writes.acknowledged.is_empty(), "the writer wrote");
+    let took = wait_until_rounds_applied(&base, &writes.acknowledged);
+    println!("{backend:?}: every acknowledged round applied {took:?} after the load ended");
+    wait_until_applied(&server, SEED_ROUNDS + writes.acknowledged.len());
+    assert!(
+        answers
+            .keys()
+            .all(|kind| ["200", "503 overloaded", "503 timeout"].contains(&kind.as_str())),
+        "every prediction is answered 200, or 503 `overloaded` or `timeout`: {answers:?}"
+    );
+}
+
+#[test]
+fn sqlite_reads_and_writes_of_a_pool_keep_answering_while_the_largest_predictions_run() {
+    reads_and_writes_keep_answering_while_the_largest_predictions_run(Backend::Sqlite);
+}
+
+#[test]
+fn postgres_reads_and_writes_of_a_pool_keep_answering_while_the_largest_predictions_run() {
+    reads_and_writes_keep_answering_while_the_largest_predictions_run(Backend::Postgres);
+}
