@@ -76,6 +76,7 @@ fn single_rounds(c: &mut Criterion) {
     for (name, n, history) in [
         ("10k_spread", 10_000, 0),
         ("100k_spread", 100_000, 0),
+        ("1m_spread", 1_000_000, 0),
         ("10k_history200", 10_000, 200),
     ] {
         let (round, priors) = spread_round(n, history);
