@@ -4,7 +4,8 @@
 //! extract, convert, make one call on the state, the storage or a pool, and answer.
 //!
 //! Layout: [`error`] (the one error type), [`auth`] (keys, roles and rate limits), [`json`] and
-//! [`query`] (request parsing with errors that name the field), `openapi` (the document's
+//! [`query`] (request parsing with errors that name the field), [`request_id`] (the id every
+//! answer and log line of a request carries), `openapi` (the document's
 //! header, the errors every route can give, `/openapi.json`), then one module per resource:
 //! [`pools`], [`rounds`], [`players`], [`leaderboard`], [`predictions`], [`health`].
 
@@ -18,6 +19,7 @@ pub mod players;
 pub mod pools;
 pub mod predictions;
 pub mod query;
+pub mod request_id;
 pub mod rounds;
 
 use std::sync::Arc;
@@ -27,11 +29,11 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use tower::util::option_layer;
+use tower::util::{option_layer, MapRequestLayer};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use utoipa::openapi::OpenApi as OpenApiDoc;
@@ -41,9 +43,7 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::pools::Pool;
 use crate::state::AppState;
 use error::Error;
-
-/// The header that identifies a request in its answer and in every log line it caused.
-pub const REQUEST_ID: header::HeaderName = header::HeaderName::from_static("x-request-id");
+use request_id::{RequestIds, REQUEST_ID};
 
 /// Every route with its OpenAPI description, before the layers.
 fn routes() -> (Router<AppState>, OpenApiDoc) {
@@ -123,8 +123,8 @@ pub fn app(state: AppState) -> Router {
         // Outermost: every answer, an error of any layer below included, carries the id, and
         // the span above records it. A client's own well-formed `x-request-id` is kept.
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
-        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
-        .layer(axum::middleware::map_request(drop_malformed_request_id))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, RequestIds::new()))
+        .layer(MapRequestLayer::new(request_id::drop_malformed))
         .with_state(state)
 }
 
@@ -144,25 +144,6 @@ async fn json_errors(response: Response) -> Response {
         return replaced;
     }
     response
-}
-
-/// Longest request id taken from a client.
-const MAX_REQUEST_ID_LEN: usize = 64;
-
-/// Removes a client's `x-request-id` unless it is short and plain (letters, digits, `-_.:`),
-/// so that what lands in the logs is never the client's free text; a fresh id replaces it.
-async fn drop_malformed_request_id(mut request: Request) -> Request {
-    let plain = request.headers().get(&REQUEST_ID).is_some_and(|id| {
-        id.len() <= MAX_REQUEST_ID_LEN
-            && id
-                .as_bytes()
-                .iter()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(b))
-    });
-    if !plain {
-        request.headers_mut().remove(&REQUEST_ID);
-    }
-    request
 }
 
 /// The pool named in the path, or a 404.
