@@ -79,6 +79,7 @@ pub struct Replay {
 /// Reads every round, then applies them in order. Nothing is applied unless the whole input
 /// reads cleanly, so a bad line is reported before any rating work.
 pub fn run(options: &Options) -> Result<Replay, Error> {
+    let began = Instant::now();
     let mut population = Population::new(options.params).map_err(Error::Params)?;
     let rounds = input::read(&options.input, options.format)?;
     let progress = if options.progress {
@@ -130,6 +131,7 @@ pub fn run(options: &Options) -> Result<Replay, Error> {
             participations,
             population.len(),
             rating_time,
+            began.elapsed(),
             &metrics,
         ),
         population,

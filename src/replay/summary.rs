@@ -1,4 +1,4 @@
-//! What a replay reports: counts, the time spent in the engine, and the mean accuracy metrics,
+//! What a replay reports: counts, the time spent in the engine and in all, and the mean accuracy metrics,
 //! printable as text for people or as one JSON object for scripts.
 
 use std::fmt;
@@ -20,6 +20,9 @@ pub struct Summary {
     pub players: usize,
     /// Seconds spent inside the engine rating rounds: reading and metrics excluded.
     pub rating_seconds: f64,
+    /// Seconds the whole replay took, from reading the input to the last round's metrics
+    /// (writing the ratings file excluded).
+    pub wall_seconds: f64,
     /// Mean pair inversion over the participations the metrics count.
     pub pair_inversion: Option<f64>,
     /// Mean rank deviation.
@@ -41,6 +44,7 @@ impl Summary {
         participations: usize,
         players: usize,
         rating_time: Duration,
+        wall_time: Duration,
         metrics: &MetricsSum,
     ) -> Self {
         let mean = metrics.mean();
@@ -49,6 +53,7 @@ impl Summary {
             participations,
             players,
             rating_seconds: rating_time.as_secs_f64(),
+            wall_seconds: wall_time.as_secs_f64(),
             pair_inversion: mean.map(|m| m.pair_inversion),
             rank_deviation: mean.map(|m| m.rank_deviation),
             log_loss: mean.map(|m| m.log_loss),
@@ -70,6 +75,7 @@ impl fmt::Display for Summary {
         writeln!(f, "participations  {}", self.participations)?;
         writeln!(f, "players         {}", self.players)?;
         writeln!(f, "rating seconds  {:.3}", self.rating_seconds)?;
+        writeln!(f, "wall seconds    {:.3}", self.wall_seconds)?;
         writeln!(f, "metrics over    {} participations", self.judged)?;
         writeln!(f, "pair inversion  {}", metric(self.pair_inversion))?;
         writeln!(f, "rank deviation  {}", metric(self.rank_deviation))?;

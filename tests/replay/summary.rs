@@ -4,11 +4,12 @@ use std::collections::HashSet;
 
 use crate::{json_summary, mmr_service, path_str, sample};
 
-const SUMMARY_KEYS: [&str; 8] = [
+const SUMMARY_KEYS: [&str; 9] = [
     "rounds",
     "participations",
     "players",
     "rating_seconds",
+    "wall_seconds",
     "pair_inversion",
     "rank_deviation",
     "log_loss",
@@ -48,6 +49,10 @@ fn the_json_summary_of_the_sample_has_exactly_the_documented_keys_and_sane_value
     assert_eq!(summary["players"].as_u64(), Some(players));
     let number = |key: &str| summary[key].as_f64().unwrap_or(f64::NAN);
     assert!(number("rating_seconds") >= 0.0);
+    assert!(
+        number("wall_seconds") >= number("rating_seconds"),
+        "the whole replay contains its rating: {summary}"
+    );
     // The sample's players have stable hidden skills: ratings must beat coin flips.
     assert!((0.5..=1.0).contains(&number("pair_inversion")), "{summary}");
     assert!((0.0..0.5).contains(&number("rank_deviation")), "{summary}");
