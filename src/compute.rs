@@ -62,9 +62,11 @@ impl Compute {
         cost: usize,
         work: impl FnOnce(&AtomicBool) -> T + Send + 'static,
     ) -> Result<T, Refused> {
+        // Not `clamp`: a budget of 0 (refusing everything) must not panic.
         let cost = u32::try_from(cost)
             .unwrap_or(u32::MAX)
-            .clamp(1, self.budget);
+            .min(self.budget)
+            .max(1);
         let permit = Arc::clone(&self.permits)
             .try_acquire_many_owned(cost)
             .map_err(|_| Refused::Overloaded)?;

@@ -104,7 +104,9 @@ impl AppState {
         };
         let outcome = self.storage.put_pool(name, &params).await?;
         match &existing {
-            Some(pool) if outcome != PoolWrite::Unchanged => pool.publish(PoolState::new(params)?),
+            Some(pool) if outcome != PoolWrite::Unchanged => {
+                drop(pool.publish(PoolState::new(params)?));
+            }
             Some(_) => {}
             None => {
                 let (pool, inserted) = self

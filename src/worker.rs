@@ -200,7 +200,10 @@ async fn publish(
         next
     })
     .await?;
-    pool.publish(next);
+    let previous = pool.publish(next);
+    // Freeing a snapshot can mean freeing millions of shared places: not on the runtime's
+    // threads either (when a reader still holds it, that reader frees it later instead).
+    tokio::task::spawn_blocking(move || drop(previous));
     Ok(())
 }
 
@@ -215,7 +218,7 @@ async fn reload(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed>
         tokio::task::spawn_blocking(move || PoolState::load(info.params, players, info.applied))
             .await
             .context("loading players")??;
-    pool.publish(state);
+    drop(pool.publish(state));
     tracing::info!(pool = pool.name(), "reloaded from the database");
     Ok(Processed::Reloaded)
 }

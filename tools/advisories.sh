@@ -44,7 +44,7 @@ elif [ -f "$snapshot/SNAPSHOT.txt" ]; then
     # cargo-deny itself, whose offline check names the folder it cannot find.
     probe=$(cargo deny --manifest-path "$manifest" --config "$config" --offline \
         check advisories 2>&1 || true)
-    clone=$(printf '%s\n' "$probe" | grep -o "cannot change to '[^']*'" | head -n 1 | cut -d"'" -f2)
+    clone=$(printf '%s\n' "$probe" | grep -o "cannot change to '[^']*'" | head -n 1 | cut -d"'" -f2 || true)
     if [ -z "$clone" ]; then
         printf 'advisories: cannot tell where cargo-deny keeps its database:\n%s\n' "$probe" >&2
         exit 1

@@ -8,7 +8,7 @@
 //! it takes; the worker derives the next snapshot from the current one and swaps it in. The
 //! snapshot shares everything unchanged with the one before: players live in a persistent
 //! B-tree (`imbl::OrdMap`: a round's k entrants copy k paths of O(log n) nodes), and the
-//! leaderboards in chunks of about a thousand places copied only where a round changes them
+//! leaderboards in chunks of a few hundred places copied only where a round changes them
 //! ([`leaderboard`]). Publishing a round never copies the pool; BENCHMARKS.md has its cost.
 
 pub mod leaderboard;
@@ -266,11 +266,11 @@ impl Pool {
         self.state.load_full()
     }
 
-    /// Makes `state` the snapshot that reads see. Only the holder of the pool's
-    /// [`turn`](Self::turn) publishes, so no change is lost between reading the current
-    /// snapshot and replacing it.
-    pub fn publish(&self, state: PoolState) {
-        self.state.store(Arc::new(state));
+    /// Makes `state` the snapshot that reads see, and returns the one it replaces (readers may
+    /// still hold it). Only the holder of the pool's [`turn`](Self::turn) publishes, so no
+    /// change is lost between reading the current snapshot and replacing it.
+    pub fn publish(&self, state: PoolState) -> Arc<PoolState> {
+        self.state.swap(Arc::new(state))
     }
 
     /// Tells the worker a round may be waiting.

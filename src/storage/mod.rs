@@ -84,15 +84,24 @@ impl Error {
             | sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
             | sqlx::Error::WorkerCrashed => true,
-            sqlx::Error::Database(db) => db.code().is_some_and(|code| {
-                // SQLSTATE class 08 (connection exception) and 57P (operator intervention:
-                // shutdown, crash, not accepting connections yet); SQLite's 5 and 6
-                // (SQLITE_BUSY, SQLITE_LOCKED) and their extended codes (low byte 5 or 6).
+            sqlx::Error::Database(db) => {
+                let Some(code) = db.code() else {
+                    return false;
+                };
                 let code = code.as_ref();
-                code.starts_with("08")
-                    || code.starts_with("57P")
-                    || code.parse::<u32>().is_ok_and(|c| matches!(c & 0xff, 5 | 6))
-            }),
+                if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                    // SQLITE_BUSY and SQLITE_LOCKED (5, 6) and their extended codes (low byte).
+                    code.parse::<u32>().is_ok_and(|c| matches!(c & 0xff, 5 | 6))
+                } else {
+                    // SQLSTATE class 08 (connection exception), 57P (shutdown, crash, not yet
+                    // accepting connections), 55P03 (a lock wait timed out) and 57014 (a
+                    // statement timed out).
+                    code.starts_with("08")
+                        || code.starts_with("57P")
+                        || code == "55P03"
+                        || code == "57014"
+                }
+            }
             _ => false,
         }
     }

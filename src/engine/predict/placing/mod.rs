@@ -47,6 +47,10 @@ const LOGISTIC_PANEL: f64 = 3.0;
 const GAUSSIAN_PANEL: f64 = 1.5;
 /// Nodes evaluated per parallel task (and between checks of the cancel flag).
 const NODES_PER_TASK: usize = 60;
+/// Below this many entrant-node evaluations an integral runs on the calling thread: a small
+/// prediction (a head-to-head runs inline on a request thread) must not queue on rayon's
+/// global pool behind a round being rated.
+const SEQUENTIAL_WORK: usize = 200_000;
 /// Rows of the pairwise matrix per parallel task (and between checks of the cancel flag).
 const ROWS_PER_TASK: usize = 8;
 /// `ln √(2π)`.
@@ -202,22 +206,31 @@ impl Grid {
         cancel: &AtomicBool,
         add: impl Fn(f64, f64, &mut [f64], &mut [(f64, f64)]) + Sync,
     ) -> Result<Vec<f64>, Error> {
-        let partials: Vec<Option<Vec<f64>>> = self
-            .nodes
-            .par_chunks(NODES_PER_TASK)
-            .zip(self.weights.par_chunks(NODES_PER_TASK))
-            .map(|(nodes, weights)| {
-                if cancel.load(Ordering::Relaxed) {
-                    return None;
-                }
-                let mut sum = vec![0.0; dimension];
-                let mut scratch = vec![(0.0, 0.0); dimension];
-                for (&x, &w) in nodes.iter().zip(weights) {
-                    add(x, w, &mut sum, &mut scratch);
-                }
-                Some(sum)
-            })
-            .collect();
+        let task = |(nodes, weights): (&[f64], &[f64])| {
+            if cancel.load(Ordering::Relaxed) {
+                return None;
+            }
+            let mut sum = vec![0.0; dimension];
+            let mut scratch = vec![(0.0, 0.0); dimension];
+            for (&x, &w) in nodes.iter().zip(weights) {
+                add(x, w, &mut sum, &mut scratch);
+            }
+            Some(sum)
+        };
+        // The same tasks summed in the same order either way: the result does not change.
+        let partials: Vec<Option<Vec<f64>>> = if dimension * self.nodes.len() < SEQUENTIAL_WORK {
+            self.nodes
+                .chunks(NODES_PER_TASK)
+                .zip(self.weights.chunks(NODES_PER_TASK))
+                .map(task)
+                .collect()
+        } else {
+            self.nodes
+                .par_chunks(NODES_PER_TASK)
+                .zip(self.weights.par_chunks(NODES_PER_TASK))
+                .map(task)
+                .collect()
+        };
         let mut total = vec![0.0; dimension];
         for partial in partials {
             let partial = partial.ok_or(Error::Cancelled)?;
@@ -301,7 +314,7 @@ pub fn expected_ranks(
     let curves = curves(params, entrants);
     let (lo, hi) = full_range(&curves);
     let grid = Grid::new(&curves, lo, hi);
-    let behind = grid.integrate(k, cancel, |x, w, sum, values| {
+    let ahead = grid.integrate(k, cancel, |x, w, sum, values| {
         for (value, curve) in values.iter_mut().zip(&curves) {
             let (pdf, _, sf) = curve.pdf_cdf_sf(x);
             *value = (pdf, sf);
@@ -312,7 +325,7 @@ pub fn expected_ranks(
         }
     })?;
     let last = k as f64;
-    Ok(behind
+    Ok(ahead
         .into_iter()
         .map(|b| (1.0 + b).clamp(1.0, last))
         .collect())
