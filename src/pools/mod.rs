@@ -117,12 +117,6 @@ impl PoolState {
         Ok(state)
     }
 
-    /// The pool's parameters.
-    #[must_use]
-    pub fn params(&self) -> &Params {
-        &self.params
-    }
-
     /// Rounds whose ratings this state holds.
     #[must_use]
     pub fn applied(&self) -> u64 {

@@ -228,19 +228,25 @@ async fn a_request_that_takes_longer_than_the_timeout_returns_503_timeout() {
     );
 }
 
-#[tokio::test]
-async fn a_failure_inside_the_service_returns_500_internal_revealing_nothing() {
+/// A pool where one round was played, after `sql` ran on its database beside the service.
+async fn played_then_altered(sql: &str) -> TestApp {
     let app = TestApp::new().await;
     app.create_pool(POOL).await;
     app.play([round("r1", &["a", "b"])]).await;
     let mut connection = sqlx::SqliteConnection::connect(&app.state.settings.database.url)
         .await
         .expect("open the database beside the service");
-    sqlx::query("UPDATE history SET rank = -7")
+    sqlx::query(sql)
         .execute(&mut connection)
         .await
-        .expect("corrupt the history");
+        .expect("alter the database");
     connection.close().await.expect("close");
+    app
+}
+
+#[tokio::test]
+async fn a_failure_inside_the_service_returns_500_internal_revealing_nothing() {
+    let app = played_then_altered("UPDATE history SET rank = -7").await;
     for uri in [
         "/v1/pools/main/rounds/r1",
         "/v1/pools/main/players/a/history",
@@ -259,19 +265,9 @@ async fn a_failure_inside_the_service_returns_500_internal_revealing_nothing() {
 
 #[tokio::test]
 async fn an_sql_error_is_500_internal_not_an_outage_to_retry() {
-    let app = TestApp::new().await;
-    app.create_pool(POOL).await;
-    app.play([round("r1", &["a", "b"])]).await;
-    let mut connection = sqlx::SqliteConnection::connect(&app.state.settings.database.url)
-        .await
-        .expect("open the database beside the service");
     // A schema the code does not expect: every statement on the table is an SQL error, as a
     // bug in a query would be.
-    sqlx::query("ALTER TABLE history RENAME TO history_elsewhere")
-        .execute(&mut connection)
-        .await
-        .expect("move the history away");
-    connection.close().await.expect("close");
+    let app = played_then_altered("ALTER TABLE history RENAME TO history_elsewhere").await;
     let response = app.get("/v1/pools/main/players/a/history").await;
     response.assert_error(
         StatusCode::INTERNAL_SERVER_ERROR,

@@ -18,7 +18,7 @@ use axum::Router;
 use http_body_util::BodyExt;
 use mmr_service::api::{self, auth::hash_key};
 use mmr_service::config::{KeySettings, Overrides, ParamsOverrides, Role, Settings};
-use mmr_service::engine::{Params, PlayerState};
+use mmr_service::engine::{Beliefs, Params, PlayerState};
 use mmr_service::state::AppState;
 use mmr_service::storage;
 use mmr_service::worker::{self, Processed};
