@@ -11,9 +11,10 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use mmr_service::api::predictions::MAX_ENTRANTS;
 use mmr_service::engine::predict::{
     expected_ranks, first_place_probabilities, match_quality, pairwise_matrix,
-    performance_distribution,
 };
-use mmr_service::engine::{Params, PlayerState};
+use mmr_service::engine::{
+    EloMmr, Params, Performance, PlayerState, RatingSystem, SystemParams, SystemState,
+};
 use mmr_service::pools::{LastRound, PoolState};
 use mmr_service::storage::StoredPlayer;
 
@@ -34,41 +35,39 @@ impl Lcg {
 }
 
 /// A player rated somewhere in 800..3600 with σ from 60 to 350.
-fn spread_player(params: &Params, rng: &mut Lcg) -> PlayerState {
+fn spread_player(params: &Params, rng: &mut Lcg) -> SystemState {
     let mut state = PlayerState::new(params);
     state.mu = 800.0 + 2800.0 * rng.unit();
     state.p0 = state.mu;
     state.sigma = 60.0 + 290.0 * rng.unit();
     state.rounds = 1;
-    state
+    SystemState::EloMmr(state)
 }
 
 fn predictions(c: &mut Criterion) {
     let params = Params::default();
     let mut rng = Lcg(0x5eed);
-    let players: Vec<PlayerState> = (0..MAX_ENTRANTS)
-        .map(|_| spread_player(&params, &mut rng))
+    let system = SystemParams::EloMmr(params);
+    let sides: Vec<Performance> = (0..MAX_ENTRANTS)
+        .map(|_| system.performance(&[&spread_player(&params, &mut rng)]))
         .collect();
-    let entrants: Vec<(f64, f64)> = players
-        .iter()
-        .map(|p| performance_distribution(&params, &[p]))
-        .collect();
+    let entrants: Vec<(f64, f64)> = sides.iter().map(|p| (p.mean, p.variance)).collect();
+    let model = EloMmr::model(&params);
     let go = AtomicBool::new(false);
     let mut group = c.benchmark_group("predictions, 1000 entrants");
     group.sample_size(20);
     group.bench_function("P(first) and expected ranks", |b| {
         b.iter(|| {
-            let p = first_place_probabilities(&params, black_box(&entrants), &go);
-            let ranks = expected_ranks(&params, black_box(&entrants), &go);
+            let p = first_place_probabilities(model, black_box(&entrants), &go);
+            let ranks = expected_ranks(model, black_box(&entrants), &go);
             (p, ranks)
         });
     });
     group.bench_function("pairwise matrix", |b| {
-        b.iter(|| pairwise_matrix(&params, black_box(&entrants), &go));
+        b.iter(|| pairwise_matrix(model, black_box(&entrants), &go));
     });
-    let sides: Vec<[&PlayerState; 1]> = players.iter().map(|p| [p]).collect();
     group.bench_function("match quality of 1000 sides", |b| {
-        b.iter(|| match_quality(&params, black_box(&sides)));
+        b.iter(|| match_quality(black_box(&sides)));
     });
     group.finish();
 }
@@ -84,14 +83,14 @@ fn publishing(c: &mut Criterion) {
             last_round_time: None,
         })
         .collect();
-    let pool = Arc::new(PoolState::load(params, stored, 1).expect("valid parameters"));
+    let pool = Arc::new(PoolState::load(params.into(), stored, 1).expect("valid parameters"));
     let mut group = c.benchmark_group("publish a round into a pool of 1,000,000 players");
     for entrants in [10, 1_000, 10_000] {
         let last = LastRound {
             id: Arc::from("r1"),
             time: None,
         };
-        let round: Vec<(String, PlayerState, LastRound)> = (0..entrants)
+        let round: Vec<(String, SystemState, LastRound)> = (0..entrants)
             .map(|i| {
                 let player = format!("player-{:07}", (i * 7919) % POOL_PLAYERS);
                 (player, spread_player(&params, &mut rng), last.clone())

@@ -183,7 +183,7 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let options = replay::Options {
         input: args.input.clone(),
         format: args.input_format,
-        params: args.params(),
+        params: args.params().into(),
         min_history: args.min_history,
         progress: std::io::stderr().is_terminal(),
     };

@@ -11,7 +11,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::compute::Compute;
 use crate::config::{ParamsOverrides, Settings};
-use crate::engine::{self, Params};
+use crate::engine::{self, SystemParams};
 use crate::pools::{Pool, PoolState, Pools};
 use crate::rate_limit::RateLimits;
 use crate::storage::{self, Enqueued, PoolWrite, Storage};
@@ -93,8 +93,8 @@ impl AppState {
         name: &str,
         overrides: &ParamsOverrides,
         start_worker: bool,
-    ) -> Result<(PoolWrite, Params), PutPoolError> {
-        let params = overrides.apply(&self.settings.engine);
+    ) -> Result<(PoolWrite, SystemParams), PutPoolError> {
+        let params = SystemParams::EloMmr(overrides.apply(&self.settings.engine));
         params.validate()?;
         let existing = self.pools.get(name);
         // The worker reads the parameters in its turn: a change must not land mid-step.
@@ -105,13 +105,13 @@ impl AppState {
         let outcome = self.storage.put_pool(name, &params).await?;
         match &existing {
             Some(pool) if outcome != PoolWrite::Unchanged => {
-                drop(pool.publish(PoolState::new(params)?));
+                drop(pool.publish(PoolState::new(params.clone())?));
             }
             Some(_) => {}
             None => {
                 let (pool, inserted) = self
                     .pools
-                    .insert(Pool::new(name.to_owned(), PoolState::new(params)?));
+                    .insert(Pool::new(name.to_owned(), PoolState::new(params.clone())?));
                 if inserted && start_worker {
                     self.start_worker(pool);
                 }

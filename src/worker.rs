@@ -11,7 +11,7 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 use tracing::{info_span, Instrument};
 
-use crate::engine::{rate_round, Beliefs, PlayerState, Rated, Round};
+use crate::engine::{Applied, Beliefs, Round, SystemState};
 use crate::pools::{LastRound, Pool, PoolState};
 use crate::storage::{self, AppliedEntrant, AppliedRound, QueuedRound, Storage};
 use crate::wire::RoundRequest;
@@ -50,35 +50,30 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
             Err(reason) => return fail(storage, pool, &queued, &reason).await,
         };
         let started = std::time::Instant::now();
-        let (priors, params) = {
-            let state = pool.read();
-            let priors: Vec<PlayerState> = round
+        // The snapshot and the round travel to the blocking thread and back: the priors are
+        // read there, in place (an Elo-MMR prior holds up to `history_limit` factors, too many
+        // to copy for a large round).
+        let snapshot = pool.read();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let priors: Vec<&SystemState> = round
                 .standings
                 .iter()
-                .map(|s| state.belief_or_newcomer(&s.player).clone())
+                .map(|s| snapshot.belief_or_newcomer(&s.player))
                 .collect();
-            (priors, *state.params())
-        };
-        // The round and the priors travel to the blocking thread and back: each prior holds
-        // up to `history_limit` factors, too many to copy for a large round.
-        let outcome = tokio::task::spawn_blocking(move || {
-            let refs: Vec<&PlayerState> = priors.iter().collect();
-            let rated = rate_round(&params, &round, &refs);
-            (round, priors, rated)
+            let applied = snapshot.system().apply(&round, &priors);
+            (round, applied)
         })
         .await;
-        let (round, priors, rated) = match outcome {
-            Ok((round, priors, Ok(rated))) => (round, priors, rated),
-            Ok((_, _, Err(error))) => {
-                return fail(storage, pool, &queued, &error.to_string()).await
-            }
+        let (round, applied) = match outcome {
+            Ok((round, Ok(applied))) => (round, applied),
+            Ok((_, Err(error))) => return fail(storage, pool, &queued, &error.to_string()).await,
             Err(join) => {
                 tracing::error!(error = %join, "the engine panicked");
                 return fail(storage, pool, &queued, "internal error while rating").await;
             }
         };
         let rating_ms = started.elapsed().as_secs_f64() * 1e3;
-        let applied = applied_round(&round, &priors, rated);
+        let applied = applied_round(&round, applied);
         match storage.apply_round(pool.name(), &queued.id, &applied).await {
             Ok(()) => {}
             Err(storage::Error::NotNextRound { .. }) => return reload(storage, pool).await,
@@ -155,21 +150,18 @@ async fn fail(
 }
 
 /// The outcome of a round as storage takes it.
-fn applied_round(round: &Round, priors: &[PlayerState], rated: Vec<Rated>) -> AppliedRound {
+fn applied_round(round: &Round, applied: Vec<Applied>) -> AppliedRound {
     AppliedRound {
         time: round.time,
         entrants: round
             .standings
             .iter()
-            .zip(priors)
-            .zip(rated)
-            .map(|((standing, prior), rated)| AppliedEntrant {
+            .zip(applied)
+            .map(|(standing, Applied { state, change })| AppliedEntrant {
                 player: standing.player.clone(),
                 rank: standing.rank,
-                performance: rated.performance,
-                mu_before: prior.mu,
-                sigma_before: prior.sigma,
-                state: rated.state,
+                change,
+                state,
             })
             .collect(),
     }
@@ -231,5 +223,5 @@ async fn stale(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<bool> {
         .context("reading the pool")?
         .with_context(|| format!("pool `{}` disappeared", pool.name()))?;
     let state = pool.read();
-    Ok(info.applied != state.applied() || info.params != *state.params())
+    Ok(info.applied != state.applied() || info.params != *state.system())
 }

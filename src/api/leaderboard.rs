@@ -133,13 +133,13 @@ fn page(state: &PoolState, order: Order, start: usize, limit: usize) -> Leaderbo
         .iter()
         .enumerate()
         .filter_map(|(i, place)| {
-            let state = state.belief(&place.player)?;
+            let rating = state.belief(&place.player)?.rating();
             Some(EntryResponse {
                 position: (start + i + 1) as u64,
                 player: place.player.to_string(),
-                mu: state.mu,
-                sigma: state.sigma,
-                conservative: crate::pools::leaderboard::conservative(state.mu, state.sigma),
+                mu: rating.mu,
+                sigma: rating.sigma,
+                conservative: crate::pools::leaderboard::conservative(rating),
             })
         })
         .collect();

@@ -13,7 +13,7 @@ use super::auth::{Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::JsonBody;
 use crate::config::ParamsOverrides;
-use crate::engine::{Params, Ties, Variant};
+use crate::engine::{SystemParams, Ties, Variant};
 use crate::names;
 use crate::state::{AppState, PutPoolError};
 use crate::storage::{PoolInfo, PoolWrite};
@@ -56,8 +56,9 @@ fn rho_schema() -> Schema {
     crate::config::rho_schema_of(&["inf"], false)
 }
 
-impl From<&Params> for ParamsResponse {
-    fn from(p: &Params) -> Self {
+impl From<&SystemParams> for ParamsResponse {
+    fn from(system: &SystemParams) -> Self {
+        let SystemParams::EloMmr(p) = system;
         Self {
             variant: match p.variant {
                 Variant::Logistic => "logistic",

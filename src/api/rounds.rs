@@ -241,14 +241,14 @@ async fn get_round(
             results
                 .into_iter()
                 .map(|r| ResultResponse {
-                    delta: r.mu_after - r.mu_before,
+                    delta: r.change.delta(),
                     player: r.player,
                     rank: r.rank,
-                    performance: r.performance,
-                    mu_before: r.mu_before,
-                    mu_after: r.mu_after,
-                    sigma_before: r.sigma_before,
-                    sigma_after: r.sigma_after,
+                    performance: r.change.performance,
+                    mu_before: r.change.before.mu,
+                    mu_after: r.change.after.mu,
+                    sigma_before: r.change.before.sigma,
+                    sigma_after: r.change.after.sigma,
                 })
                 .collect()
         }),

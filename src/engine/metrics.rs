@@ -17,10 +17,10 @@
 
 use rayon::prelude::*;
 
-use super::params::Params;
-use super::player::PlayerState;
-use super::predict::{beats, performance_distribution};
+use super::any::{SystemParams, SystemState};
+use super::predict::beats;
 use super::round::{Layout, Round};
+use super::system::Model;
 use super::Error;
 
 /// Smallest probability a log loss is taken of: a hopeless prediction (the model's probability
@@ -104,24 +104,24 @@ impl MetricsSum {
 ///
 /// ```
 /// use mmr_service::engine::metrics::round_metrics;
-/// use mmr_service::engine::{Params, PlayerState, Round, Standing};
+/// use mmr_service::engine::{Params, PlayerState, Round, Standing, SystemParams, SystemState};
 ///
 /// let params = Params::default();
 /// let mut strong = PlayerState::new(&params);
 /// strong.mu += 400.0;
-/// let weak = PlayerState::new(&params);
+/// let (strong, weak) = (SystemState::EloMmr(strong), SystemState::EloMmr(PlayerState::new(&params)));
 /// let round = Round::new(vec![Standing::solo("strong", 1), Standing::solo("weak", 2)]);
-/// let metrics = round_metrics(&params, &round, &[&strong, &weak])?;
+/// let metrics = round_metrics(&SystemParams::EloMmr(params), &round, &[&strong, &weak])?;
 /// assert_eq!(metrics[0].pair_inversion, 1.0);
 /// assert_eq!(metrics[1].rank_deviation, 0.0);
 /// # Ok::<(), mmr_service::engine::Error>(())
 /// ```
 pub fn round_metrics(
-    params: &Params,
+    system: &SystemParams,
     round: &Round,
-    priors: &[&PlayerState],
+    priors: &[&SystemState],
 ) -> Result<Vec<ParticipationMetrics>, Error> {
-    params.validate()?;
+    system.validate()?;
     if priors.len() != round.standings.len() {
         return Err(Error::PriorCount {
             standings: round.standings.len(),
@@ -133,8 +133,9 @@ pub fn round_metrics(
         .entrants
         .iter()
         .map(|members| {
-            let states: Vec<&PlayerState> = members.iter().map(|&m| priors[m]).collect();
-            performance_distribution(params, &states)
+            let states: Vec<&SystemState> = members.iter().map(|&m| priors[m]).collect();
+            let performance = system.performance(&states);
+            (performance.mean, performance.variance)
         })
         .collect();
     let ratings: Vec<f64> = performances.iter().map(|&(mu, _)| mu).collect();
@@ -149,7 +150,8 @@ pub fn round_metrics(
         .into_par_iter()
         .map(|e| {
             let group = &layout.groups[group_of[e]];
-            let (log_loss, brier) = pairwise_scores(params, &performances, group.clone(), e);
+            let (log_loss, brier) =
+                pairwise_scores(system.model(), &performances, group.clone(), e);
             ParticipationMetrics {
                 pair_inversion: ordering.correct_halves[e] as f64 / (2.0 * opponents),
                 rank_deviation: ordering.deviation(e, group.start, group.end - 1) as f64
@@ -174,7 +176,7 @@ pub fn round_metrics(
 /// the outcome that happened is computed directly (winner over loser), which keeps a tiny
 /// probability accurate instead of forming it as `1 − p`.
 fn pairwise_scores(
-    params: &Params,
+    model: Model,
     performances: &[(f64, f64)],
     ties: std::ops::Range<usize>,
     e: usize,
@@ -183,7 +185,7 @@ fn pairwise_scores(
     let mut decided = NegativeLogProduct::new();
     let mut brier = 0.0;
     for &winner in &performances[..ties.start] {
-        let p = beats(params, winner, own);
+        let p = beats(model, winner, own);
         decided.multiply(p);
         brier += (1.0 - p) * (1.0 - p);
     }
@@ -192,13 +194,13 @@ fn pairwise_scores(
         if ties.start + j == e {
             continue;
         }
-        let p = beats(params, own, other);
+        let p = beats(model, own, other);
         tied.multiply(p);
-        tied.multiply(beats(params, other, own));
+        tied.multiply(beats(model, other, own));
         brier += (p - TIE_OUTCOME) * (p - TIE_OUTCOME);
     }
     for &loser in &performances[ties.end..] {
-        let p = beats(params, own, loser);
+        let p = beats(model, own, loser);
         decided.multiply(p);
         brier += (1.0 - p) * (1.0 - p);
     }
@@ -361,15 +363,33 @@ impl Fenwick {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::predict::win_probability;
-    use crate::engine::{Standing, Variant};
+    use crate::engine::{Params, PlayerState, Standing, Variant};
     use proptest::prelude::*;
 
-    fn rated(params: &Params, mu: f64) -> PlayerState {
-        PlayerState {
+    fn rated(params: &Params, mu: f64) -> SystemState {
+        SystemState::EloMmr(PlayerState {
             mu,
             ..PlayerState::new(params)
-        }
+        })
+    }
+
+    fn newcomer(params: &Params) -> SystemState {
+        SystemState::EloMmr(PlayerState::new(params))
+    }
+
+    /// [`round_metrics`] in an Elo-MMR pool with `params`.
+    fn judge(
+        params: &Params,
+        round: &Round,
+        priors: &[&SystemState],
+    ) -> Result<Vec<ParticipationMetrics>, Error> {
+        round_metrics(&SystemParams::EloMmr(*params), round, priors)
+    }
+
+    /// The performance distribution of a team of `members` in an Elo-MMR pool.
+    fn performance(params: &Params, members: &[&SystemState]) -> (f64, f64) {
+        let p = SystemParams::EloMmr(*params).performance(members);
+        (p.mean, p.variance)
     }
 
     fn solo_round(ranks: &[u64]) -> Round {
@@ -391,14 +411,22 @@ mod tests {
             rated(&params, 1500.0),
         );
         let round = solo_round(&[1, 2, 3]);
-        let metrics = round_metrics(&params, &round, &[&a, &b, &c]).expect("valid round");
+        let metrics = judge(&params, &round, &[&a, &b, &c]).expect("valid round");
         let pair: Vec<f64> = metrics.iter().map(|m| m.pair_inversion).collect();
         let deviation: Vec<f64> = metrics.iter().map(|m| m.rank_deviation).collect();
         assert_eq!(pair, vec![0.5, 0.5, 1.0]);
         assert_eq!(deviation, vec![0.5, 0.5, 0.0]);
 
-        let ab = win_probability(&params, &a, &b);
-        let ac = win_probability(&params, &a, &c);
+        let ab = beats(
+            Model::Logistic,
+            performance(&params, &[&a]),
+            performance(&params, &[&b]),
+        );
+        let ac = beats(
+            Model::Logistic,
+            performance(&params, &[&a]),
+            performance(&params, &[&c]),
+        );
         let expected_log_loss = (-ab.ln() - ac.ln()) / 2.0;
         let expected_brier = ((1.0 - ab).powi(2) + (1.0 - ac).powi(2)) / 2.0;
         assert!((metrics[0].log_loss - expected_log_loss).abs() < 1e-12);
@@ -408,10 +436,9 @@ mod tests {
     #[test]
     fn newcomers_are_a_coin_flip_and_predict_every_rank() {
         let params = Params::default();
-        let newcomer = PlayerState::new(&params);
+        let newcomer = newcomer(&params);
         let round = solo_round(&[1, 2, 2, 4]);
-        let metrics =
-            round_metrics(&params, &round, &[&newcomer; 4]).expect("valid round of newcomers");
+        let metrics = judge(&params, &round, &[&newcomer; 4]).expect("valid round of newcomers");
         // The winner: three decided pairs, each half right.
         assert_eq!(metrics[0].pair_inversion, 0.5);
         // A tied player: one tie (right) and two decided pairs (half right each).
@@ -440,25 +467,25 @@ mod tests {
             rated(&params, 1000.0),
             rated(&params, 1900.0),
         );
-        let metrics = round_metrics(&params, &round, &[&x, &y, &z]).expect("valid team round");
+        let metrics = judge(&params, &round, &[&x, &y, &z]).expect("valid team round");
         for m in &metrics {
             assert_eq!(m.pair_inversion, 0.0);
             assert_eq!(m.rank_deviation, 1.0);
         }
         assert_eq!(metrics[0], metrics[1]);
-        let duo = performance_distribution(&params, &[&x, &y]);
-        let solo = performance_distribution(&params, &[&z]);
-        let p = beats(&params, solo, duo);
+        let duo = performance(&params, &[&x, &y]);
+        let solo = performance(&params, &[&z]);
+        let p = beats(Model::Logistic, solo, duo);
         assert!((metrics[2].log_loss + p.ln()).abs() < 1e-12);
     }
 
     #[test]
     fn a_log_loss_summed_past_the_rescaling_threshold_stays_exact() {
         let params = Params::default();
-        let newcomer = PlayerState::new(&params);
+        let newcomer = newcomer(&params);
         // Each of 399 opponents contributes a coin flip: a product of 2^-399 before rescaling.
         let ranks: Vec<u64> = (1..=400).collect();
-        let metrics = round_metrics(&params, &solo_round(&ranks), &vec![&newcomer; ranks.len()])
+        let metrics = judge(&params, &solo_round(&ranks), &vec![&newcomer; ranks.len()])
             .expect("valid round");
         for m in metrics {
             assert!(
@@ -473,7 +500,7 @@ mod tests {
     fn a_round_where_everybody_ties_is_predicted_perfectly_by_any_ratings() {
         let params = Params::default();
         let (a, b) = (rated(&params, 1200.0), rated(&params, 1800.0));
-        let metrics = round_metrics(&params, &solo_round(&[1, 1]), &[&a, &b]).expect("valid round");
+        let metrics = judge(&params, &solo_round(&[1, 1]), &[&a, &b]).expect("valid round");
         for m in metrics {
             assert_eq!((m.pair_inversion, m.rank_deviation), (1.0, 0.0));
         }
@@ -486,7 +513,7 @@ mod tests {
             ..Params::default()
         };
         let (a, b) = (rated(&params, -1e6), rated(&params, 1e6));
-        let metrics = round_metrics(&params, &solo_round(&[1, 2]), &[&a, &b]).expect("valid round");
+        let metrics = judge(&params, &solo_round(&[1, 2]), &[&a, &b]).expect("valid round");
         assert!(metrics[0].log_loss.is_finite() && metrics[0].log_loss > 400.0);
         assert_eq!(metrics[0].brier, 1.0);
     }
@@ -494,8 +521,8 @@ mod tests {
     #[test]
     fn a_wrong_number_of_priors_is_rejected() {
         let params = Params::default();
-        let newcomer = PlayerState::new(&params);
-        let result = round_metrics(&params, &solo_round(&[1, 2]), &[&newcomer]);
+        let newcomer = newcomer(&params);
+        let result = judge(&params, &solo_round(&[1, 2]), &[&newcomer]);
         assert_eq!(
             result,
             Err(Error::PriorCount {
@@ -538,9 +565,9 @@ mod tests {
 
     fn metrics_of(params: &Params, entries: &[(u64, f64)]) -> Vec<ParticipationMetrics> {
         let round = solo_round(&entries.iter().map(|e| e.0).collect::<Vec<_>>());
-        let states: Vec<PlayerState> = entries.iter().map(|e| rated(params, e.1)).collect();
-        let priors: Vec<&PlayerState> = states.iter().collect();
-        round_metrics(params, &round, &priors).expect("valid round")
+        let states: Vec<SystemState> = entries.iter().map(|e| rated(params, e.1)).collect();
+        let priors: Vec<&SystemState> = states.iter().collect();
+        judge(params, &round, &priors).expect("valid round")
     }
 
     proptest! {
@@ -585,16 +612,16 @@ mod tests {
         ) {
             let params = Params::default();
             let round = solo_round(&entries.iter().map(|e| e.0).collect::<Vec<_>>());
-            let states: Vec<PlayerState> = entries.iter().map(|e| rated(&params, e.1)).collect();
-            let metrics = round_metrics(&params, &round, &states.iter().collect::<Vec<_>>())
+            let states: Vec<SystemState> = entries.iter().map(|e| rated(&params, e.1)).collect();
+            let metrics = judge(&params, &round, &states.iter().collect::<Vec<_>>())
                 .expect("valid round");
 
             // A deterministic shuffle of the listing order, by a multiplicative hash.
             let mut order: Vec<usize> = (0..entries.len()).collect();
             order.sort_by_key(|&i| (i as u64 ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15));
             let shuffled = Round::new(order.iter().map(|&i| round.standings[i].clone()).collect());
-            let priors: Vec<&PlayerState> = order.iter().map(|&i| &states[i]).collect();
-            let again = round_metrics(&params, &shuffled, &priors).expect("valid round");
+            let priors: Vec<&SystemState> = order.iter().map(|&i| &states[i]).collect();
+            let again = judge(&params, &shuffled, &priors).expect("valid round");
             for (k, &i) in order.iter().enumerate() {
                 prop_assert_eq!(again[k], metrics[i]);
             }

@@ -2,14 +2,19 @@
 //! predictions and accuracy metrics. Pure and synchronous: no I/O, no async, nothing from the
 //! web or storage layers; rayon inside. `../shared/MATH.md` restates every formula used here.
 //!
-//! Layout: [`params`] (a pool's parameters), [`round`] (a round's results and their
-//! validation), [`player`] (a player's belief, diffusion and update), `performance` (step 3,
-//! the exact O(N)-per-sample performance solver), [`rate`] (one round end to end),
+//! Layout, the seam first: [`system`] (the trait a rating system implements, and the
+//! performance distribution predictions read), [`any`] (the pool's system, whichever it is:
+//! the one place that lists the systems), [`rating`] (what every system shows: a rating and
+//! what a round did to it), [`round`] (a round's results and their validation),
 //! [`population`] (players by id, in memory), [`predict`] (win probabilities, placings and
 //! match quality), [`metrics`] (accuracy of the priors' predictions), [`normal`] (the normal
-//! distribution).
+//! distribution). Elo-MMR: [`elo_mmr`] (its place on the seam), [`params`] (its
+//! parameters), [`player`] (a player's belief, diffusion and update), `performance` (step 3,
+//! the exact O(N)-per-sample performance solver), [`rate`] (one round end to end).
 
+pub mod any;
 mod chebyshev;
+pub mod elo_mmr;
 pub mod metrics;
 pub mod normal;
 pub mod params;
@@ -18,14 +23,20 @@ pub mod player;
 pub mod population;
 pub mod predict;
 pub mod rate;
+pub mod rating;
 pub mod round;
 mod solve;
+pub mod system;
 
+pub use any::{Applied, SystemParams, SystemState};
+pub use elo_mmr::EloMmr;
 pub use params::{Params, Ties, Variant};
 pub use player::{Factor, PlayerState};
-pub use population::{Beliefs, Change, Population};
-pub use rate::{rate_round, Rated};
+pub use population::{Beliefs, Population};
+pub use rate::rate_round;
+pub use rating::{Rating, RatingChange};
 pub use round::{Round, Standing};
+pub use system::{Model, Performance, Rated, RatingSystem};
 
 /// `√3 / π`: a logistic distribution with scale `s̄ = LOGISTIC_SCALE · s` has std `s`.
 pub const LOGISTIC_SCALE: f64 = 0.551_328_895_421_792_1;

@@ -250,8 +250,8 @@ mod tests {
                     for change in population.apply(round).expect("a valid round") {
                         assert!(
                             change.performance.is_finite()
-                                && change.mu_after.is_finite()
-                                && change.sigma_after.is_normal(),
+                                && change.after.mu.is_finite()
+                                && change.after.sigma.is_normal(),
                             "{params:?}: {change:?}"
                         );
                     }

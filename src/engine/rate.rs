@@ -7,16 +7,8 @@ use super::params::{Params, Variant};
 use super::performance::{group_roots, GaussianCurves, LogisticCurves, Term};
 use super::player::PlayerState;
 use super::round::{Layout, Round};
+use super::system::Rated;
 use super::Error;
-
-/// One participant after a round.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Rated {
-    /// The performance the round credited the player with (after any ceiling).
-    pub performance: f64,
-    /// The player's belief after the round.
-    pub state: PlayerState,
-}
 
 /// Rates one round. `priors[i]` is the belief of `round.standings[i].player` before the round
 /// (`PlayerState::new` for a newcomer); the result is aligned with `round.standings` too.
@@ -38,7 +30,7 @@ pub fn rate_round(
     params: &Params,
     round: &Round,
     priors: &[&PlayerState],
-) -> Result<Vec<Rated>, Error> {
+) -> Result<Vec<Rated<PlayerState>>, Error> {
     params.validate()?;
     if priors.len() != round.standings.len() {
         return Err(Error::PriorCount {

@@ -8,6 +8,8 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use crate::engine::Rating;
+
 /// Places per chunk when a list is built; a chunk that grows to twice this is split, one that
 /// empties is removed (chunks are never merged). Large enough that a list of a million places
 /// has about 4,000 chunks (cloning the list clones that many pointers), small enough that
@@ -20,8 +22,8 @@ pub const CONSERVATIVE_SIGMAS: f64 = 3.0;
 
 /// The conservative rating μ − 3σ: a player is very probably at least this good.
 #[must_use]
-pub fn conservative(mu: f64, sigma: f64) -> f64 {
-    mu - CONSERVATIVE_SIGMAS * sigma
+pub fn conservative(rating: Rating) -> f64 {
+    rating.conservative(CONSERVATIVE_SIGMAS)
 }
 
 /// Which rating a leaderboard is sorted by, highest first.
@@ -56,12 +58,10 @@ impl Place {
 pub struct Move {
     /// The player.
     pub player: Arc<str>,
-    /// μ and σ before the change; `None` for a player not yet on the leaderboard.
-    pub before: Option<(f64, f64)>,
-    /// μ after the change.
-    pub mu: f64,
-    /// σ after the change.
-    pub sigma: f64,
+    /// The rating before the change; `None` for a player not yet on the leaderboard.
+    pub before: Option<Rating>,
+    /// The rating after the change.
+    pub after: Rating,
 }
 
 /// Places in order, in chunks shared with other snapshots. Every chunk is sorted and
@@ -183,15 +183,19 @@ pub struct Leaderboard {
 }
 
 impl Leaderboard {
-    /// The leaderboard of `(player, μ, σ)`, each player once. O(n log n).
-    pub fn from_players(players: impl Iterator<Item = (Arc<str>, f64, f64)>) -> Self {
+    /// The leaderboard of `(player, rating)`, each player once. O(n log n).
+    pub fn from_players(players: impl Iterator<Item = (Arc<str>, Rating)>) -> Self {
         let (mut by_mu, mut by_conservative): (Vec<Place>, Vec<Place>) = players
-            .map(|(player, mu, sigma)| {
+            .map(|(player, rating)| {
                 let cons = Place {
-                    key: conservative(mu, sigma),
+                    key: conservative(rating),
                     player: Arc::clone(&player),
                 };
-                (Place { key: mu, player }, cons)
+                let mu = Place {
+                    key: rating.mu,
+                    player,
+                };
+                (mu, cons)
             })
             .unzip();
         for places in [&mut by_mu, &mut by_conservative] {
@@ -224,10 +228,8 @@ impl Leaderboard {
 
     /// Moves every player of `moves` (new or not) to their new place.
     pub fn update(&mut self, moves: &[Move]) {
-        let mu = |(mu, _): (f64, f64)| mu;
-        let cons = |(mu, sigma): (f64, f64)| conservative(mu, sigma);
-        relocate(&mut self.by_mu, moves, mu);
-        relocate(&mut self.by_conservative, moves, cons);
+        relocate(&mut self.by_mu, moves, |rating| rating.mu);
+        relocate(&mut self.by_conservative, moves, conservative);
     }
 
     /// 0-based index of the player whose key in `order` is `key`; `None` if they are not there.
@@ -253,8 +255,8 @@ impl Leaderboard {
 }
 
 /// Takes the moved players out of `places`, then puts each back at their new place; `key`
-/// turns (μ, σ) into the rating `places` is sorted by.
-fn relocate(places: &mut Places, moves: &[Move], key: impl Fn((f64, f64)) -> f64) {
+/// gives the rating `places` is sorted by.
+fn relocate(places: &mut Places, moves: &[Move], key: impl Fn(Rating) -> f64) {
     for m in moves {
         if let Some(before) = m.before {
             places.remove(key(before), &m.player);
@@ -262,7 +264,7 @@ fn relocate(places: &mut Places, moves: &[Move], key: impl Fn((f64, f64)) -> f64
     }
     for m in moves {
         places.insert(Place {
-            key: key((m.mu, m.sigma)),
+            key: key(m.after),
             player: Arc::clone(&m.player),
         });
     }
@@ -276,11 +278,11 @@ mod tests {
     use super::*;
 
     fn mv(player: &str, before: Option<(f64, f64)>, mu: f64, sigma: f64) -> Move {
+        let rating = |(mu, sigma)| Rating { mu, sigma };
         Move {
             player: Arc::from(player),
-            before,
-            mu,
-            sigma,
+            before: before.map(rating),
+            after: rating((mu, sigma)),
         }
     }
 
@@ -343,7 +345,7 @@ mod tests {
             let fresh = Leaderboard::from_players(
                 current
                     .iter()
-                    .map(|(p, &(mu, s))| (Arc::from(p.as_str()), mu, s)),
+                    .map(|(p, &(mu, sigma))| (Arc::from(p.as_str()), Rating { mu, sigma })),
             );
             for order in [Order::Mu, Order::Conservative] {
                 let got: Vec<&Place> = board.page(order, 0, usize::MAX).collect();
@@ -385,13 +387,13 @@ mod tests {
                     })
                     .collect();
                 for m in &moves {
-                    current.insert(m.player.to_string(), (m.mu, m.sigma));
+                    current.insert(m.player.to_string(), (m.after.mu, m.after.sigma));
                 }
                 board.update(&moves);
             }
             for (order, key) in [
                 (Order::Mu, (|mu: f64, _: f64| mu) as fn(f64, f64) -> f64),
-                (Order::Conservative, conservative),
+                (Order::Conservative, |mu, sigma| conservative(Rating { mu, sigma })),
             ] {
                 let mut expected: Vec<(f64, &str)> =
                     current.iter().map(|(p, &(mu, s))| (key(mu, s), p.as_str())).collect();

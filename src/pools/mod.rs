@@ -22,7 +22,7 @@ use arc_swap::ArcSwap;
 use imbl::OrdMap;
 use tokio::sync::{Mutex, MutexGuard, Notify};
 
-use crate::engine::{self, Beliefs, Params, PlayerState};
+use crate::engine::{self, Beliefs, SystemParams, SystemState};
 use crate::storage::StoredPlayer;
 use leaderboard::{conservative, Leaderboard, Move, Order};
 
@@ -55,19 +55,19 @@ pub struct PlayerRating {
 }
 
 /// What a snapshot holds for one rated player. Shared between snapshots until the player
-/// plays again: a belief holds up to `history_limit` factors, too many to copy.
+/// plays again: an Elo-MMR belief holds up to `history_limit` factors, too many to copy.
 #[derive(Debug)]
 struct Rated {
-    state: PlayerState,
+    state: SystemState,
     last_round: LastRound,
 }
 
-/// One pool's readable state at one moment: parameters, every rated player and both
+/// One pool's readable state at one moment: rating system, every rated player and both
 /// leaderboard orders, all consistent with each other. Cloning is O(1).
 #[derive(Debug, Clone)]
 pub struct PoolState {
-    params: Params,
-    newcomer: PlayerState,
+    system: SystemParams,
+    newcomer: SystemState,
     players: OrdMap<Arc<str>, Arc<Rated>>,
     leaderboard: Leaderboard,
     applied: u64,
@@ -75,11 +75,11 @@ pub struct PoolState {
 
 impl PoolState {
     /// A pool nobody has played in yet.
-    pub fn new(params: Params) -> Result<Self, engine::Error> {
-        params.validate()?;
+    pub fn new(system: SystemParams) -> Result<Self, engine::Error> {
+        system.validate()?;
         Ok(Self {
-            newcomer: PlayerState::new(&params),
-            params,
+            newcomer: system.newcomer(),
+            system,
             players: OrdMap::new(),
             leaderboard: Leaderboard::default(),
             applied: 0,
@@ -88,11 +88,11 @@ impl PoolState {
 
     /// A pool rebuilt from its stored players, after `applied` rounds.
     pub fn load(
-        params: Params,
+        system: SystemParams,
         stored: Vec<StoredPlayer>,
         applied: u64,
     ) -> Result<Self, engine::Error> {
-        let mut state = Self::new(params)?;
+        let mut state = Self::new(system)?;
         let players: Vec<(Arc<str>, Arc<Rated>)> = stored
             .into_iter()
             .map(|p| {
@@ -110,7 +110,7 @@ impl PoolState {
         state.leaderboard = Leaderboard::from_players(
             players
                 .iter()
-                .map(|(id, r)| (Arc::clone(id), r.state.mu, r.state.sigma)),
+                .map(|(id, r)| (Arc::clone(id), r.state.rating())),
         );
         state.players = players.into_iter().collect();
         state.applied = applied;
@@ -123,20 +123,19 @@ impl PoolState {
         self.applied
     }
 
-    /// Records a committed round: its players' beliefs. O(k log n) for k players.
-    pub fn apply(&mut self, players: Vec<(String, PlayerState, LastRound)>) {
+    /// Records a committed round: its players' states. O(k log n) for k players.
+    pub fn apply(&mut self, players: Vec<(String, SystemState, LastRound)>) {
         let moves: Vec<Move> = players
             .into_iter()
             .map(|(player, state, last_round)| {
                 let (name, before) = match self.players.get_key_value(player.as_str()) {
-                    Some((name, old)) => (Arc::clone(name), Some((old.state.mu, old.state.sigma))),
+                    Some((name, old)) => (Arc::clone(name), Some(old.state.rating())),
                     None => (Arc::from(player), None),
                 };
                 let m = Move {
                     player: Arc::clone(&name),
                     before,
-                    mu: state.mu,
-                    sigma: state.sigma,
+                    after: state.rating(),
                 };
                 self.players
                     .insert(name, Arc::new(Rated { state, last_round }));
@@ -163,15 +162,15 @@ impl PoolState {
     #[must_use]
     pub fn player(&self, id: &str) -> Option<PlayerRating> {
         let (name, rated) = self.players.get_key_value(id)?;
-        let state = &rated.state;
-        let index = self.leaderboard.index_of(Order::Mu, state.mu, id)?;
+        let rating = rated.state.rating();
+        let index = self.leaderboard.index_of(Order::Mu, rating.mu, id)?;
         Some(PlayerRating {
             player: Arc::clone(name),
-            mu: state.mu,
-            sigma: state.sigma,
-            conservative: conservative(state.mu, state.sigma),
+            mu: rating.mu,
+            sigma: rating.sigma,
+            conservative: conservative(rating),
             position: index + 1,
-            rounds: state.rounds,
+            rounds: rated.state.rounds(),
             last_round: rated.last_round.clone(),
         })
     }
@@ -179,16 +178,16 @@ impl PoolState {
     /// The 0-based index of a rated player in `order`.
     #[must_use]
     pub fn index_of(&self, order: Order, id: &str) -> Option<usize> {
-        let state = self.belief(id)?;
+        let rating = self.belief(id)?.rating();
         let key = match order {
-            Order::Mu => state.mu,
-            Order::Conservative => conservative(state.mu, state.sigma),
+            Order::Mu => rating.mu,
+            Order::Conservative => conservative(rating),
         };
         self.leaderboard.index_of(order, key, id)
     }
 
-    /// Every rated player's belief, by id.
-    pub fn beliefs(&self) -> impl Iterator<Item = (&str, &PlayerState)> {
+    /// Every rated player's state, by id.
+    pub fn beliefs(&self) -> impl Iterator<Item = (&str, &SystemState)> {
         self.players.iter().map(|(id, rated)| (&**id, &rated.state))
     }
 
@@ -211,15 +210,15 @@ impl PoolState {
 }
 
 impl Beliefs for PoolState {
-    fn params(&self) -> &Params {
-        &self.params
+    fn system(&self) -> &SystemParams {
+        &self.system
     }
 
-    fn belief(&self, id: &str) -> Option<&PlayerState> {
+    fn belief(&self, id: &str) -> Option<&SystemState> {
         self.players.get(id).map(|rated| &rated.state)
     }
 
-    fn newcomer(&self) -> &PlayerState {
+    fn newcomer(&self) -> &SystemState {
         &self.newcomer
     }
 }
@@ -343,6 +342,7 @@ impl Pools {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::{Params, PlayerState};
 
     fn last(id: &str) -> LastRound {
         LastRound {
@@ -354,13 +354,14 @@ mod tests {
     #[test]
     fn committed_players_are_found_by_id_position_and_prefix() {
         let params = Params::default();
-        let mut state = PoolState::new(params).expect("default parameters");
+        let mut state = PoolState::new(params.into()).expect("default parameters");
         let mut strong = PlayerState::new(&params);
         strong.mu = 1800.0;
+        let newcomer = || SystemState::EloMmr(PlayerState::new(&params));
         state.apply(vec![
-            ("bob".into(), PlayerState::new(&params), last("r1")),
-            ("bea".into(), strong, last("r1")),
-            ("al".into(), PlayerState::new(&params), last("r1")),
+            ("bob".into(), newcomer(), last("r1")),
+            ("bea".into(), SystemState::EloMmr(strong), last("r1")),
+            ("al".into(), newcomer(), last("r1")),
         ]);
         let bea = state.player("bea").expect("rated");
         assert_eq!((bea.position, bea.mu), (1, 1800.0));

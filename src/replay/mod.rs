@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::engine::metrics::{round_metrics, MetricsSum};
-use crate::engine::{self, Params, PlayerState, Population};
+use crate::engine::{self, Beliefs, Population, SystemParams, SystemState};
 use crate::wire::FieldError;
 
 pub use input::{InputFormat, SourcedRound};
@@ -27,8 +27,8 @@ pub struct Options {
     pub input: PathBuf,
     /// How `input` is laid out.
     pub format: InputFormat,
-    /// The pool's parameters (validated by [`run`]).
-    pub params: Params,
+    /// The pool's rating system and parameters (validated by [`run`]).
+    pub params: SystemParams,
     /// Metrics count only participations whose player had at least this many earlier rounds.
     pub min_history: u64,
     /// Whether to draw a progress bar on stderr.
@@ -80,7 +80,7 @@ pub struct Replay {
 /// reads cleanly, so a bad line is reported before any rating work.
 pub fn run(options: &Options) -> Result<Replay, Error> {
     let began = Instant::now();
-    let mut population = Population::new(options.params).map_err(Error::Params)?;
+    let mut population = Population::new(options.params.clone()).map_err(Error::Params)?;
     let rounds = input::read(&options.input, options.format)?;
     let progress = if options.progress {
         let bar = ProgressBar::new(rounds.len() as u64);
@@ -102,18 +102,18 @@ pub fn run(options: &Options) -> Result<Replay, Error> {
             error: error.into(),
         };
         {
-            let priors: Vec<&PlayerState> = round
+            let priors: Vec<&SystemState> = round
                 .standings
                 .iter()
-                .map(|s| population.player_or_newcomer(&s.player))
+                .map(|s| population.belief_or_newcomer(&s.player))
                 .collect();
-            let judged = round_metrics(population.params(), round, &priors).map_err(in_round)?;
+            let judged = round_metrics(population.system(), round, &priors).map_err(in_round)?;
             // Added by player id, so the means do not depend on the order standings are listed.
             let mut by_player: Vec<usize> = (0..judged.len()).collect();
             by_player.sort_unstable_by_key(|&i| &round.standings[i].player);
             for i in by_player {
                 participations += 1;
-                if priors[i].rounds >= options.min_history {
+                if priors[i].rounds() >= options.min_history {
                     metrics.add(&judged[i]);
                 }
             }

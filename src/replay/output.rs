@@ -24,11 +24,12 @@ pub fn write_ratings(population: &Population, path: &Path) -> Result<(), Error> 
     };
     record(["player", "mu", "sigma", "rounds"])?;
     for (player, state) in players {
+        let rating = state.rating();
         record([
             player,
-            &state.mu.to_string(),
-            &state.sigma.to_string(),
-            &state.rounds.to_string(),
+            &rating.mu.to_string(),
+            &rating.sigma.to_string(),
+            &state.rounds().to_string(),
         ])?;
     }
     let bytes = writer

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::engine::{Params, PlayerState};
+use crate::engine::{RatingChange, SystemParams, SystemState};
 
 /// Everything the storage layer can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -123,8 +123,8 @@ pub enum PoolWrite {
 pub struct PoolInfo {
     /// The pool's name.
     pub name: String,
-    /// Its engine parameters.
-    pub params: Params,
+    /// Its rating system and parameters.
+    pub params: SystemParams,
     /// Players who have played at least one applied round.
     pub players: u64,
     /// Rounds applied.
@@ -136,10 +136,10 @@ pub struct PoolInfo {
 }
 
 /// What the worker checks its memory against: the parameters and how many rounds are applied.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PoolProgress {
-    /// The pool's engine parameters.
-    pub params: Params,
+    /// The pool's rating system and parameters.
+    pub params: SystemParams,
     /// Rounds applied.
     pub applied: u64,
 }
@@ -216,14 +216,10 @@ pub struct AppliedEntrant {
     pub player: String,
     /// The rank the round gave them.
     pub rank: u64,
-    /// The performance credited to them.
-    pub performance: f64,
-    /// Their rating before the round.
-    pub mu_before: f64,
-    /// Their uncertainty before the round.
-    pub sigma_before: f64,
-    /// Their whole belief after the round (its `mu` and `sigma` are the rating after).
-    pub state: PlayerState,
+    /// What the round did to their rating.
+    pub change: RatingChange,
+    /// Their whole state after the round.
+    pub state: SystemState,
 }
 
 /// A stored round and, once applied, its results.
@@ -248,16 +244,8 @@ pub struct RoundResult {
     pub player: String,
     /// Their rank in the round.
     pub rank: u64,
-    /// The performance credited to them.
-    pub performance: f64,
-    /// Rating before the round.
-    pub mu_before: f64,
-    /// Uncertainty before the round.
-    pub sigma_before: f64,
-    /// Rating after the round.
-    pub mu_after: f64,
-    /// Uncertainty after the round.
-    pub sigma_after: f64,
+    /// What the round did to their rating.
+    pub change: RatingChange,
 }
 
 /// A player as stored: the belief to rebuild memory from, and their last round.
@@ -265,8 +253,8 @@ pub struct RoundResult {
 pub struct StoredPlayer {
     /// The player's id.
     pub player: String,
-    /// Their whole belief.
-    pub state: PlayerState,
+    /// Their whole state.
+    pub state: SystemState,
     /// The id of the last round they played.
     pub last_round_id: String,
     /// That round's time, if it had one.
@@ -286,16 +274,8 @@ pub struct HistoryEntry {
     pub rank: u64,
     /// Standings in the round.
     pub entrants: u64,
-    /// The performance credited to the player.
-    pub performance: f64,
-    /// Rating before the round.
-    pub mu_before: f64,
-    /// Uncertainty before the round.
-    pub sigma_before: f64,
-    /// Rating after the round.
-    pub mu_after: f64,
-    /// Uncertainty after the round.
-    pub sigma_after: f64,
+    /// What the round did to the player's rating.
+    pub change: RatingChange,
 }
 
 /// A page of a player's history, newest first.
@@ -315,7 +295,7 @@ pub trait Storage: Send + Sync + 'static {
     /// Creates pool `name`, or changes its parameters. A change is refused with
     /// [`Error::ParamsLocked`] once the pool has applied or queued rounds: the worker may be
     /// rating the oldest queued round with the current parameters at this moment.
-    async fn put_pool(&self, name: &str, params: &Params) -> Result<PoolWrite, Error>;
+    async fn put_pool(&self, name: &str, params: &SystemParams) -> Result<PoolWrite, Error>;
 
     /// One pool with its counts.
     async fn pool(&self, name: &str) -> Result<Option<PoolInfo>, Error>;

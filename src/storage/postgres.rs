@@ -10,15 +10,15 @@ use sqlx::postgres::{PgPool, PgPoolOptions};
 use tracing::instrument;
 
 use super::rows::{
-    bind_pool, content_hash, history_page, join_players, repost_outcome, to_i64, to_u64, FactorRow,
-    FactorWrites, HistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow,
-    RoundRow,
+    bind_pool, content_hash, elo_mmr, history_page, join_players, repost_outcome, to_i64, to_u64,
+    FactorRow, FactorWrites, HistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow,
+    ResultRow, RoundRow,
 };
 use super::{
     sql, AppliedRound, Enqueued, Error, HistoryPage, PoolInfo, PoolProgress, PoolWrite,
     QueuedRound, RoundRecord, RoundStatus, Storage, StoredPlayer,
 };
-use crate::engine::{Factor, Params};
+use crate::engine::{Factor, SystemParams};
 
 /// First key of every advisory lock this service takes (the ASCII of "mmr"), so that its
 /// locks cannot collide with another application's on a shared server; the second key is the
@@ -162,7 +162,7 @@ impl PgStorage {
 #[async_trait]
 impl Storage for PgStorage {
     #[instrument(skip_all, fields(db.system = "postgresql", pool.name = %name))]
-    async fn put_pool(&self, name: &str, params: &Params) -> Result<PoolWrite, Error> {
+    async fn put_pool(&self, name: &str, params: &SystemParams) -> Result<PoolWrite, Error> {
         let mut tx = self.pool.begin().await?;
         let inserted = bind_pool(sqlx::query(sql::INSERT_POOL), name, params)?
             .execute(&mut *tx)
@@ -293,14 +293,15 @@ impl Storage for PgStorage {
         let mut pruned_players = Vec::new();
         let mut keep_from = Vec::new();
         for entrant in &round.entrants {
-            let state = &entrant.state;
+            let state = elo_mmr(&entrant.state);
+            let change = &entrant.change;
             players.push(entrant.player.as_str());
             ranks.push(to_i64(entrant.rank, "rank")?);
-            performances.push(entrant.performance);
-            mus_before.push(entrant.mu_before);
-            sigmas_before.push(entrant.sigma_before);
-            mus.push(state.mu);
-            sigmas.push(state.sigma);
+            performances.push(change.performance);
+            mus_before.push(change.before.mu);
+            sigmas_before.push(change.before.sigma);
+            mus.push(change.after.mu);
+            sigmas.push(change.after.sigma);
             rounds_played.push(to_i64(state.rounds, "rounds")?);
             p0s.push(state.p0);
             w0s.push(state.w0);

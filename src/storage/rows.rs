@@ -12,7 +12,9 @@ use super::{
     Enqueued, Error, HistoryEntry, HistoryPage, PoolInfo, PoolProgress, RoundRecord, RoundResult,
     RoundStatus, StoredPlayer,
 };
-use crate::engine::{Factor, Params, PlayerState, Ties, Variant};
+use crate::engine::{
+    Factor, Params, PlayerState, Rating, RatingChange, SystemParams, SystemState, Ties, Variant,
+};
 
 /// The engine parameters as stored in `pools`.
 #[derive(Debug, sqlx::FromRow)]
@@ -30,8 +32,8 @@ pub(super) struct ParamsRow {
 
 impl ParamsRow {
     /// The parameters, or [`Error::Corrupt`] for an unknown enum name.
-    pub(super) fn into_params(self) -> Result<Params, Error> {
-        Ok(Params {
+    pub(super) fn into_params(self) -> Result<SystemParams, Error> {
+        Ok(SystemParams::EloMmr(Params {
             variant: match self.variant.as_str() {
                 "logistic" => Variant::Logistic,
                 "gaussian" => Variant::Gaussian,
@@ -50,7 +52,7 @@ impl ParamsRow {
                 "split" => Ties::Split,
                 other => return Err(Error::Corrupt(format!("unknown ties `{other}`"))),
             },
-        })
+        }))
     }
 }
 
@@ -167,11 +169,11 @@ impl ResultRow {
         Ok(RoundResult {
             player: self.player,
             rank: to_u64(self.rank, "rank")?,
-            performance: self.performance,
-            mu_before: self.mu_before,
-            sigma_before: self.sigma_before,
-            mu_after: self.mu_after,
-            sigma_after: self.sigma_after,
+            change: change(
+                self.performance,
+                (self.mu_before, self.sigma_before),
+                (self.mu_after, self.sigma_after),
+            ),
         })
     }
 }
@@ -238,7 +240,7 @@ pub(super) fn join_players(
                 )));
             }
             Ok(StoredPlayer {
-                state: PlayerState {
+                state: SystemState::EloMmr(PlayerState {
                     mu: row.mu,
                     sigma: row.sigma,
                     p0: row.p0,
@@ -247,7 +249,7 @@ pub(super) fn join_players(
                     log_decay: row.log_decay,
                     last_time: row.last_time,
                     rounds: to_u64(row.rounds, "rounds")?,
-                },
+                }),
                 player: row.player,
                 last_round_id: row.last_round_id,
                 last_round_time: row.last_round_time,
@@ -310,13 +312,29 @@ impl HistoryRow {
             rank: to_u64(self.rank, "rank")?,
             // Set in the same transaction as the history rows, so never missing.
             entrants: to_u64(self.entrants.unwrap_or_default(), "entrants")?,
-            performance: self.performance,
-            mu_before: self.mu_before,
-            sigma_before: self.sigma_before,
-            mu_after: self.mu_after,
-            sigma_after: self.sigma_after,
+            change: change(
+                self.performance,
+                (self.mu_before, self.sigma_before),
+                (self.mu_after, self.sigma_after),
+            ),
         })
     }
+}
+
+/// A rating change as history rows store it.
+fn change(performance: f64, before: (f64, f64), after: (f64, f64)) -> RatingChange {
+    let rating = |(mu, sigma)| Rating { mu, sigma };
+    RatingChange {
+        performance,
+        before: rating(before),
+        after: rating(after),
+    }
+}
+
+/// Elo-MMR's state, which today's schema stores: one row per player, one per factor.
+pub(super) fn elo_mmr(state: &SystemState) -> &PlayerState {
+    let SystemState::EloMmr(state) = state;
+    state
 }
 
 /// The name a variant is stored under.
@@ -379,7 +397,7 @@ pub(super) fn to_u64(value: i64, what: &'static str) -> Result<u64, Error> {
 pub(super) fn bind_pool<'q, DB>(
     query: Query<'q, DB, <DB as Database>::Arguments<'q>>,
     name: &'q str,
-    params: &Params,
+    system: &SystemParams,
 ) -> Result<Query<'q, DB, <DB as Database>::Arguments<'q>>, Error>
 where
     DB: Database,
@@ -387,6 +405,7 @@ where
     f64: Encode<'q, DB> + Type<DB>,
     i64: Encode<'q, DB> + Type<DB>,
 {
+    let SystemParams::EloMmr(params) = system;
     let history_limit = i64::try_from(params.history_limit).map_err(|_| Error::OutOfRange {
         what: "history_limit",
     })?;

@@ -15,15 +15,15 @@ use sqlx::{QueryBuilder, Sqlite, SqliteConnection, Transaction};
 use tracing::instrument;
 
 use super::rows::{
-    bind_pool, content_hash, history_page, join_players, repost_outcome, to_i64, to_u64, FactorRow,
-    FactorWrites, HistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow,
-    RoundRow,
+    bind_pool, content_hash, elo_mmr, history_page, join_players, repost_outcome, to_i64, to_u64,
+    FactorRow, FactorWrites, HistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow,
+    ResultRow, RoundRow,
 };
 use super::{
     sql, AppliedEntrant, AppliedRound, Enqueued, Error, HistoryPage, PoolInfo, PoolProgress,
     PoolWrite, QueuedRound, RoundRecord, RoundStatus, Storage, StoredPlayer,
 };
-use crate::engine::Params;
+use crate::engine::SystemParams;
 
 /// Most parameters one statement may bind (SQLite's `SQLITE_MAX_VARIABLE_NUMBER` since 3.32).
 const MAX_BOUND_PARAMETERS: usize = 32_766;
@@ -141,21 +141,24 @@ impl SqliteStorage {
         for chunk in entrants.chunks(MAX_BOUND_PARAMETERS / PLAYER_COLUMNS) {
             let rows = chunk
                 .iter()
-                .map(|e| Ok((e, to_i64(e.state.rounds, "rounds")?)))
+                .map(|e| {
+                    let state = elo_mmr(&e.state);
+                    Ok((e.player.as_str(), state, to_i64(state.rounds, "rounds")?))
+                })
                 .collect::<Result<Vec<_>, Error>>()?;
             let mut query = QueryBuilder::<Sqlite>::new(UPSERT_PLAYERS_HEAD);
-            query.push_values(&rows, |mut row, (e, rounds)| {
+            query.push_values(&rows, |mut row, &(player, state, rounds)| {
                 row.push_bind(pool)
-                    .push_bind(e.player.as_str())
-                    .push_bind(e.state.mu)
-                    .push_bind(e.state.sigma)
-                    .push_bind(*rounds)
+                    .push_bind(player)
+                    .push_bind(state.mu)
+                    .push_bind(state.sigma)
+                    .push_bind(rounds)
                     .push_bind(id)
                     .push_bind(time)
-                    .push_bind(e.state.p0)
-                    .push_bind(e.state.w0)
-                    .push_bind(e.state.log_decay)
-                    .push_bind(e.state.last_time);
+                    .push_bind(state.p0)
+                    .push_bind(state.w0)
+                    .push_bind(state.log_decay)
+                    .push_bind(state.last_time);
             });
             query.push(UPSERT_PLAYERS_TAIL);
             query.build().execute(&mut *tx).await?;
@@ -172,7 +175,7 @@ impl SqliteStorage {
     ) -> Result<(), Error> {
         let writes = entrants
             .iter()
-            .map(|e| Ok((e.player.as_str(), FactorWrites::of(&e.state)?)))
+            .map(|e| Ok((e.player.as_str(), FactorWrites::of(elo_mmr(&e.state))?)))
             .collect::<Result<Vec<_>, Error>>()?;
         let added: Vec<_> = writes
             .iter()
@@ -227,11 +230,11 @@ impl SqliteStorage {
                     .push_bind(e.player.as_str())
                     .push_bind(seq)
                     .push_bind(*rank)
-                    .push_bind(e.performance)
-                    .push_bind(e.mu_before)
-                    .push_bind(e.sigma_before)
-                    .push_bind(e.state.mu)
-                    .push_bind(e.state.sigma);
+                    .push_bind(e.change.performance)
+                    .push_bind(e.change.before.mu)
+                    .push_bind(e.change.before.sigma)
+                    .push_bind(e.change.after.mu)
+                    .push_bind(e.change.after.sigma);
             });
             query.build().execute(&mut *tx).await?;
         }
@@ -242,7 +245,7 @@ impl SqliteStorage {
 #[async_trait]
 impl Storage for SqliteStorage {
     #[instrument(skip_all, fields(db.system = "sqlite", pool.name = %name))]
-    async fn put_pool(&self, name: &str, params: &Params) -> Result<PoolWrite, Error> {
+    async fn put_pool(&self, name: &str, params: &SystemParams) -> Result<PoolWrite, Error> {
         let mut tx = self.begin_write().await?;
         let inserted = bind_pool(sqlx::query(sql::INSERT_POOL), name, params)?
             .execute(&mut *tx)

@@ -4,7 +4,7 @@
 //! queue's bound (503 `queue_full`) is in `rounds`; a slow client is in `tests/e2e`.
 
 use axum::http::StatusCode;
-use mmr_service::engine::Beliefs;
+use mmr_service::engine::{Beliefs, SystemState};
 use serde_json::json;
 
 use crate::support::{round, TestApp, POOL};
@@ -32,13 +32,19 @@ fn players_of(i: usize) -> Vec<String> {
         .collect()
 }
 
+/// How many factors an Elo-MMR belief holds.
+fn factors(state: &SystemState) -> usize {
+    let SystemState::EloMmr(belief) = state;
+    belief.factors.len()
+}
+
 /// The most factors any player of `POOL` holds in memory.
 fn most_factors_in_memory(app: &TestApp) -> usize {
     let pool = app.state.pools.get(POOL).expect("the pool");
     let state = pool.read();
     state
         .beliefs()
-        .map(|(_, player)| player.factors.len())
+        .map(|(_, player)| factors(player))
         .max()
         .unwrap_or(0)
 }
@@ -74,10 +80,10 @@ async fn a_long_stream_keeps_every_belief_within_history_limit_in_memory_and_in_
     let pool = app.state.pools.get(POOL).expect("the pool");
     for player in &stored {
         assert!(
-            player.state.factors.len() <= HISTORY_LIMIT,
+            factors(&player.state) <= HISTORY_LIMIT,
             "{}: {} factors stored",
             player.player,
-            player.state.factors.len()
+            factors(&player.state)
         );
         assert_eq!(
             Some(&player.state),

@@ -18,7 +18,7 @@ use axum::Router;
 use http_body_util::BodyExt;
 use mmr_service::api::{self, auth::hash_key};
 use mmr_service::config::{KeySettings, Overrides, ParamsOverrides, Role, Settings};
-use mmr_service::engine::{Beliefs, Params, PlayerState};
+use mmr_service::engine::{Beliefs, SystemParams, SystemState};
 use mmr_service::state::AppState;
 use mmr_service::storage;
 use mmr_service::worker::{self, Processed};
@@ -424,7 +424,7 @@ pub struct Snapshot {
     /// exactly), sorted.
     tables: BTreeMap<String, Vec<String>>,
     /// Each pool in memory: its parameters, rounds applied, and its players' posteriors.
-    memory: BTreeMap<String, (Params, u64, BTreeMap<String, PlayerState>)>,
+    memory: BTreeMap<String, (SystemParams, u64, BTreeMap<String, SystemState>)>,
     /// What each read route answered, by URI.
     api: BTreeMap<String, (StatusCode, Value)>,
 }
@@ -484,13 +484,13 @@ impl TestApp {
             .iter()
             .map(|pool| {
                 let state = pool.read();
-                let players: BTreeMap<String, PlayerState> = state
+                let players: BTreeMap<String, SystemState> = state
                     .beliefs()
                     .map(|(id, player)| (id.to_owned(), player.clone()))
                     .collect();
                 (
                     pool.name().to_owned(),
-                    (*state.params(), state.applied(), players),
+                    (state.system().clone(), state.applied(), players),
                 )
             })
             .collect();

@@ -60,7 +60,7 @@ fn rate_with_threads(
     params: &Params,
     round: &Round,
     priors: &[PlayerState],
-) -> Vec<Rated> {
+) -> Vec<Rated<PlayerState>> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
@@ -69,7 +69,11 @@ fn rate_with_threads(
     pool.install(|| rate_round(params, round, &refs).expect("a valid round"))
 }
 
-fn assert_identical(a: &[Rated], b: &[Rated], what: &str) -> Result<(), TestCaseError> {
+fn assert_identical(
+    a: &[Rated<PlayerState>],
+    b: &[Rated<PlayerState>],
+    what: &str,
+) -> Result<(), TestCaseError> {
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
         prop_assert_eq!(
             x.performance.to_bits(),
@@ -151,8 +155,11 @@ fn reorder<'a>(
 }
 
 /// Results of a reordered round put back in the original listing order.
-fn back_in_listed_order(rated: Vec<Rated>, order: &[usize]) -> Vec<Rated> {
-    let mut back: Vec<Option<Rated>> = vec![None; order.len()];
+fn back_in_listed_order(
+    rated: Vec<Rated<PlayerState>>,
+    order: &[usize],
+) -> Vec<Rated<PlayerState>> {
+    let mut back: Vec<Option<Rated<PlayerState>>> = vec![None; order.len()];
     for (&k, r) in order.iter().zip(rated) {
         back[k] = Some(r);
     }

@@ -7,13 +7,14 @@
 use std::time::Instant;
 
 use mmr_service::engine::{
-    rate_round, Factor, Params, PlayerState, Population, Rated, Round, Standing, Ties, Variant,
+    rate_round, Beliefs, Factor, Params, PlayerState, Population, Rated, Round, Standing,
+    SystemState, Ties, Variant,
 };
 
 use crate::support::Lcg;
 
 /// Every number of a rated participant is finite, and σ is positive.
-fn assert_finite(rated: &Rated, who: &str) {
+fn assert_finite(rated: &Rated<PlayerState>, who: &str) {
     let state = &rated.state;
     let numbers = [rated.performance, state.mu, state.sigma, state.p0, state.w0];
     assert!(
@@ -119,7 +120,7 @@ fn a_pool_starting_at_a_million_rates_like_one_starting_at_1500_shifted() {
     }
 }
 
-fn rate_with_newcomers(params: &Params, round: &Round) -> Vec<Rated> {
+fn rate_with_newcomers(params: &Params, round: &Round) -> Vec<Rated<PlayerState>> {
     let newcomer = PlayerState::new(params);
     let priors = vec![&newcomer; round.standings.len()];
     rate_round(params, round, &priors).expect("a valid round")
@@ -222,7 +223,7 @@ fn rate_large_round(n: usize, spread: bool) {
         if spread { "spread priors" } else { "newcomers" },
         started.elapsed()
     );
-    let mut by_rank: Vec<(u64, &Rated)> =
+    let mut by_rank: Vec<(u64, &Rated<PlayerState>)> =
         round.standings.iter().map(|s| s.rank).zip(&rated).collect();
     by_rank.sort_by_key(|&(rank, _)| rank);
     for pair in by_rank.windows(2) {
@@ -274,10 +275,14 @@ fn a_player_with_ten_thousand_rounds_keeps_a_bounded_finite_belief() {
         ]);
         population.apply(&round).expect("a valid round");
         if t == 4_999 {
-            sigma_halfway = population.player("veteran").map_or(0.0, |v| v.sigma);
+            sigma_halfway = population
+                .belief("veteran")
+                .map_or(0.0, |v| v.rating().sigma);
         }
     }
-    let veteran = population.player("veteran").expect("played");
+    let Some(SystemState::EloMmr(veteran)) = population.belief("veteran") else {
+        panic!("the veteran played");
+    };
     assert_eq!(veteran.rounds, 10_000);
     assert_eq!(veteran.factors.len(), params.history_limit);
     assert!(veteran.mu.is_finite() && veteran.p0.is_finite() && veteran.w0.is_finite());

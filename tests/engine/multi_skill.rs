@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use mmr_service::engine::params::MAX_HISTORY_LIMIT;
-use mmr_service::engine::{Params, Population, Round, Variant};
+use mmr_service::engine::{Beliefs, Params, Population, Round, Variant};
 use mmr_service::replay::{input, InputFormat};
 use multi_skill::data_processing::Contest;
 use multi_skill::systems::{simulate_contest, EloMMR, EloMMRVariant, PlayersByName};
@@ -99,7 +99,7 @@ fn largest_differences(params: Params, rounds: &[Round]) -> (usize, f64, f64) {
         .iter()
         .fold((0, 0.0, 0.0), |(count, mu, sigma), (id, player)| {
             let want = player.borrow().approx_posterior;
-            let got = ours.player(id).expect("rated by both");
+            let got = ours.belief(id).expect("rated by both").rating();
             (
                 count + 1,
                 f64::max(mu, (got.mu - want.mu).abs()),

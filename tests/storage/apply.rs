@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use mmr_service::engine::{Params, Population, Variant};
+use mmr_service::engine::{Beliefs, Params, Population, SystemParams, SystemState, Variant};
 use mmr_service::storage::{Error, RoundStatus};
 
 use crate::support::{self, create_pool, enqueue, enqueue_and_apply, population, Db, POOL};
@@ -39,18 +39,15 @@ async fn applying_the_oldest_round_stores_states_history_and_results(db: Db) {
         .collect();
     assert_eq!(order, [("b", 1), ("a", 2), ("c", 3)], "best rank first");
     for (result, entrant) in results.iter().zip(&applied.entrants) {
-        assert_eq!(result.performance, entrant.performance);
-        assert_eq!(result.mu_before, entrant.mu_before);
-        assert_eq!(result.sigma_before, entrant.sigma_before);
-        assert_eq!(result.mu_after, entrant.state.mu);
-        assert_eq!(result.sigma_after, entrant.state.sigma);
+        assert_eq!(result.change, entrant.change);
+        assert_eq!(result.change.after, entrant.state.rating());
     }
 
     let players = db.storage.load_players(POOL).await.expect("load");
     let ids: Vec<&str> = players.iter().map(|p| p.player.as_str()).collect();
     assert_eq!(ids, ["a", "b", "c"]);
     for stored in &players {
-        assert_eq!(Some(&stored.state), population.player(&stored.player));
+        assert_eq!(Some(&stored.state), population.belief(&stored.player));
         assert_eq!(stored.last_round_id, "r1");
         assert_eq!(stored.last_round_time, Some(1_000));
     }
@@ -148,7 +145,7 @@ async fn two_processes_applying_the_same_round_at_once_succeed_exactly_once(db: 
         .expect("results");
     assert_eq!(results.len(), PLAYERS);
     let stored = db.storage.load_players(POOL).await.expect("load");
-    assert!(stored.iter().all(|p| p.state.rounds == 1));
+    assert!(stored.iter().all(|p| p.state.rounds() == 1));
     other_process.close().await;
 }
 
@@ -251,6 +248,7 @@ async fn beliefs_reload_exactly_when_factors_are_dropped(db: Db) {
     ];
     let players = ["a", "b", "c", "d", "e"];
     for (pool, params) in pools {
+        let params = SystemParams::EloMmr(params);
         db.storage.put_pool(pool, &params).await.expect("create");
         let mut population = Population::new(params).expect("valid");
         for round in 0..8_usize {
@@ -278,8 +276,10 @@ async fn beliefs_reload_exactly_when_factors_are_dropped(db: Db) {
         let stored = db.storage.load_players(pool).await.expect("load");
         assert_eq!(stored.len(), players.len(), "{pool}");
         for player in &stored {
-            let want = population.player(&player.player).expect("rated");
-            assert!(want.factors.len() <= 3, "{pool}: {}", player.player);
+            let Some(want @ SystemState::EloMmr(belief)) = population.belief(&player.player) else {
+                panic!("{pool}: {} was rated", player.player);
+            };
+            assert!(belief.factors.len() <= 3, "{pool}: {}", player.player);
             assert_eq!(&player.state, want, "{pool}: {}", player.player);
         }
     }

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use mmr_service::engine::{Factor, PlayerState};
+use mmr_service::engine::{Factor, PlayerState, SystemState};
 use mmr_service::storage;
 use serde_json::json;
 use sqlx::migrate::Migrator;
@@ -150,8 +150,9 @@ async fn check_upgraded(url: &str, players: &[(String, PlayerState, String)]) {
     assert_eq!(stored.len(), players.len());
     for (got, (player, want, _)) in stored.iter().zip(players) {
         assert_eq!(&got.player, player);
-        assert_eq!(bits(&got.state), bits(want), "{player}");
-        assert_eq!(got.state, *want, "{player}");
+        let SystemState::EloMmr(state) = &got.state;
+        assert_eq!(bits(state), bits(want), "{player}");
+        assert_eq!(state, want, "{player}");
     }
 }
 

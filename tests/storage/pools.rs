@@ -1,6 +1,6 @@
 //! Pools: creation, reads with counts, and when their parameters may change.
 
-use mmr_service::engine::{Params, Ties, Variant};
+use mmr_service::engine::{Params, SystemParams, Ties, Variant};
 use mmr_service::storage::{Error, PoolWrite};
 
 use crate::support::{self, create_pool, enqueue, enqueue_and_apply, params, population, Db, POOL};
@@ -15,8 +15,8 @@ backend_tests!(
 );
 
 /// Parameters with every field away from its default, and an infinite `rho`.
-fn unusual_params() -> Params {
-    Params {
+fn unusual_params() -> SystemParams {
+    SystemParams::EloMmr(Params {
         variant: Variant::Gaussian,
         beta: 0.1 + 0.2,
         gamma: 1.0 / 3.0,
@@ -26,7 +26,7 @@ fn unusual_params() -> Params {
         drift_per_day: 5e-324,
         history_limit: 7,
         ties: Ties::Split,
-    }
+    })
 }
 
 async fn a_created_pool_reads_back_with_its_exact_parameters_and_no_rounds(db: Db) {
@@ -38,11 +38,9 @@ async fn a_created_pool_reads_back_with_its_exact_parameters_and_no_rounds(db: D
     let pool = db.storage.pool("odd").await.expect("read").expect("exists");
     assert_eq!(pool.name, "odd");
     assert_eq!(pool.params, params);
-    assert_eq!(pool.params.rho, f64::INFINITY);
-    assert_eq!(
-        pool.params.drift_per_day.to_bits(),
-        params.drift_per_day.to_bits()
-    );
+    let (SystemParams::EloMmr(got), SystemParams::EloMmr(want)) = (&pool.params, &params);
+    assert_eq!(got.rho, f64::INFINITY);
+    assert_eq!(got.drift_per_day.to_bits(), want.drift_per_day.to_bits());
     assert_eq!(
         (pool.players, pool.applied, pool.queued, pool.failed),
         (0, 0, 0, 0)
@@ -73,10 +71,10 @@ async fn a_pool_without_rounds_can_change_its_parameters(db: Db) {
 
 async fn a_pool_with_queued_or_applied_rounds_refuses_a_parameter_change(db: Db) {
     create_pool(&db).await;
-    let changed = Params {
+    let changed = SystemParams::EloMmr(Params {
         beta: 300.0,
-        ..params()
-    };
+        ..Params::default()
+    });
     enqueue(&db, "r1", &["a", "b"]).await;
     match db.storage.put_pool(POOL, &changed).await {
         Err(Error::ParamsLocked {

@@ -1,6 +1,6 @@
 //! Reads: player states bit for bit, round status and results, history pages, queue depth.
 
-use mmr_service::engine::{Factor, PlayerState};
+use mmr_service::engine::{Factor, PlayerState, Rating, RatingChange, SystemState};
 use mmr_service::storage::{AppliedEntrant, AppliedRound, RoundStatus};
 
 use crate::support::{create_pool, enqueue, enqueue_and_apply, population, Db, POOL};
@@ -79,10 +79,18 @@ async fn player_states_round_trip_bit_for_bit(db: Db) {
             .map(|(i, (state, player))| AppliedEntrant {
                 player: player.clone(),
                 rank: i as u64 + 1,
-                performance: doubles.next(),
-                mu_before: doubles.next(),
-                sigma_before: doubles.next(),
-                state: state.clone(),
+                change: RatingChange {
+                    performance: doubles.next(),
+                    before: Rating {
+                        mu: doubles.next(),
+                        sigma: doubles.next(),
+                    },
+                    after: Rating {
+                        mu: state.mu,
+                        sigma: state.sigma,
+                    },
+                },
+                state: SystemState::EloMmr(state.clone()),
             })
             .collect();
         let applied = AppliedRound {
@@ -99,7 +107,7 @@ async fn player_states_round_trip_bit_for_bit(db: Db) {
     let stored = db.storage.load_players(POOL).await.expect("load");
     assert_eq!(stored.len(), PLAYERS);
     for ((stored, want), who) in stored.iter().zip(&states).zip(&players) {
-        let got = &stored.state;
+        let SystemState::EloMmr(got) = &stored.state;
         assert_eq!(stored.player, *who);
         assert_eq!(bits(got), bits(want), "{who}");
         assert_eq!(
@@ -121,20 +129,16 @@ async fn assert_results_stored(db: &Db, id: &str, applied: &AppliedRound) {
         .and_then(|r| r.results)
         .expect("results");
     for (result, entrant) in results.iter().zip(&applied.entrants) {
-        let got = [
-            result.performance,
-            result.mu_before,
-            result.sigma_before,
-            result.mu_after,
-            result.sigma_after,
-        ];
-        let want = [
-            entrant.performance,
-            entrant.mu_before,
-            entrant.sigma_before,
-            entrant.state.mu,
-            entrant.state.sigma,
-        ];
+        let floats = |c: &RatingChange| {
+            [
+                c.performance,
+                c.before.mu,
+                c.before.sigma,
+                c.after.mu,
+                c.after.sigma,
+            ]
+        };
+        let (got, want) = (floats(&result.change), floats(&entrant.change));
         assert_eq!(
             got.map(f64::to_bits),
             want.map(f64::to_bits),
@@ -214,15 +218,8 @@ async fn history_is_newest_first_and_pages_with_the_before_cursor(db: Db) {
     assert_eq!(entry.round_id, "r5");
     assert_eq!(entry.time, Some(1_700_000_000 + 4 * 86_400));
     assert_eq!((entry.rank, entry.entrants), (1, 4));
-    assert_eq!(entry.performance, rated.performance);
-    assert_eq!(
-        (entry.mu_before, entry.sigma_before),
-        (rated.mu_before, rated.sigma_before)
-    );
-    assert_eq!(
-        (entry.mu_after, entry.sigma_after),
-        (rated.state.mu, rated.state.sigma)
-    );
+    assert_eq!(entry.change, rated.change);
+    assert_eq!(entry.change.after, rated.state.rating());
     assert!(newest.next_before.is_some());
 
     let everything = db

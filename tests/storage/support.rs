@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use mmr_service::engine::{Params, Population, Round, Standing};
+use mmr_service::engine::{Beliefs, Params, Population, Round, Standing, SystemParams};
 use mmr_service::storage::{self, AppliedEntrant, AppliedRound, Storage};
 
 pub use crate::db::Backend;
@@ -48,8 +48,8 @@ where
 }
 
 /// The default parameters, with which the fixtures' pools are created.
-pub fn params() -> Params {
-    Params::default()
+pub fn params() -> SystemParams {
+    SystemParams::EloMmr(Params::default())
 }
 
 /// Creates the test pool with default parameters.
@@ -103,11 +103,9 @@ pub fn rate(population: &mut Population, players: &[&str], time: Option<i64>) ->
         .map(|(standing, change)| AppliedEntrant {
             player: standing.player.clone(),
             rank: standing.rank,
-            performance: change.performance,
-            mu_before: change.mu_before,
-            sigma_before: change.sigma_before,
+            change,
             state: population
-                .player(&standing.player)
+                .belief(&standing.player)
                 .expect("a rated player has a state")
                 .clone(),
         })

@@ -5,24 +5,22 @@
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 
-use super::super::player::PlayerState;
+use super::super::any::SystemState;
 use super::super::population::Beliefs;
+use super::super::system::Performance;
 use super::super::Error;
-use super::{
-    expected_ranks, first_place_probabilities, match_quality, pairwise_matrix,
-    performance_distribution,
-};
+use super::{expected_ranks, first_place_probabilities, match_quality, pairwise_matrix};
 
 /// A player id resolved against the pool's beliefs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Member<'a> {
-    /// The player's belief, or a newcomer's prior if they have not played.
-    pub state: &'a PlayerState,
+    /// The player's state, or a newcomer's if they have not played.
+    pub state: &'a SystemState,
     /// Whether the player has played in the pool.
     pub known: bool,
 }
 
-/// Resolves each id to its player's state, or to a newcomer's (`PlayerState::new`) for an id
+/// Resolves each id to its player's state, or to a newcomer's for an id
 /// the pool has not seen; the result is aligned with `ids`.
 #[must_use]
 pub fn resolve<'a, B, S>(beliefs: &'a B, ids: &[S]) -> Vec<Member<'a>>
@@ -48,7 +46,7 @@ pub struct EntrantForecast {
     pub known: Vec<bool>,
     /// Mean of the entrant's performance: the sum of its members' ratings.
     pub mean: f64,
-    /// Variance of the entrant's performance: `Σ (σ² + β²)` over its members.
+    /// Variance of the entrant's performance (Elo-MMR: `Σ (σ² + β²)` over its members).
     pub variance: f64,
     /// P(the entrant finishes first).
     pub p_first: f64,
@@ -104,13 +102,13 @@ pub fn head_to_head<B: Beliefs + ?Sized>(
         return Err(Error::prediction("b", "is the same player as `a`"));
     }
     let members = resolve(beliefs, &[a, b]);
-    let params = beliefs.params();
-    let entrants = [
-        performance_distribution(params, &[members[0].state]),
-        performance_distribution(params, &[members[1].state]),
-    ];
+    let system = beliefs.system();
+    let entrants = [members[0], members[1]].map(|m| {
+        let p = system.performance(&[m.state]);
+        (p.mean, p.variance)
+    });
     // Two entrants: P(a first) is P(a ahead of b). Nobody can cancel so small a request.
-    let p_first = first_place_probabilities(params, &entrants, &AtomicBool::new(false))?;
+    let p_first = first_place_probabilities(system.model(), &entrants, &AtomicBool::new(false))?;
     Ok(HeadToHead {
         probability: p_first[0],
         a_known: members[0].known,
@@ -136,23 +134,25 @@ where
     S: AsRef<str>,
 {
     check_entrants(entrants)?;
-    let params = beliefs.params();
+    let system = beliefs.system();
+    let model = system.model();
     let sides: Vec<Vec<Member<'_>>> = entrants
         .iter()
         .map(|ids| resolve(beliefs, ids.as_ref()))
         .collect();
-    let states: Vec<Vec<&PlayerState>> = sides
+    let distributions: Vec<Performance> = sides
         .iter()
-        .map(|side| side.iter().map(|m| m.state).collect())
+        .map(|side| {
+            let members: Vec<&SystemState> = side.iter().map(|m| m.state).collect();
+            system.performance(&members)
+        })
         .collect();
-    let performances: Vec<(f64, f64)> = states
-        .iter()
-        .map(|members| performance_distribution(params, members))
-        .collect();
-    let quality = match_quality(params, &states)?;
-    let p_first = first_place_probabilities(params, &performances, cancel)?;
+    let performances: Vec<(f64, f64)> =
+        distributions.iter().map(|p| (p.mean, p.variance)).collect();
+    let quality = match_quality(&distributions)?;
+    let p_first = first_place_probabilities(model, &performances, cancel)?;
     let ranks: Vec<Option<f64>> = if figures.expected_ranks {
-        expected_ranks(params, &performances, cancel)?
+        expected_ranks(model, &performances, cancel)?
             .into_iter()
             .map(Some)
             .collect()
@@ -160,7 +160,7 @@ where
         vec![None; performances.len()]
     };
     let pairwise = if figures.pairwise {
-        Some(pairwise_matrix(params, &performances, cancel)?)
+        Some(pairwise_matrix(model, &performances, cancel)?)
     } else {
         None
     };
@@ -267,7 +267,7 @@ mod tests {
         let population = pool();
         let members = resolve(&population, &["alice", "carol"]);
         assert!(members[0].known && !members[1].known);
-        assert_eq!(members[1].state, &PlayerState::new(population.params()));
+        assert_eq!(members[1].state, &population.system().newcomer());
         let f = forecast_of(&population, &[&["alice", "carol"], &["bob"], &["dave"]]);
         let known: Vec<&[bool]> = f.entrants.iter().map(|e| e.known.as_slice()).collect();
         assert_eq!(known, [&[true, false][..], &[true], &[false]]);
@@ -352,8 +352,12 @@ mod tests {
             prop_assert!(matches!(h2h, Ok(h) if (h.probability - pairwise[0][1]).abs() < 1e-9));
             prop_assert!((f.entrants[0].p_first - pairwise[0][1]).abs() < 1e-9);
             let members = resolve(&population, &[a, b]);
-            let two = match_quality_two(population.params(), &[members[0].state], &[members[1].state]);
-            prop_assert!(matches!(two, Ok(q) if (q - f.quality).abs() < AGREEMENT));
+            let system = population.system();
+            let two = match_quality_two(
+                &system.performance(&[members[0].state]),
+                &system.performance(&[members[1].state]),
+            );
+            prop_assert!((two - f.quality).abs() < AGREEMENT);
         }
 
         #[test]
@@ -367,7 +371,7 @@ mod tests {
             prop_assert!((p_sum - 1.0).abs() < AGREEMENT);
             prop_assert!((rank_sum - 6.0).abs() < 1e-9);
             prop_assert!(f.quality > 0.0 && f.quality <= 1.0);
-            let beta2 = population.params().beta.powi(2);
+            let beta2 = Params::default().beta.powi(2);
             prop_assert!(f.entrants[0].variance > split as f64 * beta2);
         }
     }

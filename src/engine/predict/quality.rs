@@ -1,81 +1,52 @@
 //! Match quality (TrueSkill paper; MATH.md "Predictions"): the probability of a draw relative
 //! to the most even match possible with the same uncertainties, for two sides and for k.
-//! It is the same formula in both performance models, and it depends only on the players'
-//! `μ`, `σ` and the pool's `β`.
+//! It is the same formula in both performance models, and it depends only on each side's
+//! [`Performance`]: its summed rating, skill variance and performance noise.
 
-use super::super::params::Params;
-use super::super::player::PlayerState;
+use super::super::system::Performance;
 use super::super::Error;
 
 /// Quality of a match between sides `a` and `b`:
-/// `sqrt(n β² / c²) · exp(−(Σ_a μ − Σ_b μ)² / (2 c²))` with `n` the players in the match and
-/// `c² = n β² + Σ σ²`. In `(0, 1]`, 1 only for equal sums of ratings and no uncertainty.
-/// An empty side is an error naming `entrants[0].players` or `entrants[1].players`.
-pub fn match_quality_two(
-    params: &Params,
-    a: &[&PlayerState],
-    b: &[&PlayerState],
-) -> Result<f64, Error> {
-    check_sides(&[a.len(), b.len()])?;
-    let beta2 = params.beta * params.beta;
-    let players = (a.len() + b.len()) as f64;
-    let sigma2: f64 = a.iter().chain(b).map(|p| p.sigma * p.sigma).sum();
-    let c2 = players * beta2 + sigma2;
-    let gap = a.iter().map(|p| p.mu).sum::<f64>() - b.iter().map(|p| p.mu).sum::<f64>();
-    Ok((players * beta2 / c2).sqrt() * (-gap * gap / (2.0 * c2)).exp())
+/// `sqrt(N / c²) · exp(−(μ_a − μ_b)² / (2 c²))` with `N` the sides' summed performance noise
+/// (`n β²` for `n` players) and `c² = N + Σ σ²`. In `(0, 1]`, 1 only for equal ratings and no
+/// uncertainty.
+#[must_use]
+pub fn match_quality_two(a: &Performance, b: &Performance) -> f64 {
+    let noise = a.noise_variance + b.noise_variance;
+    let c2 = noise + (a.skill_variance + b.skill_variance);
+    let gap = a.mean - b.mean;
+    (noise / c2).sqrt() * (-gap * gap / (2.0 * c2)).exp()
 }
 
 /// Quality of a match between `k ≥ 2` sides:
-/// `sqrt(det(β² AᵀA) / det(β² AᵀA + AᵀΣA)) · exp(−½ μᵀA (β² AᵀA + AᵀΣA)⁻¹ Aᵀμ)`, where
+/// `sqrt(det(AᵀNA) / det(AᵀNA + AᵀΣA)) · exp(−½ μᵀA (AᵀNA + AᵀΣA)⁻¹ Aᵀμ)`, where
 /// column `c` of `A` is side `c` minus side `c + 1` (+1 for the first side's players, −1 for
-/// the second's) and `Σ = diag(σ²)`. Any other basis of side differences gives the same
-/// value, so the order of the sides does not matter; for two sides it is
-/// [`match_quality_two`]. Fewer than two sides is an error naming `entrants`, an empty one
-/// names `entrants[i].players`.
-pub fn match_quality<'a, S: AsRef<[&'a PlayerState]>>(
-    params: &Params,
-    sides: &[S],
-) -> Result<f64, Error> {
-    let sizes: Vec<usize> = sides.iter().map(|s| s.as_ref().len()).collect();
-    check_sides(&sizes)?;
-    let beta2 = params.beta * params.beta;
+/// the second's), `N = diag(β²)` is each player's performance noise and `Σ = diag(σ²)`. Any
+/// other basis of side differences gives the same value, so the order of the sides does not
+/// matter; for two sides it is [`match_quality_two`]. Fewer than two sides is an error naming
+/// `entrants`.
+pub fn match_quality(sides: &[Performance]) -> Result<f64, Error> {
+    if sides.len() < 2 {
+        return Err(Error::prediction("entrants", "needs at least 2 entrants"));
+    }
     // Every player of a side has the same row of A, so AᵀWA for a diagonal W only needs the
     // sum of W over each side: the matrices are (k−1)×(k−1) whatever the team sizes.
-    let players: Vec<f64> = sizes.iter().map(|&n| beta2 * n as f64).collect();
-    let variances: Vec<f64> = sides
+    let noise: Vec<f64> = sides.iter().map(|s| s.noise_variance).collect();
+    let gaps: Vec<f64> = sides.windows(2).map(|s| s[0].mean - s[1].mean).collect();
+    let spread: Vec<f64> = sides
         .iter()
-        .map(|s| s.as_ref().iter().map(|p| p.sigma * p.sigma).sum())
+        .map(|s| s.noise_variance + s.skill_variance)
         .collect();
-    let means: Vec<f64> = sides
-        .iter()
-        .map(|s| s.as_ref().iter().map(|p| p.mu).sum())
-        .collect();
-    let gaps: Vec<f64> = means.windows(2).map(|m| m[0] - m[1]).collect();
-    let spread: Vec<f64> = players.iter().zip(&variances).map(|(p, v)| p + v).collect();
     let (Some(skill), Some(total)) = (
-        TridiagonalCholesky::of_difference_gram(&players),
+        TridiagonalCholesky::of_difference_gram(&noise),
         TridiagonalCholesky::of_difference_gram(&spread),
     ) else {
-        // Both matrices are positive definite for non-empty sides and β > 0; a failure means
-        // the inputs were not finite.
+        // Both matrices are positive definite for sides with players and β > 0; a failure
+        // means the inputs were not finite.
         return Ok(0.0);
     };
     let quadratic: f64 = total.forward(&gaps).iter().map(|y| y * y).sum();
     Ok((0.5 * (skill.ln_det() - total.ln_det()) - 0.5 * quadratic).exp())
-}
-
-/// Refuses fewer than two sides and empty sides.
-fn check_sides(sizes: &[usize]) -> Result<(), Error> {
-    if sizes.len() < 2 {
-        return Err(Error::prediction("entrants", "needs at least 2 entrants"));
-    }
-    match sizes.iter().position(|&n| n == 0) {
-        Some(i) => Err(Error::prediction(
-            format!("entrants[{i}].players"),
-            "has no players",
-        )),
-        None => Ok(()),
-    }
 }
 
 /// The Cholesky factor `L` (`L Lᵀ = M`) of `M = AᵀWA`, for the side-difference matrix `A` of
@@ -135,6 +106,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::engine::{EloMmr, Params, PlayerState, RatingSystem};
 
     /// Agreement expected between two evaluations of the same quality.
     const AGREEMENT: f64 = 1e-12;
@@ -160,12 +132,19 @@ mod tests {
         })
     }
 
-    fn refs(sides: &[Vec<PlayerState>]) -> Vec<Vec<&PlayerState>> {
-        sides.iter().map(|side| side.iter().collect()).collect()
+    /// Each side's performance in a pool with the default parameters.
+    fn performances(sides: &[Vec<PlayerState>]) -> Vec<Performance> {
+        sides
+            .iter()
+            .map(|side| {
+                let members: Vec<&PlayerState> = side.iter().collect();
+                EloMmr::performance(&Params::default(), &members)
+            })
+            .collect()
     }
 
     fn quality(sides: &[Vec<PlayerState>]) -> f64 {
-        match match_quality(&Params::default(), &refs(sides)) {
+        match match_quality(&performances(sides)) {
             Ok(q) => q,
             Err(e) => panic!("valid sides refused: {e}"),
         }
@@ -175,52 +154,33 @@ mod tests {
     fn two_equal_newcomers_have_the_quality_of_the_formula_worked_by_hand() {
         // c² = 2·200² + 2·350² = 325 000, and equal ratings leave only sqrt(2·200² / c²).
         const BY_HAND: f64 = 0.496_138_938_356_833_8;
-        let params = Params::default();
-        let (a, b) = (PlayerState::new(&params), PlayerState::new(&params));
-        let two = match_quality_two(&params, &[&a], &[&b]);
-        let k = match_quality(&params, &[[&a], [&b]]);
-        for q in [two, k] {
-            assert!(
-                matches!(q, Ok(q) if (q - BY_HAND).abs() < AGREEMENT),
-                "{q:?}"
-            );
-        }
+        let newcomer = PlayerState::new(&Params::default());
+        let sides = performances(&[vec![newcomer.clone()], vec![newcomer]]);
+        let two = match_quality_two(&sides[0], &sides[1]);
+        assert!((two - BY_HAND).abs() < AGREEMENT, "{two}");
+        let k = match_quality(&sides);
+        assert!(
+            matches!(k, Ok(q) if (q - BY_HAND).abs() < AGREEMENT),
+            "{k:?}"
+        );
     }
 
     #[test]
-    fn fewer_than_two_sides_or_an_empty_side_are_refused() {
-        let params = Params::default();
-        let a = PlayerState::new(&params);
-        let cases: [(&[Vec<&PlayerState>], &str); 4] = [
-            (&[], "entrants"),
-            (&[vec![&a]], "entrants"),
-            (&[vec![&a], vec![]], "entrants[1].players"),
-            (&[vec![], vec![&a], vec![&a]], "entrants[0].players"),
-        ];
-        for (sides, field) in cases {
-            let error = match_quality(&params, sides).err();
-            assert_eq!(
-                error.as_ref().and_then(Error::field),
-                Some(field),
-                "{} sides: {error:?}",
-                sides.len()
-            );
+    fn fewer_than_two_sides_are_refused() {
+        let one = performances(&[vec![PlayerState::new(&Params::default())]]);
+        for sides in [&[][..], &one] {
+            let error = match_quality(sides).err();
+            assert_eq!(error.as_ref().and_then(Error::field), Some("entrants"));
         }
-        let error = match_quality_two(&params, &[], &[&a]).err();
-        assert_eq!(
-            error.as_ref().and_then(Error::field),
-            Some("entrants[0].players")
-        );
     }
 
     proptest! {
         #[test]
         fn the_k_side_formula_with_two_sides_is_the_two_side_formula(sides in sides(2..3)) {
-            let params = Params::default();
-            let r = refs(&sides);
-            let two = match_quality_two(&params, &r[0], &r[1]);
-            let k = match_quality(&params, &r);
-            prop_assert!(matches!((two, k), (Ok(a), Ok(b)) if (a - b).abs() < AGREEMENT));
+            let p = performances(&sides);
+            let two = match_quality_two(&p[0], &p[1]);
+            let k = match_quality(&p);
+            prop_assert!(matches!(k, Ok(k) if (two - k).abs() < AGREEMENT), "{} {:?}", two, k);
         }
 
         #[test]

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rayon::prelude::*;
 
 use super::super::normal;
-use super::super::params::{Params, Variant};
+use super::super::system::Model;
 use super::super::{Error, LOGISTIC_SCALE};
 use super::{beats, quadrature};
 
@@ -59,7 +59,7 @@ const LN_SQRT_2PI: f64 = 0.918_938_533_204_672_8;
 /// One entrant's performance distribution, in the pool's model.
 #[derive(Debug, Clone, Copy)]
 struct Curve {
-    variant: Variant,
+    model: Model,
     mean: f64,
     /// Gaussian std `δ`, or logistic scale `s̄`.
     scale: f64,
@@ -67,14 +67,14 @@ struct Curve {
 }
 
 impl Curve {
-    fn new(variant: Variant, (mean, variance): (f64, f64)) -> Self {
+    fn new(model: Model, (mean, variance): (f64, f64)) -> Self {
         let std = variance.sqrt();
-        let scale = match variant {
-            Variant::Logistic => LOGISTIC_SCALE * std,
-            Variant::Gaussian => std,
+        let scale = match model {
+            Model::Logistic => LOGISTIC_SCALE * std,
+            Model::Gaussian => std,
         };
         Self {
-            variant,
+            model,
             mean,
             scale,
             ln_scale: scale.ln(),
@@ -83,17 +83,17 @@ impl Curve {
 
     /// Width of a panel where this curve's mass lies.
     fn panel(&self) -> f64 {
-        let scales = match self.variant {
-            Variant::Logistic => LOGISTIC_PANEL,
-            Variant::Gaussian => GAUSSIAN_PANEL,
+        let scales = match self.model {
+            Model::Logistic => LOGISTIC_PANEL,
+            Model::Gaussian => GAUSSIAN_PANEL,
         };
         scales * self.scale
     }
 
     fn reach(&self) -> f64 {
-        let scales = match self.variant {
-            Variant::Logistic => LOGISTIC_REACH,
-            Variant::Gaussian => GAUSSIAN_REACH,
+        let scales = match self.model {
+            Model::Logistic => LOGISTIC_REACH,
+            Model::Gaussian => GAUSSIAN_REACH,
         };
         scales * self.scale
     }
@@ -109,13 +109,13 @@ impl Curve {
     /// `(ln f(x), ln F(x))`, finite however far into the tails.
     fn ln_pdf_cdf(&self, x: f64) -> (f64, f64) {
         let z = (x - self.mean) / self.scale;
-        match self.variant {
-            Variant::Logistic => {
+        match self.model {
+            Model::Logistic => {
                 let a = z.abs();
                 let l = (-a).exp().ln_1p();
                 (-a - 2.0 * l - self.ln_scale, z.min(0.0) - l)
             }
-            Variant::Gaussian => {
+            Model::Gaussian => {
                 let ln_cdf = if z >= 0.0 {
                     (-0.5 * libm::erfc(z * FRAC_1_SQRT_2)).ln_1p()
                 } else {
@@ -130,8 +130,8 @@ impl Curve {
     /// `(f(x), F(x), 1 − F(x))`, each to full relative precision.
     fn pdf_cdf_sf(&self, x: f64) -> (f64, f64, f64) {
         let z = (x - self.mean) / self.scale;
-        match self.variant {
-            Variant::Logistic => {
+        match self.model {
+            Model::Logistic => {
                 let t = (-z.abs()).exp();
                 let (near, far) = (1.0 / (1.0 + t), t / (1.0 + t));
                 let pdf = near * far / self.scale;
@@ -141,7 +141,7 @@ impl Curve {
                     (pdf, far, near)
                 }
             }
-            Variant::Gaussian => (
+            Model::Gaussian => (
                 (-0.5 * z * z - LN_SQRT_2PI - self.ln_scale).exp(),
                 0.5 * libm::erfc(-z * FRAC_1_SQRT_2),
                 0.5 * libm::erfc(z * FRAC_1_SQRT_2),
@@ -242,11 +242,8 @@ impl Grid {
     }
 }
 
-fn curves(params: &Params, entrants: &[(f64, f64)]) -> Vec<Curve> {
-    entrants
-        .iter()
-        .map(|&e| Curve::new(params.variant, e))
-        .collect()
+fn curves(model: Model, entrants: &[(f64, f64)]) -> Vec<Curve> {
+    entrants.iter().map(|&e| Curve::new(model, e)).collect()
 }
 
 /// The range holding every entrant's mass.
@@ -267,7 +264,7 @@ fn full_range(curves: &[Curve]) -> (f64, f64) {
 /// positive. Accurate to 1e-9 each, and the result sums to 1 to rounding. Stops with
 /// [`Error::Cancelled`] soon after `cancel` is set.
 pub fn first_place_probabilities(
-    params: &Params,
+    model: Model,
     entrants: &[(f64, f64)],
     cancel: &AtomicBool,
 ) -> Result<Vec<f64>, Error> {
@@ -275,7 +272,7 @@ pub fn first_place_probabilities(
     if k < 2 {
         return Ok(vec![1.0; k]);
     }
-    let curves = curves(params, entrants);
+    let curves = curves(model, entrants);
     // Below the highest of the entrants' lowest points, the best performance lies with
     // probability at most F(−reach): nothing of any P(first) is there.
     let lo = curves
@@ -303,7 +300,7 @@ pub fn first_place_probabilities(
 /// accurate to 1e-9; the ranks sum to `k(k+1)/2`. Stops with [`Error::Cancelled`] soon after
 /// `cancel` is set.
 pub fn expected_ranks(
-    params: &Params,
+    model: Model,
     entrants: &[(f64, f64)],
     cancel: &AtomicBool,
 ) -> Result<Vec<f64>, Error> {
@@ -311,7 +308,7 @@ pub fn expected_ranks(
     if k < 2 {
         return Ok(vec![1.0; k]);
     }
-    let curves = curves(params, entrants);
+    let curves = curves(model, entrants);
     let (lo, hi) = full_range(&curves);
     let grid = Grid::new(&curves, lo, hi);
     let ahead = grid.integrate(k, cancel, |x, w, sum, values| {
@@ -338,25 +335,25 @@ pub fn expected_ranks(
 /// and for two entrants it equals their [`first_place_probabilities`]. O(k²): computed only
 /// when asked for. Stops with [`Error::Cancelled`] soon after `cancel` is set.
 pub fn pairwise_matrix(
-    params: &Params,
+    model: Model,
     entrants: &[(f64, f64)],
     cancel: &AtomicBool,
 ) -> Result<Vec<Vec<f64>>, Error> {
     let k = entrants.len();
-    let upper: Vec<Option<Vec<f64>>> = match params.variant {
-        Variant::Gaussian => (0..k)
+    let upper: Vec<Option<Vec<f64>>> = match model {
+        Model::Gaussian => (0..k)
             .into_par_iter()
             .with_min_len(ROWS_PER_TASK)
             .map(|i| {
                 (!cancel.load(Ordering::Relaxed)).then(|| {
                     entrants[i + 1..]
                         .iter()
-                        .map(|&b| beats(params, entrants[i], b))
+                        .map(|&b| beats(model, entrants[i], b))
                         .collect()
                 })
             })
             .collect(),
-        Variant::Logistic => logistic_upper_triangle(params, entrants, cancel),
+        Model::Logistic => logistic_upper_triangle(model, entrants, cancel),
     };
     let mut matrix = vec![vec![0.5; k]; k];
     for (i, row) in upper.into_iter().enumerate() {
@@ -372,11 +369,11 @@ pub fn pairwise_matrix(
 /// Row `i` holds `P(i ahead of j) = ∫ f_i F_j` for every `j > i`: dot products of the
 /// weighted densities of `i` with the distributions of `j` over the nodes where `i` has mass.
 fn logistic_upper_triangle(
-    params: &Params,
+    model: Model,
     entrants: &[(f64, f64)],
     cancel: &AtomicBool,
 ) -> Vec<Option<Vec<f64>>> {
-    let curves = curves(params, entrants);
+    let curves = curves(model, entrants);
     let (lo, hi) = full_range(&curves);
     let grid = Grid::new(&curves, lo, hi);
     let n = grid.nodes.len();
@@ -440,16 +437,16 @@ mod tests {
     /// A cancel flag nobody sets.
     static GO: AtomicBool = AtomicBool::new(false);
 
-    fn p_first(params: &Params, entrants: &[(f64, f64)]) -> Vec<f64> {
-        first_place_probabilities(params, entrants, &GO).expect("never cancelled")
+    fn p_first(model: Model, entrants: &[(f64, f64)]) -> Vec<f64> {
+        first_place_probabilities(model, entrants, &GO).expect("never cancelled")
     }
 
-    fn ranks(params: &Params, entrants: &[(f64, f64)]) -> Vec<f64> {
-        expected_ranks(params, entrants, &GO).expect("never cancelled")
+    fn ranks(model: Model, entrants: &[(f64, f64)]) -> Vec<f64> {
+        expected_ranks(model, entrants, &GO).expect("never cancelled")
     }
 
-    fn matrix(params: &Params, entrants: &[(f64, f64)]) -> Vec<Vec<f64>> {
-        pairwise_matrix(params, entrants, &GO).expect("never cancelled")
+    fn matrix(model: Model, entrants: &[(f64, f64)]) -> Vec<Vec<f64>> {
+        pairwise_matrix(model, entrants, &GO).expect("never cancelled")
     }
 
     fn assert_close(what: &str, fast: &[f64], slow: &[f64]) {
@@ -464,15 +461,8 @@ mod tests {
     /// Accuracy promised for every probability.
     const ACCURACY: f64 = 1e-9;
 
-    fn params(variant: Variant) -> Params {
-        Params {
-            variant,
-            ..Params::default()
-        }
-    }
-
-    fn variant() -> impl Strategy<Value = Variant> {
-        prop_oneof![Just(Variant::Logistic), Just(Variant::Gaussian)]
+    fn variant() -> impl Strategy<Value = Model> {
+        prop_oneof![Just(Model::Logistic), Just(Model::Gaussian)]
     }
 
     /// Entrants as `(mean, variance)`: means close together or up to 1.5e5 apart, stds from
@@ -524,18 +514,18 @@ mod tests {
 
     #[test]
     fn means_1e5_apart_give_certainty_and_never_nan() {
-        for variant in [Variant::Logistic, Variant::Gaussian] {
+        for variant in [Model::Logistic, Model::Gaussian] {
             let entrants = [
                 (0.0, 250.0 * 250.0),
                 (1e5, 400.0 * 400.0),
                 (-1e5, 210.0 * 210.0),
             ];
-            let p = p_first(&params(variant), &entrants);
+            let p = p_first(variant, &entrants);
             assert!(
                 (p[1] - 1.0).abs() < ACCURACY && p[0] < ACCURACY && p[2] < ACCURACY,
                 "{variant:?}: {p:?}"
             );
-            let ranks = ranks(&params(variant), &entrants);
+            let ranks = ranks(variant, &entrants);
             for (rank, want) in ranks.iter().zip([2.0, 1.0, 3.0]) {
                 assert!((rank - want).abs() < ACCURACY, "{variant:?}: {ranks:?}");
             }
@@ -545,8 +535,8 @@ mod tests {
     #[test]
     fn sixty_four_identical_entrants_each_win_one_time_in_sixty_four() {
         const COUNT: usize = 64;
-        for variant in [Variant::Logistic, Variant::Gaussian] {
-            let p = p_first(&params(variant), &[(1500.0, 9e4); COUNT]);
+        for variant in [Model::Logistic, Model::Gaussian] {
+            let p = p_first(variant, &[(1500.0, 9e4); COUNT]);
             for pi in p {
                 assert!(
                     (pi - 1.0 / COUNT as f64).abs() < ACCURACY,
@@ -560,12 +550,12 @@ mod tests {
     fn the_logistic_closed_form_stays_within_a_point_and_a_half_of_the_exact_value() {
         // The largest gap seen on this grid is 0.0102 (equal variances, means one std apart).
         const APPROXIMATION_GAP: f64 = 0.015;
-        let params = params(Variant::Logistic);
+        let model = Model::Logistic;
         for gap in [0.0, 50.0, 150.0, 300.0, 600.0, 1_200.0, 3_000.0] {
             for (var_a, var_b) in [(9e4, 9e4), (4.5e4, 3e5), (4e4, 1e6)] {
                 let (a, b) = ((gap, var_a), (0.0, var_b));
-                let exact = matrix(&params, &[a, b])[0][1];
-                let closed = beats(&params, a, b);
+                let exact = matrix(model, &[a, b])[0][1];
+                let closed = beats(model, a, b);
                 assert!(
                     (exact - closed).abs() < APPROXIMATION_GAP,
                     "gap {gap}, variances {var_a} {var_b}: {exact} vs {closed}"
@@ -582,7 +572,7 @@ mod tests {
             variant in variant(),
             entrants in entrants(2..9),
         ) {
-            let p = p_first(&params(variant), &entrants);
+            let p = p_first(variant, &entrants);
             prop_assert!(p.iter().all(|pi| (0.0..=1.0).contains(pi)), "{:?}", p);
             prop_assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-12, "{:?}", p);
         }
@@ -592,7 +582,7 @@ mod tests {
             variant in variant(),
             entrants in entrants(2..7),
         ) {
-            let m = matrix(&params(variant), &entrants);
+            let m = matrix(variant, &entrants);
             for (i, row) in m.iter().enumerate() {
                 for (j, &p) in row.iter().enumerate() {
                     prop_assert!((0.0..=1.0).contains(&p), "[{}][{}] = {}", i, j, p);
@@ -606,13 +596,13 @@ mod tests {
             variant in variant(),
             entrants in entrants(2..3),
         ) {
-            let params = params(variant);
-            let p = p_first(&params, &entrants);
-            let m = matrix(&params, &entrants);
+            let model = variant;
+            let p = p_first(model, &entrants);
+            let m = matrix(model, &entrants);
             prop_assert!((p[0] - m[0][1]).abs() < ACCURACY, "{} vs {}", p[0], m[0][1]);
             prop_assert!((p[1] - m[1][0]).abs() < ACCURACY, "{} vs {}", p[1], m[1][0]);
-            if variant == Variant::Gaussian {
-                let closed = beats(&params, entrants[0], entrants[1]);
+            if variant == Model::Gaussian {
+                let closed = beats(model, entrants[0], entrants[1]);
                 prop_assert!((p[0] - closed).abs() < ACCURACY, "{} vs {}", p[0], closed);
             }
         }
@@ -622,7 +612,7 @@ mod tests {
             variant in variant(),
             entrants in entrants(2..7),
         ) {
-            let ranks = ranks(&params(variant), &entrants);
+            let ranks = ranks(variant, &entrants);
             let k = entrants.len() as f64;
             prop_assert!((ranks.iter().sum::<f64>() - k * (k + 1.0) / 2.0).abs() < 1e-9);
             prop_assert!(ranks.iter().all(|r| (1.0..=k).contains(r)), "{:?}", ranks);
@@ -636,8 +626,8 @@ mod tests {
             std in 50.0..2_000.0f64,
         ) {
             let entrants = vec![(mean, std * std); count];
-            let p = p_first(&params(variant), &entrants);
-            let ranks = ranks(&params(variant), &entrants);
+            let p = p_first(variant, &entrants);
+            let ranks = ranks(variant, &entrants);
             for (pi, rank) in p.iter().zip(&ranks) {
                 prop_assert!((pi - 1.0 / count as f64).abs() < 1e-12, "{:?}", p);
                 prop_assert!((rank - (count as f64 + 1.0) / 2.0).abs() < 1e-12, "{:?}", ranks);
@@ -650,16 +640,16 @@ mod tests {
             entrants in entrants(2..6),
             shift in -1e4..1e4f64,
         ) {
-            let params = params(variant);
+            let model = variant;
             let shifted: Vec<(f64, f64)> = entrants.iter().map(|&(m, v)| (m + shift, v)).collect();
             let (p, q) = (
-                p_first(&params, &entrants),
-                p_first(&params, &shifted),
+                p_first(model, &entrants),
+                p_first(model, &shifted),
             );
             for (a, b) in p.iter().zip(&q) {
                 prop_assert!((a - b).abs() < ACCURACY, "{:?} vs {:?}", p, q);
             }
-            let (m, n) = (matrix(&params, &entrants), matrix(&params, &shifted));
+            let (m, n) = (matrix(model, &entrants), matrix(model, &shifted));
             for (a, b) in m.iter().flatten().zip(n.iter().flatten()) {
                 prop_assert!((a - b).abs() < ACCURACY, "{:?} vs {:?}", m, n);
             }
@@ -670,10 +660,10 @@ mod tests {
             variant in variant(),
             entrants in entrants(2..7),
         ) {
-            let params = params(variant);
+            let model = variant;
             let reversed: Vec<(f64, f64)> = entrants.iter().rev().copied().collect();
-            let p = p_first(&params, &entrants);
-            let q = p_first(&params, &reversed);
+            let p = p_first(model, &entrants);
+            let q = p_first(model, &reversed);
             for (a, b) in p.iter().zip(q.iter().rev()) {
                 prop_assert!((a - b).abs() < ACCURACY, "{:?} vs {:?}", p, q);
             }
@@ -684,18 +674,18 @@ mod tests {
     fn a_set_cancel_flag_stops_every_figure() {
         let stop = AtomicBool::new(true);
         let entrants = [(1500.0, 9e4); 200];
-        for variant in [Variant::Logistic, Variant::Gaussian] {
-            let params = params(variant);
+        for variant in [Model::Logistic, Model::Gaussian] {
+            let model = variant;
             assert_eq!(
-                first_place_probabilities(&params, &entrants, &stop),
+                first_place_probabilities(model, &entrants, &stop),
                 Err(Error::Cancelled)
             );
             assert_eq!(
-                expected_ranks(&params, &entrants, &stop),
+                expected_ranks(model, &entrants, &stop),
                 Err(Error::Cancelled)
             );
             assert_eq!(
-                pairwise_matrix(&params, &entrants, &stop),
+                pairwise_matrix(model, &entrants, &stop),
                 Err(Error::Cancelled)
             );
         }
@@ -712,20 +702,20 @@ mod tests {
                 (mean, std * std)
             })
             .collect();
-        for variant in [Variant::Logistic, Variant::Gaussian] {
-            let params = params(variant);
-            let slow_matrix = reference::pairwise_matrix(&params, &entrants);
+        for variant in [Model::Logistic, Model::Gaussian] {
+            let model = variant;
+            let slow_matrix = reference::pairwise_matrix(model, &entrants);
             assert_close(
                 "P(first)",
-                &p_first(&params, &entrants),
-                &reference::first_place_probabilities(&params, &entrants),
+                &p_first(model, &entrants),
+                &reference::first_place_probabilities(model, &entrants),
             );
             assert_close(
                 "expected rank",
-                &ranks(&params, &entrants),
+                &ranks(model, &entrants),
                 &reference::expected_ranks(&slow_matrix),
             );
-            let fast_matrix = matrix(&params, &entrants);
+            let fast_matrix = matrix(model, &entrants);
             for (fast, slow) in fast_matrix.iter().zip(&slow_matrix) {
                 assert_close("pairwise", fast, slow);
             }
@@ -740,15 +730,15 @@ mod tests {
             variant in variant(),
             entrants in entrants(2..9),
         ) {
-            let params = params(variant);
-            let slow_matrix = reference::pairwise_matrix(&params, &entrants);
+            let model = variant;
+            let slow_matrix = reference::pairwise_matrix(model, &entrants);
             assert_close(
                 "P(first)",
-                &p_first(&params, &entrants),
-                &reference::first_place_probabilities(&params, &entrants),
+                &p_first(model, &entrants),
+                &reference::first_place_probabilities(model, &entrants),
             );
-            assert_close("expected rank", &ranks(&params, &entrants), &reference::expected_ranks(&slow_matrix));
-            for (fast, slow) in matrix(&params, &entrants).iter().zip(&slow_matrix) {
+            assert_close("expected rank", &ranks(model, &entrants), &reference::expected_ranks(&slow_matrix));
+            for (fast, slow) in matrix(model, &entrants).iter().zip(&slow_matrix) {
                 assert_close("pairwise", fast, slow);
             }
         }
@@ -762,7 +752,7 @@ mod tests {
             raw in prop::collection::vec((-1_500.0..1_500.0f64, 50.0..800.0f64), 3..4),
         ) {
             let entrants: Vec<(f64, f64)> = raw.iter().map(|&(m, s)| (m, s * s)).collect();
-            let p = p_first(&params(Variant::Gaussian), &entrants);
+            let p = p_first(Model::Gaussian, &entrants);
             let brute = riemann_first_place(&entrants);
             for (a, b) in p.iter().zip(&brute) {
                 prop_assert!((a - b).abs() < ACCURACY, "{:?} vs {:?}", p, brute);

@@ -12,7 +12,7 @@
 use std::f64::consts::FRAC_1_SQRT_2;
 
 use super::super::super::normal;
-use super::super::super::params::{Params, Variant};
+use super::super::super::system::Model;
 use super::super::super::LOGISTIC_SCALE;
 use super::super::{beats, quadrature};
 
@@ -34,7 +34,7 @@ const LN_SQRT_2PI: f64 = 0.918_938_533_204_672_8;
 /// One entrant's performance distribution, in the pool's model.
 #[derive(Debug, Clone, Copy)]
 struct Curve {
-    variant: Variant,
+    model: Model,
     mean: f64,
     /// Gaussian std `δ`, or logistic scale `s̄`.
     scale: f64,
@@ -42,14 +42,14 @@ struct Curve {
 }
 
 impl Curve {
-    fn new(variant: Variant, (mean, variance): (f64, f64)) -> Self {
+    fn new(model: Model, (mean, variance): (f64, f64)) -> Self {
         let std = variance.sqrt();
-        let scale = match variant {
-            Variant::Logistic => LOGISTIC_SCALE * std,
-            Variant::Gaussian => std,
+        let scale = match model {
+            Model::Logistic => LOGISTIC_SCALE * std,
+            Model::Gaussian => std,
         };
         Self {
-            variant,
+            model,
             mean,
             scale,
             ln_scale: scale.ln(),
@@ -57,28 +57,28 @@ impl Curve {
     }
 
     fn reach(&self) -> f64 {
-        match self.variant {
-            Variant::Logistic => LOGISTIC_REACH,
-            Variant::Gaussian => GAUSSIAN_REACH,
+        match self.model {
+            Model::Logistic => LOGISTIC_REACH,
+            Model::Gaussian => GAUSSIAN_REACH,
         }
     }
 
     fn ln_pdf(&self, x: f64) -> f64 {
         let z = (x - self.mean) / self.scale;
-        match self.variant {
-            Variant::Logistic => -z.abs() - 2.0 * (-z.abs()).exp().ln_1p() - self.ln_scale,
-            Variant::Gaussian => -0.5 * z * z - LN_SQRT_2PI - self.ln_scale,
+        match self.model {
+            Model::Logistic => -z.abs() - 2.0 * (-z.abs()).exp().ln_1p() - self.ln_scale,
+            Model::Gaussian => -0.5 * z * z - LN_SQRT_2PI - self.ln_scale,
         }
     }
 
     fn ln_cdf(&self, x: f64) -> f64 {
         let z = (x - self.mean) / self.scale;
-        match self.variant {
-            Variant::Logistic if z >= 0.0 => -(-z).exp().ln_1p(),
-            Variant::Logistic => z - z.exp().ln_1p(),
-            Variant::Gaussian if z >= 0.0 => (-0.5 * libm::erfc(z * FRAC_1_SQRT_2)).ln_1p(),
+        match self.model {
+            Model::Logistic if z >= 0.0 => -(-z).exp().ln_1p(),
+            Model::Logistic => z - z.exp().ln_1p(),
+            Model::Gaussian if z >= 0.0 => (-0.5 * libm::erfc(z * FRAC_1_SQRT_2)).ln_1p(),
             // Φ(z) = ½ erfcx(−z/√2) e^(−z²/2): no underflow however far down the tail.
-            Variant::Gaussian => (0.5 * normal::erfcx(-z * FRAC_1_SQRT_2)).ln() - 0.5 * z * z,
+            Model::Gaussian => (0.5 * normal::erfcx(-z * FRAC_1_SQRT_2)).ln() - 0.5 * z * z,
         }
     }
 }
@@ -87,14 +87,11 @@ impl Curve {
 /// (see [`performance_distribution`](super::performance_distribution)); variances must be
 /// positive. Accurate to 1e-9 each, and the result sums to 1 to rounding.
 #[must_use]
-pub(super) fn first_place_probabilities(params: &Params, entrants: &[(f64, f64)]) -> Vec<f64> {
+pub(super) fn first_place_probabilities(model: Model, entrants: &[(f64, f64)]) -> Vec<f64> {
     if entrants.len() < 2 {
         return vec![1.0; entrants.len()];
     }
-    let curves: Vec<Curve> = entrants
-        .iter()
-        .map(|&e| Curve::new(params.variant, e))
-        .collect();
+    let curves: Vec<Curve> = entrants.iter().map(|&e| Curve::new(model, e)).collect();
     let lo = curves
         .iter()
         .map(|c| c.mean - c.reach() * c.scale)
@@ -145,18 +142,18 @@ pub(super) fn first_place_probabilities(params: &Params, entrants: &[(f64, f64)]
 /// the logistic model it is the integral of which [`beats`] is the closed-form approximation,
 /// and for two entrants it equals their [`first_place_probabilities`].
 #[must_use]
-pub(super) fn pairwise_matrix(params: &Params, entrants: &[(f64, f64)]) -> Vec<Vec<f64>> {
+pub(super) fn pairwise_matrix(model: Model, entrants: &[(f64, f64)]) -> Vec<Vec<f64>> {
     let k = entrants.len();
     let mut matrix = vec![vec![0.5; k]; k];
     for i in 0..k {
         for j in i + 1..k {
-            let (ahead, behind) = match params.variant {
-                Variant::Gaussian => (
-                    beats(params, entrants[i], entrants[j]),
-                    beats(params, entrants[j], entrants[i]),
+            let (ahead, behind) = match model {
+                Model::Gaussian => (
+                    beats(model, entrants[i], entrants[j]),
+                    beats(model, entrants[j], entrants[i]),
                 ),
-                Variant::Logistic => {
-                    let p = first_place_probabilities(params, &[entrants[i], entrants[j]]);
+                Model::Logistic => {
+                    let p = first_place_probabilities(model, &[entrants[i], entrants[j]]);
                     (p[0], p[1])
                 }
             };

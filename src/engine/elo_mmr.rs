@@ -1,0 +1,69 @@
+//! Elo-MMR (and its Gaussian variant Elo-MMχ) on the [`RatingSystem`] seam. The algorithm
+//! itself lives in [`params`](super::params), [`player`](super::player) and
+//! [`rate`](super::rate); this file only says how the seam reads it.
+
+use super::params::{Params, Variant};
+use super::player::PlayerState;
+use super::rate::rate_round;
+use super::rating::Rating;
+use super::round::Round;
+use super::system::{Model, Performance, Rated, RatingSystem};
+use super::Error;
+
+/// Elo-MMR (Ebtekar & Liu).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EloMmr;
+
+impl RatingSystem for EloMmr {
+    type Params = Params;
+    type State = PlayerState;
+
+    fn validate(params: &Params) -> Result<(), Error> {
+        params.validate()
+    }
+
+    fn newcomer(params: &Params) -> PlayerState {
+        PlayerState::new(params)
+    }
+
+    fn rate(
+        params: &Params,
+        round: &Round,
+        priors: &[&PlayerState],
+    ) -> Result<Vec<Rated<PlayerState>>, Error> {
+        rate_round(params, round, priors)
+    }
+
+    fn rating(state: &PlayerState) -> Rating {
+        Rating {
+            mu: state.mu,
+            sigma: state.sigma,
+        }
+    }
+
+    fn rounds(state: &PlayerState) -> u64 {
+        state.rounds
+    }
+
+    fn model(params: &Params) -> Model {
+        match params.variant {
+            Variant::Logistic => Model::Logistic,
+            Variant::Gaussian => Model::Gaussian,
+        }
+    }
+
+    /// The sums over the members of `μ` and of `σ² + β²` (paper §3.3: a team performs as the
+    /// sum of its members).
+    fn performance(params: &Params, members: &[&PlayerState]) -> Performance {
+        let beta2 = params.beta * params.beta;
+        let (mean, variance) = members.iter().fold((0.0, 0.0), |(mu, var), p| {
+            (mu + p.mu, var + p.sigma * p.sigma + beta2)
+        });
+        Performance {
+            mean,
+            variance,
+            skill_variance: members.iter().map(|p| p.sigma * p.sigma).sum(),
+            noise_variance: beta2 * members.len() as f64,
+        }
+    }
+}

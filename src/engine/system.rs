@@ -1,0 +1,76 @@
+//! The seam every rating system plugs into: its parameters, its per-player state, how it rates
+//! a round, what it shows of a player, and the performance distribution that predictions and
+//! metrics are computed from. [`any`](super::any) dispatches over the systems that implement it.
+
+use std::fmt::Debug;
+
+use super::rating::Rating;
+use super::round::Round;
+use super::Error;
+
+/// The family of an entrant's performance distribution, which predictions integrate over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Model {
+    /// Logistic performances (their std is the spread given).
+    Logistic,
+    /// Gaussian performances.
+    Gaussian,
+}
+
+/// An entrant's performance in a round of weight 1, as predictions see it: independent of the
+/// other entrants', with this mean and variance. Match quality needs the variance's two parts
+/// apart: the uncertainty about the members' skills and the round-to-round noise.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Performance {
+    /// Mean: the sum of the members' ratings.
+    pub mean: f64,
+    /// Variance: `skill_variance + noise_variance`.
+    pub variance: f64,
+    /// The sum of the members' `σ²`.
+    pub skill_variance: f64,
+    /// The sum of the members' performance noise (`β²` each).
+    pub noise_variance: f64,
+}
+
+/// One participant after a round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rated<S> {
+    /// The performance the round credited the player with.
+    pub performance: f64,
+    /// The player's state after the round.
+    pub state: S,
+}
+
+/// A rating system: pure functions of its parameters, a round and the players' states.
+pub trait RatingSystem {
+    /// The pool-wide parameters.
+    type Params: Debug + Clone + PartialEq + Send + Sync;
+    /// Everything the system keeps about one player: what its next update needs.
+    type State: Debug + Clone + PartialEq + Send + Sync;
+
+    /// Checks every parameter; the error names the first one out of range.
+    fn validate(params: &Self::Params) -> Result<(), Error>;
+
+    /// The state of a player who has never played.
+    fn newcomer(params: &Self::Params) -> Self::State;
+
+    /// Rates one round: `priors[i]` is the state of `round.standings[i].player` before it;
+    /// the result is aligned with `round.standings`.
+    fn rate(
+        params: &Self::Params,
+        round: &Round,
+        priors: &[&Self::State],
+    ) -> Result<Vec<Rated<Self::State>>, Error>;
+
+    /// What reads show of a state.
+    fn rating(state: &Self::State) -> Rating;
+
+    /// Rounds the player has played.
+    fn rounds(state: &Self::State) -> u64;
+
+    /// The family of every entrant's performance distribution.
+    fn model(params: &Self::Params) -> Model;
+
+    /// The performance distribution of an entrant made of `members`.
+    fn performance(params: &Self::Params, members: &[&Self::State]) -> Performance;
+}
