@@ -14,7 +14,7 @@ use serde_json::Value;
 use utoipa::openapi::schema::{Object, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type};
 use utoipa::ToSchema;
 
-use crate::engine::{Params, Ties, Variant};
+use crate::engine::{Params, SystemName, SystemParams, Ties, Variant};
 
 /// The compiled-in base layer.
 const DEFAULT_TOML: &str = include_str!("../config/default.toml");
@@ -159,6 +159,9 @@ impl fmt::Debug for KeySettings {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ParamsOverrides {
+    /// The rating system: `elo_mmr`, the only one so far (and the default).
+    #[schema(schema_with = system_schema)]
+    pub system: Option<SystemName>,
     /// `logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).
     #[schema(schema_with = variant_schema)]
     pub variant: Option<Variant>,
@@ -196,6 +199,13 @@ fn optional_choice(values: &[&str], description: &str) -> Object {
         .enum_values(Some(values))
         .description(Some(description))
         .build()
+}
+
+fn system_schema() -> Object {
+    optional_choice(
+        &["elo_mmr"],
+        "The rating system: `elo_mmr` (Elo-MMR), the only one so far and the default.",
+    )
 }
 
 fn variant_schema() -> Object {
@@ -262,10 +272,12 @@ fn rho_value<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option
 }
 
 impl ParamsOverrides {
-    /// `base` with every parameter set here replacing its own (not validated).
+    /// The system asked for (Elo-MMR by default) with `base`'s parameters, each one set here
+    /// replacing its own (not validated).
     #[must_use]
-    pub fn apply(&self, base: &Params) -> Params {
-        Params {
+    pub fn apply(&self, base: &Params) -> SystemParams {
+        let SystemName::EloMmr = self.system.unwrap_or_default();
+        SystemParams::EloMmr(Params {
             variant: self.variant.unwrap_or(base.variant),
             beta: self.beta.unwrap_or(base.beta),
             gamma: self.gamma.unwrap_or(base.gamma),
@@ -275,7 +287,7 @@ impl ParamsOverrides {
             drift_per_day: self.drift_per_day.unwrap_or(base.drift_per_day),
             history_limit: self.history_limit.unwrap_or(base.history_limit),
             ties: self.ties.unwrap_or(base.ties),
-        }
+        })
     }
 }
 

@@ -13,7 +13,7 @@ use super::auth::{Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::JsonBody;
 use crate::config::ParamsOverrides;
-use crate::engine::{SystemParams, Ties, Variant};
+use crate::engine::{SystemName, SystemParams, Ties, Variant};
 use crate::names;
 use crate::state::{AppState, PutPoolError};
 use crate::storage::{PoolInfo, PoolWrite};
@@ -88,7 +88,10 @@ impl From<&SystemParams> for ParamsResponse {
 pub struct PoolResponse {
     /// The pool's name.
     pub name: String,
-    /// Its engine parameters.
+    /// Its rating system.
+    #[schema(value_type = String, example = "elo_mmr")]
+    pub system: SystemName,
+    /// The system's parameters.
     pub params: ParamsResponse,
     /// Players rated in it.
     pub players: u64,
@@ -103,6 +106,7 @@ pub struct PoolResponse {
 impl From<PoolInfo> for PoolResponse {
     fn from(info: PoolInfo) -> Self {
         Self {
+            system: info.params.name(),
             params: ParamsResponse::from(&info.params),
             name: info.name,
             players: info.players,
@@ -128,6 +132,9 @@ pub struct PutPoolResponse {
     /// `created`, `updated` or `unchanged`.
     #[schema(example = "created")]
     pub outcome: &'static str,
+    /// The rating system now in force.
+    #[schema(value_type = String, example = "elo_mmr")]
+    pub system: SystemName,
     /// The parameters now in force.
     pub params: ParamsResponse,
 }
@@ -212,6 +219,7 @@ async fn put_pool(
         Json(PutPoolResponse {
             name: pool,
             outcome,
+            system: params.name(),
             params: ParamsResponse::from(&params),
         }),
     ))

@@ -3,6 +3,8 @@
 //! place that lists the systems; everything above the engine (pools, storage, the API,
 //! `replay`) works through them and never names one system's types for rating or reading.
 
+use serde::{Deserialize, Serialize};
+
 use super::elo_mmr::EloMmr;
 use super::params::Params;
 use super::player::PlayerState;
@@ -11,11 +13,22 @@ use super::round::Round;
 use super::system::{Model, Performance, Rated, RatingSystem};
 use super::Error;
 
-/// A pool's rating system and its parameters.
-#[derive(Debug, Clone, PartialEq)]
+/// A pool's rating system and its parameters. In text formats:
+/// `{"system": NAME, "params": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "system", content = "params", rename_all = "snake_case")]
 pub enum SystemParams {
     /// Elo-MMR and Elo-MMχ.
     EloMmr(Params),
+}
+
+/// A rating system's name, as requests and responses spell it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SystemName {
+    /// Elo-MMR and Elo-MMχ.
+    #[default]
+    EloMmr,
 }
 
 /// One player's state in the pool's rating system.
@@ -41,11 +54,11 @@ impl From<Params> for SystemParams {
 }
 
 impl SystemParams {
-    /// The system's name as the API and the database spell it.
+    /// The system's name.
     #[must_use]
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> SystemName {
         match self {
-            Self::EloMmr(_) => "elo_mmr",
+            Self::EloMmr(_) => SystemName::EloMmr,
         }
     }
 

@@ -28,7 +28,7 @@ pub mod round;
 mod solve;
 pub mod system;
 
-pub use any::{Applied, SystemParams, SystemState};
+pub use any::{Applied, SystemName, SystemParams, SystemState};
 pub use elo_mmr::EloMmr;
 pub use params::{Params, Ties, Variant};
 pub use player::{Factor, PlayerState};

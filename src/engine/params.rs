@@ -64,7 +64,9 @@ pub struct Params {
     pub beta: f64,
     /// Skill drift (std) added each time a player takes part.
     pub gamma: f64,
-    /// Pseudodiffusion transfer rate; `f64::INFINITY` gives Elo-MMR(∞).
+    /// Pseudodiffusion transfer rate; `f64::INFINITY` gives Elo-MMR(∞) (written `"inf"` in
+    /// JSON, which has no infinity).
+    #[serde(with = "rho_text")]
     pub rho: f64,
     /// Mean of a new player's prior.
     pub mu_init: f64,
@@ -112,6 +114,34 @@ impl Params {
             ));
         }
         Ok(())
+    }
+}
+
+/// `rho` in text formats: a number, or the string `"inf"` for an infinite one. TOML's own
+/// `inf` reads too.
+mod rho_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(rho: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+        if *rho == f64::INFINITY {
+            serializer.serialize_str("inf")
+        } else {
+            serializer.serialize_f64(*rho)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Rho {
+            Number(f64),
+            Text(String),
+        }
+        match Rho::deserialize(deserializer)? {
+            Rho::Number(rho) => Ok(rho),
+            Rho::Text(text) if text == "inf" => Ok(f64::INFINITY),
+            Rho::Text(_) => Err(serde::de::Error::custom("rho must be a number or \"inf\"")),
+        }
     }
 }
 

@@ -29,9 +29,7 @@ const APPLY_LOCK_CLASS: i32 = 0x006d_6d72;
 const LOCK_POOL: &str = "SELECT name FROM pools WHERE name = $1 FOR UPDATE";
 
 /// The parameters of pool `$1`, its row locked for the transaction.
-const LOCK_POOL_PARAMS: &str = "
-    SELECT variant, beta, gamma, rho, mu_init, sigma_init, drift_per_day, history_limit, ties
-    FROM pools WHERE name = $1 FOR UPDATE";
+const LOCK_POOL_PARAMS: &str = "SELECT system, params FROM pools WHERE name = $1 FOR UPDATE";
 
 /// Longest a statement waits for a connection. While the server is down, sqlx keeps retrying
 /// a refused connection until then: the default 30 s would hold a write (and the worker's
@@ -371,6 +369,10 @@ impl Storage for PgStorage {
             .bind(id)
             .bind(round.time)
             .bind(entrants)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(sql::COUNT_APPLIED)
+            .bind(pool)
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;

@@ -12,47 +12,38 @@ use super::{
     Enqueued, Error, HistoryEntry, HistoryPage, PoolInfo, PoolProgress, RoundRecord, RoundResult,
     RoundStatus, StoredPlayer,
 };
-use crate::engine::{
-    Factor, Params, PlayerState, Rating, RatingChange, SystemParams, SystemState, Ties, Variant,
-};
+use crate::engine::{Factor, PlayerState, Rating, RatingChange, SystemParams, SystemState};
 
-/// The engine parameters as stored in `pools`.
+/// A pool's rating system and its parameters as stored in `pools`: the system's name and its
+/// parameters as a JSON object ([`SystemParams`] in text form, split in two).
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct ParamsRow {
-    variant: String,
-    beta: f64,
-    gamma: f64,
-    rho: f64,
-    mu_init: f64,
-    sigma_init: f64,
-    drift_per_day: f64,
-    history_limit: i64,
-    ties: String,
+    system: String,
+    params: String,
 }
 
 impl ParamsRow {
-    /// The parameters, or [`Error::Corrupt`] for an unknown enum name.
+    /// The system and its parameters, or [`Error::Corrupt`] for an unknown system or
+    /// parameters that do not decode.
     pub(super) fn into_params(self) -> Result<SystemParams, Error> {
-        Ok(SystemParams::EloMmr(Params {
-            variant: match self.variant.as_str() {
-                "logistic" => Variant::Logistic,
-                "gaussian" => Variant::Gaussian,
-                other => return Err(Error::Corrupt(format!("unknown variant `{other}`"))),
-            },
-            beta: self.beta,
-            gamma: self.gamma,
-            rho: self.rho,
-            mu_init: self.mu_init,
-            sigma_init: self.sigma_init,
-            drift_per_day: self.drift_per_day,
-            history_limit: usize::try_from(self.history_limit)
-                .map_err(|_| Error::Corrupt(format!("history_limit {}", self.history_limit)))?,
-            ties: match self.ties.as_str() {
-                "both" => Ties::Both,
-                "split" => Ties::Split,
-                other => return Err(Error::Corrupt(format!("unknown ties `{other}`"))),
-            },
-        }))
+        let corrupt = |e: serde_json::Error| {
+            Error::Corrupt(format!("parameters of system `{}`: {e}", self.system))
+        };
+        let params: serde_json::Value = serde_json::from_str(&self.params).map_err(corrupt)?;
+        serde_json::from_value(serde_json::json!({"system": self.system, "params": params}))
+            .map_err(corrupt)
+    }
+}
+
+/// The columns `system` and `params` of [`ParamsRow`] for `system`.
+fn params_columns(system: &SystemParams) -> Result<(String, String), Error> {
+    let encoded = serde_json::to_value(system)
+        .map_err(|e| Error::Corrupt(format!("parameters that do not encode: {e}")))?;
+    match (&encoded["system"], &encoded["params"]) {
+        (serde_json::Value::String(name), params) if params.is_object() => {
+            Ok((name.clone(), params.to_string()))
+        }
+        _ => Err(Error::Corrupt(format!("unexpected parameters {encoded}"))),
     }
 }
 
@@ -337,22 +328,6 @@ pub(super) fn elo_mmr(state: &SystemState) -> &PlayerState {
     state
 }
 
-/// The name a variant is stored under.
-fn variant_name(variant: Variant) -> &'static str {
-    match variant {
-        Variant::Logistic => "logistic",
-        Variant::Gaussian => "gaussian",
-    }
-}
-
-/// The name a tie rule is stored under.
-fn ties_name(ties: Ties) -> &'static str {
-    match ties {
-        Ties::Both => "both",
-        Ties::Split => "split",
-    }
-}
-
 fn parse_status(status: &str) -> Result<RoundStatus, Error> {
     match status {
         "queued" => Ok(RoundStatus::Queued),
@@ -392,7 +367,7 @@ pub(super) fn to_u64(value: i64, what: &'static str) -> Result<u64, Error> {
     u64::try_from(value).map_err(|_| Error::Corrupt(format!("{what} is {value}")))
 }
 
-/// Binds pool `name` and its parameters as `$1`..`$10` of `sql::INSERT_POOL` or
+/// Binds pool `name`, its system and its parameters as `$1`..`$3` of `sql::INSERT_POOL` or
 /// `sql::UPDATE_POOL`.
 pub(super) fn bind_pool<'q, DB>(
     query: Query<'q, DB, <DB as Database>::Arguments<'q>>,
@@ -402,24 +377,10 @@ pub(super) fn bind_pool<'q, DB>(
 where
     DB: Database,
     &'q str: Encode<'q, DB> + Type<DB>,
-    f64: Encode<'q, DB> + Type<DB>,
-    i64: Encode<'q, DB> + Type<DB>,
+    String: Encode<'q, DB> + Type<DB>,
 {
-    let SystemParams::EloMmr(params) = system;
-    let history_limit = i64::try_from(params.history_limit).map_err(|_| Error::OutOfRange {
-        what: "history_limit",
-    })?;
-    Ok(query
-        .bind(name)
-        .bind(variant_name(params.variant))
-        .bind(params.beta)
-        .bind(params.gamma)
-        .bind(params.rho)
-        .bind(params.mu_init)
-        .bind(params.sigma_init)
-        .bind(params.drift_per_day)
-        .bind(history_limit)
-        .bind(ties_name(params.ties)))
+    let (system, params) = params_columns(system)?;
+    Ok(query.bind(name).bind(system).bind(params))
 }
 
 /// A page of at most `limit` entries from `entries`, which holds up to `limit + 1`: the

@@ -4,39 +4,31 @@
 
 /// Every pool with its counts; append a `WHERE` or an `ORDER BY`.
 pub(super) const SELECT_POOLS: &str = "
-    SELECT p.name, p.variant, p.beta, p.gamma, p.rho, p.mu_init, p.sigma_init,
-           p.drift_per_day, p.history_limit, p.ties,
+    SELECT p.name, p.system, p.params, p.applied,
            (SELECT count(*) FROM players WHERE pool = p.name) AS players,
-           (SELECT count(*) FROM rounds WHERE pool = p.name AND status = 'applied') AS applied,
            (SELECT count(*) FROM rounds WHERE pool = p.name AND status = 'queued') AS queued,
            (SELECT count(*) FROM rounds WHERE pool = p.name AND status = 'failed') AS failed
     FROM pools p";
 
-/// Pool `$1`'s parameters and applied rounds: what the worker compares its memory with
-/// before each step (cheaper than [`SELECT_POOLS`], which counts players too).
+/// Pool `$1`'s system, parameters and applied rounds: what the worker compares its memory
+/// with before each step (one row, where [`SELECT_POOLS`] counts players and rounds).
 pub(super) const SELECT_POOL_PROGRESS: &str = "
-    SELECT p.variant, p.beta, p.gamma, p.rho, p.mu_init, p.sigma_init,
-           p.drift_per_day, p.history_limit, p.ties,
-           (SELECT count(*) FROM rounds WHERE pool = p.name AND status = 'applied') AS applied
-    FROM pools p WHERE p.name = $1";
+    SELECT system, params, applied FROM pools WHERE name = $1";
 
-/// Creates pool `$1` with parameters `$2`..`$10` unless it exists.
+/// Creates pool `$1` with system `$2` and parameters `$3` (JSON) unless it exists.
 pub(super) const INSERT_POOL: &str = "
-    INSERT INTO pools (name, variant, beta, gamma, rho, mu_init, sigma_init, drift_per_day,
-                       history_limit, ties)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+    INSERT INTO pools (name, system, params, applied) VALUES ($1, $2, $3, 0)
     ON CONFLICT (name) DO NOTHING";
 
-/// Sets the parameters of pool `$1` to `$2`..`$10`.
+/// Sets the system and parameters of pool `$1` to `$2` and `$3`.
 pub(super) const UPDATE_POOL: &str = "
-    UPDATE pools SET variant = $2, beta = $3, gamma = $4, rho = $5, mu_init = $6,
-                     sigma_init = $7, drift_per_day = $8, history_limit = $9, ties = $10
-    WHERE name = $1";
+    UPDATE pools SET system = $2, params = $3 WHERE name = $1";
 
 /// Pool `$1`'s applied and queued rounds, for the parameter-change check.
 pub(super) const COUNT_POOL_ROUNDS: &str = "
-    SELECT (SELECT count(*) FROM rounds WHERE pool = $1 AND status = 'applied') AS applied,
-           (SELECT count(*) FROM rounds WHERE pool = $1 AND status = 'queued') AS queued";
+    SELECT applied,
+           (SELECT count(*) FROM rounds WHERE pool = $1 AND status = 'queued') AS queued
+    FROM pools WHERE name = $1";
 
 /// Status and content hash of round `$2` of pool `$1`.
 pub(super) const SELECT_ROUND_HASH: &str = "
@@ -62,6 +54,10 @@ pub(super) const SELECT_OLDEST_QUEUED: &str = "
 pub(super) const MARK_APPLIED: &str = "
     UPDATE rounds SET status = 'applied', round_time = $3, entrants = $4
     WHERE pool = $1 AND id = $2";
+
+/// Counts one more applied round in pool `$1`, in the transaction that applies it.
+pub(super) const COUNT_APPLIED: &str = "
+    UPDATE pools SET applied = applied + 1 WHERE name = $1";
 
 /// Marks round `$2` of pool `$1` failed with message `$3`.
 pub(super) const MARK_FAILED: &str = "

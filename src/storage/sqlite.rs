@@ -47,9 +47,7 @@ const WRITE_LOCK_WAIT: Duration = Duration::from_secs(30);
 const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 
 /// The parameters of pool `$1`.
-const SELECT_POOL_PARAMS: &str = "
-    SELECT variant, beta, gamma, rho, mu_init, sigma_init, drift_per_day, history_limit, ties
-    FROM pools WHERE name = $1";
+const SELECT_POOL_PARAMS: &str = "SELECT system, params FROM pools WHERE name = $1";
 
 /// Upserts entrants' beliefs; the `VALUES` rows go between this and [`UPSERT_PLAYERS_TAIL`].
 const UPSERT_PLAYERS_HEAD: &str = "INSERT INTO players
@@ -371,6 +369,10 @@ impl Storage for SqliteStorage {
             .bind(id)
             .bind(round.time)
             .bind(entrants)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(sql::COUNT_APPLIED)
+            .bind(pool)
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;

@@ -15,6 +15,10 @@ async fn putting_a_new_pool_returns_201_with_its_parameters_defaults_filled_in()
     assert_eq!(body["name"], "ranked");
     assert_eq!(body["outcome"], "created");
     assert_eq!(
+        body["system"], "elo_mmr",
+        "Elo-MMR unless another system is asked for"
+    );
+    assert_eq!(
         body["params"],
         json!({"variant": "logistic", "beta": 150.0, "gamma": 35.0, "rho": "inf",
                "mu_init": 1500.0, "sigma_init": 350.0, "drift_per_day": 0.0,
@@ -23,6 +27,7 @@ async fn putting_a_new_pool_returns_201_with_its_parameters_defaults_filled_in()
     );
     let info = app.pool_info("ranked").await;
     assert_eq!(info["params"], body["params"]);
+    assert_eq!(info["system"], "elo_mmr");
     assert_eq!(
         (
             &info["players"],
@@ -37,7 +42,7 @@ async fn putting_a_new_pool_returns_201_with_its_parameters_defaults_filled_in()
 #[tokio::test]
 async fn putting_the_same_parameters_again_returns_200_unchanged() {
     let app = TestApp::new().await;
-    let params = json!({"variant": "gaussian", "gamma": 20.0});
+    let params = json!({"system": "elo_mmr", "variant": "gaussian", "gamma": 20.0});
     app.put_pool("ranked", params.clone())
         .await
         .assert_status(StatusCode::CREATED, "create");
@@ -169,6 +174,12 @@ async fn putting_an_invalid_parameter_returns_422_naming_it_and_creates_nothing(
             "invalid_request",
             "variant",
             "a variant given as a number",
+        ),
+        (
+            json!({"system": "glicko"}),
+            "invalid_request",
+            "system",
+            "a rating system the service does not have",
         ),
     ];
     for (body, code, field, case) in cases {

@@ -1,8 +1,10 @@
-//! Upgrades: a database written before a migration opens with every stored value intact.
+//! Upgrades: a database written before a migration opens with every stored value intact:
+//! 0002 turned JSON beliefs into rows, 0003 turned Elo-MMR's parameter columns into a system
+//! name and a JSON object, and counted each pool's applied rounds.
 
 use std::borrow::Cow;
 
-use mmr_service::engine::{Factor, PlayerState, SystemState};
+use mmr_service::engine::{Factor, Params, PlayerState, SystemParams, SystemState, Ties, Variant};
 use mmr_service::storage;
 use serde_json::json;
 use sqlx::migrate::Migrator;
@@ -32,7 +34,7 @@ macro_rules! upgrade_test {
                 let pool = <$pool>::connect(&format!("{url}{}", $url_suffix))
                     .await
                     .expect("open");
-                first_migration(sqlx::migrate!($migrations))
+                migrations_through(sqlx::migrate!($migrations), 1)
                     .run(&pool)
                     .await
                     .expect("migration 0001");
@@ -78,17 +80,168 @@ upgrade_test!(
     ""
 );
 
-/// `migrator` with its first migration only: the schema before beliefs became rows.
-fn first_migration(mut migrator: Migrator) -> Migrator {
+/// `migrator` with its migrations up to `version` only: the schema as that version left it.
+fn migrations_through(mut migrator: Migrator, version: i64) -> Migrator {
     migrator.migrations = Cow::Owned(
         migrator
             .migrations
             .iter()
-            .filter(|m| m.version == 1)
+            .filter(|m| m.version <= version)
             .cloned()
             .collect(),
     );
     migrator
+}
+
+/// Creates a pool as versions 0001 and 0002 stored it: one column per Elo-MMR parameter.
+const INSERT_LEGACY_POOL: &str = "
+    INSERT INTO pools (name, variant, beta, gamma, rho, mu_init, sigma_init, drift_per_day,
+                       history_limit, ties)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+
+/// Stores round `$2` of pool `$1` at place `$3` with status `$4`.
+const INSERT_LEGACY_ROUND: &str = "
+    INSERT INTO rounds (pool, id, seq, body, content_hash, status)
+    VALUES ($1, $2, $3, '{}', $4, $5)";
+
+/// Pools with parameters whose every bit matters (last digits, a subnormal, an infinite ρ),
+/// each with its rounds' statuses.
+fn legacy_pools() -> Vec<(String, Params, Vec<&'static str>)> {
+    let odd = Params {
+        variant: Variant::Gaussian,
+        beta: 0.1 + 0.2,
+        gamma: 1.0 / 3.0,
+        rho: f64::INFINITY,
+        mu_init: -7.25e-3,
+        sigma_init: std::f64::consts::PI * 1e5,
+        drift_per_day: 5e-324,
+        history_limit: 7,
+        ties: Ties::Split,
+    };
+    let tiny_rho = Params {
+        rho: f64::MIN_POSITIVE,
+        beta: 123_456.789_012_345_67,
+        ..Params::default()
+    };
+    vec![
+        ("default".into(), Params::default(), vec![]),
+        (
+            "odd".into(),
+            odd,
+            vec!["applied", "applied", "failed", "queued"],
+        ),
+        (
+            "tiny-rho".into(),
+            tiny_rho,
+            vec!["applied", "queued", "queued"],
+        ),
+    ]
+}
+
+/// A test that stores [`legacy_pools`] in a database at migration 0002 of `$backend`, then
+/// checks that each reads back with exactly its parameters and its applied rounds counted.
+macro_rules! pool_upgrade_test {
+    ($name:ident, $backend:expr, $pool:ty, $migrations:literal, $url_suffix:literal) => {
+        #[tokio::test]
+        async fn $name() {
+            with_database($backend, |url| async move {
+                let pool = <$pool>::connect(&format!("{url}{}", $url_suffix))
+                    .await
+                    .expect("open");
+                migrations_through(sqlx::migrate!($migrations), 2)
+                    .run(&pool)
+                    .await
+                    .expect("migrations 0001 and 0002");
+                let pools = legacy_pools();
+                for (name, params, rounds) in &pools {
+                    sqlx::query(INSERT_LEGACY_POOL)
+                        .bind(name)
+                        .bind(match params.variant {
+                            Variant::Logistic => "logistic",
+                            Variant::Gaussian => "gaussian",
+                        })
+                        .bind(params.beta)
+                        .bind(params.gamma)
+                        .bind(params.rho)
+                        .bind(params.mu_init)
+                        .bind(params.sigma_init)
+                        .bind(params.drift_per_day)
+                        .bind(i64::try_from(params.history_limit).expect("limit"))
+                        .bind(match params.ties {
+                            Ties::Both => "both",
+                            Ties::Split => "split",
+                        })
+                        .execute(&pool)
+                        .await
+                        .expect("pool");
+                    for (seq, status) in (1_i64..).zip(rounds) {
+                        sqlx::query(INSERT_LEGACY_ROUND)
+                            .bind(name)
+                            .bind(format!("r{seq}"))
+                            .bind(seq)
+                            .bind(vec![0_u8; 32])
+                            .bind(*status)
+                            .execute(&pool)
+                            .await
+                            .expect("round");
+                    }
+                }
+                pool.close().await;
+                check_pools_upgraded(&url, &pools).await;
+            })
+            .await;
+        }
+    };
+}
+
+pool_upgrade_test!(
+    sqlite_parameter_columns_become_a_system_and_exact_json,
+    Backend::Sqlite,
+    sqlx::SqlitePool,
+    "./migrations/sqlite",
+    "?mode=rwc"
+);
+pool_upgrade_test!(
+    postgres_parameter_columns_become_a_system_and_exact_json,
+    Backend::Postgres,
+    sqlx::PgPool,
+    "./migrations/postgres",
+    ""
+);
+
+/// Opens the database at `url` with every migration and checks each of `pools`.
+async fn check_pools_upgraded(url: &str, pools: &[(String, Params, Vec<&'static str>)]) {
+    let storage = storage::connect(url).await.expect("migrate");
+    for (name, want, rounds) in pools {
+        let info = storage.pool(name).await.expect("read").expect("kept");
+        let SystemParams::EloMmr(got) = info.params;
+        let floats = |p: &Params| {
+            [
+                p.beta,
+                p.gamma,
+                p.rho,
+                p.mu_init,
+                p.sigma_init,
+                p.drift_per_day,
+            ]
+            .map(f64::to_bits)
+        };
+        assert_eq!(floats(&got), floats(want), "{name}");
+        assert_eq!(got, *want, "{name}");
+        let count = |status| rounds.iter().filter(|&&s| s == status).count() as u64;
+        assert_eq!(
+            (info.applied, info.queued, info.failed),
+            (count("applied"), count("queued"), count("failed")),
+            "{name}"
+        );
+        let progress = storage.pool_progress(name).await.expect("read");
+        assert_eq!(
+            progress.map(|p| p.applied),
+            Some(count("applied")),
+            "{name}"
+        );
+    }
+    storage.close().await;
 }
 
 /// Players with beliefs of 0 to 6 factors, each with the JSON version 0001 stored: every
