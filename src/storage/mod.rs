@@ -1,7 +1,9 @@
 //! Durable state of the service: pools and their parameters, the ordered queue of accepted
 //! rounds, every player's posterior, and rating histories. One trait, [`Storage`], lists every
-//! database operation; each method is one transaction. [`connect`] picks the Postgres or the
-//! SQLite implementation from the URL scheme and runs the migrations.
+//! database operation; each method is one transaction. It is implemented once, in
+//! `sql_storage.rs`, over a small dialect trait that `postgres.rs` and `sqlite.rs` implement
+//! (locking, snapshots, bulk writes); the statements are in `sql.rs`, the rows and encodings in
+//! `rows.rs`. [`connect`] picks the dialect from the URL scheme and runs the migrations.
 //!
 //! This module stores and checks; it never rates (the worker calls the engine and hands the
 //! outcome to [`Storage::apply_round`]) and knows nothing of HTTP. Round bodies are opaque
@@ -10,6 +12,7 @@
 mod postgres;
 mod rows;
 mod sql;
+mod sql_storage;
 mod sqlite;
 
 use std::sync::Arc;
@@ -362,8 +365,8 @@ pub trait Storage: Send + Sync + 'static {
 pub async fn connect(url: &str) -> Result<Arc<dyn Storage>, Error> {
     let scheme = url.split_once(':').map_or(url, |(scheme, _)| scheme);
     match scheme {
-        "postgres" | "postgresql" => Ok(Arc::new(postgres::PgStorage::connect(url).await?)),
-        "sqlite" => Ok(Arc::new(sqlite::SqliteStorage::connect(url).await?)),
+        "postgres" | "postgresql" => Ok(Arc::new(postgres::connect(url).await?)),
+        "sqlite" => Ok(Arc::new(sqlite::connect(url).await?)),
         // Only the scheme: the rest of the URL may hold a password.
         other => Err(Error::UnsupportedScheme(other.to_owned())),
     }

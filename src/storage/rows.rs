@@ -5,8 +5,6 @@
 use std::collections::{HashMap, VecDeque};
 
 use sha2::{Digest, Sha256};
-use sqlx::query::Query;
-use sqlx::{Database, Encode, Type};
 
 use super::{
     Enqueued, Error, HistoryEntry, HistoryPage, PoolInfo, PoolProgress, RoundRecord, RoundResult,
@@ -35,8 +33,9 @@ impl ParamsRow {
     }
 }
 
-/// The columns `system` and `params` of [`ParamsRow`] for `system`.
-fn params_columns(system: &SystemParams) -> Result<(String, String), Error> {
+/// The columns `system` and `params` of [`ParamsRow`] for `system`: `$2` and `$3` of
+/// `sql::INSERT_POOL` and `sql::UPDATE_POOL`.
+pub(super) fn params_columns(system: &SystemParams) -> Result<(String, String), Error> {
     let encoded = serde_json::to_value(system)
         .map_err(|e| Error::Corrupt(format!("parameters that do not encode: {e}")))?;
     match (&encoded["system"], &encoded["params"]) {
@@ -365,22 +364,6 @@ pub(super) fn to_i64(value: u64, what: &'static str) -> Result<i64, Error> {
 /// A stored count or rank, which is never negative.
 pub(super) fn to_u64(value: i64, what: &'static str) -> Result<u64, Error> {
     u64::try_from(value).map_err(|_| Error::Corrupt(format!("{what} is {value}")))
-}
-
-/// Binds pool `name`, its system and its parameters as `$1`..`$3` of `sql::INSERT_POOL` or
-/// `sql::UPDATE_POOL`.
-pub(super) fn bind_pool<'q, DB>(
-    query: Query<'q, DB, <DB as Database>::Arguments<'q>>,
-    name: &'q str,
-    system: &SystemParams,
-) -> Result<Query<'q, DB, <DB as Database>::Arguments<'q>>, Error>
-where
-    DB: Database,
-    &'q str: Encode<'q, DB> + Type<DB>,
-    String: Encode<'q, DB> + Type<DB>,
-{
-    let (system, params) = params_columns(system)?;
-    Ok(query.bind(name).bind(system).bind(params))
 }
 
 /// A page of at most `limit` entries from `entries`, which holds up to `limit + 1`: the

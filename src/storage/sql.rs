@@ -1,6 +1,6 @@
 //! Statements written the same way in both dialects, so each is stated once. Placeholders are
 //! `$N`: SQLite reads `$N` as the N-th argument, as Postgres does. What differs between the
-//! backends (locking, bulk writes) stays in their own files.
+//! backends (locking, bulk writes) stays in their dialects.
 
 /// Every pool with its counts; append a `WHERE` or an `ORDER BY`.
 pub(super) const SELECT_POOLS: &str = "
@@ -15,10 +15,11 @@ pub(super) const SELECT_POOLS: &str = "
 pub(super) const SELECT_POOL_PROGRESS: &str = "
     SELECT system, params, applied FROM pools WHERE name = $1";
 
-/// Creates pool `$1` with system `$2` and parameters `$3` (JSON) unless it exists.
+/// Creates pool `$1` with system `$2` and parameters `$3` (JSON) unless it exists; returns its
+/// name only if it created it.
 pub(super) const INSERT_POOL: &str = "
     INSERT INTO pools (name, system, params, applied) VALUES ($1, $2, $3, 0)
-    ON CONFLICT (name) DO NOTHING";
+    ON CONFLICT (name) DO NOTHING RETURNING name";
 
 /// Sets the system and parameters of pool `$1` to `$2` and `$3`.
 pub(super) const UPDATE_POOL: &str = "

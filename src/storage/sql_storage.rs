@@ -1,0 +1,371 @@
+//! [`Storage`] written once for both backends: [`SqlStorage`] runs the statements of `sql.rs`
+//! and leaves to its [`Dialect`] only what really differs between Postgres and SQLite: how a
+//! write transaction takes its locks, how a read transaction sees one snapshot, and how a
+//! round's rows are written in bulk.
+
+use async_trait::async_trait;
+use sqlx::{
+    ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Transaction, Type,
+};
+use tracing::instrument;
+
+use super::rows::{
+    content_hash, history_page, join_players, params_columns, repost_outcome, to_u64, FactorRow,
+    HistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow, RoundRow,
+};
+use super::{
+    sql, AppliedRound, Enqueued, Error, HistoryPage, PoolInfo, PoolProgress, PoolWrite,
+    QueuedRound, RoundRecord, RoundStatus, Storage, StoredPlayer,
+};
+use crate::engine::SystemParams;
+
+/// What differs between the SQL backends. Every transaction of [`SqlStorage`] that writes
+/// starts with [`begin_write`](Self::begin_write) and reads the rows it checks with the
+/// dialect's locking statements, so several service processes may share one database.
+#[async_trait]
+pub(super) trait Dialect: Send + Sync + 'static {
+    /// The sqlx driver.
+    type Db: Database;
+
+    /// `db.system` in tracing spans.
+    const NAME: &'static str;
+
+    /// Pool `$1`'s name, its row locked for the rest of the transaction as far as the
+    /// backend locks rows; no row means no pool.
+    const LOCK_POOL: &'static str;
+
+    /// Pool `$1`'s `system` and `params`, locked like [`Self::LOCK_POOL`].
+    const LOCK_POOL_PARAMS: &'static str;
+
+    /// Starts a transaction that will write.
+    async fn begin_write(pool: &Pool<Self::Db>) -> Result<Transaction<'static, Self::Db>, Error>;
+
+    /// Starts a transaction whose reads all see one snapshot of the database.
+    async fn begin_snapshot(pool: &Pool<Self::Db>)
+        -> Result<Transaction<'static, Self::Db>, Error>;
+
+    /// Makes the writers of pool `pool`'s queue (the workers of every process) take turns
+    /// until the transaction ends.
+    async fn lock_queue(
+        tx: &mut <Self::Db as Database>::Connection,
+        pool: &str,
+    ) -> Result<(), Error>;
+
+    /// Writes what applying round `id` (at `seq`) did to its entrants: their states, the
+    /// factors they gained and lost, and their history rows.
+    async fn write_entrants(
+        tx: &mut <Self::Db as Database>::Connection,
+        pool: &str,
+        id: &str,
+        seq: i64,
+        round: &AppliedRound,
+    ) -> Result<(), Error>;
+}
+
+/// The database, through dialect `D`.
+pub(super) struct SqlStorage<D: Dialect> {
+    pool: Pool<D::Db>,
+}
+
+impl<D: Dialect> SqlStorage<D> {
+    /// Storage on `pool`, whose migrations have run.
+    pub(super) fn new(pool: Pool<D::Db>) -> Self {
+        Self { pool }
+    }
+}
+
+/// Locks `pool`'s queue for the transaction and returns the seq of its oldest queued round,
+/// which must be `id`.
+async fn lock_next_round<D: Dialect>(
+    tx: &mut <D::Db as Database>::Connection,
+    pool: &str,
+    id: &str,
+) -> Result<i64, Error>
+where
+    for<'c> &'c mut <D::Db as Database>::Connection: Executor<'c, Database = D::Db>,
+    for<'q> <D::Db as Database>::Arguments<'q>: IntoArguments<'q, D::Db>,
+    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
+    for<'r> QueuedRound: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+{
+    D::lock_queue(tx, pool).await?;
+    let oldest: Option<QueuedRound> = sqlx::query_as(sql::SELECT_OLDEST_QUEUED)
+        .bind(pool)
+        .fetch_optional(&mut *tx)
+        .await?;
+    match oldest {
+        Some(round) if round.id == id => Ok(round.seq),
+        _ => Err(Error::NotNextRound {
+            pool: pool.to_owned(),
+            round: id.to_owned(),
+        }),
+    }
+}
+
+#[async_trait]
+impl<D: Dialect> Storage for SqlStorage<D>
+where
+    for<'c> &'c mut <D::Db as Database>::Connection: Executor<'c, Database = D::Db>,
+    for<'c> &'c Pool<D::Db>: Executor<'c, Database = D::Db>,
+    for<'q> <D::Db as Database>::Arguments<'q>: IntoArguments<'q, D::Db>,
+    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
+    for<'q> String: Encode<'q, D::Db> + Type<D::Db>,
+    for<'q> i64: Encode<'q, D::Db> + Type<D::Db>,
+    for<'q> Option<i64>: Encode<'q, D::Db> + Type<D::Db>,
+    for<'q> Vec<u8>: Encode<'q, D::Db> + Type<D::Db>,
+    for<'r> String: Decode<'r, D::Db>,
+    for<'r> Vec<u8>: Decode<'r, D::Db>,
+    for<'r> i64: Decode<'r, D::Db>,
+    usize: ColumnIndex<<D::Db as Database>::Row>,
+    for<'r> ParamsRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> PoolRoundsRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> PoolRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> ProgressRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> QueuedRound: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> RoundRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> ResultRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> PlayerRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> FactorRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> HistoryRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+{
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
+    async fn put_pool(&self, name: &str, params: &SystemParams) -> Result<PoolWrite, Error> {
+        let (system, encoded) = params_columns(params)?;
+        let mut tx = D::begin_write(&self.pool).await?;
+        let inserted: Option<(String,)> = sqlx::query_as(sql::INSERT_POOL)
+            .bind(name)
+            .bind(&system)
+            .bind(&encoded)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if inserted.is_some() {
+            tx.commit().await?;
+            return Ok(PoolWrite::Created);
+        }
+        let stored: ParamsRow = sqlx::query_as(D::LOCK_POOL_PARAMS)
+            .bind(name)
+            .fetch_one(&mut *tx)
+            .await?;
+        if stored.into_params()? == *params {
+            return Ok(PoolWrite::Unchanged);
+        }
+        let rounds: PoolRoundsRow = sqlx::query_as(sql::COUNT_POOL_ROUNDS)
+            .bind(name)
+            .fetch_one(&mut *tx)
+            .await?;
+        rounds.check_unlocked(name)?;
+        sqlx::query(sql::UPDATE_POOL)
+            .bind(name)
+            .bind(system)
+            .bind(encoded)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(PoolWrite::Updated)
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
+    async fn pool(&self, name: &str) -> Result<Option<PoolInfo>, Error> {
+        let row: Option<PoolRow> =
+            sqlx::query_as(&format!("{} WHERE p.name = $1", sql::SELECT_POOLS))
+                .bind(name)
+                .fetch_optional(&self.pool)
+                .await?;
+        row.map(PoolRow::into_info).transpose()
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME))]
+    async fn pools(&self) -> Result<Vec<PoolInfo>, Error> {
+        let rows: Vec<PoolRow> = sqlx::query_as(&format!("{} ORDER BY p.name", sql::SELECT_POOLS))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.into_iter().map(PoolRow::into_info).collect()
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
+    async fn pool_progress(&self, name: &str) -> Result<Option<PoolProgress>, Error> {
+        let row: Option<ProgressRow> = sqlx::query_as(sql::SELECT_POOL_PROGRESS)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(ProgressRow::into_progress).transpose()
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.id = ?id))]
+    async fn enqueue_round(
+        &self,
+        pool: &str,
+        id: &str,
+        body: &str,
+        max_queued: u64,
+    ) -> Result<Enqueued, Error> {
+        let hash = content_hash(body);
+        let mut tx = D::begin_write(&self.pool).await?;
+        let locked: Option<(String,)> = sqlx::query_as(D::LOCK_POOL)
+            .bind(pool)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if locked.is_none() {
+            return Err(Error::PoolNotFound(pool.to_owned()));
+        }
+        let stored: Option<(String, Vec<u8>)> = sqlx::query_as(sql::SELECT_ROUND_HASH)
+            .bind(pool)
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if let Some((status, stored_hash)) = stored {
+            return repost_outcome(&status, &stored_hash, &hash);
+        }
+        let (queued,): (i64,) = sqlx::query_as(sql::COUNT_POOL_QUEUED)
+            .bind(pool)
+            .fetch_one(&mut *tx)
+            .await?;
+        let queued = to_u64(queued, "queued")?;
+        if queued >= max_queued {
+            return Ok(Enqueued::QueueFull { queued });
+        }
+        sqlx::query(sql::INSERT_ROUND)
+            .bind(pool)
+            .bind(id)
+            .bind(body)
+            .bind(hash)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(Enqueued::Accepted {
+            position: queued + 1,
+        })
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
+    async fn oldest_queued(&self, pool: &str) -> Result<Option<QueuedRound>, Error> {
+        Ok(sqlx::query_as(sql::SELECT_OLDEST_QUEUED)
+            .bind(pool)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    #[instrument(skip_all, fields(
+        db.system = D::NAME, pool.name = %pool, round.id = ?id,
+        round.entrants = round.entrants.len(),
+    ))]
+    async fn apply_round(&self, pool: &str, id: &str, round: &AppliedRound) -> Result<(), Error> {
+        let entrants = i64::try_from(round.entrants.len())
+            .map_err(|_| Error::OutOfRange { what: "entrants" })?;
+        let mut tx = D::begin_write(&self.pool).await?;
+        let seq = lock_next_round::<D>(&mut tx, pool, id).await?;
+        D::write_entrants(&mut tx, pool, id, seq, round).await?;
+        sqlx::query(sql::MARK_APPLIED)
+            .bind(pool)
+            .bind(id)
+            .bind(round.time)
+            .bind(entrants)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(sql::COUNT_APPLIED)
+            .bind(pool)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.id = ?id))]
+    async fn fail_round(&self, pool: &str, id: &str, error: &str) -> Result<(), Error> {
+        let mut tx = D::begin_write(&self.pool).await?;
+        lock_next_round::<D>(&mut tx, pool, id).await?;
+        sqlx::query(sql::MARK_FAILED)
+            .bind(pool)
+            .bind(id)
+            .bind(error)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
+    async fn load_players(&self, pool: &str) -> Result<Vec<StoredPlayer>, Error> {
+        // One snapshot for both queries: a round applied between them would mismatch.
+        let mut tx = D::begin_snapshot(&self.pool).await?;
+        let players: Vec<PlayerRow> = sqlx::query_as(sql::SELECT_PLAYERS)
+            .bind(pool)
+            .fetch_all(&mut *tx)
+            .await?;
+        let factors: Vec<FactorRow> = sqlx::query_as(sql::SELECT_FACTORS)
+            .bind(pool)
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        join_players(players, factors)
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.id = ?id))]
+    async fn round(&self, pool: &str, id: &str) -> Result<Option<RoundRecord>, Error> {
+        let mut tx = D::begin_snapshot(&self.pool).await?;
+        let Some(row): Option<RoundRow> = sqlx::query_as(sql::SELECT_ROUND)
+            .bind(pool)
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let results = if row.status()? == RoundStatus::Applied {
+            let rows: Vec<ResultRow> = sqlx::query_as(sql::SELECT_RESULTS)
+                .bind(pool)
+                .bind(row.seq)
+                .fetch_all(&mut *tx)
+                .await?;
+            Some(
+                rows.into_iter()
+                    .map(ResultRow::into_result)
+                    .collect::<Result<_, _>>()?,
+            )
+        } else {
+            None
+        };
+        tx.commit().await?;
+        row.into_record(results).map(Some)
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, player.id = %player))]
+    async fn player_history(
+        &self,
+        pool: &str,
+        player: &str,
+        limit: u32,
+        before: Option<i64>,
+    ) -> Result<HistoryPage, Error> {
+        // One row more than asked tells whether an older page exists.
+        let rows: Vec<HistoryRow> = sqlx::query_as(sql::SELECT_HISTORY)
+            .bind(pool)
+            .bind(player)
+            .bind(before.unwrap_or(i64::MAX))
+            .bind(i64::from(limit) + 1)
+            .fetch_all(&self.pool)
+            .await?;
+        let entries = rows
+            .into_iter()
+            .map(HistoryRow::into_entry)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(history_page(entries, limit))
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME))]
+    async fn queue_depth(&self) -> Result<u64, Error> {
+        let (queued,): (i64,) = sqlx::query_as(sql::COUNT_QUEUED)
+            .fetch_one(&self.pool)
+            .await?;
+        to_u64(queued, "queued")
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME))]
+    async fn ping(&self) -> Result<(), Error> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+}
