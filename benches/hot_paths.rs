@@ -49,7 +49,10 @@ fn predictions(c: &mut Criterion) {
     let mut rng = Lcg(0x5eed);
     let system = SystemParams::EloMmr(params);
     let sides: Vec<Performance> = (0..MAX_ENTRANTS)
-        .map(|_| system.performance(&[&spread_player(&params, &mut rng)]))
+        .map(|_| {
+            let player = spread_player(&params, &mut rng);
+            system.performance(&[&player]).expect("Elo-MMR states")
+        })
         .collect();
     let entrants: Vec<(f64, f64)> = sides.iter().map(|p| (p.mean, p.variance)).collect();
     let model = EloMmr::model(&params);

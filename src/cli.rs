@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{Overrides, Settings};
-use crate::engine::{Params, Ties, Variant};
+use crate::engine::SystemParams;
 use crate::replay::{self, InputFormat};
 use crate::startup::Application;
 
@@ -51,7 +51,7 @@ pub struct ServeArgs {
     pub database_url: Option<String>,
 }
 
-/// Arguments of `replay`. Rating parameters left out take `Params::default()`.
+/// Arguments of `replay`. Rating parameters left out take their system's defaults.
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct ReplayArgs {
@@ -64,6 +64,13 @@ pub struct ReplayArgs {
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// The rating system.
+    #[arg(long, value_enum, default_value_t = SystemArg::EloMmr)]
+    pub system: SystemArg,
+    /// A parameter of the system, e.g. `--param tau=0` (repeatable; wins over the flags below).
+    /// A value that reads as JSON is taken as such, any other as a string.
+    #[arg(long = "param", value_name = "KEY=VALUE", value_parser = key_value)]
+    pub params: Vec<(String, String)>,
     /// Performance model.
     #[arg(long, value_enum)]
     pub variant: Option<VariantArg>,
@@ -99,6 +106,23 @@ pub struct ReplayArgs {
     pub input_format: InputFormat,
 }
 
+/// `--system`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SystemArg {
+    /// Elo-MMR (and Elo-MMχ with `--variant gaussian`).
+    EloMmr,
+    /// Weng-Lin (OpenSkill), Bradley-Terry full pairing.
+    WengLin,
+}
+
+/// Splits `KEY=VALUE`.
+fn key_value(arg: &str) -> Result<(String, String), String> {
+    match arg.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("expected KEY=VALUE, got `{arg}`")),
+    }
+}
+
 /// `--variant`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum VariantArg {
@@ -118,29 +142,65 @@ pub enum TiesArg {
 }
 
 impl ReplayArgs {
-    /// The pool parameters: the defaults, overridden by whatever was given (not yet validated).
-    #[must_use]
-    pub fn params(&self) -> Params {
-        let default = Params::default();
-        Params {
-            variant: match self.variant {
-                Some(VariantArg::Logistic) => Variant::Logistic,
-                Some(VariantArg::Gaussian) => Variant::Gaussian,
-                None => default.variant,
-            },
-            beta: self.beta.unwrap_or(default.beta),
-            gamma: self.gamma.unwrap_or(default.gamma),
-            rho: self.rho.unwrap_or(default.rho),
-            mu_init: self.mu_init.unwrap_or(default.mu_init),
-            sigma_init: self.sigma_init.unwrap_or(default.sigma_init),
-            drift_per_day: self.drift_per_day.unwrap_or(default.drift_per_day),
-            history_limit: self.history_limit.unwrap_or(default.history_limit),
-            ties: match self.ties {
-                Some(TiesArg::Both) => Ties::Both,
-                Some(TiesArg::Split) => Ties::Split,
-                None => default.ties,
-            },
+    /// The rating system and its parameters: its defaults, overridden by the flags, then by
+    /// `--param` (not yet validated). A parameter the system does not have is an error naming
+    /// it.
+    pub fn system(&self) -> anyhow::Result<SystemParams> {
+        let mut params = serde_json::Map::new();
+        let mut set = |key: &str, value: serde_json::Value| {
+            params.insert(key.to_owned(), value);
+        };
+        let number = |x: f64| {
+            if x == f64::INFINITY {
+                serde_json::Value::from("inf")
+            } else {
+                serde_json::Value::from(x)
+            }
+        };
+        for (key, value) in [
+            ("beta", self.beta),
+            ("gamma", self.gamma),
+            ("rho", self.rho),
+            ("mu_init", self.mu_init),
+            ("sigma_init", self.sigma_init),
+            ("drift_per_day", self.drift_per_day),
+        ] {
+            if let Some(value) = value {
+                set(key, number(value));
+            }
         }
+        if let Some(limit) = self.history_limit {
+            set("history_limit", limit.into());
+        }
+        if let Some(variant) = self.variant {
+            let name = match variant {
+                VariantArg::Logistic => "logistic",
+                VariantArg::Gaussian => "gaussian",
+            };
+            set("variant", name.into());
+        }
+        if let Some(ties) = self.ties {
+            let name = match ties {
+                TiesArg::Both => "both",
+                TiesArg::Split => "split",
+            };
+            set("ties", name.into());
+        }
+        for (key, value) in &self.params {
+            let value = serde_json::from_str(value).unwrap_or_else(|_| value.as_str().into());
+            set(key, value);
+        }
+        let params = serde_json::Value::Object(params);
+        let invalid =
+            |system| move |e| anyhow::anyhow!("invalid parameters for --system {system}: {e}");
+        Ok(match self.system {
+            SystemArg::EloMmr => SystemParams::EloMmr(
+                serde_path_to_error::deserialize(params).map_err(invalid("elo-mmr"))?,
+            ),
+            SystemArg::WengLin => SystemParams::WengLin(
+                serde_path_to_error::deserialize(params).map_err(invalid("weng-lin"))?,
+            ),
+        })
     }
 }
 
@@ -183,7 +243,7 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let options = replay::Options {
         input: args.input.clone(),
         format: args.input_format,
-        params: args.params().into(),
+        params: args.system()?,
         min_history: args.min_history,
         progress: std::io::stderr().is_terminal(),
     };

@@ -14,7 +14,7 @@ use serde_json::Value;
 use utoipa::openapi::schema::{Object, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type};
 use utoipa::ToSchema;
 
-use crate::engine::{Params, SystemName, SystemParams, Ties, Variant};
+use crate::engine::{self, Params, SystemName, SystemParams, Ties, Variant, WengLinParams};
 
 /// The compiled-in base layer.
 const DEFAULT_TOML: &str = include_str!("../config/default.toml");
@@ -159,7 +159,7 @@ impl fmt::Debug for KeySettings {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ParamsOverrides {
-    /// The rating system: `elo_mmr`, the only one so far (and the default).
+    /// The rating system: `elo_mmr` (the default) or `weng_lin`.
     #[schema(schema_with = system_schema)]
     pub system: Option<SystemName>,
     /// `logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).
@@ -189,6 +189,12 @@ pub struct ParamsOverrides {
     /// `both` (a tie is a win and a loss) or `split` (half of each).
     #[schema(schema_with = ties_schema)]
     pub ties: Option<Ties>,
+    /// Weng-Lin only: smallest factor one round may shrink a variance by, in (0, 1].
+    #[schema(exclusive_minimum = 0.0, maximum = 1.0)]
+    pub kappa: Option<f64>,
+    /// Weng-Lin only: skill drift (std) added to every participant before each round; >= 0.
+    #[schema(minimum = 0.0)]
+    pub tau: Option<f64>,
 }
 
 /// A request parameter that is one of `values`, or `null` for the configured default.
@@ -203,8 +209,9 @@ fn optional_choice(values: &[&str], description: &str) -> Object {
 
 fn system_schema() -> Object {
     optional_choice(
-        &["elo_mmr"],
-        "The rating system: `elo_mmr` (Elo-MMR), the only one so far and the default.",
+        &["elo_mmr", "weng_lin"],
+        "The rating system: `elo_mmr` (Elo-MMR, the default) or `weng_lin` (Weng-Lin, \
+         OpenSkill's Bradley-Terry full pairing).",
     )
 }
 
@@ -272,22 +279,51 @@ fn rho_value<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option
 }
 
 impl ParamsOverrides {
-    /// The system asked for (Elo-MMR by default) with `base`'s parameters, each one set here
-    /// replacing its own (not validated).
-    #[must_use]
-    pub fn apply(&self, base: &Params) -> SystemParams {
-        let SystemName::EloMmr = self.system.unwrap_or_default();
-        SystemParams::EloMmr(Params {
-            variant: self.variant.unwrap_or(base.variant),
-            beta: self.beta.unwrap_or(base.beta),
-            gamma: self.gamma.unwrap_or(base.gamma),
-            rho: self.rho.unwrap_or(base.rho),
-            mu_init: self.mu_init.unwrap_or(base.mu_init),
-            sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
-            drift_per_day: self.drift_per_day.unwrap_or(base.drift_per_day),
-            history_limit: self.history_limit.unwrap_or(base.history_limit),
-            ties: self.ties.unwrap_or(base.ties),
-        })
+    /// The system asked for (Elo-MMR by default) with every parameter set here replacing its
+    /// default: `base` for Elo-MMR, the system's own defaults otherwise. Not validated, but a
+    /// parameter the system does not have is an error naming it.
+    pub fn apply(&self, base: &Params) -> Result<SystemParams, engine::Error> {
+        let unused = |names: &[(&'static str, bool)]| match names.iter().find(|(_, set)| *set) {
+            Some(&(name, _)) => Err(engine::Error::parameter(
+                name,
+                "is not a parameter of this rating system",
+            )),
+            None => Ok(()),
+        };
+        match self.system.unwrap_or_default() {
+            SystemName::EloMmr => {
+                unused(&[("kappa", self.kappa.is_some()), ("tau", self.tau.is_some())])?;
+                Ok(SystemParams::EloMmr(Params {
+                    variant: self.variant.unwrap_or(base.variant),
+                    beta: self.beta.unwrap_or(base.beta),
+                    gamma: self.gamma.unwrap_or(base.gamma),
+                    rho: self.rho.unwrap_or(base.rho),
+                    mu_init: self.mu_init.unwrap_or(base.mu_init),
+                    sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
+                    drift_per_day: self.drift_per_day.unwrap_or(base.drift_per_day),
+                    history_limit: self.history_limit.unwrap_or(base.history_limit),
+                    ties: self.ties.unwrap_or(base.ties),
+                }))
+            }
+            SystemName::WengLin => {
+                unused(&[
+                    ("variant", self.variant.is_some()),
+                    ("gamma", self.gamma.is_some()),
+                    ("rho", self.rho.is_some()),
+                    ("drift_per_day", self.drift_per_day.is_some()),
+                    ("history_limit", self.history_limit.is_some()),
+                    ("ties", self.ties.is_some()),
+                ])?;
+                let base = WengLinParams::default();
+                Ok(SystemParams::WengLin(WengLinParams {
+                    beta: self.beta.unwrap_or(base.beta),
+                    kappa: self.kappa.unwrap_or(base.kappa),
+                    tau: self.tau.unwrap_or(base.tau),
+                    mu_init: self.mu_init.unwrap_or(base.mu_init),
+                    sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
+                }))
+            }
+        }
     }
 }
 
@@ -361,7 +397,7 @@ impl Settings {
             );
             overrides
                 .apply(&self.engine)
-                .validate()
+                .and_then(|params| params.validate())
                 .with_context(|| format!("invalid parameters in [pools.{name}]"))?;
         }
         for key in &self.auth.keys {

@@ -94,7 +94,7 @@ impl AppState {
         overrides: &ParamsOverrides,
         start_worker: bool,
     ) -> Result<(PoolWrite, SystemParams), PutPoolError> {
-        let params = overrides.apply(&self.settings.engine);
+        let params = overrides.apply(&self.settings.engine)?;
         params.validate()?;
         let existing = self.pools.get(name);
         // The worker reads the parameters in its turn: a change must not land mid-step.

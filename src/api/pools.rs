@@ -13,7 +13,7 @@ use super::auth::{Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::JsonBody;
 use crate::config::ParamsOverrides;
-use crate::engine::{SystemName, SystemParams, Ties, Variant};
+use crate::engine::{Params, SystemName, SystemParams, Ties, Variant};
 use crate::names;
 use crate::state::{AppState, PutPoolError};
 use crate::storage::{PoolInfo, PoolWrite};
@@ -25,9 +25,34 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_pool, put_pool))
 }
 
-/// A pool's engine parameters.
+/// A pool's parameters: those of its rating system.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ParamsResponse {
+#[serde(untagged)]
+pub enum ParamsResponse {
+    /// Elo-MMR's.
+    EloMmr(EloMmrParamsResponse),
+    /// Weng-Lin's.
+    WengLin(WengLinParamsResponse),
+}
+
+/// Weng-Lin's parameters.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WengLinParamsResponse {
+    /// Performance spread β.
+    pub beta: f64,
+    /// Smallest factor one round may shrink a variance by.
+    pub kappa: f64,
+    /// Skill drift added to every participant before each round.
+    pub tau: f64,
+    /// Mean of a new player's prior.
+    pub mu_init: f64,
+    /// Std of a new player's prior.
+    pub sigma_init: f64,
+}
+
+/// Elo-MMR's parameters.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EloMmrParamsResponse {
     /// `logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).
     #[schema(value_type = String, pattern = "^(logistic|gaussian)$", example = "logistic")]
     pub variant: &'static str,
@@ -58,7 +83,21 @@ fn rho_schema() -> Schema {
 
 impl From<&SystemParams> for ParamsResponse {
     fn from(system: &SystemParams) -> Self {
-        let SystemParams::EloMmr(p) = system;
+        match system {
+            SystemParams::EloMmr(p) => Self::EloMmr(EloMmrParamsResponse::from(p)),
+            SystemParams::WengLin(p) => Self::WengLin(WengLinParamsResponse {
+                beta: p.beta,
+                kappa: p.kappa,
+                tau: p.tau,
+                mu_init: p.mu_init,
+                sigma_init: p.sigma_init,
+            }),
+        }
+    }
+}
+
+impl From<&Params> for EloMmrParamsResponse {
+    fn from(p: &Params) -> Self {
         Self {
             variant: match p.variant {
                 Variant::Logistic => "logistic",

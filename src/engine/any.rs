@@ -11,6 +11,7 @@ use super::player::PlayerState;
 use super::rating::{Rating, RatingChange};
 use super::round::Round;
 use super::system::{Model, Performance, Rated, RatingSystem};
+use super::weng_lin::{WengLin, WengLinParams, WengLinState};
 use super::Error;
 
 /// A pool's rating system and its parameters. In text formats:
@@ -20,6 +21,8 @@ use super::Error;
 pub enum SystemParams {
     /// Elo-MMR and Elo-MMχ.
     EloMmr(Params),
+    /// Weng-Lin (OpenSkill), Bradley-Terry full pairing.
+    WengLin(WengLinParams),
 }
 
 /// A rating system's name, as requests and responses spell it.
@@ -29,6 +32,8 @@ pub enum SystemName {
     /// Elo-MMR and Elo-MMχ.
     #[default]
     EloMmr,
+    /// Weng-Lin (OpenSkill), Bradley-Terry full pairing.
+    WengLin,
 }
 
 /// One player's state in the pool's rating system.
@@ -36,6 +41,8 @@ pub enum SystemName {
 pub enum SystemState {
     /// Elo-MMR's whole posterior.
     EloMmr(PlayerState),
+    /// Weng-Lin's Gaussian belief.
+    WengLin(WengLinState),
 }
 
 /// One participant's outcome of [`SystemParams::apply`].
@@ -59,6 +66,16 @@ impl SystemParams {
     pub fn name(&self) -> SystemName {
         match self {
             Self::EloMmr(_) => SystemName::EloMmr,
+            Self::WengLin(_) => SystemName::WengLin,
+        }
+    }
+
+    /// The default parameters of system `name`.
+    #[must_use]
+    pub fn default_of(name: SystemName) -> Self {
+        match name {
+            SystemName::EloMmr => Self::EloMmr(Params::default()),
+            SystemName::WengLin => Self::WengLin(WengLinParams::default()),
         }
     }
 
@@ -66,6 +83,7 @@ impl SystemParams {
     pub fn validate(&self) -> Result<(), Error> {
         match self {
             Self::EloMmr(p) => EloMmr::validate(p),
+            Self::WengLin(p) => WengLin::validate(p),
         }
     }
 
@@ -74,18 +92,17 @@ impl SystemParams {
     pub fn newcomer(&self) -> SystemState {
         match self {
             Self::EloMmr(p) => SystemState::EloMmr(EloMmr::newcomer(p)),
+            Self::WengLin(p) => SystemState::WengLin(WengLin::newcomer(p)),
         }
     }
 
     /// Rates one round: `priors[i]` is the state of `round.standings[i].player` before it (a
     /// [`newcomer`](Self::newcomer) for a first round). The result is aligned with
-    /// `round.standings`.
+    /// `round.standings`. A prior of another system is [`Error::ForeignState`].
     pub fn apply(&self, round: &Round, priors: &[&SystemState]) -> Result<Vec<Applied>, Error> {
         match self {
-            Self::EloMmr(p) => applied::<EloMmr>(p, round, priors, SystemState::EloMmr, |s| {
-                let SystemState::EloMmr(s) = s;
-                s
-            }),
+            Self::EloMmr(p) => applied::<EloMmr>(p, round, priors, SystemState::EloMmr),
+            Self::WengLin(p) => applied::<WengLin>(p, round, priors, SystemState::WengLin),
         }
     }
 
@@ -94,23 +111,16 @@ impl SystemParams {
     pub fn model(&self) -> Model {
         match self {
             Self::EloMmr(p) => EloMmr::model(p),
+            Self::WengLin(p) => WengLin::model(p),
         }
     }
 
-    /// The performance distribution of an entrant made of `members`.
-    #[must_use]
-    pub fn performance(&self, members: &[&SystemState]) -> Performance {
+    /// The performance distribution of an entrant made of `members`; a state of another
+    /// system is [`Error::ForeignState`].
+    pub fn performance(&self, members: &[&SystemState]) -> Result<Performance, Error> {
         match self {
-            Self::EloMmr(p) => {
-                let states: Vec<&PlayerState> = members
-                    .iter()
-                    .map(|s| {
-                        let SystemState::EloMmr(s) = s;
-                        s
-                    })
-                    .collect();
-                EloMmr::performance(p, &states)
-            }
+            Self::EloMmr(p) => Ok(EloMmr::performance(p, &own(members)?)),
+            Self::WengLin(p) => Ok(WengLin::performance(p, &own(members)?)),
         }
     }
 }
@@ -121,6 +131,7 @@ impl SystemState {
     pub fn rating(&self) -> Rating {
         match self {
             Self::EloMmr(s) => EloMmr::rating(s),
+            Self::WengLin(s) => WengLin::rating(s),
         }
     }
 
@@ -129,20 +140,57 @@ impl SystemState {
     pub fn rounds(&self) -> u64 {
         match self {
             Self::EloMmr(s) => EloMmr::rounds(s),
+            Self::WengLin(s) => WengLin::rounds(s),
         }
     }
 }
 
-/// [`SystemParams::apply`] for system `S`: `unwrap` reads a prior as `S`'s state, `wrap` turns
-/// `S`'s state back into a [`SystemState`].
+/// A [`SystemState`] that may hold system `S`'s state.
+trait StateOf<S> {
+    fn state_of(&self) -> Option<&S>;
+}
+
+impl StateOf<PlayerState> for SystemState {
+    fn state_of(&self) -> Option<&PlayerState> {
+        match self {
+            Self::EloMmr(s) => Some(s),
+            Self::WengLin(_) => None,
+        }
+    }
+}
+
+impl StateOf<WengLinState> for SystemState {
+    fn state_of(&self) -> Option<&WengLinState> {
+        match self {
+            Self::WengLin(s) => Some(s),
+            Self::EloMmr(_) => None,
+        }
+    }
+}
+
+/// Each of `states` as system `S`'s state; the first of another system is an error.
+fn own<'a, S>(states: &[&'a SystemState]) -> Result<Vec<&'a S>, Error>
+where
+    SystemState: StateOf<S>,
+{
+    states
+        .iter()
+        .enumerate()
+        .map(|(index, s)| s.state_of().ok_or(Error::ForeignState { index }))
+        .collect()
+}
+
+/// [`SystemParams::apply`] for system `S`; `wrap` turns `S`'s state into a [`SystemState`].
 fn applied<S: RatingSystem>(
     params: &S::Params,
     round: &Round,
     priors: &[&SystemState],
     wrap: fn(S::State) -> SystemState,
-    unwrap: fn(&SystemState) -> &S::State,
-) -> Result<Vec<Applied>, Error> {
-    let states: Vec<&S::State> = priors.iter().map(|p| unwrap(p)).collect();
+) -> Result<Vec<Applied>, Error>
+where
+    SystemState: StateOf<S::State>,
+{
+    let states = own::<S::State>(priors)?;
     let rated = S::rate(params, round, &states)?;
     Ok(states
         .iter()

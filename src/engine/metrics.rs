@@ -134,10 +134,10 @@ pub fn round_metrics(
         .iter()
         .map(|members| {
             let states: Vec<&SystemState> = members.iter().map(|&m| priors[m]).collect();
-            let performance = system.performance(&states);
-            (performance.mean, performance.variance)
+            let performance = system.performance(&states)?;
+            Ok((performance.mean, performance.variance))
         })
-        .collect();
+        .collect::<Result<_, Error>>()?;
     let ratings: Vec<f64> = performances.iter().map(|&(mu, _)| mu).collect();
     let ordering = RatingOrder::of(&ratings, &layout);
     let opponents = (ratings.len() - 1) as f64;
@@ -389,6 +389,7 @@ mod tests {
     /// The performance distribution of a team of `members` in an Elo-MMR pool.
     fn performance(params: &Params, members: &[&SystemState]) -> (f64, f64) {
         let p = SystemParams::EloMmr(*params).performance(members);
+        let p = p.expect("Elo-MMR states");
         (p.mean, p.variance)
     }
 

@@ -8,7 +8,7 @@
 //! what a round did to it), [`round`] (a round's results and their validation),
 //! [`population`] (players by id, in memory), [`predict`] (win probabilities, placings and
 //! match quality), [`metrics`] (accuracy of the priors' predictions), [`normal`] (the normal
-//! distribution). Elo-MMR: [`elo_mmr`] (its place on the seam), [`params`] (its
+//! distribution). Weng-Lin: [`weng_lin`]. Elo-MMR: [`elo_mmr`] (its place on the seam), [`params`] (its
 //! parameters), [`player`] (a player's belief, diffusion and update), `performance` (step 3,
 //! the exact O(N)-per-sample performance solver), [`rate`] (one round end to end).
 
@@ -27,6 +27,7 @@ pub mod rating;
 pub mod round;
 mod solve;
 pub mod system;
+pub mod weng_lin;
 
 pub use any::{Applied, SystemName, SystemParams, SystemState};
 pub use elo_mmr::EloMmr;
@@ -37,6 +38,7 @@ pub use rate::rate_round;
 pub use rating::{Rating, RatingChange};
 pub use round::{Round, Standing};
 pub use system::{Model, Performance, Rated, RatingSystem};
+pub use weng_lin::{WengLin, WengLinParams, WengLinState};
 
 /// `√3 / π`: a logistic distribution with scale `s̄ = LOGISTIC_SCALE · s` has std `s`.
 pub const LOGISTIC_SCALE: f64 = 0.551_328_895_421_792_1;
@@ -80,6 +82,13 @@ pub enum Error {
     /// The computation was cancelled by its caller (a prediction whose request went away).
     #[error("cancelled")]
     Cancelled,
+    /// A state given to a rating system is another system's (a bug of the caller: a pool's
+    /// players all have its system's states).
+    #[error("state {index} belongs to another rating system")]
+    ForeignState {
+        /// Its index among the states given.
+        index: usize,
+    },
     /// The caller passed a different number of priors than the round has standings.
     #[error("{priors} priors given for {standings} standings")]
     PriorCount {
@@ -118,7 +127,7 @@ impl Error {
         match self {
             Self::InvalidParameter { name, .. } => Some(name),
             Self::InvalidRound { field, .. } | Self::InvalidPrediction { field, .. } => Some(field),
-            Self::PriorCount { .. } | Self::Cancelled => None,
+            Self::PriorCount { .. } | Self::ForeignState { .. } | Self::Cancelled => None,
         }
     }
 }

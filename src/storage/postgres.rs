@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::{PgConnection, Postgres, Transaction};
 
-use super::rows::{elo_mmr, to_i64, FactorWrites};
+use super::rows::{to_i64, StateColumns};
 use super::sql_storage::{Dialect, SqlStorage};
 use super::{AppliedRound, Error};
 use crate::engine::Factor;
@@ -170,7 +170,7 @@ impl Dialect for Pg {
         let mut pruned_players = Vec::new();
         let mut keep_from = Vec::new();
         for entrant in &round.entrants {
-            let state = elo_mmr(&entrant.state);
+            let columns = StateColumns::of(&entrant.state)?;
             let change = &entrant.change;
             players.push(entrant.player.as_str());
             ranks.push(to_i64(entrant.rank, "rank")?);
@@ -179,12 +179,14 @@ impl Dialect for Pg {
             sigmas_before.push(change.before.sigma);
             mus.push(change.after.mu);
             sigmas.push(change.after.sigma);
-            rounds_played.push(to_i64(state.rounds, "rounds")?);
-            p0s.push(state.p0);
-            w0s.push(state.w0);
-            log_decays.push(state.log_decay);
-            last_times.push(state.last_time);
-            let writes = FactorWrites::of(state)?;
+            rounds_played.push(columns.rounds);
+            p0s.push(columns.p0);
+            w0s.push(columns.w0);
+            log_decays.push(columns.log_decay);
+            last_times.push(columns.last_time);
+            let Some(writes) = columns.factors else {
+                continue;
+            };
             if let Some((number, factor)) = writes.added {
                 added.push(&entrant.player, number, factor);
             }

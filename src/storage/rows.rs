@@ -10,7 +10,9 @@ use super::{
     Enqueued, Error, HistoryEntry, HistoryPage, PoolInfo, PoolProgress, RoundRecord, RoundResult,
     RoundStatus, StoredPlayer,
 };
-use crate::engine::{Factor, PlayerState, Rating, RatingChange, SystemParams, SystemState};
+use crate::engine::{
+    Factor, PlayerState, Rating, RatingChange, SystemParams, SystemState, WengLinState,
+};
 
 /// A pool's rating system and its parameters as stored in `pools`: the system's name and its
 /// parameters as a JSON object ([`SystemParams`] in text form, split in two).
@@ -168,16 +170,17 @@ impl ResultRow {
     }
 }
 
-/// A row of `sql::SELECT_PLAYERS`: a belief without its factors.
+/// A row of `sql::SELECT_PLAYERS`: a state without its factors. `p0`, `w0` and `log_decay`
+/// are Elo-MMR's, NULL for the players of other systems.
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct PlayerRow {
     player: String,
     mu: f64,
     sigma: f64,
     rounds: i64,
-    p0: f64,
-    w0: f64,
-    log_decay: f64,
+    p0: Option<f64>,
+    w0: Option<f64>,
+    log_decay: Option<f64>,
     last_time: Option<i64>,
     last_round_id: String,
     last_round_time: Option<i64>,
@@ -195,9 +198,10 @@ pub(super) struct FactorRow {
 }
 
 /// Joins the rows of `sql::SELECT_PLAYERS` and `sql::SELECT_FACTORS` (which lists each
-/// player's factors by `n`) into whole beliefs, checking that every player has exactly the
-/// factors numbered up to their round count.
+/// player's factors by `n`) into whole states of the pool's `system`, checking that every
+/// player has exactly the factors numbered up to their round count.
 pub(super) fn join_players(
+    system: &SystemParams,
     players: Vec<PlayerRow>,
     factors: Vec<FactorRow>,
 ) -> Result<Vec<StoredPlayer>, Error> {
@@ -229,17 +233,35 @@ pub(super) fn join_players(
                     row.player, row.rounds
                 )));
             }
-            Ok(StoredPlayer {
-                state: SystemState::EloMmr(PlayerState {
+            let rounds = to_u64(row.rounds, "rounds")?;
+            let missing = || Error::Corrupt(format!("player `{}`: no posterior", row.player));
+            let state = match system {
+                SystemParams::EloMmr(_) => SystemState::EloMmr(PlayerState {
                     mu: row.mu,
                     sigma: row.sigma,
-                    p0: row.p0,
-                    w0: row.w0,
+                    p0: row.p0.ok_or_else(missing)?,
+                    w0: row.w0.ok_or_else(missing)?,
                     factors: numbered.into_iter().map(|(_, factor)| factor).collect(),
-                    log_decay: row.log_decay,
+                    log_decay: row.log_decay.ok_or_else(missing)?,
                     last_time: row.last_time,
-                    rounds: to_u64(row.rounds, "rounds")?,
+                    rounds,
                 }),
+                SystemParams::WengLin(_) if numbered.is_empty() => {
+                    SystemState::WengLin(WengLinState {
+                        mu: row.mu,
+                        sigma: row.sigma,
+                        rounds,
+                    })
+                }
+                SystemParams::WengLin(_) => {
+                    return Err(Error::Corrupt(format!(
+                        "player `{}`: factors in a Weng-Lin pool",
+                        row.player
+                    )))
+                }
+            };
+            Ok(StoredPlayer {
+                state,
                 player: row.player,
                 last_round_id: row.last_round_id,
                 last_round_time: row.last_round_time,
@@ -254,6 +276,42 @@ pub(super) fn join_players(
     Ok(stored)
 }
 
+/// A state's columns of `players` besides `mu` and `sigma` (a state's rating, which the
+/// entrant's [`RatingChange::after`] carries), and what changes in its factors.
+pub(super) struct StateColumns<'a> {
+    pub(super) rounds: i64,
+    pub(super) p0: Option<f64>,
+    pub(super) w0: Option<f64>,
+    pub(super) log_decay: Option<f64>,
+    pub(super) last_time: Option<i64>,
+    /// Only Elo-MMR keeps factors.
+    pub(super) factors: Option<FactorWrites<'a>>,
+}
+
+impl<'a> StateColumns<'a> {
+    /// The columns of `state`, a player's state after the round they just played.
+    pub(super) fn of(state: &'a SystemState) -> Result<Self, Error> {
+        Ok(match state {
+            SystemState::EloMmr(belief) => Self {
+                rounds: to_i64(belief.rounds, "rounds")?,
+                p0: Some(belief.p0),
+                w0: Some(belief.w0),
+                log_decay: Some(belief.log_decay),
+                last_time: belief.last_time,
+                factors: Some(FactorWrites::of(belief)?),
+            },
+            SystemState::WengLin(belief) => Self {
+                rounds: to_i64(belief.rounds, "rounds")?,
+                p0: None,
+                w0: None,
+                log_decay: None,
+                last_time: None,
+                factors: None,
+            },
+        })
+    }
+}
+
 /// What [`Storage::apply_round`] writes of one entrant's factors.
 pub(super) struct FactorWrites<'a> {
     /// The factor this round added, numbered by the entrant's round count (the newest one;
@@ -266,7 +324,7 @@ pub(super) struct FactorWrites<'a> {
 
 impl<'a> FactorWrites<'a> {
     /// What changes in `state`'s stored factors: its belief after the round it just played.
-    pub(super) fn of(state: &'a PlayerState) -> Result<Self, Error> {
+    fn of(state: &'a PlayerState) -> Result<Self, Error> {
         let rounds = to_i64(state.rounds, "rounds")?;
         let kept = to_i64(state.factors.len() as u64, "factors")?;
         let keep_from = rounds - kept + 1;
@@ -319,12 +377,6 @@ fn change(performance: f64, before: (f64, f64), after: (f64, f64)) -> RatingChan
         before: rating(before),
         after: rating(after),
     }
-}
-
-/// Elo-MMR's state, which today's schema stores: one row per player, one per factor.
-pub(super) fn elo_mmr(state: &SystemState) -> &PlayerState {
-    let SystemState::EloMmr(state) = state;
-    state
 }
 
 fn parse_status(status: &str) -> Result<RoundStatus, Error> {

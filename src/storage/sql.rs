@@ -15,6 +15,9 @@ pub(super) const SELECT_POOLS: &str = "
 pub(super) const SELECT_POOL_PROGRESS: &str = "
     SELECT system, params, applied FROM pools WHERE name = $1";
 
+/// Pool `$1`'s system and parameters.
+pub(super) const SELECT_POOL_PARAMS: &str = "SELECT system, params FROM pools WHERE name = $1";
+
 /// Creates pool `$1` with system `$2` and parameters `$3` (JSON) unless it exists; returns its
 /// name only if it created it.
 pub(super) const INSERT_POOL: &str = "

@@ -285,8 +285,15 @@ where
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
     async fn load_players(&self, pool: &str) -> Result<Vec<StoredPlayer>, Error> {
-        // One snapshot for both queries: a round applied between them would mismatch.
+        // One snapshot for every query: a round applied between them would mismatch.
         let mut tx = D::begin_snapshot(&self.pool).await?;
+        let Some(system): Option<ParamsRow> = sqlx::query_as(sql::SELECT_POOL_PARAMS)
+            .bind(pool)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            return Ok(Vec::new());
+        };
         let players: Vec<PlayerRow> = sqlx::query_as(sql::SELECT_PLAYERS)
             .bind(pool)
             .fetch_all(&mut *tx)
@@ -296,7 +303,7 @@ where
             .fetch_all(&mut *tx)
             .await?;
         tx.commit().await?;
-        join_players(players, factors)
+        join_players(&system.into_params()?, players, factors)
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.id = ?id))]

@@ -13,9 +13,9 @@ use sqlx::sqlite::{
 };
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, Transaction};
 
-use super::rows::{elo_mmr, to_i64, FactorWrites};
+use super::rows::{to_i64, StateColumns};
 use super::sql_storage::{Dialect, SqlStorage};
-use super::{AppliedEntrant, AppliedRound, Error};
+use super::{sql, AppliedEntrant, AppliedRound, Error};
 
 /// Most parameters one statement may bind (SQLite's `SQLITE_MAX_VARIABLE_NUMBER` since 3.32).
 const MAX_BOUND_PARAMETERS: usize = 32_766;
@@ -102,7 +102,7 @@ impl Dialect for Lite {
 
     const LOCK_POOL: &'static str = "SELECT name FROM pools WHERE name = $1";
 
-    const LOCK_POOL_PARAMS: &'static str = "SELECT system, params FROM pools WHERE name = $1";
+    const LOCK_POOL_PARAMS: &'static str = sql::SELECT_POOL_PARAMS;
 
     async fn begin_write(pool: &SqlitePool) -> Result<Transaction<'static, Sqlite>, Error> {
         Ok(pool.begin_with(BEGIN_WRITE).await?)
@@ -142,24 +142,21 @@ async fn upsert_players(
     for chunk in entrants.chunks(MAX_BOUND_PARAMETERS / PLAYER_COLUMNS) {
         let rows = chunk
             .iter()
-            .map(|e| {
-                let state = elo_mmr(&e.state);
-                Ok((e.player.as_str(), state, to_i64(state.rounds, "rounds")?))
-            })
+            .map(|e| Ok((e, StateColumns::of(&e.state)?)))
             .collect::<Result<Vec<_>, Error>>()?;
         let mut query = QueryBuilder::<Sqlite>::new(UPSERT_PLAYERS_HEAD);
-        query.push_values(&rows, |mut row, &(player, state, rounds)| {
+        query.push_values(&rows, |mut row, (e, columns)| {
             row.push_bind(pool)
-                .push_bind(player)
-                .push_bind(state.mu)
-                .push_bind(state.sigma)
-                .push_bind(rounds)
+                .push_bind(e.player.as_str())
+                .push_bind(e.change.after.mu)
+                .push_bind(e.change.after.sigma)
+                .push_bind(columns.rounds)
                 .push_bind(id)
                 .push_bind(time)
-                .push_bind(state.p0)
-                .push_bind(state.w0)
-                .push_bind(state.log_decay)
-                .push_bind(state.last_time);
+                .push_bind(columns.p0)
+                .push_bind(columns.w0)
+                .push_bind(columns.log_decay)
+                .push_bind(columns.last_time);
         });
         query.push(UPSERT_PLAYERS_TAIL);
         query.build().execute(&mut *tx).await?;
@@ -176,7 +173,12 @@ async fn write_factors(
 ) -> Result<(), Error> {
     let writes = entrants
         .iter()
-        .map(|e| Ok((e.player.as_str(), FactorWrites::of(elo_mmr(&e.state))?)))
+        .map(|e| Ok((e.player.as_str(), StateColumns::of(&e.state)?.factors)))
+        .filter_map(|row: Result<_, Error>| match row {
+            Ok((player, Some(writes))) => Some(Ok((player, writes))),
+            Ok((_, None)) => None,
+            Err(error) => Some(Err(error)),
+        })
         .collect::<Result<Vec<_>, Error>>()?;
     let added: Vec<_> = writes
         .iter()

@@ -1,5 +1,5 @@
 //! The API's main path on both backends, SQLite and Postgres: create a pool, post rounds, apply
-//! them, read them back, and read the same after a restart.
+//! them, read them back, and read the same after a restart; for a Weng-Lin pool too.
 
 use axum::http::StatusCode;
 use serde_json::json;
@@ -10,6 +10,7 @@ backend_tests!(
     a_pool_is_created_listed_and_locked_once_it_has_rounds,
     a_posted_round_is_applied_and_read_back,
     a_restarted_service_reads_the_same_ratings,
+    a_weng_lin_pool_rates_reads_predicts_and_survives_a_restart,
 );
 
 async fn a_pool_is_created_listed_and_locked_once_it_has_rounds(app: TestApp) {
@@ -131,4 +132,90 @@ async fn a_restarted_service_reads_the_same_ratings(app: TestApp) {
         "applied",
         "the restarted service applies what was queued"
     );
+}
+
+async fn a_weng_lin_pool_rates_reads_predicts_and_survives_a_restart(app: TestApp) {
+    let created = app
+        .put_pool(POOL, json!({"system": "weng_lin", "tau": 0.0, "beta": 5.0}))
+        .await;
+    let created = created.assert_status(StatusCode::CREATED, "create");
+    assert_eq!(created["system"], "weng_lin");
+    assert_eq!(
+        created["params"],
+        json!({"beta": 5.0, "kappa": 1e-4, "tau": 0.0, "mu_init": 25.0,
+               "sigma_init": 25.0 / 3.0})
+    );
+    app.put_pool(POOL, json!({"system": "weng_lin", "rho": 1.0}))
+        .await
+        .assert_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_parameter",
+            Some("rho"),
+            "an Elo-MMR parameter",
+        );
+    app.play([
+        round("r1", &["a", "b", "c"]),
+        round("r2", &["c", "a"]),
+        round("r3", &["b", "c", "d"]),
+    ])
+    .await;
+
+    let r1 = app.get("/v1/pools/main/rounds/r1").await;
+    let first = &r1.assert_status(StatusCode::OK, "r1")["results"][0];
+    assert_eq!(
+        (&first["player"], &first["mu_before"]),
+        (&json!("a"), &json!(25.0))
+    );
+    assert!(
+        first["mu_after"].as_f64() > Some(25.0),
+        "the winner rose: {first}"
+    );
+    assert!(
+        first["sigma_after"].as_f64() < Some(25.0 / 3.0),
+        "and is surer: {first}"
+    );
+    let player = app.get("/v1/pools/main/players/d").await;
+    let player = player.assert_status(StatusCode::OK, "d");
+    assert_eq!(player["rounds"], 1);
+    assert!(
+        player["mu"].as_f64() < Some(25.0),
+        "d lost its only round: {player}"
+    );
+    let history = app.get("/v1/pools/main/players/c/history").await;
+    let entries = &history.assert_status(StatusCode::OK, "history")["entries"];
+    assert_eq!(entries.as_array().map(Vec::len), Some(3));
+    let board = app.get("/v1/pools/main/leaderboard").await;
+    assert_eq!(board.assert_status(StatusCode::OK, "board")["total"], 4);
+    let duel = app.get("/v1/pools/main/win-probability?a=b&b=d").await;
+    let p = duel.assert_status(StatusCode::OK, "duel")["p_a"].as_f64();
+    assert!(p > Some(0.5) && p < Some(1.0), "b beat d: {p:?}");
+    let forecast = app
+        .post(
+            "/v1/pools/main/predictions",
+            Some(crate::support::READ_KEY),
+            json!({"entrants": [{"players": ["a"]}, {"players": ["b"]}, {"players": ["x"]}]}),
+        )
+        .await;
+    let forecast = forecast.assert_status(StatusCode::OK, "forecast");
+    let total: f64 = forecast["entrants"]
+        .as_array()
+        .map(|e| e.iter().filter_map(|e| e["p_first"].as_f64()).sum())
+        .unwrap_or_default();
+    assert!((total - 1.0).abs() < 1e-9, "{forecast}");
+
+    let restarted = app.restarted().await;
+    for uri in [
+        "/v1/pools/main",
+        "/v1/pools/main/leaderboard",
+        "/v1/pools/main/players/c",
+        "/v1/pools/main/win-probability?a=a&b=d",
+    ] {
+        let before = app.get(uri).await;
+        let after = restarted.get(uri).await;
+        assert_eq!(
+            after.assert_status(StatusCode::OK, uri),
+            before.assert_status(StatusCode::OK, uri),
+            "{uri}"
+        );
+    }
 }

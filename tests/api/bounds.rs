@@ -32,10 +32,12 @@ fn players_of(i: usize) -> Vec<String> {
         .collect()
 }
 
-/// How many factors an Elo-MMR belief holds.
+/// How many factors a state holds (only Elo-MMR keeps any).
 fn factors(state: &SystemState) -> usize {
-    let SystemState::EloMmr(belief) = state;
-    belief.factors.len()
+    match state {
+        SystemState::EloMmr(belief) => belief.factors.len(),
+        SystemState::WengLin(_) => 0,
+    }
 }
 
 /// The most factors any player of `POOL` holds in memory.

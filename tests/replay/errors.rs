@@ -105,6 +105,28 @@ fn a_bad_parameter_is_named_and_nothing_is_written() {
 }
 
 #[test]
+fn a_parameter_its_system_does_not_have_or_a_malformed_one_is_named() {
+    let input = sample();
+    for (args, named) in [
+        (&["--system", "weng-lin", "--rho", "1"][..], "rho"),
+        (&["--system", "weng-lin", "--param", "gamma=3"][..], "gamma"),
+        (&["--param", "kappa=0.5"][..], "kappa"),
+        (&["--system", "weng-lin", "--param", "kappa=0"][..], "kappa"),
+        (&["--param", "beta"][..], "KEY=VALUE"),
+    ] {
+        let mut all = vec!["replay", "--input", path_str(&input)];
+        all.extend_from_slice(args);
+        let output = mmr_service(&all);
+        let message = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} was accepted");
+        assert!(
+            message.contains(named),
+            "{args:?}: `{message}` does not name {named}"
+        );
+    }
+}
+
+#[test]
 fn a_missing_input_is_an_error() {
     let output = mmr_service(&["replay", "--input", "no/such/rounds.jsonl"]);
     assert!(!output.status.success());

@@ -162,3 +162,69 @@ fn two_replays_write_identical_ratings_and_elo_mmr_infinity_differs() {
         run("d.csv", &["--variant", "gaussian", "--ties", "split"])
     );
 }
+
+#[test]
+fn params_given_as_flags_or_as_key_values_rate_alike_and_weng_lin_rates_the_sample() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    // Weng-Lin has no round weight nor performance ceiling: the sample without them.
+    let input = dir.path().join("plain.jsonl");
+    let sample = std::fs::read_to_string(sample()).expect("the sample");
+    let plain: Vec<String> = sample
+        .lines()
+        .map(|line| {
+            let mut round: serde_json::Value = serde_json::from_str(line).expect("JSON");
+            if let Some(fields) = round.as_object_mut() {
+                fields.remove("weight");
+                fields.remove("perf_ceiling");
+            }
+            round.to_string()
+        })
+        .collect();
+    std::fs::write(&input, plain.join("\n")).expect("written");
+    let run = |name: &str, extra: &[&str]| {
+        let path = dir.path().join(name);
+        let mut args = vec!["--input", path_str(&input), "--output", path_str(&path)];
+        args.extend_from_slice(extra);
+        let summary = json_summary(&args);
+        (
+            summary,
+            std::fs::read(path).expect("the ratings file exists"),
+        )
+    };
+    let (_, flags) = run("flags.csv", &["--variant", "gaussian", "--rho", "inf"]);
+    let (_, pairs) = run(
+        "pairs.csv",
+        &["--param", "variant=gaussian", "--param", "rho=inf"],
+    );
+    assert_eq!(flags, pairs);
+    let (_, explicit) = run(
+        "explicit.csv",
+        &[
+            "--system",
+            "elo-mmr",
+            "--variant",
+            "gaussian",
+            "--rho",
+            "inf",
+        ],
+    );
+    assert_eq!(flags, explicit);
+
+    let (summary, weng_lin) = run(
+        "weng-lin.csv",
+        &["--system", "weng-lin", "--param", "tau=0"],
+    );
+    assert_ne!(weng_lin, flags);
+    let (elo_mmr, _) = run("elo-mmr.csv", &[]);
+    assert_eq!(summary["players"], elo_mmr["players"]);
+    let pair_inversion = summary["pair_inversion"].as_f64().unwrap_or(-1.0);
+    assert!((0.0..=1.0).contains(&pair_inversion), "{summary}");
+    let ratings = String::from_utf8(weng_lin).expect("UTF-8");
+    let mut lines = ratings.lines();
+    assert_eq!(lines.next(), Some("player,mu,sigma,rounds"));
+    for line in lines {
+        let fields: Vec<&str> = line.rsplitn(4, ',').collect();
+        let sigma: f64 = fields[1].parse().expect("a number");
+        assert!(sigma > 0.0 && sigma <= 25.0 / 3.0, "{line}");
+    }
+}

@@ -214,7 +214,9 @@ async fn check_pools_upgraded(url: &str, pools: &[(String, Params, Vec<&'static 
     let storage = storage::connect(url).await.expect("migrate");
     for (name, want, rounds) in pools {
         let info = storage.pool(name).await.expect("read").expect("kept");
-        let SystemParams::EloMmr(got) = info.params;
+        let SystemParams::EloMmr(got) = info.params else {
+            panic!("{name}: an Elo-MMR pool");
+        };
         let floats = |p: &Params| {
             [
                 p.beta,
@@ -303,7 +305,9 @@ async fn check_upgraded(url: &str, players: &[(String, PlayerState, String)]) {
     assert_eq!(stored.len(), players.len());
     for (got, (player, want, _)) in stored.iter().zip(players) {
         assert_eq!(&got.player, player);
-        let SystemState::EloMmr(state) = &got.state;
+        let SystemState::EloMmr(state) = &got.state else {
+            panic!("{player}: an Elo-MMR belief");
+        };
         assert_eq!(bits(state), bits(want), "{player}");
         assert_eq!(state, want, "{player}");
     }

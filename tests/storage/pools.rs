@@ -38,7 +38,9 @@ async fn a_created_pool_reads_back_with_its_exact_parameters_and_no_rounds(db: D
     let pool = db.storage.pool("odd").await.expect("read").expect("exists");
     assert_eq!(pool.name, "odd");
     assert_eq!(pool.params, params);
-    let (SystemParams::EloMmr(got), SystemParams::EloMmr(want)) = (&pool.params, &params);
+    let (SystemParams::EloMmr(got), SystemParams::EloMmr(want)) = (&pool.params, &params) else {
+        panic!("Elo-MMR parameters");
+    };
     assert_eq!(got.rho, f64::INFINITY);
     assert_eq!(got.drift_per_day.to_bits(), want.drift_per_day.to_bits());
     assert_eq!(

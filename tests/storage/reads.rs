@@ -107,7 +107,9 @@ async fn player_states_round_trip_bit_for_bit(db: Db) {
     let stored = db.storage.load_players(POOL).await.expect("load");
     assert_eq!(stored.len(), PLAYERS);
     for ((stored, want), who) in stored.iter().zip(&states).zip(&players) {
-        let SystemState::EloMmr(got) = &stored.state;
+        let SystemState::EloMmr(got) = &stored.state else {
+            panic!("{who}: an Elo-MMR belief");
+        };
         assert_eq!(stored.player, *who);
         assert_eq!(bits(got), bits(want), "{who}");
         assert_eq!(

@@ -103,10 +103,11 @@ pub fn head_to_head<B: Beliefs + ?Sized>(
     }
     let members = resolve(beliefs, &[a, b]);
     let system = beliefs.system();
-    let entrants = [members[0], members[1]].map(|m| {
-        let p = system.performance(&[m.state]);
-        (p.mean, p.variance)
-    });
+    let (a, b) = (
+        system.performance(&[members[0].state])?,
+        system.performance(&[members[1].state])?,
+    );
+    let entrants = [(a.mean, a.variance), (b.mean, b.variance)];
     // Two entrants: P(a first) is P(a ahead of b). Nobody can cancel so small a request.
     let p_first = first_place_probabilities(system.model(), &entrants, &AtomicBool::new(false))?;
     Ok(HeadToHead {
@@ -146,7 +147,7 @@ where
             let members: Vec<&SystemState> = side.iter().map(|m| m.state).collect();
             system.performance(&members)
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     let performances: Vec<(f64, f64)> =
         distributions.iter().map(|p| (p.mean, p.variance)).collect();
     let quality = match_quality(&distributions)?;
@@ -353,10 +354,8 @@ mod tests {
             prop_assert!((f.entrants[0].p_first - pairwise[0][1]).abs() < 1e-9);
             let members = resolve(&population, &[a, b]);
             let system = population.system();
-            let two = match_quality_two(
-                &system.performance(&[members[0].state]),
-                &system.performance(&[members[1].state]),
-            );
+            let performance = |m: Member<'_>| system.performance(&[m.state]).expect("one system");
+            let two = match_quality_two(&performance(members[0]), &performance(members[1]));
             prop_assert!((two - f.quality).abs() < AGREEMENT);
         }
 
