@@ -154,8 +154,9 @@ impl fmt::Debug for KeySettings {
     }
 }
 
-/// Engine parameters of a pool, each optional: what `PUT /v1/pools/{pool}` takes and what a
-/// `[pools.NAME]` section holds. Unset ones come from `[engine]`.
+/// A pool's rating system and parameters, each optional: what `PUT /v1/pools/{pool}` takes and
+/// what a `[pools.NAME]` section holds. Unset ones come from `[engine]` for Elo-MMR, from the
+/// system's own defaults for Weng-Lin.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ParamsOverrides {
@@ -283,16 +284,19 @@ impl ParamsOverrides {
     /// default: `base` for Elo-MMR, the system's own defaults otherwise. Not validated, but a
     /// parameter the system does not have is an error naming it.
     pub fn apply(&self, base: &Params) -> Result<SystemParams, engine::Error> {
-        let unused = |names: &[(&'static str, bool)]| match names.iter().find(|(_, set)| *set) {
-            Some(&(name, _)) => Err(engine::Error::parameter(
-                name,
-                "is not a parameter of this rating system",
-            )),
-            None => Ok(()),
-        };
+        let unused =
+            |system: &str, names: &[(&'static str, bool)]| match names.iter().find(|(_, set)| *set)
+            {
+                Some(&(name, _)) => Err(engine::Error::parameter(
+                    name,
+                    format!("is not a parameter of {system}"),
+                )),
+                None => Ok(()),
+            };
         match self.system.unwrap_or_default() {
             SystemName::EloMmr => {
-                unused(&[("kappa", self.kappa.is_some()), ("tau", self.tau.is_some())])?;
+                let own = [("kappa", self.kappa.is_some()), ("tau", self.tau.is_some())];
+                unused("elo_mmr", &own)?;
                 Ok(SystemParams::EloMmr(Params {
                     variant: self.variant.unwrap_or(base.variant),
                     beta: self.beta.unwrap_or(base.beta),
@@ -306,14 +310,17 @@ impl ParamsOverrides {
                 }))
             }
             SystemName::WengLin => {
-                unused(&[
-                    ("variant", self.variant.is_some()),
-                    ("gamma", self.gamma.is_some()),
-                    ("rho", self.rho.is_some()),
-                    ("drift_per_day", self.drift_per_day.is_some()),
-                    ("history_limit", self.history_limit.is_some()),
-                    ("ties", self.ties.is_some()),
-                ])?;
+                unused(
+                    "weng_lin",
+                    &[
+                        ("variant", self.variant.is_some()),
+                        ("gamma", self.gamma.is_some()),
+                        ("rho", self.rho.is_some()),
+                        ("drift_per_day", self.drift_per_day.is_some()),
+                        ("history_limit", self.history_limit.is_some()),
+                        ("ties", self.ties.is_some()),
+                    ],
+                )?;
                 let base = WengLinParams::default();
                 Ok(SystemParams::WengLin(WengLinParams {
                     beta: self.beta.unwrap_or(base.beta),

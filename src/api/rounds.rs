@@ -16,6 +16,7 @@ use super::auth::{Authorized, Read, Write};
 use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
 use super::pool_of;
+use crate::engine::{Beliefs, SystemParams};
 use crate::names;
 use crate::state::AppState;
 use crate::storage::{Enqueued, RoundStatus};
@@ -148,7 +149,8 @@ async fn create_round(
     let pool = pool_of(&state, &pool)?;
     let body = json_bytes(request, &state).await?;
     // Parsing a large round is CPU work: keep it off the async runtime's threads.
-    let (id, canonical) = tokio::task::spawn_blocking(move || validate(&body))
+    let system = pool.read().system().clone();
+    let (id, canonical) = tokio::task::spawn_blocking(move || validate(&body, &system))
         .await
         .map_err(|join| {
             tracing::error!(error = %join, "round validation panicked");
@@ -185,9 +187,9 @@ async fn create_round(
     }
 }
 
-/// Checks a round body completely and returns its id and canonical JSON (what is stored, and
-/// what a re-post is compared with).
-fn validate(body: &[u8]) -> Result<(String, String), Error> {
+/// Checks a round body completely, for the pool's rating `system` too, and returns its id and
+/// canonical JSON (what is stored, and what a re-post is compared with).
+fn validate(body: &[u8], system: &SystemParams) -> Result<(String, String), Error> {
     let value: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| Error::MalformedJson(e.to_string()))?;
     let invalid = |e: FieldError| Error::invalid("invalid_round", e.field, e.reason);
@@ -206,7 +208,8 @@ fn validate(body: &[u8]) -> Result<(String, String), Error> {
             return Err(Error::invalid("invalid_round", field, problem));
         }
     }
-    request.to_round().map_err(invalid)?;
+    let round = request.to_round().map_err(invalid)?;
+    system.check_round(&round).map_err(|e| invalid(e.into()))?;
     let canonical = serde_json::to_string(&request).map_err(|e| {
         tracing::error!(error = %e, "round serialization failed");
         Error::Internal

@@ -1,7 +1,8 @@
 //! A pool's rating system, whichever it is: [`SystemParams`] names the system and holds its
-//! parameters, [`SystemState`] holds one player's state in it. These two enums are the only
-//! place that lists the systems; everything above the engine (pools, storage, the API,
-//! `replay`) works through them and never names one system's types for rating or reading.
+//! parameters, [`SystemState`] holds one player's state in it. They dispatch to the systems:
+//! everything above the engine (pools, the worker, `replay`, predictions) rates and reads
+//! through them. What must know a system's own fields lists the systems too: storage's codec
+//! of a player's state, and the parameters the API and the command line take and show.
 
 use serde::{Deserialize, Serialize};
 
@@ -70,15 +71,6 @@ impl SystemParams {
         }
     }
 
-    /// The default parameters of system `name`.
-    #[must_use]
-    pub fn default_of(name: SystemName) -> Self {
-        match name {
-            SystemName::EloMmr => Self::EloMmr(Params::default()),
-            SystemName::WengLin => Self::WengLin(WengLinParams::default()),
-        }
-    }
-
     /// Checks every parameter; the error names the first one out of range.
     pub fn validate(&self) -> Result<(), Error> {
         match self {
@@ -93,6 +85,14 @@ impl SystemParams {
         match self {
             Self::EloMmr(p) => SystemState::EloMmr(EloMmr::newcomer(p)),
             Self::WengLin(p) => SystemState::WengLin(WengLin::newcomer(p)),
+        }
+    }
+
+    /// Refuses a round that uses what the system does not have, naming the field.
+    pub fn check_round(&self, round: &Round) -> Result<(), Error> {
+        match self {
+            Self::EloMmr(p) => EloMmr::check_round(p, round),
+            Self::WengLin(p) => WengLin::check_round(p, round),
         }
     }
 

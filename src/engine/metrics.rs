@@ -3,8 +3,9 @@
 //! loss and Brier score of the pairwise win probabilities of [`predict`](super::predict). Pure
 //! arithmetic on priors; nothing here changes a belief or knows where rounds come from.
 //!
-//! A team is one entrant (its rating and performance distribution are its members' sums, as in
-//! [`performance_distribution`]); each member is credited with the team's metrics. How the
+//! A team is one entrant (its rating and performance distribution are the ones its rating
+//! system gives it, a [`Performance`](super::Performance); for Elo-MMR its members' sums); each
+//! member is credited with the team's metrics. How the
 //! undecided cases count:
 //! - equal prior ratings of two entrants who did not tie: the prediction "the higher rating
 //!   finishes ahead" says nothing, so the pair counts half for pair inversion, and for rank

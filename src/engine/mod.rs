@@ -1,5 +1,5 @@
 //! The rating engine: exact, parallel Elo-MMR (Ebtekar & Liu), its Gaussian variant Elo-MMχ,
-//! predictions and accuracy metrics. Pure and synchronous: no I/O, no async, nothing from the
+//! Weng-Lin (OpenSkill's Bradley-Terry model) beside them, predictions and accuracy metrics. Pure and synchronous: no I/O, no async, nothing from the
 //! web or storage layers; rayon inside. `../shared/MATH.md` restates every formula used here.
 //!
 //! Layout, the seam first: [`system`] (the trait a rating system implements, and the
@@ -58,7 +58,7 @@ pub enum Error {
     /// A pool parameter is out of range.
     #[error("invalid parameter `{name}`: {reason}")]
     InvalidParameter {
-        /// The parameter's name, as in [`Params`].
+        /// The parameter's name, as its system's parameters spell it.
         name: &'static str,
         /// What is wrong with it.
         reason: String,

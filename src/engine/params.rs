@@ -117,8 +117,8 @@ impl Params {
     }
 }
 
-/// `rho` in text formats: a number, or the string `"inf"` for an infinite one. TOML's own
-/// `inf` reads too.
+/// `rho` in text formats: a number, or the string `"inf"` for an infinite one. Reading also
+/// takes TOML's own `inf`, and a number or `"infinity"` as a string.
 mod rho_text {
     use serde::{Deserialize, Deserializer, Serializer};
 
@@ -137,16 +137,19 @@ mod rho_text {
             Number(f64),
             Text(String),
         }
+        // Text also reaches here from environment variables and `--param`.
         match Rho::deserialize(deserializer)? {
             Rho::Number(rho) => Ok(rho),
-            Rho::Text(text) if text == "inf" => Ok(f64::INFINITY),
-            Rho::Text(_) => Err(serde::de::Error::custom("rho must be a number or \"inf\"")),
+            Rho::Text(text) => match text.parse::<f64>() {
+                Ok(rho) if !rho.is_nan() => Ok(rho),
+                _ => Err(serde::de::Error::custom("rho must be a number or \"inf\"")),
+            },
         }
     }
 }
 
 /// Checks that `value` is a number in `[min, max]` (which rules out NaN and infinities).
-fn within(name: &'static str, value: f64, min: f64, max: f64) -> Result<(), Error> {
+pub(super) fn within(name: &'static str, value: f64, min: f64, max: f64) -> Result<(), Error> {
     if (min..=max).contains(&value) {
         Ok(())
     } else {

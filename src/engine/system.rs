@@ -54,6 +54,13 @@ pub trait RatingSystem {
     /// The state of a player who has never played.
     fn newcomer(params: &Self::Params) -> Self::State;
 
+    /// Refuses a round that uses what the system does not have (a round weight, a
+    /// performance ceiling), naming the field; [`rate`](Self::rate) checks it too. Every
+    /// round is fine by default.
+    fn check_round(_params: &Self::Params, _round: &Round) -> Result<(), Error> {
+        Ok(())
+    }
+
     /// Rates one round: `priors[i]` is the state of `round.standings[i].player` before it;
     /// the result is aligned with `round.standings`.
     fn rate(

@@ -9,7 +9,7 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::params::{MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
+use super::params::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 use super::rating::Rating;
 use super::round::{Layout, Round};
 use super::system::{Model, Performance, Rated, RatingSystem};
@@ -70,16 +70,6 @@ impl RatingSystem for WengLin {
     type State = WengLinState;
 
     fn validate(params: &WengLinParams) -> Result<(), Error> {
-        let within = |name, value: f64, min: f64, max: f64| {
-            if (min..=max).contains(&value) {
-                Ok(())
-            } else {
-                Err(Error::parameter(
-                    name,
-                    format!("must be a number from {min:e} to {max:e}"),
-                ))
-            }
-        };
         within("beta", params.beta, MIN_SPREAD, MAX_SPREAD)?;
         if !(params.kappa > 0.0 && params.kappa <= 1.0) {
             return Err(Error::parameter("kappa", "must be a number in (0, 1]"));
@@ -97,6 +87,22 @@ impl RatingSystem for WengLin {
         }
     }
 
+    fn check_round(_: &WengLinParams, round: &Round) -> Result<(), Error> {
+        if round.weight != 1.0 {
+            return Err(Error::round(
+                "weight",
+                "must be 1 (or left out): Weng-Lin has no round weight",
+            ));
+        }
+        if round.perf_ceiling.is_some() {
+            return Err(Error::round(
+                "perf_ceiling",
+                "must be left out: Weng-Lin has no performance to cap",
+            ));
+        }
+        Ok(())
+    }
+
     /// O(N²) for N entrants, in parallel over entrants: each one's update sums a term over
     /// every other, and the terms' scale depends on both variances, so no sort or prefix sum
     /// shortens it.
@@ -112,15 +118,7 @@ impl RatingSystem for WengLin {
                 priors: priors.len(),
             });
         }
-        if round.weight != 1.0 {
-            return Err(Error::round("weight", "Weng-Lin rates every round alike"));
-        }
-        if round.perf_ceiling.is_some() {
-            return Err(Error::round(
-                "perf_ceiling",
-                "Weng-Lin credits no performance to cap",
-            ));
-        }
+        Self::check_round(params, round)?;
         let layout = Layout::of(round)?;
         let tau2 = params.tau * params.tau;
         let variances: Vec<f64> = priors.iter().map(|p| p.sigma * p.sigma + tau2).collect();
@@ -196,12 +194,12 @@ impl RatingSystem for WengLin {
     }
 
     /// Bradley-Terry's P(a beats b) is a logistic in `(μ_a − μ_b) / c` with
-    /// `c² = σ_a² + σ_b² + 2β²`: the logistic model's closed form gives exactly that when each
-    /// entrant's variance is `(σ² + β²) / LOGISTIC_SCALE²`.
+    /// `c² = σ_a² + σ_b² + 2β²`, one β² per entrant whatever its size (as in the update): the
+    /// logistic model's closed form gives exactly that when an entrant's variance is
+    /// `(Σσ² + β²) / LOGISTIC_SCALE²`.
     fn performance(params: &WengLinParams, members: &[&WengLinState]) -> Performance {
-        let beta2 = params.beta * params.beta;
         let skill_variance: f64 = members.iter().map(|p| p.sigma * p.sigma).sum();
-        let noise_variance = beta2 * members.len() as f64;
+        let noise_variance = params.beta * params.beta;
         Performance {
             mean: members.iter().map(|p| p.mu).sum(),
             variance: (skill_variance + noise_variance) / (LOGISTIC_SCALE * LOGISTIC_SCALE),

@@ -110,21 +110,18 @@ async fn a_restarted_service_reads_the_same_ratings(app: TestApp) {
     .await;
     app.queue_round(round("r4", &["d", "a"])).await;
     let restarted = app.restarted().await;
-    for uri in [
-        "/v1/pools",
-        "/v1/pools/main/leaderboard",
-        "/v1/pools/main/players/c",
-        "/v1/pools/main/players/c/history",
-        "/v1/pools/main/win-probability?a=a&b=d",
-    ] {
-        let before = app.get(uri).await;
-        let after = restarted.get(uri).await;
-        assert_eq!(
-            after.assert_status(StatusCode::OK, uri),
-            before.assert_status(StatusCode::OK, uri),
-            "{uri}"
-        );
-    }
+    assert_same_reads(
+        &app,
+        &restarted,
+        &[
+            "/v1/pools",
+            "/v1/pools/main/leaderboard",
+            "/v1/pools/main/players/c",
+            "/v1/pools/main/players/c/history",
+            "/v1/pools/main/win-probability?a=a&b=d",
+        ],
+    )
+    .await;
     restarted.apply_queued(POOL).await;
     let round = restarted.get("/v1/pools/main/rounds/r4").await;
     assert_eq!(
@@ -153,12 +150,25 @@ async fn a_weng_lin_pool_rates_reads_predicts_and_survives_a_restart(app: TestAp
             Some("rho"),
             "an Elo-MMR parameter",
         );
+    let mut weighted = round("heavy", &["a", "b"]);
+    weighted["weight"] = json!(2.0);
+    app.post_round(POOL, weighted).await.assert_error(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_round",
+        Some("weight"),
+        "Weng-Lin has no round weight",
+    );
     app.play([
         round("r1", &["a", "b", "c"]),
         round("r2", &["c", "a"]),
         round("r3", &["b", "c", "d"]),
     ])
     .await;
+    assert_eq!(
+        app.pool_info(POOL).await["rounds_applied"],
+        3,
+        "the refused round left no trace"
+    );
 
     let r1 = app.get("/v1/pools/main/rounds/r1").await;
     let first = &r1.assert_status(StatusCode::OK, "r1")["results"][0];
@@ -204,12 +214,22 @@ async fn a_weng_lin_pool_rates_reads_predicts_and_survives_a_restart(app: TestAp
     assert!((total - 1.0).abs() < 1e-9, "{forecast}");
 
     let restarted = app.restarted().await;
-    for uri in [
-        "/v1/pools/main",
-        "/v1/pools/main/leaderboard",
-        "/v1/pools/main/players/c",
-        "/v1/pools/main/win-probability?a=a&b=d",
-    ] {
+    assert_same_reads(
+        &app,
+        &restarted,
+        &[
+            "/v1/pools/main",
+            "/v1/pools/main/leaderboard",
+            "/v1/pools/main/players/c",
+            "/v1/pools/main/win-probability?a=a&b=d",
+        ],
+    )
+    .await;
+}
+
+/// Asserts that `restarted` answers every GET of `uris` as `app` does.
+async fn assert_same_reads(app: &TestApp, restarted: &TestApp, uris: &[&str]) {
+    for uri in uris {
         let before = app.get(uri).await;
         let after = restarted.get(uri).await;
         assert_eq!(

@@ -142,6 +142,39 @@ proptest! {
 }
 
 #[test]
+fn kappa_bounds_how_far_one_round_shrinks_a_variance() {
+    // A tiny β and a wide prior make every pair decisive: unbounded, Δ would drive the
+    // variance below zero.
+    let params = WengLinParams {
+        beta: 0.01,
+        kappa: 0.25,
+        tau: 0.0,
+        ..WengLinParams::default()
+    };
+    let priors: Vec<WengLinState> = (0..40)
+        .map(|i| WengLinState {
+            mu: f64::from(i),
+            sigma: 30.0,
+            rounds: 0,
+        })
+        .collect();
+    let round = Round::new(
+        (0..40)
+            .map(|i| Standing::solo(format!("p{i}"), 1 + (i * 7 % 40) as u64))
+            .collect(),
+    );
+    let refs: Vec<&WengLinState> = priors.iter().collect();
+    let rated = WengLin::rate(&params, &round, &refs).expect("a valid round");
+    for r in &rated {
+        assert_eq!(
+            r.state.sigma,
+            30.0 * 0.5,
+            "σ² shrinks by exactly κ = 1/4, no further"
+        );
+    }
+}
+
+#[test]
 fn elo_mmr_only_round_fields_and_out_of_range_parameters_are_refused_by_name() {
     let params = WengLinParams::default();
     let newcomer = WengLin::newcomer(&params);

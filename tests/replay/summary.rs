@@ -191,24 +191,45 @@ fn params_given_as_flags_or_as_key_values_rate_alike_and_weng_lin_rates_the_samp
             std::fs::read(path).expect("the ratings file exists"),
         )
     };
-    let (_, flags) = run("flags.csv", &["--variant", "gaussian", "--rho", "inf"]);
-    let (_, pairs) = run(
-        "pairs.csv",
-        &["--param", "variant=gaussian", "--param", "rho=inf"],
-    );
-    assert_eq!(flags, pairs);
-    let (_, explicit) = run(
-        "explicit.csv",
-        &[
-            "--system",
-            "elo-mmr",
-            "--variant",
-            "gaussian",
-            "--rho",
-            "inf",
-        ],
-    );
-    assert_eq!(flags, explicit);
+    let flags = [
+        "--variant",
+        "gaussian",
+        "--rho",
+        "inf",
+        "--beta",
+        "150",
+        "--gamma",
+        "20",
+        "--mu-init",
+        "1000",
+        "--sigma-init",
+        "300",
+        "--drift-per-day",
+        "2",
+        "--history-limit",
+        "30",
+        "--ties",
+        "split",
+    ];
+    let pairs: Vec<String> = flags
+        .chunks(2)
+        .map(|f| {
+            format!(
+                "{}={}",
+                f[0].trim_start_matches("--").replace('-', "_"),
+                f[1]
+            )
+        })
+        .collect();
+    let pairs: Vec<&str> = pairs.iter().flat_map(|p| ["--param", p.as_str()]).collect();
+    let (_, by_flags) = run("flags.csv", &flags);
+    assert_eq!(by_flags, run("pairs.csv", &pairs).1);
+    let mut explicit = vec!["--system", "elo-mmr"];
+    explicit.extend_from_slice(&flags);
+    assert_eq!(by_flags, run("explicit.csv", &explicit).1);
+    let (_, default) = run("default.csv", &[]);
+    assert_ne!(by_flags, default, "the flags change the ratings");
+    let flags = by_flags;
 
     let (summary, weng_lin) = run(
         "weng-lin.csv",

@@ -146,6 +146,8 @@ async fn two_processes_applying_the_same_round_at_once_succeed_exactly_once(db: 
     assert_eq!(results.len(), PLAYERS);
     let stored = db.storage.load_players(POOL).await.expect("load");
     assert!(stored.iter().all(|p| p.state.rounds() == 1));
+    let progress = db.storage.pool_progress(POOL).await.expect("read");
+    assert_eq!(progress.map(|p| p.applied), Some(1), "counted once");
     other_process.close().await;
 }
 

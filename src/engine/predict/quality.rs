@@ -41,8 +41,8 @@ pub fn match_quality(sides: &[Performance]) -> Result<f64, Error> {
         TridiagonalCholesky::of_difference_gram(&noise),
         TridiagonalCholesky::of_difference_gram(&spread),
     ) else {
-        // Both matrices are positive definite for sides with players and β > 0; a failure
-        // means the inputs were not finite.
+        // Both matrices are positive definite when every side has some performance noise
+        // (players, and β > 0); a failure means a side had none or an input was not finite.
         return Ok(0.0);
     };
     let quadratic: f64 = total.forward(&gaps).iter().map(|y| y * y).sum();
