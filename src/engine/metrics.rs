@@ -1,4 +1,4 @@
-//! Accuracy metrics of one round (MATH.md "Accuracy metrics", paper §6.3), judged on the
+//! Accuracy metrics of one round (docs/elo-mmr.md "Accuracy metrics", paper §6.3), judged on the
 //! beliefs held *before* the round is applied: pair inversion and rank deviation, plus the log
 //! loss and Brier score of the pairwise win probabilities of [`predict`](super::predict). Pure
 //! arithmetic on priors; nothing here changes a belief or knows where rounds come from.
@@ -110,7 +110,8 @@ impl MetricsSum {
 /// let params = Params::default();
 /// let mut strong = PlayerState::new(&params);
 /// strong.mu += 400.0;
-/// let (strong, weak) = (SystemState::EloMmr(strong), SystemState::EloMmr(PlayerState::new(&params)));
+/// let weak = SystemState::EloMmr(PlayerState::new(&params));
+/// let strong = SystemState::EloMmr(strong);
 /// let round = Round::new(vec![Standing::solo("strong", 1), Standing::solo("weak", 2)]);
 /// let metrics = round_metrics(&SystemParams::EloMmr(params), &round, &[&strong, &weak])?;
 /// assert_eq!(metrics[0].pair_inversion, 1.0);

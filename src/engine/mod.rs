@@ -1,16 +1,17 @@
 //! The rating engine: exact, parallel Elo-MMR (Ebtekar & Liu), its Gaussian variant Elo-MMχ,
-//! Weng-Lin (OpenSkill's Bradley-Terry model) beside them, predictions and accuracy metrics. Pure and synchronous: no I/O, no async, nothing from the
-//! web or storage layers; rayon inside. `../shared/MATH.md` restates every formula used here.
+//! Weng-Lin (OpenSkill's Bradley-Terry model) beside them, predictions and accuracy metrics.
+//! Pure and synchronous: no I/O, no async, nothing from the web or storage layers; rayon
+//! inside. `docs/elo-mmr.md` and `docs/weng-lin.md` state every formula used here.
 //!
 //! Layout, the seam first: [`system`] (the trait a rating system implements, and the
-//! performance distribution predictions read), [`any`] (the pool's system, whichever it is:
-//! the one place that lists the systems), [`rating`] (what every system shows: a rating and
-//! what a round did to it), [`round`] (a round's results and their validation),
-//! [`population`] (players by id, in memory), [`predict`] (win probabilities, placings and
-//! match quality), [`metrics`] (accuracy of the priors' predictions), [`normal`] (the normal
-//! distribution). Weng-Lin: [`weng_lin`]. Elo-MMR: [`elo_mmr`] (its place on the seam), [`params`] (its
-//! parameters), [`player`] (a player's belief, diffusion and update), `performance` (step 3,
-//! the exact O(N)-per-sample performance solver), [`rate`] (one round end to end).
+//! performance distribution predictions read), [`any`] (the pool's system, whichever it is,
+//! dispatched), [`rating`] (what every system shows: a rating and what a round did to it),
+//! [`round`] (a round's results and their validation), [`population`] (players by id, in
+//! memory), [`predict`] (win probabilities, placings and match quality), [`metrics`] (accuracy
+//! of the priors' predictions), [`normal`] (the normal distribution). Weng-Lin: [`weng_lin`].
+//! Elo-MMR: [`elo_mmr`] (its place on the seam), [`params`] (its parameters), [`player`] (a
+//! player's belief, diffusion and update), `performance` (step 3, the exact O(N)-per-sample
+//! performance solver), [`rate`] (one round end to end).
 
 pub mod any;
 mod chebyshev;

@@ -1,4 +1,4 @@
-//! The parameters of one rating pool (MATH.md, "Parameters of a rating pool"), with their
+//! The parameters of one rating pool (docs/elo-mmr.md, "Parameters of a rating pool"), with their
 //! defaults and validation. Nothing here knows where the values came from (CLI, config, HTTP).
 
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
-//! A player's belief about their own skill (MATH.md, "A player's belief"), and the two things
-//! that change it: diffusion between rounds (Algorithm 2) and the posterior update after a
-//! round's performance is known (second half of Algorithm 3).
+//! A player's belief about their own skill (docs/elo-mmr.md, "A player's belief"), and the two
+//! things that change it: diffusion between rounds (Algorithm 2) and the posterior update after
+//! a round's performance is known (second half of Algorithm 3).
 
 use std::collections::VecDeque;
 
@@ -162,9 +162,9 @@ impl PlayerState {
     }
 
     /// The zero of `L'(x) = w0 (x − p0) + Σ_k (w_k β_k² / β̄_k) tanh((x − p_k) / (2 β̄_k))`
-    /// (MATH.md step 4). Every term is increasing and vanishes at its own center, so the zero
-    /// lies between the smallest and the largest center. Also returns `Σ w_k`, from the same
-    /// pass over the factors.
+    /// (docs/elo-mmr.md, step 4). Every term is increasing and vanishes at its own center, so
+    /// the zero lies between the smallest and the largest center. Also returns `Σ w_k`, from
+    /// the same pass over the factors.
     fn posterior_mode(&self) -> (f64, f64) {
         let (lo, hi) = self.factors.iter().fold((self.p0, self.p0), |(lo, hi), f| {
             (lo.min(f.perf), hi.max(f.perf))

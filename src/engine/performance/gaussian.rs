@@ -1,5 +1,5 @@
-//! The Gaussian model's curves (Elo-MMχ, MATH.md "Gaussian variant"), negated so that they
-//! increase: for group `g`,
+//! The Gaussian model's curves (Elo-MMχ, docs/elo-mmr.md, "Gaussian variant"), negated so
+//! that they increase: for group `g`,
 //! `−Q_g(x) = Σ_{j above} φ/(1−Φ)(z_j)/δ_j − Σ_{j below} φ/Φ(z_j)/δ_j + tie terms`,
 //! `z_j = (x − μ_j)/δ_j`. Which side an entrant is on depends on the group, so no single curve
 //! is shared: at each sampled point one O(N) pass gives every group's value through running

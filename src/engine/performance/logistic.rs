@@ -1,4 +1,4 @@
-//! The logistic model's curves (MATH.md step 3):
+//! The logistic model's curves (docs/elo-mmr.md step 3):
 //! `Q_g(x) = T(x) + [ties = both] T_g(x) + C_g`, where
 //! `T(x) = Σ_j tanh((x − μ_j) / (2 δ̄_j)) / δ_j` over every entrant is shared by all groups,
 //! `T_g` is the same sum over group `g` only, and `C_g` is `Σ 1/δ` over the groups above

@@ -43,7 +43,7 @@ const MAX_WIDENINGS: usize = 64;
 /// down to a million times narrower made a round of 100,000 newcomers thirty times slower.
 const FORCED_LEAF_RATIO: f64 = 0.5;
 
-/// One entrant's prior performance distribution: mean and spread (MATH.md step 2).
+/// One entrant's prior performance distribution: mean and spread (docs/elo-mmr.md step 2).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Term {
     pub mu: f64,

@@ -1,4 +1,4 @@
-//! Predictions from current beliefs (MATH.md "Predictions"): each entrant's performance is
+//! Predictions from current beliefs (docs/elo-mmr.md "Predictions"): each entrant's performance is
 //! independent, with the mean and variance its rating system gives it (Elo-MMR: `μ` and
 //! `δ² = σ² + β²`, teams summing over members), logistic or Gaussian. It reads beliefs and
 //! never changes them.
@@ -24,8 +24,9 @@ pub use placing::{expected_ranks, first_place_probabilities, pairwise_matrix};
 pub use quality::{match_quality, match_quality_two};
 
 /// P(an entrant with performance `(mu_a, var_a)` beats one with `(mu_b, var_b)`) in closed
-/// form: exact in the Gaussian model, and in the logistic model MATH.md's usual approximation
-/// (a logistic in the difference of means with `s = sqrt(var_a + var_b)`), cheap enough for
+/// form: exact in the Gaussian model, and in the logistic model the usual approximation
+/// (docs/elo-mmr.md, "Predictions": a logistic in the difference of means with
+/// `s = sqrt(var_a + var_b)`), cheap enough for
 /// every pair of a large round; it is off by up to about 0.01. [`pairwise_matrix`] has the
 /// exact logistic value.
 #[must_use]

@@ -1,5 +1,6 @@
-//! Match quality (TrueSkill paper; MATH.md "Predictions"): the probability of a draw relative
-//! to the most even match possible with the same uncertainties, for two sides and for k.
+//! Match quality (TrueSkill paper; docs/elo-mmr.md, "Predictions"): the probability of a draw
+//! relative to the most even match possible with the same uncertainties, for two sides and
+//! for k.
 //! It is the same formula in both performance models, and it depends only on each side's
 //! [`Performance`]: its summed rating, skill variance and performance noise.
 

@@ -1,4 +1,4 @@
-//! Where k independent entrants finish, in the pool's performance model (MATH.md
+//! Where k independent entrants finish, in the pool's performance model (docs/elo-mmr.md
 //! "Predictions"; docs/predictions.md has the derivations): P(each finishes first), expected
 //! ranks and the pairwise matrix. An entrant's performance has mean `μ` and variance `δ²`; it
 //! is logistic with scale `s̄ = (√3/π)·δ` or Gaussian with std `δ`.
