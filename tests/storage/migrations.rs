@@ -23,45 +23,54 @@ const INSERT_PLAYER: &str = "
     INSERT INTO players (pool, player, mu, sigma, rounds, last_round_id, last_round_time, state)
     VALUES ($1, $2, $3, $4, $5, 'r', NULL, $6)";
 
-/// A test that stores [`legacy_players`] in a database at migration 0001 of `$backend`
-/// (`$pool` opened on `$url_suffix` appended to its URL), then checks them after every
-/// migration.
+/// A test that opens a database of `$backend` (`$pool` on `$url_suffix` appended to its URL),
+/// runs its migrations up to `$version`, stores values there with macro `$store` (which returns
+/// them), then opens it with every migration and checks them with `$check`.
 macro_rules! upgrade_test {
-    ($name:ident, $backend:expr, $pool:ty, $migrations:literal, $url_suffix:literal) => {
+    ($name:ident, $backend:expr, $pool:ty, $migrations:literal, $url_suffix:literal,
+     through $version:literal, $store:ident, $check:ident) => {
         #[tokio::test]
         async fn $name() {
             with_database($backend, |url| async move {
                 let pool = <$pool>::connect(&format!("{url}{}", $url_suffix))
                     .await
                     .expect("open");
-                migrations_through(sqlx::migrate!($migrations), 1)
+                migrations_through(sqlx::migrate!($migrations), $version)
                     .run(&pool)
                     .await
-                    .expect("migration 0001");
-                sqlx::query(INSERT_POOL)
-                    .bind(POOL)
-                    .execute(&pool)
-                    .await
-                    .expect("pool");
-                let players = legacy_players();
-                for (player, state, json) in &players {
-                    sqlx::query(INSERT_PLAYER)
-                        .bind(POOL)
-                        .bind(player)
-                        .bind(state.mu)
-                        .bind(state.sigma)
-                        .bind(i64::try_from(state.rounds).expect("rounds"))
-                        .bind(json)
-                        .execute(&pool)
-                        .await
-                        .expect("player");
-                }
+                    .expect("the older migrations");
+                let stored = $store!(&pool);
                 pool.close().await;
-                check_upgraded(&url, &players).await;
+                $check(&url, &stored).await;
             })
             .await;
         }
     };
+}
+
+/// Stores [`legacy_players`] in pool `POOL` as migration 0001 did; returns them.
+macro_rules! store_legacy_players {
+    ($pool:expr) => {{
+        sqlx::query(INSERT_POOL)
+            .bind(POOL)
+            .execute($pool)
+            .await
+            .expect("pool");
+        let players = legacy_players();
+        for (player, state, json) in &players {
+            sqlx::query(INSERT_PLAYER)
+                .bind(POOL)
+                .bind(player)
+                .bind(state.mu)
+                .bind(state.sigma)
+                .bind(i64::try_from(state.rounds).expect("rounds"))
+                .bind(json)
+                .execute($pool)
+                .await
+                .expect("player");
+        }
+        players
+    }};
 }
 
 // `mode=rwc`: create the SQLite file, as the service does.
@@ -70,14 +79,20 @@ upgrade_test!(
     Backend::Sqlite,
     sqlx::SqlitePool,
     "./migrations/sqlite",
-    "?mode=rwc"
+    "?mode=rwc",
+    through 1,
+    store_legacy_players,
+    check_upgraded
 );
 upgrade_test!(
     postgres_json_beliefs_become_rows_bit_for_bit,
     Backend::Postgres,
     sqlx::PgPool,
     "./migrations/postgres",
-    ""
+    "",
+    through 1,
+    store_legacy_players,
+    check_upgraded
 );
 
 /// `migrator` with its migrations up to `version` only: the schema as that version left it.
@@ -138,75 +153,66 @@ fn legacy_pools() -> Vec<(String, Params, Vec<&'static str>)> {
     ]
 }
 
-/// A test that stores [`legacy_pools`] in a database at migration 0002 of `$backend`, then
-/// checks that each reads back with exactly its parameters and its applied rounds counted.
-macro_rules! pool_upgrade_test {
-    ($name:ident, $backend:expr, $pool:ty, $migrations:literal, $url_suffix:literal) => {
-        #[tokio::test]
-        async fn $name() {
-            with_database($backend, |url| async move {
-                let pool = <$pool>::connect(&format!("{url}{}", $url_suffix))
+/// Stores [`legacy_pools`] and their rounds as migrations 0001 and 0002 did; returns them.
+macro_rules! store_legacy_pools {
+    ($pool:expr) => {{
+        let pools = legacy_pools();
+        for (name, params, rounds) in &pools {
+            sqlx::query(INSERT_LEGACY_POOL)
+                .bind(name)
+                .bind(match params.variant {
+                    Variant::Logistic => "logistic",
+                    Variant::Gaussian => "gaussian",
+                })
+                .bind(params.beta)
+                .bind(params.gamma)
+                .bind(params.rho)
+                .bind(params.mu_init)
+                .bind(params.sigma_init)
+                .bind(params.drift_per_day)
+                .bind(i64::try_from(params.history_limit).expect("limit"))
+                .bind(match params.ties {
+                    Ties::Both => "both",
+                    Ties::Split => "split",
+                })
+                .execute($pool)
+                .await
+                .expect("pool");
+            for (seq, status) in (1_i64..).zip(rounds) {
+                sqlx::query(INSERT_LEGACY_ROUND)
+                    .bind(name)
+                    .bind(format!("r{seq}"))
+                    .bind(seq)
+                    .bind(vec![0_u8; 32])
+                    .bind(*status)
+                    .execute($pool)
                     .await
-                    .expect("open");
-                migrations_through(sqlx::migrate!($migrations), 2)
-                    .run(&pool)
-                    .await
-                    .expect("migrations 0001 and 0002");
-                let pools = legacy_pools();
-                for (name, params, rounds) in &pools {
-                    sqlx::query(INSERT_LEGACY_POOL)
-                        .bind(name)
-                        .bind(match params.variant {
-                            Variant::Logistic => "logistic",
-                            Variant::Gaussian => "gaussian",
-                        })
-                        .bind(params.beta)
-                        .bind(params.gamma)
-                        .bind(params.rho)
-                        .bind(params.mu_init)
-                        .bind(params.sigma_init)
-                        .bind(params.drift_per_day)
-                        .bind(i64::try_from(params.history_limit).expect("limit"))
-                        .bind(match params.ties {
-                            Ties::Both => "both",
-                            Ties::Split => "split",
-                        })
-                        .execute(&pool)
-                        .await
-                        .expect("pool");
-                    for (seq, status) in (1_i64..).zip(rounds) {
-                        sqlx::query(INSERT_LEGACY_ROUND)
-                            .bind(name)
-                            .bind(format!("r{seq}"))
-                            .bind(seq)
-                            .bind(vec![0_u8; 32])
-                            .bind(*status)
-                            .execute(&pool)
-                            .await
-                            .expect("round");
-                    }
-                }
-                pool.close().await;
-                check_pools_upgraded(&url, &pools).await;
-            })
-            .await;
+                    .expect("round");
+            }
         }
-    };
+        pools
+    }};
 }
 
-pool_upgrade_test!(
+upgrade_test!(
     sqlite_parameter_columns_become_a_system_and_exact_json,
     Backend::Sqlite,
     sqlx::SqlitePool,
     "./migrations/sqlite",
-    "?mode=rwc"
+    "?mode=rwc",
+    through 2,
+    store_legacy_pools,
+    check_pools_upgraded
 );
-pool_upgrade_test!(
+upgrade_test!(
     postgres_parameter_columns_become_a_system_and_exact_json,
     Backend::Postgres,
     sqlx::PgPool,
     "./migrations/postgres",
-    ""
+    "",
+    through 2,
+    store_legacy_pools,
+    check_pools_upgraded
 );
 
 /// Opens the database at `url` with every migration and checks each of `pools`.
