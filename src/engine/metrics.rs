@@ -144,10 +144,7 @@ pub fn round_metrics(
     let ordering = RatingOrder::of(&ratings, &layout);
     let opponents = (ratings.len() - 1) as f64;
 
-    let mut group_of = vec![0; ratings.len()];
-    for (g, range) in layout.groups.iter().enumerate() {
-        group_of[range.clone()].fill(g);
-    }
+    let group_of = layout.group_of_entrants();
     let entrant_metrics: Vec<ParticipationMetrics> = (0..ratings.len())
         .into_par_iter()
         .map(|e| {

@@ -73,6 +73,15 @@ pub(crate) struct Layout {
 type EntrantKey<'a> = (u64, bool, &'a str);
 
 impl Layout {
+    /// The index in `groups` of each entrant's tie group.
+    pub(crate) fn group_of_entrants(&self) -> Vec<usize> {
+        let mut group_of = vec![0; self.entrants.len()];
+        for (g, range) in self.groups.iter().enumerate() {
+            group_of[range.clone()].fill(g);
+        }
+        group_of
+    }
+
     pub(crate) fn of(round: &Round) -> Result<Self, Error> {
         if !(round.weight.is_finite()
             && (MIN_ROUND_WEIGHT..=MAX_ROUND_WEIGHT).contains(&round.weight))

@@ -130,10 +130,7 @@ impl RatingSystem for WengLin {
                 variance: members.iter().map(|&m| variances[m]).sum(),
             })
             .collect();
-        let mut group_of = vec![0; teams.len()];
-        for (g, range) in layout.groups.iter().enumerate() {
-            group_of[range.clone()].fill(g);
-        }
+        let group_of = layout.group_of_entrants();
         let two_beta2 = 2.0 * params.beta * params.beta;
         // Ω (mean shift) and Δ (variance shrink) of each entrant, summed over its opponents.
         let updates: Vec<(f64, f64)> = (0..teams.len())

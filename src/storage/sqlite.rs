@@ -125,8 +125,13 @@ impl Dialect for Lite {
         seq: i64,
         round: &AppliedRound,
     ) -> Result<(), Error> {
-        upsert_players(tx, pool, id, round.time, &round.entrants).await?;
-        write_factors(tx, pool, &round.entrants).await?;
+        let states = round
+            .entrants
+            .iter()
+            .map(|e| Ok((e, StateColumns::of(&e.state)?)))
+            .collect::<Result<Vec<_>, Error>>()?;
+        upsert_players(tx, pool, id, round.time, &states).await?;
+        write_factors(tx, pool, &states).await?;
         insert_history(tx, pool, seq, &round.entrants).await
     }
 }
@@ -137,15 +142,11 @@ async fn upsert_players(
     pool: &str,
     id: &str,
     time: Option<i64>,
-    entrants: &[AppliedEntrant],
+    states: &[(&AppliedEntrant, StateColumns<'_>)],
 ) -> Result<(), Error> {
-    for chunk in entrants.chunks(MAX_BOUND_PARAMETERS / PLAYER_COLUMNS) {
-        let rows = chunk
-            .iter()
-            .map(|e| Ok((e, StateColumns::of(&e.state)?)))
-            .collect::<Result<Vec<_>, Error>>()?;
+    for chunk in states.chunks(MAX_BOUND_PARAMETERS / PLAYER_COLUMNS) {
         let mut query = QueryBuilder::<Sqlite>::new(UPSERT_PLAYERS_HEAD);
-        query.push_values(&rows, |mut row, (e, columns)| {
+        query.push_values(chunk, |mut row, (e, columns)| {
             row.push_bind(pool)
                 .push_bind(e.player.as_str())
                 .push_bind(e.change.after.mu)
@@ -169,17 +170,12 @@ async fn upsert_players(
 async fn write_factors(
     tx: &mut SqliteConnection,
     pool: &str,
-    entrants: &[AppliedEntrant],
+    states: &[(&AppliedEntrant, StateColumns<'_>)],
 ) -> Result<(), Error> {
-    let writes = entrants
+    let writes: Vec<_> = states
         .iter()
-        .map(|e| Ok((e.player.as_str(), StateColumns::of(&e.state)?.factors)))
-        .filter_map(|row: Result<_, Error>| match row {
-            Ok((player, Some(writes))) => Some(Ok((player, writes))),
-            Ok((_, None)) => None,
-            Err(error) => Some(Err(error)),
-        })
-        .collect::<Result<Vec<_>, Error>>()?;
+        .filter_map(|(e, columns)| Some((e.player.as_str(), columns.factors.as_ref()?)))
+        .collect();
     let added: Vec<_> = writes
         .iter()
         .filter_map(|(player, w)| w.added.map(|(n, factor)| (*player, n, factor)))
