@@ -2,8 +2,9 @@
 //! in-process on loopback and:
 //! - ingests all of `../shared/data/ctftime` through `POST /rounds`, one round after another
 //!   as a platform would, on SQLite and on Postgres: rounds/s and entrants/s until the last
-//!   round is applied, then the time from POST to applied of the largest round (15,794
-//!   entrants) and of a 10,000-entrant round, each re-posted under a new id;
+//!   round is applied, and that time over the engine's alone (the same rounds rated in
+//!   memory, in the same run), then the time from POST to applied of the largest round
+//!   (15,794 entrants) and of a 10,000-entrant round, each re-posted under a new id;
 //! - measures reads with `wrk` (player lookup, leaderboard page of 100, win probability)
 //!   beside a bare axum handler returning a small JSON object, in the same run.
 //!
@@ -16,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use axum::routing::get;
 use axum::{Json, Router};
+use mmr_service::engine::{Params, Population, Round};
+use mmr_service::wire::RoundRequest;
 
 #[path = "common/mod.rs"]
 mod common;
@@ -38,15 +41,18 @@ fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let dir = tempfile::tempdir().expect("a temporary directory");
 
-    println!("| backend | rounds | entrants | ingest s | rounds/s | entrants/s | largest round (15,794) POST→applied ms | 10,000-entrant round POST→applied ms |");
-    println!("|---|---|---|---|---|---|---|---|");
+    let engine = engine_seconds(&rounds);
+    println!("Engine alone (default parameters, rounds parsed beforehand): {engine:.2} s");
+    println!();
+    println!("| backend | rounds | entrants | ingest s | ingest / engine | rounds/s | entrants/s | largest round (15,794) POST→applied ms | 10,000-entrant round POST→applied ms |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     let sqlite_url = format!("sqlite://{}", dir.path().join("bench.sqlite3").display());
     let sqlite_base = serve(&runtime, &sqlite_url);
-    ingest("SQLite", &sqlite_base, &rounds);
+    ingest("SQLite", &sqlite_base, &rounds, engine);
     match runtime.block_on(common::fresh_postgres("mmr_bench")) {
         Ok(url) => {
             let base = serve(&runtime, &url);
-            ingest("Postgres", &base, &rounds);
+            ingest("Postgres", &base, &rounds, engine);
         }
         Err(reason) => println!("| Postgres | SKIPPED: {reason} |"),
     }
@@ -113,8 +119,28 @@ fn serve(runtime: &tokio::runtime::Runtime, database_url: &str) -> String {
     base
 }
 
+/// Seconds the engine alone takes to rate `rounds` in order with the pool's default
+/// parameters: what ingest is measured against.
+fn engine_seconds(rounds: &[serde_json::Value]) -> f64 {
+    let parsed: Vec<Round> = rounds
+        .iter()
+        .map(|r| {
+            serde_json::from_value::<RoundRequest>(r.clone())
+                .expect("a round request")
+                .to_round()
+                .expect("a valid round")
+        })
+        .collect();
+    let mut population = Population::new(Params::default()).expect("default parameters");
+    let started = Instant::now();
+    for round in &parsed {
+        population.apply(round).expect("rated");
+    }
+    started.elapsed().as_secs_f64()
+}
+
 /// Posts every round in order, waits until all are applied, then times two large rounds.
-fn ingest(backend: &str, base: &str, rounds: &[serde_json::Value]) {
+fn ingest(backend: &str, base: &str, rounds: &[serde_json::Value], engine: f64) {
     let client = reqwest::blocking::Client::new();
     let entrants: usize = rounds
         .iter()
@@ -145,8 +171,9 @@ fn ingest(backend: &str, base: &str, rounds: &[serde_json::Value]) {
     }
     let ten_k_ms = post_to_applied(&client, base, &ten_k);
     println!(
-        "| {backend} | {} | {entrants} | {seconds:.1} | {:.0} | {:.0} | {largest_ms:.0} | {ten_k_ms:.0} |",
+        "| {backend} | {} | {entrants} | {seconds:.1} | {:.1}× | {:.0} | {:.0} | {largest_ms:.0} | {ten_k_ms:.0} |",
         rounds.len(),
+        seconds / engine,
         rounds.len() as f64 / seconds,
         entrants as f64 / seconds,
     );

@@ -1,9 +1,16 @@
-//! The worker: one loop per pool that takes the oldest queued round, rates it on rayon (off
-//! the async runtime), commits every entrant's new state, their history and the round's status
-//! in one transaction, and only then publishes the new ratings in memory. Rounds are applied
-//! strictly in acceptance order; the storage layer refuses to apply any round but the oldest
-//! queued one, so a second process sharing the database cannot apply a round twice.
+//! The worker: one loop per pool that takes the oldest queued rounds, rates them one after
+//! another on rayon (off the async runtime), commits every entrant's new state, their history
+//! and the rounds' statuses in one transaction, and only then publishes the new ratings in
+//! memory. Rounds are applied strictly in acceptance order; the storage layer refuses to
+//! settle any rounds but the oldest queued ones, so a second process sharing the database
+//! cannot apply a round twice.
+//!
+//! Rounds that wait together are settled together: one transaction (one disk flush), one
+//! staleness check and one published snapshot for the lot, which is what lets ingest keep up
+//! with a platform posting its history. A round alone in the queue is settled alone, as soon
+//! as it arrives.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,84 +20,106 @@ use tracing::{info_span, Instrument};
 
 use crate::engine::{Applied, Beliefs, Round, SystemState};
 use crate::pools::{LastRound, Pool, PoolState};
-use crate::storage::{self, AppliedEntrant, AppliedRound, QueuedRound, Storage};
+use crate::storage::{self, AppliedEntrant, AppliedRound, QueuedRound, RoundOutcome, Storage};
 use crate::wire::RoundRequest;
+
+/// Most rounds settled in one step.
+const BATCH_ROUNDS: usize = 64;
+/// A step takes further rounds only while the bodies taken so far are shorter than this
+/// (about 40,000 standings): a large round waits for no more than a few small ones, and a
+/// step's memory and transaction stay bounded.
+const BATCH_BYTES: usize = 2 << 20;
 
 /// What one step of the worker did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Processed {
-    /// Round `id` was rated and committed.
-    Applied(String),
-    /// Round `id` could not be rated and is marked failed.
-    Failed(String),
-    /// Another process applied the oldest round first; memory was reloaded from the database.
+    /// The oldest queued rounds were settled, in this order, in one transaction.
+    Settled(Vec<Settled>),
+    /// Another process settled the oldest round first; memory was reloaded from the database.
     Reloaded,
     /// No round is waiting.
     Idle,
 }
 
-/// Applies the pool's oldest queued round, if any. The pool's turn is held throughout, so a
+/// What became of one round.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    /// Round `id` was rated and committed.
+    Applied(String),
+    /// Round `id` could not be rated and is marked failed.
+    Failed(String),
+}
+
+/// Settles the pool's oldest queued rounds, if any. The pool's turn is held throughout, so a
 /// parameter change cannot slip in between reading the parameters and committing.
 pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed> {
     let _turn = pool.turn().await;
     if stale(storage, pool).await? {
         return reload(storage, pool).await;
     }
-    let Some(queued) = storage
-        .oldest_queued(pool.name())
+    let queued = storage
+        .queued_rounds(pool.name(), BATCH_ROUNDS, BATCH_BYTES)
         .await
-        .context("reading the queue")?
-    else {
+        .context("reading the queue")?;
+    let (Some(first), Some(last)) = (queued.first(), queued.last()) else {
         return Ok(Processed::Idle);
     };
-    let span = info_span!("apply_round", pool = pool.name(), round.id = ?queued.id, round.seq = queued.seq);
+    let span = info_span!(
+        "apply_rounds",
+        pool = pool.name(),
+        rounds = queued.len(),
+        round.first = first.seq,
+        round.last = last.seq,
+    );
     async {
-        let round = match parse(&queued) {
-            Ok(round) => round,
-            Err(reason) => return fail(storage, pool, &queued, &reason).await,
-        };
         let started = std::time::Instant::now();
-        // The snapshot and the round travel to the blocking thread and back: the priors are
-        // read there, in place (an Elo-MMR prior holds up to `history_limit` factors, too many
-        // to copy for a large round).
-        let snapshot = pool.read();
-        let outcome = tokio::task::spawn_blocking(move || {
-            let priors: Vec<&SystemState> = round
-                .standings
-                .iter()
-                .map(|s| snapshot.belief_or_newcomer(&s.player))
-                .collect();
-            let applied = snapshot.system().apply(&round, &priors);
-            (round, applied)
-        })
-        .await;
-        let (round, applied) = match outcome {
-            Ok((round, Ok(applied))) => (round, applied),
-            Ok((_, Err(error))) => return fail(storage, pool, &queued, &error.to_string()).await,
-            Err(join) => {
-                tracing::error!(error = %join, "the engine panicked");
-                return fail(storage, pool, &queued, "internal error while rating").await;
-            }
-        };
+        // The snapshot travels to the blocking thread: the priors are read there, in place (an
+        // Elo-MMR prior holds up to `history_limit` factors, too many to copy for a large round).
+        let current = pool.read();
+        let batch = tokio::task::spawn_blocking(move || rate(&current, queued))
+            .await
+            .context("rating the rounds")?;
         let rating_ms = started.elapsed().as_secs_f64() * 1e3;
-        let applied = applied_round(&round, applied);
-        match storage.apply_round(pool.name(), &queued.id, &applied).await {
+        let outcomes: Vec<(&str, RoundOutcome<'_>)> = batch
+            .rounds
+            .iter()
+            .map(|(id, outcome)| {
+                let outcome = match outcome {
+                    Outcome::Applied(round) => RoundOutcome::Applied(round),
+                    Outcome::Failed(reason) => RoundOutcome::Failed(reason),
+                };
+                (id.as_str(), outcome)
+            })
+            .collect();
+        match storage.settle_rounds(pool.name(), &outcomes).await {
             Ok(()) => {}
             Err(storage::Error::NotNextRound { .. }) => return reload(storage, pool).await,
-            Err(error) => return Err(error).context("committing the round"),
+            Err(error) => return Err(error).context("committing the rounds"),
         }
         let commit_ms = started.elapsed().as_secs_f64() * 1e3 - rating_ms;
-        publish(pool, &queued.id, applied)
-            .await
-            .context("publishing the round")?;
+        let previous = pool.publish(batch.next);
+        // Freeing a snapshot can mean freeing millions of shared places: not on the runtime's
+        // threads (when a reader still holds it, that reader frees it later instead).
+        tokio::task::spawn_blocking(move || drop(previous));
         tracing::info!(
-            entrants = round.standings.len(),
+            entrants = batch.entrants,
             rating_ms,
             commit_ms,
             total_ms = started.elapsed().as_secs_f64() * 1e3,
-            "round applied"
+            "rounds settled"
         );
-        Ok(Processed::Applied(queued.id))
+        let settled = batch
+            .rounds
+            .into_iter()
+            .map(|(id, outcome)| match outcome {
+                Outcome::Applied(_) => Settled::Applied(id),
+                Outcome::Failed(reason) => {
+                    tracing::warn!(round.id = id, reason, "round failed");
+                    Settled::Failed(id)
+                }
+            })
+            .collect();
+        Ok(Processed::Settled(settled))
     }
     .instrument(span)
     .await
@@ -129,24 +158,79 @@ pub async fn run(
     pool.set_worker_running(false);
 }
 
+/// Rounds rated in one step, and the snapshot that holds their ratings.
+struct Batch {
+    /// Each round's id and outcome, oldest first.
+    rounds: Vec<(String, Outcome)>,
+    /// Standings of the applied rounds.
+    entrants: usize,
+    /// The pool after every applied round: published once they are committed.
+    next: PoolState,
+}
+
+enum Outcome {
+    Applied(AppliedRound),
+    Failed(String),
+}
+
+/// Rates `queued` in order, each on the beliefs the rounds before it left. A round that cannot
+/// be rated (or that makes the engine panic) is failed and leaves every belief as it was.
+fn rate(current: &PoolState, queued: Vec<QueuedRound>) -> Batch {
+    let mut next = current.clone();
+    let mut entrants = 0;
+    let rounds = queued
+        .into_iter()
+        .map(|queued| {
+            let outcome = parse(&queued).and_then(|round| {
+                let applied = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    let priors: Vec<&SystemState> = round
+                        .standings
+                        .iter()
+                        .map(|s| next.belief_or_newcomer(&s.player))
+                        .collect();
+                    next.system().apply(&round, &priors)
+                }));
+                match applied {
+                    Ok(Ok(applied)) => Ok(applied_round(&round, applied)),
+                    Ok(Err(error)) => Err(error.to_string()),
+                    Err(_) => {
+                        tracing::error!(round.id = queued.id, "the engine panicked");
+                        Err("internal error while rating".to_owned())
+                    }
+                }
+            });
+            let outcome = match outcome {
+                Ok(applied) => {
+                    let last = LastRound {
+                        id: Arc::from(queued.id.as_str()),
+                        time: applied.time,
+                    };
+                    next.apply(
+                        applied
+                            .entrants
+                            .iter()
+                            .map(|e| (e.player.clone(), e.state.clone(), last.clone()))
+                            .collect(),
+                    );
+                    entrants += applied.entrants.len();
+                    Outcome::Applied(applied)
+                }
+                Err(reason) => Outcome::Failed(reason),
+            };
+            (queued.id, outcome)
+        })
+        .collect();
+    Batch {
+        rounds,
+        entrants,
+        next,
+    }
+}
+
 fn parse(queued: &QueuedRound) -> Result<Round, String> {
     let request: RoundRequest =
         serde_json::from_str(&queued.body).map_err(|e| format!("stored body unreadable: {e}"))?;
     request.to_round().map_err(|e| e.to_string())
-}
-
-async fn fail(
-    storage: &dyn Storage,
-    pool: &Pool,
-    queued: &QueuedRound,
-    reason: &str,
-) -> anyhow::Result<Processed> {
-    tracing::warn!(reason, "round failed");
-    match storage.fail_round(pool.name(), &queued.id, reason).await {
-        Ok(()) => Ok(Processed::Failed(queued.id.clone())),
-        Err(storage::Error::NotNextRound { .. }) => reload(storage, pool).await,
-        Err(error) => Err(error).context("marking the round failed"),
-    }
 }
 
 /// The outcome of a round as storage takes it.
@@ -165,38 +249,6 @@ fn applied_round(round: &Round, applied: Vec<Applied>) -> AppliedRound {
             })
             .collect(),
     }
-}
-
-/// Makes a committed round's ratings visible to reads: the next snapshot is derived from the
-/// current one off the async runtime (O(k log n), but a large round into a large pool takes
-/// milliseconds), then swapped in. Only the holder of the pool's turn gets here, so the
-/// current snapshot cannot change meanwhile.
-async fn publish(
-    pool: &Pool,
-    round_id: &str,
-    applied: AppliedRound,
-) -> Result<(), tokio::task::JoinError> {
-    let last = LastRound {
-        id: Arc::from(round_id),
-        time: applied.time,
-    };
-    let current = pool.read();
-    let next = tokio::task::spawn_blocking(move || {
-        let players = applied
-            .entrants
-            .into_iter()
-            .map(|e| (e.player, e.state, last.clone()))
-            .collect();
-        let mut next = PoolState::clone(&current);
-        next.apply(players);
-        next
-    })
-    .await?;
-    let previous = pool.publish(next);
-    // Freeing a snapshot can mean freeing millions of shared places: not on the runtime's
-    // threads either (when a reader still holds it, that reader frees it later instead).
-    tokio::task::spawn_blocking(move || drop(previous));
-    Ok(())
 }
 
 /// Rebuilds the pool's memory from the database, after another process changed it.

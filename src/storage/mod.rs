@@ -203,7 +203,16 @@ pub struct QueuedRound {
     pub body: String,
 }
 
-/// The outcome of rating one round, to store with [`Storage::apply_round`].
+/// What the worker made of one queued round, to store with [`Storage::settle_rounds`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RoundOutcome<'a> {
+    /// Rated: every entrant's new state and history row.
+    Applied(&'a AppliedRound),
+    /// Not rateable, for this reason.
+    Failed(&'a str),
+}
+
+/// The outcome of rating one round.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AppliedRound {
     /// The round's time (seconds since the Unix epoch), if it has one.
@@ -320,19 +329,44 @@ pub trait Storage: Send + Sync + 'static {
         max_queued: u64,
     ) -> Result<Enqueued, Error>;
 
+    /// The pool's oldest queued rounds, oldest first: at most `max_rounds`, and only as many
+    /// as it takes for their bodies to reach `max_bytes` (the first is always included).
+    async fn queued_rounds(
+        &self,
+        pool: &str,
+        max_rounds: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<QueuedRound>, Error>;
+
+    /// Stores the outcomes of the pool's oldest queued rounds in one transaction. Under the
+    /// pool's lock, checks that `rounds` are the oldest queued ones, in order
+    /// ([`Error::NotNextRound`] otherwise, and nothing changes); for each applied round,
+    /// upserts every entrant's state, inserts their history rows and marks it applied; marks
+    /// each failed one failed with its reason. Each entrant's state must be their belief right
+    /// after that round: of its factors only the newest (that round's) is written; older ones
+    /// were written with their own rounds, and those the belief no longer holds are deleted.
+    async fn settle_rounds(
+        &self,
+        pool: &str,
+        rounds: &[(&str, RoundOutcome<'_>)],
+    ) -> Result<(), Error>;
+
     /// The pool's oldest queued round, if any.
-    async fn oldest_queued(&self, pool: &str) -> Result<Option<QueuedRound>, Error>;
+    async fn oldest_queued(&self, pool: &str) -> Result<Option<QueuedRound>, Error> {
+        Ok(self.queued_rounds(pool, 1, 0).await?.pop())
+    }
 
-    /// Stores the outcome of rating round `id`: under the pool's lock, checks that `id` is
-    /// still the oldest queued round ([`Error::NotNextRound`] otherwise, and nothing changes),
-    /// upserts every entrant's state, inserts their history rows and marks the round applied.
-    /// Each entrant's state must be their stored belief after this one round: of its factors
-    /// only the newest (this round's) is written; older ones were written with their own
-    /// rounds, and those the belief no longer holds are deleted.
-    async fn apply_round(&self, pool: &str, id: &str, round: &AppliedRound) -> Result<(), Error>;
+    /// [`Self::settle_rounds`] for the one round `id`, applied.
+    async fn apply_round(&self, pool: &str, id: &str, round: &AppliedRound) -> Result<(), Error> {
+        self.settle_rounds(pool, &[(id, RoundOutcome::Applied(round))])
+            .await
+    }
 
-    /// Marks round `id`, which must be the oldest queued one, as failed with `error`.
-    async fn fail_round(&self, pool: &str, id: &str, error: &str) -> Result<(), Error>;
+    /// [`Self::settle_rounds`] for the one round `id`, failed with `error`.
+    async fn fail_round(&self, pool: &str, id: &str, error: &str) -> Result<(), Error> {
+        self.settle_rounds(pool, &[(id, RoundOutcome::Failed(error))])
+            .await
+    }
 
     /// Every player of `pool` with their belief, by player id.
     async fn load_players(&self, pool: &str) -> Result<Vec<StoredPlayer>, Error>;

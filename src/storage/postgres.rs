@@ -11,7 +11,7 @@ use sqlx::{PgConnection, Postgres, Transaction};
 
 use super::rows::{to_i64, StateColumns};
 use super::sql_storage::{Dialect, SqlStorage};
-use super::{AppliedRound, Error};
+use super::{AppliedEntrant, AppliedRound, Error};
 use crate::engine::Factor;
 
 /// First key of every advisory lock this service takes (the ASCII of "mmr"), so that its
@@ -103,6 +103,46 @@ impl<'a> FactorColumns<'a> {
     }
 }
 
+/// Players' rows as one vector per column of `players`, for the bulk upsert.
+#[derive(Debug, Default)]
+struct StateArrays<'a> {
+    players: Vec<&'a str>,
+    mus: Vec<f64>,
+    sigmas: Vec<f64>,
+    rounds: Vec<i64>,
+    p0s: Vec<Option<f64>>,
+    w0s: Vec<Option<f64>>,
+    log_decays: Vec<Option<f64>>,
+    last_times: Vec<Option<i64>>,
+}
+
+impl<'a> StateArrays<'a> {
+    fn with_capacity(n: usize) -> Self {
+        Self {
+            players: Vec::with_capacity(n),
+            mus: Vec::with_capacity(n),
+            sigmas: Vec::with_capacity(n),
+            rounds: Vec::with_capacity(n),
+            p0s: Vec::with_capacity(n),
+            w0s: Vec::with_capacity(n),
+            log_decays: Vec::with_capacity(n),
+            last_times: Vec::with_capacity(n),
+        }
+    }
+
+    /// Appends `entrant`'s state after the round, whose other columns are `columns`.
+    fn push(&mut self, entrant: &'a AppliedEntrant, columns: &StateColumns<'_>) {
+        self.players.push(&entrant.player);
+        self.mus.push(entrant.change.after.mu);
+        self.sigmas.push(entrant.change.after.sigma);
+        self.rounds.push(columns.rounds);
+        self.p0s.push(columns.p0);
+        self.w0s.push(columns.w0);
+        self.log_decays.push(columns.log_decay);
+        self.last_times.push(columns.last_time);
+    }
+}
+
 /// The Postgres dialect.
 pub(super) struct Pg;
 
@@ -152,6 +192,7 @@ impl Dialect for Pg {
         id: &str,
         seq: i64,
         round: &AppliedRound,
+        superseded: &[bool],
     ) -> Result<(), Error> {
         let n = round.entrants.len();
         let mut players = Vec::with_capacity(n);
@@ -159,17 +200,13 @@ impl Dialect for Pg {
         let mut performances = Vec::with_capacity(n);
         let mut mus_before = Vec::with_capacity(n);
         let mut sigmas_before = Vec::with_capacity(n);
-        let mut mus = Vec::with_capacity(n);
-        let mut sigmas = Vec::with_capacity(n);
-        let mut rounds_played = Vec::with_capacity(n);
-        let mut p0s = Vec::with_capacity(n);
-        let mut w0s = Vec::with_capacity(n);
-        let mut log_decays = Vec::with_capacity(n);
-        let mut last_times = Vec::with_capacity(n);
+        let mut mus_after = Vec::with_capacity(n);
+        let mut sigmas_after = Vec::with_capacity(n);
+        let mut states = StateArrays::with_capacity(n);
         let mut added = FactorColumns::with_capacity(n);
         let mut pruned_players = Vec::new();
         let mut keep_from = Vec::new();
-        for entrant in &round.entrants {
+        for (entrant, &superseded) in round.entrants.iter().zip(superseded) {
             let columns = StateColumns::of(&entrant.state)?;
             let change = &entrant.change;
             players.push(entrant.player.as_str());
@@ -177,13 +214,11 @@ impl Dialect for Pg {
             performances.push(change.performance);
             mus_before.push(change.before.mu);
             sigmas_before.push(change.before.sigma);
-            mus.push(change.after.mu);
-            sigmas.push(change.after.sigma);
-            rounds_played.push(columns.rounds);
-            p0s.push(columns.p0);
-            w0s.push(columns.w0);
-            log_decays.push(columns.log_decay);
-            last_times.push(columns.last_time);
+            mus_after.push(change.after.mu);
+            sigmas_after.push(change.after.sigma);
+            if !superseded {
+                states.push(entrant, &columns);
+            }
             let Some(writes) = columns.factors else {
                 continue;
             };
@@ -199,14 +234,14 @@ impl Dialect for Pg {
             .bind(pool)
             .bind(id)
             .bind(round.time)
-            .bind(&players)
-            .bind(&mus)
-            .bind(&sigmas)
-            .bind(&rounds_played)
-            .bind(&p0s)
-            .bind(&w0s)
-            .bind(&log_decays)
-            .bind(&last_times)
+            .bind(&states.players)
+            .bind(&states.mus)
+            .bind(&states.sigmas)
+            .bind(&states.rounds)
+            .bind(&states.p0s)
+            .bind(&states.w0s)
+            .bind(&states.log_decays)
+            .bind(&states.last_times)
             .execute(&mut *tx)
             .await?;
         if !added.players.is_empty() {
@@ -237,8 +272,8 @@ impl Dialect for Pg {
             .bind(&performances)
             .bind(&mus_before)
             .bind(&sigmas_before)
-            .bind(&mus)
-            .bind(&sigmas)
+            .bind(&mus_after)
+            .bind(&sigmas_after)
             .execute(&mut *tx)
             .await?;
         Ok(())

@@ -48,20 +48,30 @@ pub(super) const INSERT_ROUND: &str = "
     INSERT INTO rounds (pool, id, seq, body, content_hash)
     SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, $4 FROM rounds WHERE pool = $1";
 
-/// The oldest queued round of pool `$1`.
-pub(super) const SELECT_OLDEST_QUEUED: &str = "
-    SELECT id, seq, body FROM rounds
+/// The oldest queued rounds of pool `$1`: at most `$2`, and those whose predecessors' bodies
+/// add up to fewer than `$3` characters.
+pub(super) const SELECT_QUEUED: &str = "
+    SELECT id, seq, body FROM (
+        SELECT id, seq, body, SUM(length(body)) OVER (ORDER BY seq) - length(body) AS before
+        FROM rounds WHERE pool = $1 AND status = 'queued'
+        ORDER BY seq LIMIT $2) q
+    WHERE before < $3 OR before = 0
+    ORDER BY seq";
+
+/// The ids and seqs of the `$2` oldest queued rounds of pool `$1`.
+pub(super) const SELECT_QUEUED_IDS: &str = "
+    SELECT id, seq FROM rounds
     WHERE pool = $1 AND status = 'queued'
-    ORDER BY seq LIMIT 1";
+    ORDER BY seq LIMIT $2";
 
 /// Marks round `$2` of pool `$1` applied, with its time `$3` and number of standings `$4`.
 pub(super) const MARK_APPLIED: &str = "
     UPDATE rounds SET status = 'applied', round_time = $3, entrants = $4
     WHERE pool = $1 AND id = $2";
 
-/// Counts one more applied round in pool `$1`, in the transaction that applies it.
+/// Counts `$2` more applied rounds in pool `$1`, in the transaction that applies them.
 pub(super) const COUNT_APPLIED: &str = "
-    UPDATE pools SET applied = applied + 1 WHERE name = $1";
+    UPDATE pools SET applied = applied + $2 WHERE name = $1";
 
 /// Marks round `$2` of pool `$1` failed with message `$3`.
 pub(super) const MARK_FAILED: &str = "

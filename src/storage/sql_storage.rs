@@ -3,6 +3,8 @@
 //! write transaction takes its locks, how a read transaction sees one snapshot, and how a
 //! round's rows are written in bulk.
 
+use std::collections::HashSet;
+
 use async_trait::async_trait;
 use sqlx::{
     ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Transaction, Type,
@@ -15,7 +17,7 @@ use super::rows::{
 };
 use super::{
     sql, AppliedRound, Enqueued, Error, HistoryPage, PoolInfo, PoolProgress, PoolWrite,
-    QueuedRound, RoundRecord, RoundStatus, Storage, StoredPlayer,
+    QueuedRound, RoundOutcome, RoundRecord, RoundStatus, Storage, StoredPlayer,
 };
 use crate::engine::SystemParams;
 
@@ -52,13 +54,15 @@ pub(super) trait Dialect: Send + Sync + 'static {
     ) -> Result<(), Error>;
 
     /// Writes what applying round `id` (at `seq`) did to its entrants: their states, the
-    /// factors they gained and lost, and their history rows.
+    /// factors they gained and lost, and their history rows. The state of an entrant marked
+    /// `superseded` is not written: a later round of the same transaction writes theirs.
     async fn write_entrants(
         tx: &mut <Self::Db as Database>::Connection,
         pool: &str,
         id: &str,
         seq: i64,
         round: &AppliedRound,
+        superseded: &[bool],
     ) -> Result<(), Error>;
 }
 
@@ -74,31 +78,56 @@ impl<D: Dialect> SqlStorage<D> {
     }
 }
 
-/// Locks `pool`'s queue for the transaction and returns the seq of its oldest queued round,
-/// which must be `id`.
-async fn lock_next_round<D: Dialect>(
+/// Locks `pool`'s queue for the transaction and returns the seqs of `ids`, which must be its
+/// oldest queued rounds, in order.
+async fn lock_next_rounds<D: Dialect>(
     tx: &mut <D::Db as Database>::Connection,
     pool: &str,
-    id: &str,
-) -> Result<i64, Error>
+    ids: impl ExactSizeIterator<Item = &str>,
+) -> Result<Vec<i64>, Error>
 where
     for<'c> &'c mut <D::Db as Database>::Connection: Executor<'c, Database = D::Db>,
     for<'q> <D::Db as Database>::Arguments<'q>: IntoArguments<'q, D::Db>,
     for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
-    for<'r> QueuedRound: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'q> i64: Encode<'q, D::Db> + Type<D::Db>,
+    for<'r> (String, i64): sqlx::FromRow<'r, <D::Db as Database>::Row>,
 {
     D::lock_queue(tx, pool).await?;
-    let oldest: Option<QueuedRound> = sqlx::query_as(sql::SELECT_OLDEST_QUEUED)
+    let count = i64::try_from(ids.len()).map_err(|_| Error::OutOfRange { what: "rounds" })?;
+    let oldest: Vec<(String, i64)> = sqlx::query_as(sql::SELECT_QUEUED_IDS)
         .bind(pool)
-        .fetch_optional(&mut *tx)
+        .bind(count)
+        .fetch_all(&mut *tx)
         .await?;
-    match oldest {
-        Some(round) if round.id == id => Ok(round.seq),
+    let mut oldest = oldest.into_iter();
+    ids.map(|id| match oldest.next() {
+        Some((queued, seq)) if queued == id => Ok(seq),
         _ => Err(Error::NotNextRound {
             pool: pool.to_owned(),
             round: id.to_owned(),
         }),
-    }
+    })
+    .collect()
+}
+
+/// For each entrant of each applied round, whether a later round of `rounds` has the same
+/// player: only a player's last state in a batch is written to `players`.
+fn superseded_states(rounds: &[(&str, RoundOutcome<'_>)]) -> Vec<Vec<bool>> {
+    let mut later = HashSet::new();
+    let mut superseded: Vec<Vec<bool>> = rounds
+        .iter()
+        .rev()
+        .map(|(_, outcome)| match outcome {
+            RoundOutcome::Applied(round) => round
+                .entrants
+                .iter()
+                .map(|e| !later.insert(e.player.as_str()))
+                .collect(),
+            RoundOutcome::Failed(_) => Vec::new(),
+        })
+        .collect();
+    superseded.reverse();
+    superseded
 }
 
 #[async_trait]
@@ -121,6 +150,7 @@ where
     for<'r> PoolRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> ProgressRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> QueuedRound: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> (String, i64): sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> RoundRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> ResultRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> PlayerRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
@@ -237,48 +267,66 @@ where
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
-    async fn oldest_queued(&self, pool: &str) -> Result<Option<QueuedRound>, Error> {
-        Ok(sqlx::query_as(sql::SELECT_OLDEST_QUEUED)
+    async fn queued_rounds(
+        &self,
+        pool: &str,
+        max_rounds: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<QueuedRound>, Error> {
+        let max_rounds =
+            i64::try_from(max_rounds).map_err(|_| Error::OutOfRange { what: "max_rounds" })?;
+        let max_bytes =
+            i64::try_from(max_bytes).map_err(|_| Error::OutOfRange { what: "max_bytes" })?;
+        Ok(sqlx::query_as(sql::SELECT_QUEUED)
             .bind(pool)
-            .fetch_optional(&self.pool)
+            .bind(max_rounds)
+            .bind(max_bytes)
+            .fetch_all(&self.pool)
             .await?)
     }
 
-    #[instrument(skip_all, fields(
-        db.system = D::NAME, pool.name = %pool, round.id = ?id,
-        round.entrants = round.entrants.len(),
-    ))]
-    async fn apply_round(&self, pool: &str, id: &str, round: &AppliedRound) -> Result<(), Error> {
-        let entrants = i64::try_from(round.entrants.len())
-            .map_err(|_| Error::OutOfRange { what: "entrants" })?;
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, rounds = rounds.len()))]
+    async fn settle_rounds(
+        &self,
+        pool: &str,
+        rounds: &[(&str, RoundOutcome<'_>)],
+    ) -> Result<(), Error> {
         let mut tx = D::begin_write(&self.pool).await?;
-        let seq = lock_next_round::<D>(&mut tx, pool, id).await?;
-        D::write_entrants(&mut tx, pool, id, seq, round).await?;
-        sqlx::query(sql::MARK_APPLIED)
-            .bind(pool)
-            .bind(id)
-            .bind(round.time)
-            .bind(entrants)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(sql::COUNT_APPLIED)
-            .bind(pool)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.id = ?id))]
-    async fn fail_round(&self, pool: &str, id: &str, error: &str) -> Result<(), Error> {
-        let mut tx = D::begin_write(&self.pool).await?;
-        lock_next_round::<D>(&mut tx, pool, id).await?;
-        sqlx::query(sql::MARK_FAILED)
-            .bind(pool)
-            .bind(id)
-            .bind(error)
-            .execute(&mut *tx)
-            .await?;
+        let seqs = lock_next_rounds::<D>(&mut tx, pool, rounds.iter().map(|(id, _)| *id)).await?;
+        let superseded = superseded_states(rounds);
+        let mut applied = 0i64;
+        for ((&(id, outcome), seq), superseded) in rounds.iter().zip(seqs).zip(&superseded) {
+            match outcome {
+                RoundOutcome::Applied(round) => {
+                    let entrants = i64::try_from(round.entrants.len())
+                        .map_err(|_| Error::OutOfRange { what: "entrants" })?;
+                    D::write_entrants(&mut tx, pool, id, seq, round, superseded).await?;
+                    sqlx::query(sql::MARK_APPLIED)
+                        .bind(pool)
+                        .bind(id)
+                        .bind(round.time)
+                        .bind(entrants)
+                        .execute(&mut *tx)
+                        .await?;
+                    applied += 1;
+                }
+                RoundOutcome::Failed(error) => {
+                    sqlx::query(sql::MARK_FAILED)
+                        .bind(pool)
+                        .bind(id)
+                        .bind(error)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+            }
+        }
+        if applied > 0 {
+            sqlx::query(sql::COUNT_APPLIED)
+                .bind(pool)
+                .bind(applied)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         Ok(())
     }

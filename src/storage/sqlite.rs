@@ -124,13 +124,20 @@ impl Dialect for Lite {
         id: &str,
         seq: i64,
         round: &AppliedRound,
+        superseded: &[bool],
     ) -> Result<(), Error> {
         let states = round
             .entrants
             .iter()
             .map(|e| Ok((e, StateColumns::of(&e.state)?)))
             .collect::<Result<Vec<_>, Error>>()?;
-        upsert_players(tx, pool, id, round.time, &states).await?;
+        let latest: Vec<_> = states
+            .iter()
+            .zip(superseded)
+            .filter(|(_, &superseded)| !superseded)
+            .map(|(state, _)| state)
+            .collect();
+        upsert_players(tx, pool, id, round.time, &latest).await?;
         write_factors(tx, pool, &states).await?;
         insert_history(tx, pool, seq, &round.entrants).await
     }
@@ -142,11 +149,11 @@ async fn upsert_players(
     pool: &str,
     id: &str,
     time: Option<i64>,
-    states: &[(&AppliedEntrant, StateColumns<'_>)],
+    states: &[&(&AppliedEntrant, StateColumns<'_>)],
 ) -> Result<(), Error> {
     for chunk in states.chunks(MAX_BOUND_PARAMETERS / PLAYER_COLUMNS) {
         let mut query = QueryBuilder::<Sqlite>::new(UPSERT_PLAYERS_HEAD);
-        query.push_values(chunk, |mut row, (e, columns)| {
+        query.push_values(chunk, |mut row, &(e, columns)| {
             row.push_bind(pool)
                 .push_bind(e.player.as_str())
                 .push_bind(e.change.after.mu)

@@ -21,7 +21,7 @@ use mmr_service::config::{KeySettings, Overrides, ParamsOverrides, Role, Setting
 use mmr_service::engine::{Beliefs, SystemParams, SystemState};
 use mmr_service::state::AppState;
 use mmr_service::storage;
-use mmr_service::worker::{self, Processed};
+use mmr_service::worker::{self, Processed, Settled};
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde_json::{json, Value};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
@@ -346,18 +346,19 @@ impl TestApp {
         self.apply_queued(POOL).await;
     }
 
-    /// Steps the worker of `pool` until its queue is empty; returns what each step did.
-    pub async fn apply_queued(&self, pool: &str) -> Vec<Processed> {
+    /// Steps the worker of `pool` until its queue is empty; returns what became of each round.
+    pub async fn apply_queued(&self, pool: &str) -> Vec<Settled> {
         let pool = self.state.pools.get(pool).expect("the pool is loaded");
-        let mut steps = Vec::new();
+        let mut settled = Vec::new();
         loop {
-            let step = worker::process_next(self.state.storage.as_ref(), &pool)
+            match worker::process_next(self.state.storage.as_ref(), &pool)
                 .await
-                .expect("a worker step");
-            if step == Processed::Idle {
-                return steps;
+                .expect("a worker step")
+            {
+                Processed::Idle => return settled,
+                Processed::Settled(rounds) => settled.extend(rounds),
+                Processed::Reloaded => panic!("nothing else writes to the test database"),
             }
-            steps.push(step);
         }
     }
 

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use mmr_service::engine::{Beliefs, Params, Population, SystemParams, SystemState, Variant};
-use mmr_service::storage::{Error, RoundStatus};
+use mmr_service::storage::{Error, RoundOutcome, RoundStatus};
 
 use crate::support::{self, create_pool, enqueue, enqueue_and_apply, population, Db, POOL};
 
@@ -16,6 +16,8 @@ backend_tests!(
     a_failed_round_keeps_its_error_and_leaves_the_queue,
     a_round_too_large_for_one_statement_is_stored_whole,
     beliefs_reload_exactly_when_factors_are_dropped,
+    several_rounds_settle_in_one_transaction_in_order,
+    settling_rounds_that_are_not_the_oldest_in_order_changes_nothing,
 );
 
 async fn applying_the_oldest_round_stores_states_history_and_results(db: Db) {
@@ -284,5 +286,98 @@ async fn beliefs_reload_exactly_when_factors_are_dropped(db: Db) {
             assert!(belief.factors.len() <= 3, "{pool}: {}", player.player);
             assert_eq!(&player.state, want, "{pool}: {}", player.player);
         }
+    }
+}
+
+async fn several_rounds_settle_in_one_transaction_in_order(db: Db) {
+    create_pool(&db).await;
+    for (id, players) in [("r1", ["a", "b"]), ("r2", ["b", "c"]), ("r3", ["a", "c"])] {
+        enqueue(&db, id, &players).await;
+    }
+    // Player `a` gains a factor in r1 and another in r3: both rows go in one transaction.
+    let mut population = population();
+    let first = support::rate(&mut population, &["a", "b"], Some(10));
+    let third = support::rate(&mut population, &["a", "c"], Some(30));
+    db.storage
+        .settle_rounds(
+            POOL,
+            &[
+                ("r1", RoundOutcome::Applied(&first)),
+                ("r2", RoundOutcome::Failed("refused")),
+                ("r3", RoundOutcome::Applied(&third)),
+            ],
+        )
+        .await
+        .expect("settle");
+
+    let mut statuses = Vec::new();
+    for id in ["r1", "r2", "r3"] {
+        let record = db
+            .storage
+            .round(POOL, id)
+            .await
+            .expect("read")
+            .expect("stored");
+        statuses.push((record.status, record.error));
+    }
+    assert_eq!(
+        statuses,
+        [
+            (RoundStatus::Applied, None),
+            (RoundStatus::Failed, Some("refused".to_owned())),
+            (RoundStatus::Applied, None),
+        ]
+    );
+    let stored = db.storage.load_players(POOL).await.expect("load");
+    assert_eq!(stored.len(), 3);
+    for player in &stored {
+        assert_eq!(
+            Some(&player.state),
+            population.belief(&player.player),
+            "{}",
+            player.player
+        );
+    }
+    let last: Vec<(&str, &str)> = stored
+        .iter()
+        .map(|p| (p.player.as_str(), p.last_round_id.as_str()))
+        .collect();
+    assert_eq!(last, [("a", "r3"), ("b", "r1"), ("c", "r3")]);
+    let history = db
+        .storage
+        .player_history(POOL, "a", 10, None)
+        .await
+        .expect("history");
+    let rounds: Vec<&str> = history
+        .entries
+        .iter()
+        .map(|e| e.round_id.as_str())
+        .collect();
+    assert_eq!(rounds, ["r3", "r1"], "newest first");
+    let pool = db.storage.pool(POOL).await.expect("read").expect("exists");
+    assert_eq!((pool.applied, pool.failed, pool.queued), (2, 1, 0));
+}
+
+async fn settling_rounds_that_are_not_the_oldest_in_order_changes_nothing(db: Db) {
+    create_pool(&db).await;
+    enqueue(&db, "r1", &["a", "b"]).await;
+    enqueue(&db, "r2", &["c", "d"]).await;
+    let mut population = population();
+    let first = support::rate(&mut population, &["a", "b"], None);
+    let second = support::rate(&mut population, &["c", "d"], None);
+    for (rounds, refused) in [
+        (vec![("r2", &second), ("r1", &first)], "r2"),
+        (vec![("r1", &first), ("r1", &first)], "r1"),
+        (vec![("r1", &first), ("r2", &second), ("r3", &second)], "r3"),
+    ] {
+        let rounds: Vec<(&str, RoundOutcome<'_>)> = rounds
+            .into_iter()
+            .map(|(id, round)| (id, RoundOutcome::Applied(round)))
+            .collect();
+        match db.storage.settle_rounds(POOL, &rounds).await {
+            Err(Error::NotNextRound { round, .. }) => assert_eq!(round, refused),
+            other => panic!("expected NotNextRound for {refused}, got {other:?}"),
+        }
+        assert_nothing_applied(&db, &["r1", "r2"]).await;
     }
 }

@@ -12,6 +12,7 @@ backend_tests!(
     a_full_queue_refuses_new_rounds_but_still_recognizes_reposts,
     round_ids_are_scoped_to_their_pool,
     queued_rounds_survive_reopening_the_database,
+    the_worker_takes_the_oldest_rounds_up_to_its_budget,
 );
 
 async fn enqueueing_into_an_unknown_pool_is_an_error(db: Db) {
@@ -188,4 +189,36 @@ async fn queued_rounds_survive_reopening_the_database(db: Db) {
         .expect("still queued");
     assert_eq!(oldest.id, "r1");
     reopened.close().await;
+}
+
+async fn the_worker_takes_the_oldest_rounds_up_to_its_budget(db: Db) {
+    create_pool(&db).await;
+    let ids = ["r1", "r2", "r3", "r4"];
+    for id in ids {
+        enqueue(&db, id, &["a", "b"]).await;
+    }
+    let length = body("r1", &["a", "b"]).len();
+    let taken = |max_rounds: usize, max_bytes: usize| {
+        let storage = &db.storage;
+        async move {
+            let rounds = storage
+                .queued_rounds(POOL, max_rounds, max_bytes)
+                .await
+                .expect("read the queue");
+            rounds.into_iter().map(|r| r.id).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(taken(10, 0).await, ["r1"], "the oldest round always");
+    assert_eq!(taken(10, length).await, ["r1"]);
+    assert_eq!(taken(10, length + 1).await, ["r1", "r2"]);
+    assert_eq!(taken(10, 2 * length + 1).await, ["r1", "r2", "r3"]);
+    assert_eq!(taken(2, usize::MAX >> 1).await, ["r1", "r2"]);
+    assert_eq!(taken(10, usize::MAX >> 1).await, ids);
+    assert_eq!(
+        db.storage
+            .queued_rounds("nowhere", 10, 0)
+            .await
+            .expect("read"),
+        []
+    );
 }
