@@ -10,6 +10,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{Overrides, Settings};
+use crate::engine::metrics::Opponents;
 use crate::engine::SystemParams;
 use crate::replay::{self, InputFormat};
 use crate::startup::Application;
@@ -101,9 +102,25 @@ pub struct ReplayArgs {
     /// Average the metrics only over participations whose player had at least K earlier rounds.
     #[arg(long, value_name = "K", default_value_t = 0)]
     pub min_history: u64,
+    /// Log loss and Brier score of a participation average over at most M opponents, drawn one
+    /// per stratum of the finishing order (the summary gives their standard errors), or over
+    /// every opponent with `all` (exact, O(N²) per round).
+    #[arg(long, value_name = "M", default_value = "all", value_parser = parse_opponents)]
+    pub metric_opponents: Opponents,
     /// How `--input` is laid out.
     #[arg(long, value_enum, default_value_t = InputFormat::Jsonl)]
     pub input_format: InputFormat,
+}
+
+/// `--metric-opponents`: `all`, or a count of at least 2.
+fn parse_opponents(value: &str) -> Result<Opponents, String> {
+    if value == "all" {
+        return Ok(Opponents::All);
+    }
+    match value.parse::<usize>() {
+        Ok(m) if m >= 2 => Ok(Opponents::AtMost(m)),
+        _ => Err("expected `all` or a whole number of at least 2".to_owned()),
+    }
 }
 
 /// `--system`.
@@ -245,6 +262,7 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         format: args.input_format,
         params: args.system()?,
         min_history: args.min_history,
+        opponents: args.metric_opponents,
         progress: std::io::stderr().is_terminal(),
     };
     let outcome = replay::run(&options)?;

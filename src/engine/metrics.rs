@@ -48,6 +48,28 @@ pub struct ParticipationMetrics {
     pub log_loss: f64,
     /// Mean squared error of the pairwise win probabilities, in `[0, 1]`.
     pub brier: f64,
+    /// Variance of `log_loss` as an estimate: 0 when every opponent was looked at (see
+    /// [`Opponents`]). A team's members share one estimate, so each is given the team's
+    /// variance times the number of members counted: added over participations, these
+    /// variances sum to the variance of the total.
+    pub log_loss_variance: f64,
+    /// Variance of `brier` as an estimate, as for `log_loss_variance`.
+    pub brier_variance: f64,
+}
+
+/// Which opponents the log loss and Brier score of a participation average over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opponents {
+    /// Every opponent: exact, O(N²) per round.
+    All,
+    /// At most this many (at least 2): in a round with more opponents, the finishing order of
+    /// the others is cut into this many strata of equal size (±1) and one opponent is drawn
+    /// uniformly from each, independently for every entrant (a fixed hash of entrant, stratum
+    /// and round size, so a replay is reproducible). Weighted by stratum size, the average is
+    /// an unbiased estimate of the exact one, O(N · m) per round. Its variance is taken as
+    /// that of simple random sampling without replacement, `(1 − m/(N−1)) s²/m` with `s²` the
+    /// sample variance, which proportional stratification does not exceed in expectation.
+    AtMost(usize),
 }
 
 /// Running sums of [`ParticipationMetrics`], added in the caller's order so that the means
@@ -59,6 +81,8 @@ pub struct MetricsSum {
     rank_deviation: f64,
     log_loss: f64,
     brier: f64,
+    log_loss_variance: f64,
+    brier_variance: f64,
 }
 
 impl MetricsSum {
@@ -69,6 +93,8 @@ impl MetricsSum {
         self.rank_deviation += metrics.rank_deviation;
         self.log_loss += metrics.log_loss;
         self.brier += metrics.brier;
+        self.log_loss_variance += metrics.log_loss_variance;
+        self.brier_variance += metrics.brier_variance;
     }
 
     /// Number of participations added.
@@ -77,7 +103,8 @@ impl MetricsSum {
         self.count
     }
 
-    /// The mean of every metric, or `None` if nothing was added.
+    /// The mean of every metric, with the variance of the means of log loss and Brier score
+    /// (the estimates of different entrants are independent), or `None` if nothing was added.
     #[must_use]
     pub fn mean(&self) -> Option<ParticipationMetrics> {
         if self.count == 0 {
@@ -89,22 +116,27 @@ impl MetricsSum {
             rank_deviation: self.rank_deviation / n,
             log_loss: self.log_loss / n,
             brier: self.brier / n,
+            log_loss_variance: self.log_loss_variance / (n * n),
+            brier_variance: self.brier_variance / (n * n),
         })
     }
 }
 
-/// The metrics of every participation of `round`, aligned with `round.standings`.
-/// `priors[i]` is the belief of `round.standings[i].player` before the round, as for
+/// The metrics of the participations of `round` that `counted` selects (by index into
+/// `round.standings`), aligned with `round.standings`, `None` for the others. `priors[i]` is
+/// the belief of `round.standings[i].player` before the round, as for
 /// [`rate_round`](super::rate_round). Predictions use the priors as they are (no diffusion)
 /// and a round of weight 1, exactly as [`predict`](super::predict) would answer before the
 /// round.
 ///
-/// Pair inversion and rank deviation cost O(N log N); log loss and Brier look at all N² pairs,
-/// in parallel over entrants, each entrant's sum sequential, so the result does not depend on
-/// the thread count nor on the order of `round.standings`.
+/// Pair inversion and rank deviation cost O(N log N); log loss and Brier look at the
+/// `opponents` of each counted entrant (a team counts when one of its members does), in
+/// parallel over entrants, each entrant's sum sequential, so the result does not depend on the
+/// thread count nor on the order of `round.standings`, and a participation that does not count
+/// costs nothing.
 ///
 /// ```
-/// use mmr_service::engine::metrics::round_metrics;
+/// use mmr_service::engine::metrics::{round_metrics, Opponents};
 /// use mmr_service::engine::{Params, PlayerState, Round, Standing, SystemParams, SystemState};
 ///
 /// let params = Params::default();
@@ -113,16 +145,23 @@ impl MetricsSum {
 /// let weak = SystemState::EloMmr(PlayerState::new(&params));
 /// let strong = SystemState::EloMmr(strong);
 /// let round = Round::new(vec![Standing::solo("strong", 1), Standing::solo("weak", 2)]);
-/// let metrics = round_metrics(&SystemParams::EloMmr(params), &round, &[&strong, &weak])?;
-/// assert_eq!(metrics[0].pair_inversion, 1.0);
-/// assert_eq!(metrics[1].rank_deviation, 0.0);
+/// let system = SystemParams::EloMmr(params);
+/// let priors = [&strong, &weak];
+/// let metrics = round_metrics(&system, &round, &priors, |_| true, Opponents::All)?;
+/// assert_eq!(metrics[0].map(|m| m.pair_inversion), Some(1.0));
+/// assert_eq!(metrics[1].map(|m| m.rank_deviation), Some(0.0));
+/// let strong_only = round_metrics(&system, &round, &priors, |i| i == 0, Opponents::All)?;
+/// assert_eq!(strong_only[0], metrics[0]);
+/// assert_eq!(strong_only[1], None);
 /// # Ok::<(), mmr_service::engine::Error>(())
 /// ```
 pub fn round_metrics(
     system: &SystemParams,
     round: &Round,
     priors: &[&SystemState],
-) -> Result<Vec<ParticipationMetrics>, Error> {
+    counted: impl Fn(usize) -> bool + Sync,
+    opponents: Opponents,
+) -> Result<Vec<Option<ParticipationMetrics>>, Error> {
     system.validate()?;
     if priors.len() != round.standings.len() {
         return Err(Error::PriorCount {
@@ -142,44 +181,72 @@ pub fn round_metrics(
         .collect::<Result<_, Error>>()?;
     let ratings: Vec<f64> = performances.iter().map(|&(mu, _)| mu).collect();
     let ordering = RatingOrder::of(&ratings, &layout);
-    let opponents = (ratings.len() - 1) as f64;
+    let opponent_count = (ratings.len() - 1) as f64;
 
     let group_of = layout.group_of_entrants();
-    let entrant_metrics: Vec<ParticipationMetrics> = (0..ratings.len())
-        .into_par_iter()
-        .map(|e| {
-            let group = &layout.groups[group_of[e]];
-            let (log_loss, brier) =
-                pairwise_scores(system.model(), &performances, group.clone(), e);
-            ParticipationMetrics {
-                pair_inversion: ordering.correct_halves[e] as f64 / (2.0 * opponents),
-                rank_deviation: ordering.deviation(e, group.start, group.end - 1) as f64
-                    / opponents,
-                log_loss: log_loss / opponents,
-                brier: brier / opponents,
+    let entrant_metrics: Vec<Option<ParticipationMetrics>> = layout
+        .entrants
+        .par_iter()
+        .enumerate()
+        .map(|(e, members)| {
+            if !members.iter().any(|&m| counted(m)) {
+                return None;
             }
+            let group = &layout.groups[group_of[e]];
+            let scores = match opponents {
+                Opponents::AtMost(m) if m >= 2 && m < ratings.len() - 1 => {
+                    sampled_scores(system.model(), &performances, group.clone(), e, m)
+                }
+                _ => pairwise_scores(system.model(), &performances, group.clone(), e),
+            };
+            Some(ParticipationMetrics {
+                pair_inversion: ordering.correct_halves[e] as f64 / (2.0 * opponent_count),
+                rank_deviation: ordering.deviation(e, group.start, group.end - 1) as f64
+                    / opponent_count,
+                log_loss: scores.log_loss,
+                brier: scores.brier,
+                log_loss_variance: scores.log_loss_variance,
+                brier_variance: scores.brier_variance,
+            })
         })
         .collect();
 
-    let mut metrics = vec![entrant_metrics[0]; round.standings.len()];
+    let mut metrics = vec![None; round.standings.len()];
     for (members, entrant) in layout.entrants.iter().zip(&entrant_metrics) {
+        let Some(entrant) = entrant else { continue };
+        let shared = members.iter().filter(|&&m| counted(m)).count() as f64;
         for &m in members {
-            metrics[m] = *entrant;
+            if counted(m) {
+                metrics[m] = Some(ParticipationMetrics {
+                    log_loss_variance: shared * entrant.log_loss_variance,
+                    brier_variance: shared * entrant.brier_variance,
+                    ..*entrant
+                });
+            }
         }
     }
     Ok(metrics)
 }
 
-/// Sums of log loss and Brier score of entrant `e` against every other entrant. Entrants are in
-/// rank order, so those before `ties` beat `e` and those after lost to it. The probability of
-/// the outcome that happened is computed directly (winner over loser), which keeps a tiny
+/// One entrant's log loss and Brier score, averaged over its opponents, and their variances
+/// as estimates.
+struct Scores {
+    log_loss: f64,
+    brier: f64,
+    log_loss_variance: f64,
+    brier_variance: f64,
+}
+
+/// Log loss and Brier score of entrant `e` against every other entrant, exactly. Entrants are
+/// in rank order, so those before `ties` beat `e` and those after lost to it. The probability
+/// of the outcome that happened is computed directly (winner over loser), which keeps a tiny
 /// probability accurate instead of forming it as `1 − p`.
 fn pairwise_scores(
     model: Model,
     performances: &[(f64, f64)],
     ties: std::ops::Range<usize>,
     e: usize,
-) -> (f64, f64) {
+) -> Scores {
     let own = performances[e];
     let mut decided = NegativeLogProduct::new();
     let mut brier = 0.0;
@@ -203,7 +270,100 @@ fn pairwise_scores(
         decided.multiply(p);
         brier += (1.0 - p) * (1.0 - p);
     }
-    (decided.value() + TIE_OUTCOME * tied.value(), brier)
+    let opponents = (performances.len() - 1) as f64;
+    Scores {
+        log_loss: (decided.value() + TIE_OUTCOME * tied.value()) / opponents,
+        brier: brier / opponents,
+        log_loss_variance: 0.0,
+        brier_variance: 0.0,
+    }
+}
+
+/// Log loss and Brier score of entrant `e` estimated from `m` opponents, one per stratum of
+/// the finishing order ([`Opponents::AtMost`]); `m` is less than the number of opponents.
+fn sampled_scores(
+    model: Model,
+    performances: &[(f64, f64)],
+    ties: std::ops::Range<usize>,
+    e: usize,
+    m: usize,
+) -> Scores {
+    let own = performances[e];
+    let others = performances.len() - 1;
+    let mut log_loss = Moments::default();
+    let mut brier = Moments::default();
+    let seed = splitmix64(((others as u64) << 32) ^ e as u64);
+    // Stratum `s` starts at ⌊s · others / m⌋, stepped without a division per stratum.
+    let (step, carry) = (others / m, others % m);
+    let (mut start, mut remainder) = (0, 0);
+    for stratum in 0..m {
+        let mut end = start + step;
+        remainder += carry;
+        if remainder >= m {
+            remainder -= m;
+            end += 1;
+        }
+        let size = end - start;
+        // A uniform offset in the stratum, from the high bits of the draw (multiply-shift).
+        let draw = splitmix64(seed ^ stratum as u64) >> 32;
+        let k = start + ((draw * size as u64) >> 32) as usize;
+        start = end;
+        // Opponents are numbered without `e` itself.
+        let j = if k >= e { k + 1 } else { k };
+        let other = performances[j];
+        let (loss, error) = if ties.contains(&j) {
+            let p = beats(model, own, other);
+            let q = beats(model, other, own);
+            let loss = -TIE_OUTCOME
+                * (p.max(SMALLEST_PROBABILITY).ln() + q.max(SMALLEST_PROBABILITY).ln());
+            (loss, (p - TIE_OUTCOME) * (p - TIE_OUTCOME))
+        } else {
+            let p = if j < e {
+                beats(model, other, own)
+            } else {
+                beats(model, own, other)
+            };
+            (-p.max(SMALLEST_PROBABILITY).ln(), (1.0 - p) * (1.0 - p))
+        };
+        log_loss.add(loss, size as f64);
+        brier.add(error, size as f64);
+    }
+    let (m, others) = (m as f64, others as f64);
+    let variance = |moments: &Moments| {
+        let spread = (moments.squares - moments.sum * moments.sum / m) / (m - 1.0);
+        (1.0 - m / others) * spread.max(0.0) / m
+    };
+    Scores {
+        log_loss: log_loss.weighted / others,
+        brier: brier.weighted / others,
+        log_loss_variance: variance(&log_loss),
+        brier_variance: variance(&brier),
+    }
+}
+
+/// Sums over a sample: weighted by stratum size for the estimate, plain for its variance.
+#[derive(Default)]
+struct Moments {
+    weighted: f64,
+    sum: f64,
+    squares: f64,
+}
+
+impl Moments {
+    fn add(&mut self, x: f64, weight: f64) {
+        self.weighted += weight * x;
+        self.sum += x;
+        self.squares += x * x;
+    }
+}
+
+/// A 64-bit mix with no visible pattern between nearby inputs (Steele, Lea and Flood's
+/// SplitMix64 finalizer): the sampler's source of randomness, a pure function of its input.
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// `Σ −ln p` over many probabilities, taken as one logarithm of their product: a logarithm
@@ -382,7 +542,9 @@ mod tests {
         round: &Round,
         priors: &[&SystemState],
     ) -> Result<Vec<ParticipationMetrics>, Error> {
-        round_metrics(&SystemParams::EloMmr(*params), round, priors)
+        let system = SystemParams::EloMmr(*params);
+        let metrics = round_metrics(&system, round, priors, |_| true, Opponents::All)?;
+        Ok(metrics.into_iter().flatten().collect())
     }
 
     /// The performance distribution of a team of `members` in an Elo-MMR pool.
@@ -533,6 +695,54 @@ mod tests {
     }
 
     #[test]
+    fn sampled_means_fall_within_a_few_standard_errors_of_the_exact_ones() {
+        // A large round of spread ratings and a noisy finish, judged on 16 of ~1,500 opponents.
+        let params = Params::default();
+        let count = 1_500;
+        let mix = |i: u64, salt: u64| (splitmix64(i ^ salt) >> 11) as f64 / (1u64 << 53) as f64;
+        let mus: Vec<f64> = (0..count).map(|i| 800.0 + 2800.0 * mix(i, 1)).collect();
+        let mut order: Vec<usize> = (0..count as usize).collect();
+        order.sort_by(|&a, &b| {
+            let noisy = |i: usize| mus[i] + 900.0 * mix(i as u64, 2);
+            noisy(b).total_cmp(&noisy(a))
+        });
+        let round = solo_round(&(1..=count).collect::<Vec<_>>());
+        let states: Vec<SystemState> = order.iter().map(|&i| rated(&params, mus[i])).collect();
+        let priors: Vec<&SystemState> = states.iter().collect();
+        let system = SystemParams::EloMmr(params);
+        let mean = |opponents| {
+            let mut sum = MetricsSum::default();
+            for m in round_metrics(&system, &round, &priors, |_| true, opponents)
+                .expect("valid round")
+                .iter()
+                .flatten()
+            {
+                sum.add(m);
+            }
+            sum.mean().expect("counted")
+        };
+        let (exact, sampled) = (mean(Opponents::All), mean(Opponents::AtMost(16)));
+        for (name, gap, variance) in [
+            (
+                "log loss",
+                sampled.log_loss - exact.log_loss,
+                sampled.log_loss_variance,
+            ),
+            ("brier", sampled.brier - exact.brier, sampled.brier_variance),
+        ] {
+            let error = variance.sqrt();
+            assert!(
+                error > 0.0 && error < 0.01,
+                "{name}: standard error {error}"
+            );
+            assert!(
+                gap.abs() <= 4.0 * error,
+                "{name}: off by {gap}, standard error {error}"
+            );
+        }
+    }
+
+    #[test]
     fn means_are_none_until_something_is_added() {
         let mut sum = MetricsSum::default();
         assert_eq!(sum.mean(), None);
@@ -541,6 +751,8 @@ mod tests {
             rank_deviation: 0.0,
             log_loss: 0.5,
             brier: 0.25,
+            log_loss_variance: 0.04,
+            brier_variance: 0.0,
         };
         sum.add(&one);
         sum.add(&ParticipationMetrics {
@@ -548,7 +760,13 @@ mod tests {
             ..one
         });
         assert_eq!(sum.count(), 2);
-        assert_eq!(sum.mean().map(|m| m.pair_inversion), Some(0.5));
+        let mean = sum.mean().expect("two added");
+        assert_eq!(mean.pair_inversion, 0.5);
+        assert_eq!(
+            (mean.log_loss_variance, mean.brier_variance),
+            (0.02, 0.0),
+            "the variance of a mean of two independent estimates"
+        );
     }
 
     /// A round of 2 to 40 players: (rank, prior rating) each; ratings come from a small set so
@@ -561,6 +779,16 @@ mod tests {
             ),
             2..40,
         )
+    }
+
+    /// A solo round of `entries` (rank, prior rating) in a pool with default parameters.
+    fn default_round(entries: &[(u64, f64)]) -> (SystemParams, Round, Vec<SystemState>) {
+        let round = solo_round(&entries.iter().map(|e| e.0).collect::<Vec<_>>());
+        let states = entries
+            .iter()
+            .map(|e| rated(&Params::default(), e.1))
+            .collect();
+        (SystemParams::EloMmr(Params::default()), round, states)
     }
 
     fn metrics_of(params: &Params, entries: &[(u64, f64)]) -> Vec<ParticipationMetrics> {
@@ -625,6 +853,54 @@ mod tests {
             for (k, &i) in order.iter().enumerate() {
                 prop_assert_eq!(again[k], metrics[i]);
             }
+        }
+
+        #[test]
+        fn leaving_participations_out_changes_nobody_else_s_metrics(
+            entries in arbitrary_round(),
+            left_out in prop::collection::vec(any::<bool>(), 40),
+        ) {
+            let (params, round, states) = default_round(&entries);
+            let priors: Vec<&SystemState> = states.iter().collect();
+            let all = round_metrics(&params, &round, &priors, |_| true, Opponents::All)
+                .expect("valid round");
+            let some = round_metrics(&params, &round, &priors, |i| !left_out[i], Opponents::All)
+                .expect("valid round");
+            for (i, (every, counted)) in all.iter().zip(&some).enumerate() {
+                prop_assert_eq!(*counted, if left_out[i] { None } else { *every });
+            }
+        }
+
+        #[test]
+        fn a_sample_as_large_as_the_field_is_exact(
+            entries in arbitrary_round(),
+            extra in 0usize..3,
+        ) {
+            let (params, round, states) = default_round(&entries);
+            let priors: Vec<&SystemState> = states.iter().collect();
+            let sample = Opponents::AtMost((entries.len() - 1 + extra).max(2));
+            let all = round_metrics(&params, &round, &priors, |_| true, Opponents::All);
+            let sampled = round_metrics(&params, &round, &priors, |_| true, sample);
+            prop_assert_eq!(all, sampled);
+        }
+
+        #[test]
+        fn sampled_scores_stay_in_range_and_repeat_exactly(
+            entries in arbitrary_round(),
+            m in 2usize..8,
+        ) {
+            let (params, round, states) = default_round(&entries);
+            let priors: Vec<&SystemState> = states.iter().collect();
+            let sampled =
+                round_metrics(&params, &round, &priors, |_| true, Opponents::AtMost(m))
+                    .expect("valid round");
+            for metrics in sampled.iter().flatten() {
+                prop_assert!(metrics.log_loss.is_finite() && metrics.log_loss >= 0.0);
+                prop_assert!((0.0..=1.0).contains(&metrics.brier));
+                prop_assert!(metrics.log_loss_variance >= 0.0 && metrics.brier_variance >= 0.0);
+            }
+            let again = round_metrics(&params, &round, &priors, |_| true, Opponents::AtMost(m));
+            prop_assert_eq!(Ok(sampled), again);
         }
 
         #[test]

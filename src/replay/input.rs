@@ -7,6 +7,7 @@ use std::fs;
 use std::io::ErrorKind;
 use std::path::Path;
 
+use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -47,9 +48,14 @@ fn read_jsonl(path: &Path) -> Result<Vec<SourcedRound>, Error> {
         path: path.to_owned(),
         source,
     })?;
-    text.lines()
+    let lines: Vec<(usize, &str)> = text
+        .lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
+        .collect();
+    // Parsed in parallel, reported in order: the first bad line is the one named.
+    let parsed: Vec<Result<SourcedRound, Error>> = lines
+        .into_par_iter()
         .map(|(index, line)| {
             let location = format!("line {}", index + 1);
             match parse_line(line) {
@@ -57,7 +63,8 @@ fn read_jsonl(path: &Path) -> Result<Vec<SourcedRound>, Error> {
                 Err(error) => Err(Error::Input { location, error }),
             }
         })
-        .collect()
+        .collect();
+    parsed.into_iter().collect()
 }
 
 fn parse_line(line: &str) -> Result<Round, FieldError> {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::engine::metrics::{round_metrics, MetricsSum};
+use crate::engine::metrics::{round_metrics, MetricsSum, Opponents};
 use crate::engine::{self, Beliefs, Population, SystemParams, SystemState};
 use crate::wire::FieldError;
 
@@ -31,6 +31,8 @@ pub struct Options {
     pub params: SystemParams,
     /// Metrics count only participations whose player had at least this many earlier rounds.
     pub min_history: u64,
+    /// The opponents each participation's log loss and Brier score look at.
+    pub opponents: Opponents,
     /// Whether to draw a progress bar on stderr.
     pub progress: bool,
 }
@@ -93,6 +95,7 @@ pub fn run(options: &Options) -> Result<Replay, Error> {
     };
 
     let mut rating_time = Duration::ZERO;
+    let mut metrics_time = Duration::ZERO;
     let mut participations = 0;
     let mut metrics = MetricsSum::default();
     for sourced in &rounds {
@@ -102,21 +105,29 @@ pub fn run(options: &Options) -> Result<Replay, Error> {
             error: error.into(),
         };
         {
+            let started = Instant::now();
             let priors: Vec<&SystemState> = round
                 .standings
                 .iter()
                 .map(|s| population.belief_or_newcomer(&s.player))
                 .collect();
-            let judged = round_metrics(population.system(), round, &priors).map_err(in_round)?;
+            let counted = |i: usize| priors[i].rounds() >= options.min_history;
+            let judged = round_metrics(
+                population.system(),
+                round,
+                &priors,
+                counted,
+                options.opponents,
+            )
+            .map_err(in_round)?;
+            participations += judged.len();
             // Added by player id, so the means do not depend on the order standings are listed.
             let mut by_player: Vec<usize> = (0..judged.len()).collect();
             by_player.sort_unstable_by_key(|&i| &round.standings[i].player);
-            for i in by_player {
-                participations += 1;
-                if priors[i].rounds() >= options.min_history {
-                    metrics.add(&judged[i]);
-                }
+            for judged in by_player.into_iter().filter_map(|i| judged[i].as_ref()) {
+                metrics.add(judged);
             }
+            metrics_time += started.elapsed();
         }
         let started = Instant::now();
         population.apply(round).map_err(in_round)?;
@@ -131,6 +142,7 @@ pub fn run(options: &Options) -> Result<Replay, Error> {
             participations,
             population.len(),
             rating_time,
+            metrics_time,
             began.elapsed(),
             &metrics,
         ),

@@ -20,6 +20,8 @@ pub struct Summary {
     pub players: usize,
     /// Seconds spent inside the engine rating rounds: reading and metrics excluded.
     pub rating_seconds: f64,
+    /// Seconds spent judging the rounds' predictions (the metrics).
+    pub metrics_seconds: f64,
     /// Seconds the whole replay took, from reading the input to the last round's metrics
     /// (writing the ratings file excluded).
     pub wall_seconds: f64,
@@ -31,6 +33,11 @@ pub struct Summary {
     pub log_loss: Option<f64>,
     /// Mean Brier score of the pairwise win probabilities.
     pub brier: Option<f64>,
+    /// Standard error of `log_loss` where it was estimated from sampled opponents; 0 when
+    /// every opponent was looked at.
+    pub log_loss_stderr: Option<f64>,
+    /// Standard error of `brier`, as for `log_loss_stderr`.
+    pub brier_stderr: Option<f64>,
     /// Participations the metrics count (shown in the text form only).
     #[serde(skip)]
     pub judged: u64,
@@ -44,6 +51,7 @@ impl Summary {
         participations: usize,
         players: usize,
         rating_time: Duration,
+        metrics_time: Duration,
         wall_time: Duration,
         metrics: &MetricsSum,
     ) -> Self {
@@ -53,11 +61,14 @@ impl Summary {
             participations,
             players,
             rating_seconds: rating_time.as_secs_f64(),
+            metrics_seconds: metrics_time.as_secs_f64(),
             wall_seconds: wall_time.as_secs_f64(),
             pair_inversion: mean.map(|m| m.pair_inversion),
             rank_deviation: mean.map(|m| m.rank_deviation),
             log_loss: mean.map(|m| m.log_loss),
             brier: mean.map(|m| m.brier),
+            log_loss_stderr: mean.map(|m| m.log_loss_variance.sqrt()),
+            brier_stderr: mean.map(|m| m.brier_variance.sqrt()),
             judged: metrics.count(),
         }
     }
@@ -75,11 +86,26 @@ impl fmt::Display for Summary {
         writeln!(f, "participations  {}", self.participations)?;
         writeln!(f, "players         {}", self.players)?;
         writeln!(f, "rating seconds  {:.3}", self.rating_seconds)?;
+        writeln!(f, "metrics seconds {:.3}", self.metrics_seconds)?;
         writeln!(f, "wall seconds    {:.3}", self.wall_seconds)?;
         writeln!(f, "metrics over    {} participations", self.judged)?;
         writeln!(f, "pair inversion  {}", metric(self.pair_inversion))?;
         writeln!(f, "rank deviation  {}", metric(self.rank_deviation))?;
-        writeln!(f, "log loss        {}", metric(self.log_loss))?;
-        writeln!(f, "brier           {}", metric(self.brier))
+        let stderr = |value: Option<f64>| match value {
+            Some(e) if e > 0.0 => format!(" ± {e:.2e} (standard error)"),
+            _ => String::new(),
+        };
+        writeln!(
+            f,
+            "log loss        {}{}",
+            metric(self.log_loss),
+            stderr(self.log_loss_stderr)
+        )?;
+        writeln!(
+            f,
+            "brier           {}{}",
+            metric(self.brier),
+            stderr(self.brier_stderr)
+        )
     }
 }

@@ -4,16 +4,19 @@ use std::collections::HashSet;
 
 use crate::{json_summary, mmr_service, path_str, sample};
 
-const SUMMARY_KEYS: [&str; 9] = [
+const SUMMARY_KEYS: [&str; 12] = [
     "rounds",
     "participations",
     "players",
     "rating_seconds",
+    "metrics_seconds",
     "wall_seconds",
     "pair_inversion",
     "rank_deviation",
     "log_loss",
     "brier",
+    "log_loss_stderr",
+    "brier_stderr",
 ];
 /// The sample's rounds.
 const SAMPLE_ROUNDS: u64 = 40;
@@ -52,6 +55,15 @@ fn the_json_summary_of_the_sample_has_exactly_the_documented_keys_and_sane_value
     assert!(
         number("wall_seconds") >= number("rating_seconds"),
         "the whole replay contains its rating: {summary}"
+    );
+    assert!(
+        number("wall_seconds") >= number("rating_seconds") + number("metrics_seconds"),
+        "{summary}"
+    );
+    // Every opponent is looked at unless `--metric-opponents` asks for a sample.
+    assert_eq!(
+        (number("log_loss_stderr"), number("brier_stderr")),
+        (0.0, 0.0)
     );
     // The sample's players have stable hidden skills: ratings must beat coin flips.
     assert!((0.5..=1.0).contains(&number("pair_inversion")), "{summary}");
@@ -92,6 +104,8 @@ fn the_text_summary_names_every_figure_and_a_piped_run_draws_no_progress_bar() {
         "participations",
         "players",
         "rating seconds",
+        "metrics seconds",
+        "wall seconds",
         "pair inversion",
         "rank deviation",
         "log loss",
@@ -247,5 +261,50 @@ fn params_given_as_flags_or_as_key_values_rate_alike_and_weng_lin_rates_the_samp
         let fields: Vec<&str> = line.rsplitn(4, ',').collect();
         let sigma: f64 = fields[1].parse().expect("a number");
         assert!(sigma > 0.0 && sigma <= 25.0 / 3.0, "{line}");
+    }
+}
+
+#[test]
+fn sampled_metrics_are_unbiased_within_their_standard_errors() {
+    let exact = json_summary(&["--input", path_str(&sample()), "--metric-opponents", "all"]);
+    let sampled = json_summary(&["--input", path_str(&sample()), "--metric-opponents", "4"]);
+    let number = |summary: &serde_json::Value, key: &str| summary[key].as_f64().unwrap_or(f64::NAN);
+    for key in [
+        "rounds",
+        "participations",
+        "pair_inversion",
+        "rank_deviation",
+    ] {
+        assert_eq!(exact[key], sampled[key], "{key} never samples");
+    }
+    for (key, stderr) in [("log_loss", "log_loss_stderr"), ("brier", "brier_stderr")] {
+        assert_eq!(number(&exact, stderr), 0.0);
+        let error = number(&sampled, stderr);
+        assert!(error > 0.0, "{sampled}");
+        let gap = (number(&sampled, key) - number(&exact, key)).abs();
+        assert!(
+            gap <= 4.0 * error,
+            "{key}: off by {gap}, standard error {error}"
+        );
+        assert!(
+            gap > 0.0,
+            "{key}: four opponents of up to 29 cannot be exact"
+        );
+    }
+}
+
+#[test]
+fn a_sample_of_fewer_than_two_opponents_is_refused() {
+    for value in ["1", "0", "many"] {
+        let output = mmr_service(&[
+            "replay",
+            "--input",
+            path_str(&sample()),
+            "--metric-opponents",
+            value,
+        ]);
+        assert_eq!(output.status.code(), Some(2), "{value}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("--metric-opponents"), "{value}: {stderr}");
     }
 }
