@@ -118,7 +118,7 @@ fn parse_opponents(value: &str) -> Result<Opponents, String> {
         return Ok(Opponents::All);
     }
     match value.parse::<usize>() {
-        Ok(m) if m >= 2 => Ok(Opponents::AtMost(m)),
+        Ok(count) if count >= 2 => Ok(Opponents::AtMost { count, seed: 0 }),
         _ => Err("expected `all` or a whole number of at least 2".to_owned()),
     }
 }

@@ -25,8 +25,8 @@ use crate::wire::RoundRequest;
 
 /// Most rounds settled in one step.
 const BATCH_ROUNDS: usize = 64;
-/// A step takes further rounds only while the bodies taken so far are shorter than this
-/// (about 40,000 standings): a large round waits for no more than a few small ones, and a
+/// A step takes further rounds only while the bodies taken so far are shorter than this, in
+/// characters (about 40,000 standings): a large round waits for no more than a few small ones, and a
 /// step's memory and transaction stay bounded.
 const BATCH_BYTES: usize = 2 << 20;
 

@@ -62,14 +62,32 @@ pub struct ParticipationMetrics {
 pub enum Opponents {
     /// Every opponent: exact, O(N²) per round.
     All,
-    /// At most this many (at least 2): in a round with more opponents, the finishing order of
-    /// the others is cut into this many strata of equal size (±1) and one opponent is drawn
-    /// uniformly from each, independently for every entrant (a fixed hash of entrant, stratum
-    /// and round size, so a replay is reproducible). Weighted by stratum size, the average is
-    /// an unbiased estimate of the exact one, O(N · m) per round. Its variance is taken as
-    /// that of simple random sampling without replacement, `(1 − m/(N−1)) s²/m` with `s²` the
-    /// sample variance, which proportional stratification does not exceed in expectation.
-    AtMost(usize),
+    /// At most `count` (at least 2): in a round with more opponents, the finishing order of
+    /// the others is cut into `count` strata of equal size (±1) and one opponent is drawn
+    /// uniformly from each, independently for every entrant (a fixed hash of `seed`, entrant,
+    /// stratum and round size, so a replay is reproducible; give each round its own `seed`,
+    /// or rounds of one size repeat their draws and their errors add up instead of averaging
+    /// out). Weighted by stratum size, the average is an unbiased estimate of the exact one,
+    /// O(N · m) per round. Its variance is taken as that of simple random sampling without
+    /// replacement, `(1 − m/(N−1)) s²/m` with `s²` the sample variance, which proportional
+    /// stratification does not exceed in expectation.
+    AtMost {
+        /// Opponents drawn per participation.
+        count: usize,
+        /// Distinguishes this round's draws from every other round's.
+        seed: u64,
+    },
+}
+
+impl Opponents {
+    /// The same choice, with its draws seeded by `seed`.
+    #[must_use]
+    pub fn seeded(self, seed: u64) -> Self {
+        match self {
+            Self::All => Self::All,
+            Self::AtMost { count, .. } => Self::AtMost { count, seed },
+        }
+    }
 }
 
 /// Running sums of [`ParticipationMetrics`], added in the caller's order so that the means
@@ -194,8 +212,9 @@ pub fn round_metrics(
             }
             let group = &layout.groups[group_of[e]];
             let scores = match opponents {
-                Opponents::AtMost(m) if m >= 2 && m < ratings.len() - 1 => {
-                    sampled_scores(system.model(), &performances, group.clone(), e, m)
+                Opponents::AtMost { count, seed } if count >= 2 && count < ratings.len() - 1 => {
+                    let draws = Draws { count, seed };
+                    sampled_scores(system.model(), &performances, group.clone(), e, draws)
                 }
                 _ => pairwise_scores(system.model(), &performances, group.clone(), e),
             };
@@ -279,20 +298,27 @@ fn pairwise_scores(
     }
 }
 
-/// Log loss and Brier score of entrant `e` estimated from `m` opponents, one per stratum of
-/// the finishing order ([`Opponents::AtMost`]); `m` is less than the number of opponents.
+/// How [`sampled_scores`] draws: `count` opponents, fewer than the round has, seeded by `seed`.
+struct Draws {
+    count: usize,
+    seed: u64,
+}
+
+/// Log loss and Brier score of entrant `e` estimated from opponents drawn one per stratum of
+/// the finishing order ([`Opponents::AtMost`]).
 fn sampled_scores(
     model: Model,
     performances: &[(f64, f64)],
     ties: std::ops::Range<usize>,
     e: usize,
-    m: usize,
+    draws: Draws,
 ) -> Scores {
+    let m = draws.count;
     let own = performances[e];
     let others = performances.len() - 1;
     let mut log_loss = Moments::default();
     let mut brier = Moments::default();
-    let seed = splitmix64(((others as u64) << 32) ^ e as u64);
+    let seed = splitmix64(splitmix64(draws.seed) ^ ((others as u64) << 32) ^ e as u64);
     // Stratum `s` starts at ⌊s · others / m⌋, stepped without a division per stratum.
     let (step, carry) = (others / m, others % m);
     let (mut start, mut remainder) = (0, 0);
@@ -721,7 +747,10 @@ mod tests {
             }
             sum.mean().expect("counted")
         };
-        let (exact, sampled) = (mean(Opponents::All), mean(Opponents::AtMost(16)));
+        let (exact, sampled) = (
+            mean(Opponents::All),
+            mean(Opponents::AtMost { count: 16, seed: 0 }),
+        );
         for (name, gap, variance) in [
             (
                 "log loss",
@@ -878,7 +907,7 @@ mod tests {
         ) {
             let (params, round, states) = default_round(&entries);
             let priors: Vec<&SystemState> = states.iter().collect();
-            let sample = Opponents::AtMost((entries.len() - 1 + extra).max(2));
+            let sample = Opponents::AtMost { count: (entries.len() - 1 + extra).max(2), seed: 7 };
             let all = round_metrics(&params, &round, &priors, |_| true, Opponents::All);
             let sampled = round_metrics(&params, &round, &priors, |_| true, sample);
             prop_assert_eq!(all, sampled);
@@ -888,18 +917,21 @@ mod tests {
         fn sampled_scores_stay_in_range_and_repeat_exactly(
             entries in arbitrary_round(),
             m in 2usize..8,
+            seed in any::<u64>(),
         ) {
             let (params, round, states) = default_round(&entries);
             let priors: Vec<&SystemState> = states.iter().collect();
             let sampled =
-                round_metrics(&params, &round, &priors, |_| true, Opponents::AtMost(m))
+                round_metrics(&params, &round, &priors, |_| true, Opponents::AtMost { count: m, seed })
                     .expect("valid round");
             for metrics in sampled.iter().flatten() {
                 prop_assert!(metrics.log_loss.is_finite() && metrics.log_loss >= 0.0);
                 prop_assert!((0.0..=1.0).contains(&metrics.brier));
                 prop_assert!(metrics.log_loss_variance >= 0.0 && metrics.brier_variance >= 0.0);
             }
-            let again = round_metrics(&params, &round, &priors, |_| true, Opponents::AtMost(m));
+            let again = round_metrics(
+                &params, &round, &priors, |_| true, Opponents::AtMost { count: m, seed },
+            );
             prop_assert_eq!(Ok(sampled), again);
         }
 

@@ -98,7 +98,7 @@ pub fn run(options: &Options) -> Result<Replay, Error> {
     let mut metrics_time = Duration::ZERO;
     let mut participations = 0;
     let mut metrics = MetricsSum::default();
-    for sourced in &rounds {
+    for (index, sourced) in rounds.iter().enumerate() {
         let round = &sourced.round;
         let in_round = |error: engine::Error| Error::Input {
             location: sourced.location.clone(),
@@ -112,14 +112,10 @@ pub fn run(options: &Options) -> Result<Replay, Error> {
                 .map(|s| population.belief_or_newcomer(&s.player))
                 .collect();
             let counted = |i: usize| priors[i].rounds() >= options.min_history;
-            let judged = round_metrics(
-                population.system(),
-                round,
-                &priors,
-                counted,
-                options.opponents,
-            )
-            .map_err(in_round)?;
+            // Each round draws its own opponents, so that sampling errors average out.
+            let opponents = options.opponents.seeded(index as u64);
+            let judged = round_metrics(population.system(), round, &priors, counted, opponents)
+                .map_err(in_round)?;
             participations += judged.len();
             // Added by player id, so the means do not depend on the order standings are listed.
             let mut by_player: Vec<usize> = (0..judged.len()).collect();

@@ -330,7 +330,8 @@ pub trait Storage: Send + Sync + 'static {
     ) -> Result<Enqueued, Error>;
 
     /// The pool's oldest queued rounds, oldest first: at most `max_rounds`, and only as many
-    /// as it takes for their bodies to reach `max_bytes` (the first is always included).
+    /// as it takes for their bodies to reach `max_bytes` characters (the first is always
+    /// included).
     async fn queued_rounds(
         &self,
         pool: &str,
