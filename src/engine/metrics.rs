@@ -213,8 +213,7 @@ pub fn round_metrics(
             let group = &layout.groups[group_of[e]];
             let scores = match opponents {
                 Opponents::AtMost { count, seed } if count >= 2 && count < ratings.len() - 1 => {
-                    let draws = Draws { count, seed };
-                    sampled_scores(system.model(), &performances, group.clone(), e, draws)
+                    sampled_scores(system.model(), &performances, group.clone(), e, count, seed)
                 }
                 _ => pairwise_scores(system.model(), &performances, group.clone(), e),
             };
@@ -298,27 +297,21 @@ fn pairwise_scores(
     }
 }
 
-/// How [`sampled_scores`] draws: `count` opponents, fewer than the round has, seeded by `seed`.
-struct Draws {
-    count: usize,
-    seed: u64,
-}
-
-/// Log loss and Brier score of entrant `e` estimated from opponents drawn one per stratum of
-/// the finishing order ([`Opponents::AtMost`]).
+/// Log loss and Brier score of entrant `e` estimated from `m` opponents (fewer than the round
+/// has) drawn one per stratum of the finishing order ([`Opponents::AtMost`]), seeded by `seed`.
 fn sampled_scores(
     model: Model,
     performances: &[(f64, f64)],
     ties: std::ops::Range<usize>,
     e: usize,
-    draws: Draws,
+    m: usize,
+    seed: u64,
 ) -> Scores {
-    let m = draws.count;
     let own = performances[e];
     let others = performances.len() - 1;
     let mut log_loss = Moments::default();
     let mut brier = Moments::default();
-    let seed = splitmix64(splitmix64(draws.seed) ^ ((others as u64) << 32) ^ e as u64);
+    let seed = splitmix64(splitmix64(seed) ^ ((others as u64) << 32) ^ e as u64);
     // Stratum `s` starts at ⌊s · others / m⌋, stepped without a division per stratum.
     let (step, carry) = (others / m, others % m);
     let (mut start, mut remainder) = (0, 0);
