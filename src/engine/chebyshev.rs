@@ -4,6 +4,22 @@
 //! finding each entrant's root costs O(degree) per step instead of O(entrants).
 
 use std::f64::consts::PI;
+use std::sync::LazyLock;
+
+/// Chebyshev points per interpolated interval.
+pub(crate) const POINTS: usize = 32;
+
+/// `cos(π (m + ½) / n)`: the points on `[-1, 1]`, highest first.
+static POINT_COSINES: LazyLock<[f64; POINTS]> =
+    LazyLock::new(|| std::array::from_fn(|m| (PI * (m as f64 + 0.5) / POINTS as f64).cos()));
+
+/// `cos(π k (m + ½) / n)`: `T_k` at point `m`. Every fit needs all of them, and computing
+/// them took a few percent of a replay's time.
+static FIT_COSINES: LazyLock<[[f64; POINTS]; POINTS]> = LazyLock::new(|| {
+    std::array::from_fn(|k| {
+        std::array::from_fn(|m| (PI * k as f64 * (m as f64 + 0.5) / POINTS as f64).cos())
+    })
+});
 
 /// An interpolant `Σ c_k T_k(t)` with `t` the point mapped from `[a, b]` to `[-1, 1]`.
 #[derive(Debug, Clone)]
@@ -15,27 +31,22 @@ pub(crate) struct Chebyshev {
     derivative: Vec<f64>,
 }
 
-/// The `n` Chebyshev points of the first kind on `[a, b]`, in the order [`Chebyshev::fit`]
+/// The Chebyshev points of the first kind on `[a, b]`, in the order [`Chebyshev::fit`]
 /// expects their values.
-pub(crate) fn nodes(a: f64, b: f64, n: usize) -> Vec<f64> {
+pub(crate) fn nodes(a: f64, b: f64) -> [f64; POINTS] {
     let (mid, half) = (0.5 * (a + b), 0.5 * (b - a));
-    (0..n)
-        .map(|m| mid + half * (PI * (m as f64 + 0.5) / n as f64).cos())
-        .collect()
+    POINT_COSINES.map(|cosine| mid + half * cosine)
 }
 
 impl Chebyshev {
-    /// Fits the interpolant through `values` taken at `nodes(a, b, values.len())`.
-    pub(crate) fn fit(a: f64, b: f64, values: &[f64]) -> Self {
-        let n = values.len();
+    /// Fits the interpolant through `values` taken at `nodes(a, b)`.
+    pub(crate) fn fit(a: f64, b: f64, values: &[f64; POINTS]) -> Self {
+        let n = POINTS;
         let scale = 2.0 / n as f64;
-        let mut coeffs: Vec<f64> = (0..n)
-            .map(|k| {
-                let sum: f64 = values
-                    .iter()
-                    .enumerate()
-                    .map(|(m, v)| v * (PI * k as f64 * (m as f64 + 0.5) / n as f64).cos())
-                    .sum();
+        let mut coeffs: Vec<f64> = FIT_COSINES
+            .iter()
+            .map(|cosines| {
+                let sum: f64 = values.iter().zip(cosines).map(|(v, c)| v * c).sum();
                 scale * sum
             })
             .collect();
@@ -94,7 +105,7 @@ mod tests {
     fn reproduces_a_smooth_function_and_its_derivative() {
         let (a, b) = (-300.0, 300.0);
         let f = |x: f64| (x / 250.0).tanh() + 0.001 * x;
-        let values: Vec<f64> = nodes(a, b, 32).into_iter().map(f).collect();
+        let values = nodes(a, b).map(f);
         let cheb = Chebyshev::fit(a, b, &values);
         for i in 0..=100 {
             let x = a + (b - a) * i as f64 / 100.0;

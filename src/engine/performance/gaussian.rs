@@ -9,8 +9,8 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::{interpolated_crossing, inverse_delta_sum, Curves, Term, NODES};
-use crate::engine::chebyshev::{nodes, Chebyshev};
+use super::{interpolated_crossing, inverse_delta_sum, Curves, Term};
+use crate::engine::chebyshev::{nodes, Chebyshev, POINTS};
 use crate::engine::normal::{lower_ratio, upper_ratio};
 use crate::engine::params::Ties;
 use crate::engine::solve::increasing_root;
@@ -133,7 +133,7 @@ impl Curves for GaussianCurves<'_> {
     }
 
     fn leaf_roots(&self, a: f64, b: f64, groups: Range<usize>, force: bool) -> Option<Vec<f64>> {
-        let xs = nodes(a, b, NODES);
+        let xs = nodes(a, b);
         let samples: Vec<Vec<f64>> = xs
             .par_iter()
             .map(|&x| self.group_values(x, groups.clone()))
@@ -141,7 +141,7 @@ impl Curves for GaussianCurves<'_> {
         let roots: Vec<Option<f64>> = (0..groups.len())
             .into_par_iter()
             .map(|k| {
-                let values: Vec<f64> = samples.iter().map(|row| row[k]).collect();
+                let values: [f64; POINTS] = std::array::from_fn(|m| samples[m][k]);
                 let size = values.iter().fold(self.scale, |m, v| m.max(v.abs()));
                 let curve = Chebyshev::fit(a, b, &values);
                 if !force && curve.tail() > TAIL_TOLERANCE * size {

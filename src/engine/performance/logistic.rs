@@ -12,8 +12,8 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::{chunked_sum, interpolated_crossing, inverse_delta_sum, Curves, Term, NODES};
-use crate::engine::chebyshev::{nodes, Chebyshev};
+use super::{chunked_sum, interpolated_crossing, inverse_delta_sum, Curves, Term};
+use crate::engine::chebyshev::{nodes, Chebyshev, POINTS};
 use crate::engine::params::Ties;
 use crate::engine::solve::increasing_root;
 use crate::engine::{tanh, LOGISTIC_SCALE};
@@ -166,8 +166,12 @@ impl Curves for LogisticCurves<'_> {
     }
 
     fn leaf_roots(&self, a: f64, b: f64, groups: Range<usize>, force: bool) -> Option<Vec<f64>> {
-        let xs = nodes(a, b, NODES);
-        let values: Vec<f64> = xs.par_iter().map(|&x| self.shared(x).0).collect();
+        let xs = nodes(a, b);
+        let mut values = [0.0; POINTS];
+        values
+            .par_iter_mut()
+            .zip(&xs)
+            .for_each(|(value, &x)| *value = self.shared(x).0);
         let shared = Chebyshev::fit(a, b, &values);
         if !force && shared.tail() > TAIL_TOLERANCE * self.scale {
             return None;

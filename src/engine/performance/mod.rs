@@ -25,8 +25,6 @@ pub(crate) use logistic::LogisticCurves;
 /// Entrants summed per rayon task. A fixed size (not one derived from the thread count) keeps
 /// every sum's association, and so every result, identical for any number of threads.
 const CHUNK: usize = 2_048;
-/// Chebyshev points per interpolated interval.
-pub(crate) const NODES: usize = 32;
 /// Rounds of at most this many entrants solve each group's equation directly on the exact
 /// sums: O(N²) work that, this small, costs less than the interpolation's fixed few hundred
 /// samples and its parallel bookkeeping.
