@@ -85,7 +85,11 @@ impl PlayerState {
     pub fn diffused(&self, g2: f64, rho: f64, variant: Variant) -> Self {
         let variance = self.sigma * self.sigma;
         let new_variance = variance + g2;
-        let mut next = self.clone();
+        // Room for the factor the round's update adds next: a plain clone has none, and
+        // growing a deque copies it (a tenth of a replay's time went there).
+        let mut factors = VecDeque::with_capacity(self.factors.len() + 1);
+        factors.extend(self.factors.iter().copied());
+        let mut next = Self { factors, ..*self };
         next.sigma = new_variance.sqrt();
         if rho == f64::INFINITY || variant == Variant::Gaussian {
             next.p0 = self.mu;

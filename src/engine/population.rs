@@ -79,7 +79,12 @@ impl Population {
             .iter()
             .zip(applied)
             .map(|(standing, a)| {
-                self.players.insert(standing.player.clone(), a.state);
+                match self.players.get_mut(&standing.player) {
+                    Some(state) => *state = a.state,
+                    None => {
+                        self.players.insert(standing.player.clone(), a.state);
+                    }
+                }
                 a.change
             })
             .collect())
