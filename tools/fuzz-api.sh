@@ -9,14 +9,16 @@
 #   FUZZ_SEED=1234 tools/fuzz-api.sh          # replay a run
 #   FUZZ_MAX_EXAMPLES=300 tools/fuzz-api.sh   # more examples per route (default 100)
 #
-# schemathesis is installed (pinned) into a virtualenv under target/ on first use.
+# schemathesis is installed (pinned) into a virtualenv on first use, kept in the user's cache
+# directory so that later runs (CI's fresh clones on the same machine included) reuse it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SCHEMATHESIS_VERSION=4.32.5
-venv=target/schemathesis-venv
+venv="${XDG_CACHE_HOME:-$HOME/.cache}/mmr-service/schemathesis-venv"
 if [ "$("$venv/bin/schemathesis" --version 2>/dev/null)" != "schemathesis, version $SCHEMATHESIS_VERSION" ]; then
     rm -rf "$venv"
+    mkdir -p "$(dirname "$venv")"
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet "schemathesis==$SCHEMATHESIS_VERSION"
 fi
