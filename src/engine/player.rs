@@ -86,7 +86,7 @@ impl PlayerState {
         let variance = self.sigma * self.sigma;
         let new_variance = variance + g2;
         // Room for the factor the round's update adds next: a plain clone has none, and
-        // growing a deque copies it (a tenth of a replay's time went there).
+        // growing a deque copies it (8% of a ctftime replay's profile went there).
         let mut factors = VecDeque::with_capacity(self.factors.len() + 1);
         factors.extend(self.factors.iter().copied());
         let mut next = Self { factors, ..*self };
