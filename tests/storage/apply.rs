@@ -5,7 +5,9 @@ use std::collections::HashSet;
 use mmr_service::engine::{Beliefs, Params, Population, SystemParams, SystemState, Variant};
 use mmr_service::storage::{Error, RoundOutcome, RoundStatus};
 
-use crate::support::{self, create_pool, enqueue, enqueue_and_apply, population, Db, POOL};
+use crate::support::{
+    self, create_pool, enqueue, enqueue_and_apply, population, stored_round, Db, POOL,
+};
 
 backend_tests!(
     applying_the_oldest_round_stores_states_history_and_results,
@@ -26,12 +28,7 @@ async fn applying_the_oldest_round_stores_states_history_and_results(db: Db) {
     let applied =
         enqueue_and_apply(&db, &mut population, "r1", &["b", "a", "c"], Some(1_000)).await;
 
-    let record = db
-        .storage
-        .round(POOL, "r1")
-        .await
-        .expect("read")
-        .expect("stored");
+    let record = stored_round(&db, "r1").await;
     assert_eq!(record.status, RoundStatus::Applied);
     assert_eq!(record.error, None);
     let results = record.results.expect("an applied round has results");
@@ -166,12 +163,7 @@ async fn a_failed_round_keeps_its_error_and_leaves_the_queue(db: Db) {
         .fail_round(POOL, "r1", "engine refused: standings")
         .await
         .expect("fail");
-    let record = db
-        .storage
-        .round(POOL, "r1")
-        .await
-        .expect("read")
-        .expect("stored");
+    let record = stored_round(&db, "r1").await;
     assert_eq!(record.status, RoundStatus::Failed);
     assert_eq!(record.error.as_deref(), Some("engine refused: standings"));
     assert_eq!(record.results, None);
@@ -204,12 +196,7 @@ async fn a_round_too_large_for_one_statement_is_stored_whole(db: Db) {
 /// Asserts that `queued` are all still queued and that no state or history was written.
 async fn assert_nothing_applied(db: &Db, queued: &[&str]) {
     for id in queued {
-        let record = db
-            .storage
-            .round(POOL, id)
-            .await
-            .expect("read")
-            .expect("stored");
+        let record = stored_round(db, id).await;
         assert_eq!(record.status, RoundStatus::Queued, "{id}");
     }
     let oldest = db.storage.oldest_queued(POOL).await.expect("read");
@@ -312,12 +299,7 @@ async fn several_rounds_settle_in_one_transaction_in_order(db: Db) {
 
     let mut statuses = Vec::new();
     for id in ["r1", "r2", "r3"] {
-        let record = db
-            .storage
-            .round(POOL, id)
-            .await
-            .expect("read")
-            .expect("stored");
+        let record = stored_round(&db, id).await;
         statuses.push((record.status, record.error));
     }
     assert_eq!(

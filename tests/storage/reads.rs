@@ -3,7 +3,7 @@
 use mmr_service::engine::{Factor, PlayerState, Rating, RatingChange, SystemState};
 use mmr_service::storage::{AppliedEntrant, AppliedRound, RoundStatus};
 
-use crate::support::{create_pool, enqueue, enqueue_and_apply, population, Db, POOL};
+use crate::support::{create_pool, enqueue, enqueue_and_apply, population, stored_round, Db, POOL};
 
 backend_tests!(
     player_states_round_trip_bit_for_bit,
@@ -162,12 +162,7 @@ fn bits(state: &PlayerState) -> Vec<u64> {
 async fn a_queued_round_reads_as_queued_without_results(db: Db) {
     create_pool(&db).await;
     enqueue(&db, "r1", &["a", "b"]).await;
-    let record = db
-        .storage
-        .round(POOL, "r1")
-        .await
-        .expect("read")
-        .expect("stored");
+    let record = stored_round(&db, "r1").await;
     assert_eq!(record.id, "r1");
     assert_eq!(record.status, RoundStatus::Queued);
     assert_eq!((record.error, record.results), (None, None));

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use mmr_service::engine::{Beliefs, Params, Population, Round, Standing, SystemParams};
-use mmr_service::storage::{self, AppliedEntrant, AppliedRound, Storage};
+use mmr_service::storage::{self, AppliedEntrant, AppliedRound, RoundRecord, Storage};
 
 pub use crate::db::Backend;
 
@@ -15,6 +15,15 @@ pub const ROOMY_QUEUE: u64 = 1_000;
 
 /// The pool most tests use.
 pub const POOL: &str = "main";
+
+/// Round `id` of [`POOL`], which the test stored.
+pub async fn stored_round(db: &Db, id: &str) -> RoundRecord {
+    db.storage
+        .round(POOL, id)
+        .await
+        .expect("read")
+        .expect("stored")
+}
 
 /// What a test gets: the storage and the URL it was opened with (to open it again, as a
 /// second process or after a restart would).
