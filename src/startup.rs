@@ -33,7 +33,7 @@ impl Application {
         for (name, overrides) in &declared {
             if state.pools.get(name).is_none() {
                 state
-                    .put_pool(name, overrides, true)
+                    .put_pool(name, overrides)
                     .await
                     .with_context(|| format!("creating pool `{name}`"))?;
                 tracing::info!(pool = %name, "pool created from the configuration");

@@ -3,6 +3,7 @@
 //! worker, accepting a round). Handlers call one method here or one read on a pool; the HTTP
 //! shapes stay in `api`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +32,10 @@ pub struct AppState {
     /// Where compute-heavy requests run.
     pub compute: Arc<Compute>,
     workers: TaskTracker,
+    /// Whether pools get a worker loop: set by [`AppState::load_pools`], so that a pool
+    /// created later (by a `PUT`) gets one exactly when the loaded ones did. Tests that step
+    /// the worker themselves leave it off.
+    run_workers: Arc<AtomicBool>,
     shutdown: CancellationToken,
 }
 
@@ -65,6 +70,7 @@ impl AppState {
             compute: Arc::new(compute),
             settings: Arc::new(settings),
             workers: TaskTracker::new(),
+            run_workers: Arc::new(AtomicBool::new(false)),
             shutdown: CancellationToken::new(),
         })
     }
@@ -72,6 +78,7 @@ impl AppState {
     /// Loads every stored pool into memory and starts its worker (`start_workers`), or leaves
     /// workers to the caller (tests drive [`worker::process_next`] themselves).
     pub async fn load_pools(&self, start_workers: bool) -> anyhow::Result<()> {
+        self.run_workers.store(start_workers, Ordering::Relaxed);
         for info in self.storage.pools().await? {
             let players = self.storage.load_players(&info.name).await?;
             let applied = info.applied;
@@ -87,12 +94,12 @@ impl AppState {
         Ok(())
     }
 
-    /// Creates pool `name` or changes its parameters: `overrides` on top of `[engine]`.
+    /// Creates pool `name` or changes its parameters: `overrides` on top of `[engine]`. A new
+    /// pool gets a worker loop if [`AppState::load_pools`] started them.
     pub async fn put_pool(
         &self,
         name: &str,
         overrides: &ParamsOverrides,
-        start_worker: bool,
     ) -> Result<(PoolWrite, SystemParams), PutPoolError> {
         let params = overrides.apply(&self.settings.engine)?;
         params.validate()?;
@@ -112,7 +119,7 @@ impl AppState {
                 let (pool, inserted) = self
                     .pools
                     .insert(Pool::new(name.to_owned(), PoolState::new(params.clone())?));
-                if inserted && start_worker {
+                if inserted && self.run_workers.load(Ordering::Relaxed) {
                     self.start_worker(pool);
                 }
             }

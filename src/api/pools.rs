@@ -238,17 +238,18 @@ async fn put_pool(
             "pool names are 1 to 64 characters of a-z, 0-9, `_` and `-`",
         ));
     }
-    let (outcome, params) = state
-        .put_pool(&pool, &overrides, true)
-        .await
-        .map_err(|error| match error {
-            PutPoolError::Invalid(error) => Error::invalid(
-                "invalid_parameter",
-                error.field().unwrap_or_default(),
-                error.to_string(),
-            ),
-            PutPoolError::Storage(error) => error.into(),
-        })?;
+    let (outcome, params) =
+        state
+            .put_pool(&pool, &overrides)
+            .await
+            .map_err(|error| match error {
+                PutPoolError::Invalid(error) => Error::invalid(
+                    "invalid_parameter",
+                    error.field().unwrap_or_default(),
+                    error.to_string(),
+                ),
+                PutPoolError::Storage(error) => error.into(),
+            })?;
     let (status, outcome) = match outcome {
         PoolWrite::Created => (StatusCode::CREATED, "created"),
         PoolWrite::Updated => (StatusCode::OK, "updated"),

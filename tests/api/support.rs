@@ -315,7 +315,7 @@ impl TestApp {
     /// Creates pool `pool` with the default parameters, through the state (not the route).
     pub async fn create_pool(&self, pool: &str) {
         self.state
-            .put_pool(pool, &ParamsOverrides::default(), false)
+            .put_pool(pool, &ParamsOverrides::default())
             .await
             .expect("create the pool");
     }
