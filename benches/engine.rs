@@ -1,16 +1,21 @@
 //! Criterion benchmarks of the engine: single rounds with spread-out priors (fresh players all
 //! share one prior, which flatters any implementation), long histories, and full replays of the
-//! shared datasets side by side with the reference implementation's fast mode.
+//! shared datasets side by side with the reference implementation's fast mode; the other
+//! rating systems on the same rounds and replays (`systems`), TrueSkill beside the reference
+//! crate's TrueSkill.
 
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use mmr_service::engine::{rate_round, Factor, Params, PlayerState, Population, Round, Standing};
+use mmr_service::engine::{
+    rate_round, Factor, Params, PlayerState, Population, Round, Standing, SystemParams,
+    SystemState, TrueSkillParams, TrueSkillState, WengLinParams, WengLinState,
+};
 use mmr_service::replay::{input, InputFormat};
 use multi_skill::data_processing::Contest;
-use multi_skill::systems::{simulate_contest, EloMMR, EloMMRVariant};
+use multi_skill::systems::{simulate_contest, EloMMR, EloMMRVariant, TrueSkillSPb};
 
 /// A deterministic generator, so every run rates the same round.
 struct Lcg(u64);
@@ -182,5 +187,107 @@ fn replays(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, single_rounds, replays);
+/// The other systems in Elo-MMR's units (μ₀ = 1500, σ₀ = 350, β = 200), so that the same
+/// spread priors and datasets suit them.
+fn other_systems() -> [(&'static str, SystemParams); 2] {
+    let defaults = Params::default();
+    [
+        (
+            "weng_lin",
+            SystemParams::WengLin(WengLinParams {
+                beta: defaults.beta,
+                tau: defaults.gamma,
+                mu_init: defaults.mu_init,
+                sigma_init: defaults.sigma_init,
+                ..WengLinParams::default()
+            }),
+        ),
+        (
+            "trueskill",
+            SystemParams::TrueSkill(TrueSkillParams {
+                beta: defaults.beta,
+                tau: defaults.gamma,
+                mu_init: defaults.mu_init,
+                sigma_init: defaults.sigma_init,
+                ..TrueSkillParams::default()
+            }),
+        ),
+    ]
+}
+
+/// The state of `system` with the rating and uncertainty of `prior`.
+fn as_state(system: &SystemParams, prior: &PlayerState) -> SystemState {
+    let (mu, sigma, rounds) = (prior.mu, prior.sigma, prior.rounds);
+    match system {
+        SystemParams::WengLin(_) => SystemState::WengLin(WengLinState { mu, sigma, rounds }),
+        SystemParams::TrueSkill(_) => SystemState::TrueSkill(TrueSkillState { mu, sigma, rounds }),
+        SystemParams::EloMmr(_) => SystemState::EloMmr(prior.clone()),
+    }
+}
+
+fn systems(c: &mut Criterion) {
+    let mut group = c.benchmark_group("systems");
+    group.sample_size(10);
+    for (name, system) in other_systems() {
+        // Weng-Lin is O(N²) per round: 100,000 entrants would take about a minute a sample.
+        let n = if name == "weng_lin" { 10_000 } else { 100_000 };
+        let (round, priors) = spread_round(n, 0);
+        let states: Vec<SystemState> = priors.iter().map(|p| as_state(&system, p)).collect();
+        let refs: Vec<&SystemState> = states.iter().collect();
+        group.bench_function(format!("{name}/round/{}k_spread", n / 1000), |b| {
+            b.iter(|| black_box(system.apply(&round, &refs).expect("a valid round")))
+        });
+    }
+    let params = Params::default();
+    for name in ["formula1", "ctftime"] {
+        let Some(path) = shared_dataset(name) else {
+            eprintln!("SKIPPED systems/replay/{name}: ../shared/data/{name} is absent");
+            continue;
+        };
+        let rounds: Vec<Round> = match input::read(&path, InputFormat::Jsonl) {
+            Ok(rounds) => rounds.into_iter().map(|r| r.round).collect(),
+            Err(error) => panic!("{}: {error}", path.display()),
+        };
+        for (system_name, system) in other_systems() {
+            group.bench_function(format!("{system_name}/replay/{name}"), |b| {
+                b.iter(|| {
+                    let mut population = Population::new(system.clone()).expect("valid");
+                    for round in &rounds {
+                        black_box(population.apply(round).expect("dataset rounds are valid"));
+                    }
+                    population.len()
+                })
+            });
+        }
+        let contests: Vec<Contest> = rounds
+            .iter()
+            .enumerate()
+            .map(|(i, round)| as_reference_contest(i, round))
+            .collect();
+        let reference = TrueSkillSPb {
+            beta: params.beta,
+            sig_drift: params.gamma,
+            ..TrueSkillSPb::default()
+        };
+        group.bench_function(format!("trueskill/replay/{name}/reference"), |b| {
+            b.iter(|| {
+                let mut players = HashMap::new();
+                for (i, contest) in contests.iter().enumerate() {
+                    simulate_contest(
+                        &mut players,
+                        contest,
+                        &reference,
+                        params.mu_init,
+                        params.sigma_init,
+                        i,
+                    );
+                }
+                players.len()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, single_rounds, replays, systems);
 criterion_main!(benches);

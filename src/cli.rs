@@ -130,6 +130,9 @@ pub enum SystemArg {
     EloMmr,
     /// Weng-Lin (OpenSkill), Bradley-Terry full pairing.
     WengLin,
+    /// TrueSkill.
+    #[value(name = "trueskill")]
+    TrueSkill,
 }
 
 /// Splits `KEY=VALUE`.
@@ -216,6 +219,9 @@ impl ReplayArgs {
             ),
             SystemArg::WengLin => SystemParams::WengLin(
                 serde_path_to_error::deserialize(params).map_err(invalid("weng-lin"))?,
+            ),
+            SystemArg::TrueSkill => SystemParams::TrueSkill(
+                serde_path_to_error::deserialize(params).map_err(invalid("trueskill"))?,
             ),
         })
     }

@@ -14,7 +14,9 @@ use serde_json::Value;
 use utoipa::openapi::schema::{Object, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type};
 use utoipa::ToSchema;
 
-use crate::engine::{self, Params, SystemName, SystemParams, Ties, Variant, WengLinParams};
+use crate::engine::{
+    self, Params, SystemName, SystemParams, Ties, TrueSkillParams, Variant, WengLinParams,
+};
 
 /// The compiled-in base layer.
 const DEFAULT_TOML: &str = include_str!("../config/default.toml");
@@ -156,11 +158,11 @@ impl fmt::Debug for KeySettings {
 
 /// A pool's rating system and parameters, each optional: what `PUT /v1/pools/{pool}` takes and
 /// what a `[pools.NAME]` section holds. Unset ones come from `[engine]` for Elo-MMR, from the
-/// system's own defaults for Weng-Lin.
+/// system's own defaults for the others.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ParamsOverrides {
-    /// The rating system: `elo_mmr` (the default) or `weng_lin`.
+    /// The rating system: `elo_mmr` (the default), `weng_lin` or `trueskill`.
     #[schema(schema_with = system_schema)]
     pub system: Option<SystemName>,
     /// `logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).
@@ -193,9 +195,13 @@ pub struct ParamsOverrides {
     /// Weng-Lin only: smallest factor one round may shrink a variance by, in (0, 1].
     #[schema(exclusive_minimum = 0.0, maximum = 1.0)]
     pub kappa: Option<f64>,
-    /// Weng-Lin only: skill drift (std) added to every participant before each round; >= 0.
+    /// Weng-Lin and TrueSkill: skill drift (std) added to every participant before each
+    /// round; >= 0.
     #[schema(minimum = 0.0)]
     pub tau: Option<f64>,
+    /// TrueSkill only: the probability that two evenly matched lone players draw, in (0, 1).
+    #[schema(exclusive_minimum = 0.0, exclusive_maximum = 1.0)]
+    pub draw_probability: Option<f64>,
 }
 
 /// A request parameter that is one of `values`, or `null` for the configured default.
@@ -210,9 +216,9 @@ fn optional_choice(values: &[&str], description: &str) -> Object {
 
 fn system_schema() -> Object {
     optional_choice(
-        &["elo_mmr", "weng_lin"],
-        "The rating system: `elo_mmr` (Elo-MMR, the default) or `weng_lin` (Weng-Lin, \
-         OpenSkill's Bradley-Terry full pairing).",
+        &["elo_mmr", "weng_lin", "trueskill"],
+        "The rating system: `elo_mmr` (Elo-MMR, the default), `weng_lin` (Weng-Lin, \
+         OpenSkill's Bradley-Terry full pairing) or `trueskill` (TrueSkill).",
     )
 }
 
@@ -284,53 +290,75 @@ impl ParamsOverrides {
     /// default: `base` for Elo-MMR, the system's own defaults otherwise. Not validated, but a
     /// parameter the system does not have is an error naming it.
     pub fn apply(&self, base: &Params) -> Result<SystemParams, engine::Error> {
-        let unused =
-            |system: &str, names: &[(&'static str, bool)]| match names.iter().find(|(_, set)| *set)
-            {
-                Some(&(name, _)) => Err(engine::Error::parameter(
-                    name,
-                    format!("is not a parameter of {system}"),
-                )),
-                None => Ok(()),
-            };
-        match self.system.unwrap_or_default() {
-            SystemName::EloMmr => {
-                let own = [("kappa", self.kappa.is_some()), ("tau", self.tau.is_some())];
-                unused("elo_mmr", &own)?;
-                Ok(SystemParams::EloMmr(Params {
-                    variant: self.variant.unwrap_or(base.variant),
-                    beta: self.beta.unwrap_or(base.beta),
-                    gamma: self.gamma.unwrap_or(base.gamma),
-                    rho: self.rho.unwrap_or(base.rho),
-                    mu_init: self.mu_init.unwrap_or(base.mu_init),
-                    sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
-                    drift_per_day: self.drift_per_day.unwrap_or(base.drift_per_day),
-                    history_limit: self.history_limit.unwrap_or(base.history_limit),
-                    ties: self.ties.unwrap_or(base.ties),
-                }))
-            }
+        let system = self.system.unwrap_or_default();
+        let own: &[&str] = match system {
+            SystemName::EloMmr => &[
+                "variant",
+                "beta",
+                "gamma",
+                "rho",
+                "mu_init",
+                "sigma_init",
+                "drift_per_day",
+                "history_limit",
+                "ties",
+            ],
+            SystemName::WengLin => &["beta", "kappa", "tau", "mu_init", "sigma_init"],
+            SystemName::TrueSkill => &["beta", "tau", "draw_probability", "mu_init", "sigma_init"],
+        };
+        let set = [
+            ("variant", self.variant.is_some()),
+            ("beta", self.beta.is_some()),
+            ("gamma", self.gamma.is_some()),
+            ("rho", self.rho.is_some()),
+            ("mu_init", self.mu_init.is_some()),
+            ("sigma_init", self.sigma_init.is_some()),
+            ("drift_per_day", self.drift_per_day.is_some()),
+            ("history_limit", self.history_limit.is_some()),
+            ("ties", self.ties.is_some()),
+            ("kappa", self.kappa.is_some()),
+            ("tau", self.tau.is_some()),
+            ("draw_probability", self.draw_probability.is_some()),
+        ];
+        if let Some(&(name, _)) = set.iter().find(|(name, set)| *set && !own.contains(name)) {
+            return Err(engine::Error::parameter(
+                name,
+                format!("is not a parameter of {}", system.as_str()),
+            ));
+        }
+        Ok(match system {
+            SystemName::EloMmr => SystemParams::EloMmr(Params {
+                variant: self.variant.unwrap_or(base.variant),
+                beta: self.beta.unwrap_or(base.beta),
+                gamma: self.gamma.unwrap_or(base.gamma),
+                rho: self.rho.unwrap_or(base.rho),
+                mu_init: self.mu_init.unwrap_or(base.mu_init),
+                sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
+                drift_per_day: self.drift_per_day.unwrap_or(base.drift_per_day),
+                history_limit: self.history_limit.unwrap_or(base.history_limit),
+                ties: self.ties.unwrap_or(base.ties),
+            }),
             SystemName::WengLin => {
-                unused(
-                    "weng_lin",
-                    &[
-                        ("variant", self.variant.is_some()),
-                        ("gamma", self.gamma.is_some()),
-                        ("rho", self.rho.is_some()),
-                        ("drift_per_day", self.drift_per_day.is_some()),
-                        ("history_limit", self.history_limit.is_some()),
-                        ("ties", self.ties.is_some()),
-                    ],
-                )?;
                 let base = WengLinParams::default();
-                Ok(SystemParams::WengLin(WengLinParams {
+                SystemParams::WengLin(WengLinParams {
                     beta: self.beta.unwrap_or(base.beta),
                     kappa: self.kappa.unwrap_or(base.kappa),
                     tau: self.tau.unwrap_or(base.tau),
                     mu_init: self.mu_init.unwrap_or(base.mu_init),
                     sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
-                }))
+                })
             }
-        }
+            SystemName::TrueSkill => {
+                let base = TrueSkillParams::default();
+                SystemParams::TrueSkill(TrueSkillParams {
+                    beta: self.beta.unwrap_or(base.beta),
+                    tau: self.tau.unwrap_or(base.tau),
+                    draw_probability: self.draw_probability.unwrap_or(base.draw_probability),
+                    mu_init: self.mu_init.unwrap_or(base.mu_init),
+                    sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
+                })
+            }
+        })
     }
 }
 

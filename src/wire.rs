@@ -6,10 +6,10 @@
 //!
 //! ```json
 //! {"id": "cf-1", "time": "2010-02-19T15:00:00Z", "weight": 1.0, "perf_ceiling": 3000.0,
-//!  "standings": [{"player": "tourist", "rank": 1, "team": "optional"}]}
+//!  "standings": [{"player": "tourist", "rank": 1, "team": "optional", "partial_play": 0.5}]}
 //! ```
-//! `time` (RFC 3339), `weight`, `perf_ceiling` and `team` are optional (absent or `null`);
-//! unknown fields are rejected.
+//! `time` (RFC 3339), `weight`, `perf_ceiling`, `team` and `partial_play` are optional (absent
+//! or `null`); unknown fields are rejected.
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -37,7 +37,7 @@ pub struct RoundRequest {
 }
 
 /// One player's result on the wire.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StandingRequest {
     /// The player's id.
     pub player: String,
@@ -46,6 +46,9 @@ pub struct StandingRequest {
     /// The team the player played for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub team: Option<String>,
+    /// The share of the round the player took part in (TrueSkill's partial play).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial_play: Option<f64>,
 }
 
 /// A field of a round that is missing, of the wrong type or out of range.
@@ -94,7 +97,7 @@ impl From<engine::Error> for FieldError {
 pub const MAX_RANK: u64 = i64::MAX as u64;
 
 const ROUND_FIELDS: [&str; 5] = ["id", "time", "weight", "perf_ceiling", "standings"];
-const STANDING_FIELDS: [&str; 3] = ["player", "rank", "team"];
+const STANDING_FIELDS: [&str; 4] = ["player", "rank", "team", "partial_play"];
 
 impl RoundRequest {
     /// Reads a round from parsed JSON, checking every field's presence and type, and that
@@ -113,8 +116,8 @@ impl RoundRequest {
         Ok(Self {
             id: required_string(object, "id", "id")?,
             time: optional_string(object, "time", "time")?,
-            weight: optional_number(object, "weight")?,
-            perf_ceiling: optional_number(object, "perf_ceiling")?,
+            weight: optional_number(object, "weight", "weight")?,
+            perf_ceiling: optional_number(object, "perf_ceiling", "perf_ceiling")?,
             standings,
         })
     }
@@ -146,6 +149,7 @@ impl RoundRequest {
                     player: s.player.clone(),
                     rank: s.rank,
                     team: s.team.clone(),
+                    partial_play: s.partial_play,
                 })
                 .collect(),
         };
@@ -177,6 +181,7 @@ impl StandingRequest {
             player: required_string(object, "player", &format!("{path}.player"))?,
             rank,
             team: optional_string(object, "team", &format!("{path}.team"))?,
+            partial_play: optional_number(object, "partial_play", &format!("{path}.partial_play"))?,
         })
     }
 }
@@ -227,13 +232,17 @@ fn optional_string(
     }
 }
 
-fn optional_number(object: &Map<String, Value>, key: &str) -> Result<Option<f64>, FieldError> {
+fn optional_number(
+    object: &Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<Option<f64>, FieldError> {
     match object.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(number) => number
             .as_f64()
             .map(Some)
-            .ok_or_else(|| FieldError::new(key, "must be a number")),
+            .ok_or_else(|| FieldError::new(path, "must be a number")),
     }
 }
 
@@ -301,6 +310,9 @@ mod tests {
             (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "a", "rank": 2}]}"#.to_owned(), "standings[1].player", "a duplicate player is rejected"),
             (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2, "seat": 1}]}"#.to_owned(), "standings[1].seat", "unknown standing fields are rejected"),
             (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2, "team": 5}]}"#.to_owned(), "standings[1].team", "team is a string"),
+            (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2, "partial_play": "all"}]}"#.to_owned(), "standings[1].partial_play", "partial play is a number"),
+            (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2, "partial_play": 0}]}"#.to_owned(), "standings[1].partial_play", "partial play is positive"),
+            (r#"{"id": "r", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2, "partial_play": 1.5}]}"#.to_owned(), "standings[1].partial_play", "partial play is at most 1"),
         ];
         for (json, field, why) in cases {
             match convert(&json) {
@@ -332,7 +344,7 @@ mod tests {
 
     #[test]
     fn a_round_survives_a_trip_through_json() {
-        let json = r#"{"id":"r","weight":2.0,"standings":[{"player":"a","rank":1,"team":"t"},{"player":"b","rank":1,"team":"t"},{"player":"c","rank":3}]}"#;
+        let json = r#"{"id":"r","weight":2.0,"standings":[{"player":"a","rank":1,"team":"t"},{"player":"b","rank":1,"team":"t","partial_play":0.5},{"player":"c","rank":3}]}"#;
         let request: RoundRequest = serde_json::from_str(json).expect("valid round");
         assert_eq!(serde_json::to_string(&request).expect("serializable"), json);
     }

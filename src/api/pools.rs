@@ -33,6 +33,23 @@ pub enum ParamsResponse {
     EloMmr(EloMmrParamsResponse),
     /// Weng-Lin's.
     WengLin(WengLinParamsResponse),
+    /// TrueSkill's.
+    TrueSkill(TrueSkillParamsResponse),
+}
+
+/// TrueSkill's parameters.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TrueSkillParamsResponse {
+    /// Performance spread β.
+    pub beta: f64,
+    /// Dynamics: skill drift added to every participant before each round.
+    pub tau: f64,
+    /// Probability that two evenly matched lone players draw.
+    pub draw_probability: f64,
+    /// Mean of a new player's prior.
+    pub mu_init: f64,
+    /// Std of a new player's prior.
+    pub sigma_init: f64,
 }
 
 /// Weng-Lin's parameters.
@@ -89,6 +106,13 @@ impl From<&SystemParams> for ParamsResponse {
                 beta: p.beta,
                 kappa: p.kappa,
                 tau: p.tau,
+                mu_init: p.mu_init,
+                sigma_init: p.sigma_init,
+            }),
+            SystemParams::TrueSkill(p) => Self::TrueSkill(TrueSkillParamsResponse {
+                beta: p.beta,
+                tau: p.tau,
+                draw_probability: p.draw_probability,
                 mu_init: p.mu_init,
                 sigma_init: p.sigma_init,
             }),

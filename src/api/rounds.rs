@@ -121,6 +121,10 @@ pub struct StandingBody {
     /// entrant.
     #[schema(min_length = 1, max_length = 256)]
     team: Option<String>,
+    /// TrueSkill pools only: the share of the round the player took part in, in (0, 1];
+    /// default 1. A pool of another system answers 422 naming the field.
+    #[schema(exclusive_minimum = 0.0, maximum = 1.0)]
+    partial_play: Option<f64>,
 }
 
 /// Posts the results of a round. The round is validated, stored durably and queued; the

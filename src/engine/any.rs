@@ -12,6 +12,7 @@ use super::player::PlayerState;
 use super::rating::{Rating, RatingChange};
 use super::round::Round;
 use super::system::{Model, Performance, Rated, RatingSystem};
+use super::true_skill::{TrueSkill, TrueSkillParams, TrueSkillState};
 use super::weng_lin::{WengLin, WengLinParams, WengLinState};
 use super::Error;
 
@@ -24,6 +25,9 @@ pub enum SystemParams {
     EloMmr(Params),
     /// Weng-Lin (OpenSkill), Bradley-Terry full pairing.
     WengLin(WengLinParams),
+    /// TrueSkill.
+    #[serde(rename = "trueskill")]
+    TrueSkill(TrueSkillParams),
 }
 
 /// A rating system's name, as requests and responses spell it.
@@ -35,6 +39,9 @@ pub enum SystemName {
     EloMmr,
     /// Weng-Lin (OpenSkill), Bradley-Terry full pairing.
     WengLin,
+    /// TrueSkill.
+    #[serde(rename = "trueskill")]
+    TrueSkill,
 }
 
 /// One player's state in the pool's rating system.
@@ -44,6 +51,8 @@ pub enum SystemState {
     EloMmr(PlayerState),
     /// Weng-Lin's Gaussian belief.
     WengLin(WengLinState),
+    /// TrueSkill's Gaussian belief.
+    TrueSkill(TrueSkillState),
 }
 
 /// One participant's outcome of [`SystemParams::apply`].
@@ -53,6 +62,18 @@ pub struct Applied {
     pub state: SystemState,
     /// What the round did to their rating.
     pub change: RatingChange,
+}
+
+impl SystemName {
+    /// The name as requests and responses spell it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::EloMmr => "elo_mmr",
+            Self::WengLin => "weng_lin",
+            Self::TrueSkill => "trueskill",
+        }
+    }
 }
 
 impl From<Params> for SystemParams {
@@ -68,6 +89,7 @@ impl SystemParams {
         match self {
             Self::EloMmr(_) => SystemName::EloMmr,
             Self::WengLin(_) => SystemName::WengLin,
+            Self::TrueSkill(_) => SystemName::TrueSkill,
         }
     }
 
@@ -76,6 +98,7 @@ impl SystemParams {
         match self {
             Self::EloMmr(p) => EloMmr::validate(p),
             Self::WengLin(p) => WengLin::validate(p),
+            Self::TrueSkill(p) => TrueSkill::validate(p),
         }
     }
 
@@ -85,6 +108,7 @@ impl SystemParams {
         match self {
             Self::EloMmr(p) => SystemState::EloMmr(EloMmr::newcomer(p)),
             Self::WengLin(p) => SystemState::WengLin(WengLin::newcomer(p)),
+            Self::TrueSkill(p) => SystemState::TrueSkill(TrueSkill::newcomer(p)),
         }
     }
 
@@ -93,6 +117,7 @@ impl SystemParams {
         match self {
             Self::EloMmr(p) => EloMmr::check_round(p, round),
             Self::WengLin(p) => WengLin::check_round(p, round),
+            Self::TrueSkill(p) => TrueSkill::check_round(p, round),
         }
     }
 
@@ -103,6 +128,7 @@ impl SystemParams {
         match self {
             Self::EloMmr(p) => applied::<EloMmr>(p, round, priors, SystemState::EloMmr),
             Self::WengLin(p) => applied::<WengLin>(p, round, priors, SystemState::WengLin),
+            Self::TrueSkill(p) => applied::<TrueSkill>(p, round, priors, SystemState::TrueSkill),
         }
     }
 
@@ -112,6 +138,7 @@ impl SystemParams {
         match self {
             Self::EloMmr(p) => EloMmr::model(p),
             Self::WengLin(p) => WengLin::model(p),
+            Self::TrueSkill(p) => TrueSkill::model(p),
         }
     }
 
@@ -121,6 +148,7 @@ impl SystemParams {
         match self {
             Self::EloMmr(p) => Ok(EloMmr::performance(p, &own(members)?)),
             Self::WengLin(p) => Ok(WengLin::performance(p, &own(members)?)),
+            Self::TrueSkill(p) => Ok(TrueSkill::performance(p, &own(members)?)),
         }
     }
 }
@@ -132,6 +160,7 @@ impl SystemState {
         match self {
             Self::EloMmr(s) => EloMmr::rating(s),
             Self::WengLin(s) => WengLin::rating(s),
+            Self::TrueSkill(s) => TrueSkill::rating(s),
         }
     }
 
@@ -141,6 +170,7 @@ impl SystemState {
         match self {
             Self::EloMmr(s) => EloMmr::rounds(s),
             Self::WengLin(s) => WengLin::rounds(s),
+            Self::TrueSkill(s) => TrueSkill::rounds(s),
         }
     }
 }
@@ -150,23 +180,23 @@ trait StateOf<S> {
     fn state_of(&self) -> Option<&S>;
 }
 
-impl StateOf<PlayerState> for SystemState {
-    fn state_of(&self) -> Option<&PlayerState> {
-        match self {
-            Self::EloMmr(s) => Some(s),
-            Self::WengLin(_) => None,
+/// `StateOf<S>` for the variant that holds `S`.
+macro_rules! state_of {
+    ($variant:ident, $state:ty) => {
+        impl StateOf<$state> for SystemState {
+            fn state_of(&self) -> Option<&$state> {
+                match self {
+                    Self::$variant(s) => Some(s),
+                    _ => None,
+                }
+            }
         }
-    }
+    };
 }
 
-impl StateOf<WengLinState> for SystemState {
-    fn state_of(&self) -> Option<&WengLinState> {
-        match self {
-            Self::WengLin(s) => Some(s),
-            Self::EloMmr(_) => None,
-        }
-    }
-}
+state_of!(EloMmr, PlayerState);
+state_of!(WengLin, WengLinState);
+state_of!(TrueSkill, TrueSkillState);
 
 /// Each of `states` as system `S`'s state; the first of another system is an error.
 fn own<'a, S>(states: &[&'a SystemState]) -> Result<Vec<&'a S>, Error>

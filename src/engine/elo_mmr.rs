@@ -26,11 +26,16 @@ impl RatingSystem for EloMmr {
         PlayerState::new(params)
     }
 
+    fn check_round(_: &Params, round: &Round) -> Result<(), Error> {
+        round.refuse_partial_play("Elo-MMR")
+    }
+
     fn rate(
         params: &Params,
         round: &Round,
         priors: &[&PlayerState],
     ) -> Result<Vec<Rated<PlayerState>>, Error> {
+        Self::check_round(params, round)?;
         rate_round(params, round, priors)
     }
 

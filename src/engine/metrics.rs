@@ -636,11 +636,7 @@ mod tests {
     #[test]
     fn a_team_is_judged_as_one_entrant_on_its_summed_rating() {
         let params = Params::default();
-        let member = |player: &str, rank| Standing {
-            player: player.into(),
-            rank,
-            team: Some("duo".into()),
-        };
+        let member = |player: &str, rank| Standing::member(player, rank, "duo");
         let round = Round::new(vec![member("x", 2), member("y", 2), Standing::solo("z", 1)]);
         // The duo's summed rating (2000) is far above the lone player's, who won anyway.
         let (x, y, z) = (

@@ -1,7 +1,9 @@
 //! The rating engine: exact, parallel Elo-MMR (Ebtekar & Liu), its Gaussian variant Elo-MMχ,
-//! Weng-Lin (OpenSkill's Bradley-Terry model) beside them, predictions and accuracy metrics.
+//! Weng-Lin (OpenSkill's Bradley-Terry model) and TrueSkill beside them, predictions and
+//! accuracy metrics.
 //! Pure and synchronous: no I/O, no async, nothing from the web or storage layers; rayon
-//! inside. `docs/elo-mmr.md` and `docs/weng-lin.md` state every formula used here.
+//! inside. `docs/elo-mmr.md`, `docs/weng-lin.md` and `docs/trueskill.md` state every formula used
+//! here.
 //!
 //! Layout, the seam first: [`system`] (the trait a rating system implements, and the
 //! performance distribution predictions read), [`any`] (the pool's system, whichever it is,
@@ -9,6 +11,7 @@
 //! [`round`] (a round's results and their validation), [`population`] (players by id, in
 //! memory), [`predict`] (win probabilities, placings and match quality), [`metrics`] (accuracy
 //! of the priors' predictions), [`normal`] (the normal distribution). Weng-Lin: [`weng_lin`].
+//! TrueSkill: [`true_skill`].
 //! Elo-MMR: [`elo_mmr`] (its place on the seam), [`params`] (its parameters), [`player`] (a
 //! player's belief, diffusion and update), `performance` (step 3, the exact O(N)-per-sample
 //! performance solver), [`rate`] (one round end to end).
@@ -28,6 +31,7 @@ pub mod rating;
 pub mod round;
 mod solve;
 pub mod system;
+pub mod true_skill;
 pub mod weng_lin;
 
 pub use any::{Applied, SystemName, SystemParams, SystemState};
@@ -39,6 +43,7 @@ pub use rate::rate_round;
 pub use rating::{Rating, RatingChange};
 pub use round::{Round, Standing};
 pub use system::{Model, Performance, Rated, RatingSystem};
+pub use true_skill::{TrueSkill, TrueSkillParams, TrueSkillState};
 pub use weng_lin::{WengLin, WengLinParams, WengLinState};
 
 /// `√3 / π`: a logistic distribution with scale `s̄ = LOGISTIC_SCALE · s` has std `s`.

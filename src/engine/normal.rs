@@ -44,6 +44,29 @@ pub fn erfcx(x: f64) -> f64 {
     sum / (x * PI.sqrt())
 }
 
+/// The `p`-quantile of N(0, 1), for `p` in (0, 1): Newton's method on [`cdf`] from the rational
+/// first guess of Abramowitz & Stegun 26.2.23 (within 4.5e-4), so it is as exact as `cdf`. It
+/// works in the lower tail, where `cdf` keeps its relative precision: for an upper quantile
+/// near 1, pass the complement and negate.
+#[must_use]
+pub fn quantile(p: f64) -> f64 {
+    if p > 0.5 {
+        return -quantile(1.0 - p);
+    }
+    let t = (-2.0 * p.ln()).sqrt();
+    let mut x = -(t
+        - (2.515_517 + t * (0.802_853 + t * 0.010_328))
+            / (1.0 + t * (1.432_788 + t * (0.189_269 + t * 0.001_308))));
+    for _ in 0..8 {
+        let step = (cdf(x) - p) / pdf(x);
+        x -= step;
+        if step.abs() <= 4.0 * f64::EPSILON * x.abs().max(1.0) {
+            break;
+        }
+    }
+    x
+}
+
 /// The hazard `φ(z) / (1 − Φ(z))`.
 #[must_use]
 pub fn upper_ratio(z: f64) -> f64 {
@@ -83,6 +106,20 @@ mod tests {
                 "lower at {z}"
             );
         }
+    }
+
+    #[test]
+    fn quantile_inverts_cdf_from_the_deep_tail_to_the_centre() {
+        for p in [
+            1e-300, 1e-100, 1e-20, 1e-6, 0.001, 0.025, 0.3, 0.5, 0.55, 0.975, 0.999,
+        ] {
+            let x = quantile(p);
+            // Φ's relative slope is about |x| in the tail: one ulp of x is |x| ulps of Φ.
+            let tolerance = 1e-13 * x.abs().max(1.0);
+            assert!((cdf(x) / p - 1.0).abs() < tolerance, "p = {p}: x = {x}");
+        }
+        assert!((quantile(0.975) - 1.959_963_984_540_054).abs() < 1e-14);
+        assert!(quantile(0.5).abs() < 1e-15);
     }
 
     #[test]

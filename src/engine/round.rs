@@ -24,7 +24,7 @@ pub struct Round {
 }
 
 /// One player's result in a round.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Standing {
     /// The player's id.
     pub player: String,
@@ -32,6 +32,10 @@ pub struct Standing {
     pub rank: u64,
     /// The team the player played for; all members of a team share its rank.
     pub team: Option<String>,
+    /// The share of the round the player took part in, in (0, 1]; only TrueSkill reads it
+    /// (its partial play), every other system refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial_play: Option<f64>,
 }
 
 impl Round {
@@ -55,6 +59,48 @@ impl Standing {
             player: player.into(),
             rank,
             team: None,
+            partial_play: None,
+        }
+    }
+
+    /// A player playing for `team`.
+    #[must_use]
+    pub fn member(player: impl Into<String>, rank: u64, team: impl Into<String>) -> Self {
+        Self {
+            team: Some(team.into()),
+            ..Self::solo(player, rank)
+        }
+    }
+}
+
+impl Round {
+    /// Refuses a round with a weight other than 1 or a performance ceiling, or that gives any
+    /// standing a `partial_play`, for a system (named in the reason) that has none of them.
+    pub(crate) fn refuse_weight_and_ceiling(&self, system: &str) -> Result<(), Error> {
+        if self.weight != 1.0 {
+            return Err(Error::round(
+                "weight",
+                format!("must be 1 (or left out): {system} has no round weight"),
+            ));
+        }
+        if self.perf_ceiling.is_some() {
+            return Err(Error::round(
+                "perf_ceiling",
+                format!("must be left out: {system} has no performance to cap"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Refuses a round that gives any standing a `partial_play`, for a system (named in the
+    /// reason) that has none.
+    pub(crate) fn refuse_partial_play(&self, system: &str) -> Result<(), Error> {
+        match self.standings.iter().position(|s| s.partial_play.is_some()) {
+            Some(i) => Err(Error::round(
+                format!("standings[{i}].partial_play"),
+                format!("must be left out: {system} has no partial play"),
+            )),
+            None => Ok(()),
         }
     }
 }
@@ -113,6 +159,14 @@ impl Layout {
                     format!("standings[{i}].player"),
                     "must not be empty",
                 ));
+            }
+            if let Some(share) = standing.partial_play {
+                if !(share > 0.0 && share <= 1.0) {
+                    return Err(Error::round(
+                        format!("standings[{i}].partial_play"),
+                        "must be a number in (0, 1]",
+                    ));
+                }
             }
             if standing.rank == 0 {
                 return Err(Error::round(
@@ -201,11 +255,7 @@ mod tests {
 
     #[test]
     fn teams_become_one_entrant() {
-        let member = |p: &str, team: &str, rank| Standing {
-            player: p.into(),
-            rank,
-            team: Some(team.into()),
-        };
+        let member = |p: &str, team: &str, rank| Standing::member(p, rank, team);
         let round = Round::new(vec![
             member("y", "red", 2),
             member("x", "red", 2),
@@ -269,11 +319,7 @@ mod tests {
 
     #[test]
     fn a_team_with_two_ranks_and_a_lone_team_are_errors() {
-        let member = |p: &str, rank| Standing {
-            player: p.into(),
-            rank,
-            team: Some("red".into()),
-        };
+        let member = |p: &str, rank| Standing::member(p, rank, "red");
         assert_eq!(
             field_of(&Round::new(vec![member("x", 1), member("y", 2)])),
             "standings[1].rank"

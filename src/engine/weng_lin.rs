@@ -88,19 +88,8 @@ impl RatingSystem for WengLin {
     }
 
     fn check_round(_: &WengLinParams, round: &Round) -> Result<(), Error> {
-        if round.weight != 1.0 {
-            return Err(Error::round(
-                "weight",
-                "must be 1 (or left out): Weng-Lin has no round weight",
-            ));
-        }
-        if round.perf_ceiling.is_some() {
-            return Err(Error::round(
-                "perf_ceiling",
-                "must be left out: Weng-Lin has no performance to cap",
-            ));
-        }
-        Ok(())
+        round.refuse_weight_and_ceiling("Weng-Lin")?;
+        round.refuse_partial_play("Weng-Lin")
     }
 
     /// O(N²) for N entrants, in parallel over entrants: each one's update sums a term over

@@ -11,7 +11,8 @@ use super::{
     RoundStatus, StoredPlayer,
 };
 use crate::engine::{
-    Factor, PlayerState, Rating, RatingChange, SystemParams, SystemState, WengLinState,
+    Factor, PlayerState, Rating, RatingChange, SystemParams, SystemState, TrueSkillState,
+    WengLinState,
 };
 
 /// A pool's rating system and its parameters as stored in `pools`: the system's name and its
@@ -246,19 +247,23 @@ pub(super) fn join_players(
                     last_time: row.last_time,
                     rounds,
                 }),
-                SystemParams::WengLin(_) if numbered.is_empty() => {
-                    SystemState::WengLin(WengLinState {
-                        mu: row.mu,
-                        sigma: row.sigma,
-                        rounds,
-                    })
-                }
-                SystemParams::WengLin(_) => {
+                _ if !numbered.is_empty() => {
                     return Err(Error::Corrupt(format!(
-                        "player `{}`: factors in a Weng-Lin pool",
-                        row.player
+                        "player `{}`: factors in a {:?} pool",
+                        row.player,
+                        system.name()
                     )))
                 }
+                SystemParams::WengLin(_) => SystemState::WengLin(WengLinState {
+                    mu: row.mu,
+                    sigma: row.sigma,
+                    rounds,
+                }),
+                SystemParams::TrueSkill(_) => SystemState::TrueSkill(TrueSkillState {
+                    mu: row.mu,
+                    sigma: row.sigma,
+                    rounds,
+                }),
             };
             Ok(StoredPlayer {
                 state,
@@ -300,8 +305,9 @@ impl<'a> StateColumns<'a> {
                 last_time: belief.last_time,
                 factors: Some(FactorWrites::of(belief)?),
             },
-            SystemState::WengLin(belief) => Self {
-                rounds: to_i64(belief.rounds, "rounds")?,
+            SystemState::WengLin(WengLinState { rounds, .. })
+            | SystemState::TrueSkill(TrueSkillState { rounds, .. }) => Self {
+                rounds: to_i64(*rounds, "rounds")?,
                 p0: None,
                 w0: None,
                 log_decay: None,

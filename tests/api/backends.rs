@@ -1,5 +1,6 @@
 //! The API's main path on both backends, SQLite and Postgres: create a pool, post rounds, apply
-//! them, read them back, and read the same after a restart; for a Weng-Lin pool too.
+//! them, read them back, and read the same after a restart; for a Weng-Lin and a TrueSkill pool
+//! too.
 
 use axum::http::StatusCode;
 use serde_json::json;
@@ -11,6 +12,7 @@ backend_tests!(
     a_posted_round_is_applied_and_read_back,
     a_restarted_service_reads_the_same_ratings,
     a_weng_lin_pool_rates_reads_predicts_and_survives_a_restart,
+    a_trueskill_pool_rates_teams_with_partial_play_and_survives_a_restart,
 );
 
 async fn a_pool_is_created_listed_and_locked_once_it_has_rounds(app: TestApp) {
@@ -158,6 +160,14 @@ async fn a_weng_lin_pool_rates_reads_predicts_and_survives_a_restart(app: TestAp
         Some("weight"),
         "Weng-Lin has no round weight",
     );
+    let mut partial = round("partial", &["a", "b"]);
+    partial["standings"][1]["partial_play"] = json!(0.5);
+    app.post_round(POOL, partial).await.assert_error(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_round",
+        Some("standings[1].partial_play"),
+        "only TrueSkill has partial play",
+    );
     app.play([
         round("r1", &["a", "b", "c"]),
         round("r2", &["c", "a"]),
@@ -221,6 +231,94 @@ async fn a_weng_lin_pool_rates_reads_predicts_and_survives_a_restart(app: TestAp
             "/v1/pools/main",
             "/v1/pools/main/leaderboard",
             "/v1/pools/main/players/c",
+            "/v1/pools/main/win-probability?a=a&b=d",
+        ],
+    )
+    .await;
+}
+
+async fn a_trueskill_pool_rates_teams_with_partial_play_and_survives_a_restart(app: TestApp) {
+    let created = app
+        .put_pool(
+            POOL,
+            json!({"system": "trueskill", "draw_probability": 0.2}),
+        )
+        .await;
+    let created = created.assert_status(StatusCode::CREATED, "create");
+    assert_eq!(created["system"], "trueskill");
+    assert_eq!(
+        created["params"],
+        json!({"beta": 25.0 / 6.0, "tau": 25.0 / 300.0, "draw_probability": 0.2,
+               "mu_init": 25.0, "sigma_init": 25.0 / 3.0})
+    );
+    for (body, field) in [
+        (json!({"system": "trueskill", "kappa": 0.5}), "kappa"),
+        (
+            json!({"system": "trueskill", "draw_probability": 1.0}),
+            "draw_probability",
+        ),
+    ] {
+        app.put_pool(POOL, body).await.assert_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_parameter",
+            Some(field),
+            field,
+        );
+    }
+    let mut capped = round("capped", &["a", "b"]);
+    capped["perf_ceiling"] = json!(30.0);
+    app.post_round(POOL, capped).await.assert_error(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_round",
+        Some("perf_ceiling"),
+        "TrueSkill has no performance ceiling",
+    );
+    let team = |id: &str| {
+        json!({"id": id, "standings": [
+            {"player": "a", "rank": 1, "team": "red"},
+            {"player": "b", "rank": 1, "team": "red", "partial_play": 0.25},
+            {"player": "c", "rank": 2, "team": "blue"},
+            {"player": "d", "rank": 2, "team": "blue"}]})
+    };
+    app.play([
+        team("r1"),
+        round("r2", &["c", "a"]),
+        round("r3", &["d", "b"]),
+    ])
+    .await;
+    assert_eq!(app.pool_info(POOL).await["rounds_applied"], 3);
+
+    let r1 = app.get("/v1/pools/main/rounds/r1").await;
+    let results = &r1.assert_status(StatusCode::OK, "r1")["results"];
+    let gain = |i: usize| {
+        results[i]["mu_after"].as_f64().unwrap_or_default()
+            - results[i]["mu_before"].as_f64().unwrap_or_default()
+    };
+    assert!(gain(0) > 0.0, "the winners rose: {results}");
+    assert!(
+        gain(1) > 0.0 && gain(1) < gain(0),
+        "who played a quarter of the round rose less: {results}"
+    );
+    assert!(gain(2) < 0.0 && gain(3) < 0.0, "the losers fell: {results}");
+    let quality = app
+        .post(
+            "/v1/pools/main/match-quality",
+            Some(crate::support::READ_KEY),
+            json!({"sides": [["a", "b"], ["c", "d"]]}),
+        )
+        .await;
+    let quality = quality.assert_status(StatusCode::OK, "quality")["quality"].as_f64();
+    assert!(quality > Some(0.0) && quality < Some(1.0), "{quality:?}");
+
+    let restarted = app.restarted().await;
+    assert_same_reads(
+        &app,
+        &restarted,
+        &[
+            "/v1/pools/main",
+            "/v1/pools/main/leaderboard",
+            "/v1/pools/main/players/b",
+            "/v1/pools/main/players/b/history",
             "/v1/pools/main/win-probability?a=a&b=d",
         ],
     )

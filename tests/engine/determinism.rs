@@ -45,9 +45,8 @@ fn synthetic_round(params: &Params, n: usize, seed: u64) -> (Round, Vec<PlayerSt
             rank += 1;
         }
         standings.push(Standing {
-            player: format!("p{i}"),
-            rank,
             team,
+            ..Standing::solo(format!("p{i}"), rank)
         });
     }
     let mut round = Round::new(standings);

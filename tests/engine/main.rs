@@ -4,8 +4,8 @@
 //! differential test against a plain O(N²) transcription of Algorithms 1–3 kept here
 //! (`reference`, `differential`), agreement with the paper's own implementation on the shared
 //! datasets (`multi_skill`), and the extremes the engine must survive (`edge_cases`).
-//! `support` holds the random beliefs and rounds they share. `weng_lin` checks the second
-//! rating system against the crate `skillratings` and by its properties.
+//! `support` holds the random beliefs and rounds they share. `weng_lin` and `true_skill` check
+//! the other rating systems against the crate `skillratings` and by their properties.
 
 mod determinism;
 mod differential;
@@ -15,4 +15,5 @@ mod multi_skill;
 mod properties;
 mod reference;
 mod support;
+mod true_skill;
 mod weng_lin;

@@ -169,9 +169,8 @@ pub fn build_round(spec: &RoundSpec, time: Option<i64>) -> (Round, Vec<usize>) {
             let slot = spec.slots[i];
             let alone = slot.team == 0 || i == first || i == last;
             Standing {
-                player: name(i),
-                rank: slot.rank,
                 team: (!alone).then(|| format!("t{}r{}", slot.team, slot.rank)),
+                ..Standing::solo(name(i), slot.rank)
             }
         })
         .collect();

@@ -30,11 +30,11 @@ fn round_of(teams: &[(u64, Vec<(f64, f64)>)]) -> (Round, Vec<WengLinState>) {
     let mut priors = Vec::new();
     for (t, (rank, members)) in teams.iter().enumerate() {
         for (m, &(mu, sigma)) in members.iter().enumerate() {
-            standings.push(Standing {
-                player: format!("t{t}p{m}"),
-                rank: *rank,
-                team: Some(format!("t{t}")),
-            });
+            standings.push(Standing::member(
+                format!("t{t}p{m}"),
+                *rank,
+                format!("t{t}"),
+            ));
             priors.push(WengLinState {
                 mu,
                 sigma,
@@ -274,7 +274,7 @@ fn a_population_of_either_system_rates_through_the_same_seam() {
         );
         let foreign = match system {
             SystemParams::EloMmr(_) => SystemParams::WengLin(WengLinParams::default()),
-            SystemParams::WengLin(_) => SystemParams::EloMmr(Default::default()),
+            _ => SystemParams::EloMmr(Default::default()),
         };
         let stranger: SystemState = foreign.newcomer();
         let refused = system.apply(&round, &[ann, &stranger, ann]).err();

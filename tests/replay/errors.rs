@@ -112,6 +112,14 @@ fn a_parameter_its_system_does_not_have_or_a_malformed_one_is_named() {
         (&["--system", "weng-lin", "--param", "gamma=3"][..], "gamma"),
         (&["--param", "kappa=0.5"][..], "kappa"),
         (&["--system", "weng-lin", "--param", "kappa=0"][..], "kappa"),
+        (
+            &["--system", "trueskill", "--param", "kappa=0.5"][..],
+            "kappa",
+        ),
+        (
+            &["--system", "trueskill", "--param", "draw_probability=1"][..],
+            "draw_probability",
+        ),
         (&["--param", "beta"][..], "KEY=VALUE"),
     ] {
         let mut all = vec!["replay", "--input", path_str(&input)];

@@ -178,9 +178,10 @@ fn two_replays_write_identical_ratings_and_elo_mmr_infinity_differs() {
 }
 
 #[test]
-fn params_given_as_flags_or_as_key_values_rate_alike_and_weng_lin_rates_the_sample() {
+fn params_given_as_flags_or_as_key_values_rate_alike_and_other_systems_rate_the_sample() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    // Weng-Lin has no round weight nor performance ceiling: the sample without them.
+    // Weng-Lin and TrueSkill have no round weight nor performance ceiling: the sample without
+    // them.
     let input = dir.path().join("plain.jsonl");
     let sample = std::fs::read_to_string(sample()).expect("the sample");
     let plain: Vec<String> = sample
@@ -245,22 +246,25 @@ fn params_given_as_flags_or_as_key_values_rate_alike_and_weng_lin_rates_the_samp
     assert_ne!(by_flags, default, "the flags change the ratings");
     let flags = by_flags;
 
-    let (summary, weng_lin) = run(
-        "weng-lin.csv",
-        &["--system", "weng-lin", "--param", "tau=0"],
-    );
-    assert_ne!(weng_lin, flags);
     let (elo_mmr, _) = run("elo-mmr.csv", &[]);
-    assert_eq!(summary["players"], elo_mmr["players"]);
-    let pair_inversion = summary["pair_inversion"].as_f64().unwrap_or(-1.0);
-    assert!((0.0..=1.0).contains(&pair_inversion), "{summary}");
-    let ratings = String::from_utf8(weng_lin).expect("UTF-8");
-    let mut lines = ratings.lines();
-    assert_eq!(lines.next(), Some("player,mu,sigma,rounds"));
-    for line in lines {
-        let fields: Vec<&str> = line.rsplitn(4, ',').collect();
-        let sigma: f64 = fields[1].parse().expect("a number");
-        assert!(sigma > 0.0 && sigma <= 25.0 / 3.0, "{line}");
+    for (system, params) in [("weng-lin", "tau=0"), ("trueskill", "draw_probability=0.2")] {
+        let (summary, ratings) = run(
+            &format!("{system}.csv"),
+            &["--system", system, "--param", params],
+        );
+        assert_ne!(ratings, flags);
+        assert_eq!(summary["players"], elo_mmr["players"], "{system}");
+        let pair_inversion = summary["pair_inversion"].as_f64().unwrap_or(-1.0);
+        assert!((0.0..=1.0).contains(&pair_inversion), "{system}: {summary}");
+        let ratings = String::from_utf8(ratings).expect("UTF-8");
+        let mut lines = ratings.lines();
+        assert_eq!(lines.next(), Some("player,mu,sigma,rounds"));
+        for line in lines {
+            let fields: Vec<&str> = line.rsplitn(4, ',').collect();
+            let sigma: f64 = fields[1].parse().expect("a number");
+            // Neither system adds drift here (TrueSkill's τ² is small beside σ₀²).
+            assert!(sigma > 0.0 && sigma <= 25.0 / 3.0 + 0.1, "{system}: {line}");
+        }
     }
 }
 

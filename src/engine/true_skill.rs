@@ -1,0 +1,488 @@
+//! TrueSkill (Herbrich, Minka & Graepel, "TrueSkill: A Bayesian Skill Rating System", NIPS
+//! 2006): Gaussian beliefs about skill, updated by expectation propagation on the round's
+//! factor graph. `docs/trueskill.md` states the graph, the message schedule and every formula
+//! this file computes.
+//!
+//! Entrants are chained in the layout's order (best rank first; tied entrants by name), one
+//! difference between each neighbouring pair: a strict win for different ranks, a draw within
+//! the draw margin for equal ones. Only the chain is iterated; everything below it is sent
+//! once down and once up. A standing's `partial_play` weighs the player's performance in their
+//! team's sum.
+
+use serde::{Deserialize, Serialize};
+
+use super::normal;
+use super::params::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
+use super::rating::Rating;
+use super::round::{Layout, Round};
+use super::system::{Model, Performance, Rated, RatingSystem};
+use super::Error;
+
+/// TrueSkill's parameters, with the paper's defaults (in its units: μ₀ = 25).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrueSkillParams {
+    /// Performance spread β (std of a performance around skill).
+    pub beta: f64,
+    /// Dynamics τ: skill drift (std) added to every participant before each round.
+    pub tau: f64,
+    /// Probability that two evenly matched entrants of one player each draw, in (0, 1): it
+    /// sets the draw margin.
+    pub draw_probability: f64,
+    /// Mean of a new player's prior.
+    pub mu_init: f64,
+    /// Std of a new player's prior.
+    pub sigma_init: f64,
+}
+
+impl Default for TrueSkillParams {
+    fn default() -> Self {
+        Self {
+            beta: 25.0 / 6.0,
+            tau: 25.0 / 300.0,
+            draw_probability: 0.1,
+            mu_init: 25.0,
+            sigma_init: 25.0 / 3.0,
+        }
+    }
+}
+
+/// A player's belief: a Gaussian `N(mu, sigma²)`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TrueSkillState {
+    /// Rating.
+    pub mu: f64,
+    /// Uncertainty.
+    pub sigma: f64,
+    /// Rounds played.
+    pub rounds: u64,
+}
+
+/// TrueSkill, with draws and partial play.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrueSkill;
+
+/// Most sweeps over the chain of differences, and the change of a difference's marginal under
+/// which the sweeps stop: the schedule of the published implementations (the reference
+/// implementation's and `skillratings`' alike), whose results ours reproduce.
+const MAX_SWEEPS: usize = 10;
+const CONVERGED: f64 = 1e-4;
+
+impl RatingSystem for TrueSkill {
+    type Params = TrueSkillParams;
+    type State = TrueSkillState;
+
+    fn validate(params: &TrueSkillParams) -> Result<(), Error> {
+        within("beta", params.beta, MIN_SPREAD, MAX_SPREAD)?;
+        within("tau", params.tau, 0.0, MAX_SPREAD)?;
+        if !(params.draw_probability > 0.0 && params.draw_probability < 1.0) {
+            return Err(Error::parameter(
+                "draw_probability",
+                "must be a number in (0, 1)",
+            ));
+        }
+        within("mu_init", params.mu_init, -MAX_ABS_RATING, MAX_ABS_RATING)?;
+        within("sigma_init", params.sigma_init, MIN_SPREAD, MAX_SPREAD)
+    }
+
+    fn newcomer(params: &TrueSkillParams) -> TrueSkillState {
+        TrueSkillState {
+            mu: params.mu_init,
+            sigma: params.sigma_init,
+            rounds: 0,
+        }
+    }
+
+    fn check_round(_: &TrueSkillParams, round: &Round) -> Result<(), Error> {
+        round.refuse_weight_and_ceiling("TrueSkill")
+    }
+
+    /// O(P + E·S) for P players, E entrants and S ≤ 10 sweeps.
+    fn rate(
+        params: &TrueSkillParams,
+        round: &Round,
+        priors: &[&TrueSkillState],
+    ) -> Result<Vec<Rated<TrueSkillState>>, Error> {
+        Self::validate(params)?;
+        if priors.len() != round.standings.len() {
+            return Err(Error::PriorCount {
+                standings: round.standings.len(),
+                priors: priors.len(),
+            });
+        }
+        Self::check_round(params, round)?;
+        let layout = Layout::of(round)?;
+        let beta2 = params.beta * params.beta;
+        let tau2 = params.tau * params.tau;
+        let weights: Vec<f64> = round
+            .standings
+            .iter()
+            .map(|s| s.partial_play.unwrap_or(1.0))
+            .collect();
+
+        // Skill (prior and drift), then performance: one message each, down.
+        let skills: Vec<Natural> = priors
+            .iter()
+            .map(|p| Natural::of(p.mu, p.sigma * p.sigma + tau2))
+            .collect();
+        let likelihoods: Vec<Natural> = skills.iter().map(|&s| s.noisy(beta2)).collect();
+        let sums: Vec<Natural> = layout
+            .entrants
+            .iter()
+            .map(|members| Natural::sum(members.iter().map(|&m| (weights[m], likelihoods[m]))))
+            .collect();
+
+        let mut chain = Chain::new(&sums);
+        let group_of = layout.group_of_entrants();
+        let draw_z = -normal::quantile((1.0 - params.draw_probability) / 2.0);
+        let outcomes: Vec<Outcome> = (0..sums.len() - 1)
+            .map(|k| {
+                let players = layout.entrants[k].len() + layout.entrants[k + 1].len();
+                Outcome {
+                    margin: draw_z * (players as f64).sqrt() * params.beta,
+                    draw: group_of[k] == group_of[k + 1],
+                }
+            })
+            .collect();
+        chain.settle(&outcomes);
+
+        // Back up: each member's performance from their team's, then their skill.
+        let mut rated: Vec<Option<Rated<TrueSkillState>>> = vec![None; priors.len()];
+        for (j, members) in layout.entrants.iter().enumerate() {
+            let team = chain.teams[j].marginal.over(sums[j]);
+            for &m in members {
+                let others = members
+                    .iter()
+                    .filter(|&&l| l != m)
+                    .map(|&l| (-weights[l] / weights[m], likelihoods[l]));
+                let performance =
+                    Natural::sum(std::iter::once((weights[m].recip(), team)).chain(others));
+                let skill = skills[m].times(performance.noisy(beta2));
+                rated[m] = Some(Rated {
+                    performance: likelihoods[m].times(performance).mean(),
+                    state: TrueSkillState {
+                        mu: skill.mean(),
+                        sigma: skill.pi.recip().sqrt(),
+                        rounds: priors[m].rounds + 1,
+                    },
+                });
+            }
+        }
+        Ok(rated.into_iter().flatten().collect())
+    }
+
+    fn rating(state: &TrueSkillState) -> Rating {
+        Rating {
+            mu: state.mu,
+            sigma: state.sigma,
+        }
+    }
+
+    fn rounds(state: &TrueSkillState) -> u64 {
+        state.rounds
+    }
+
+    fn model(_: &TrueSkillParams) -> Model {
+        Model::Gaussian
+    }
+
+    /// The team's performance is the sum of its members', each `N(μ, σ² + β²)`.
+    fn performance(params: &TrueSkillParams, members: &[&TrueSkillState]) -> Performance {
+        let skill_variance: f64 = members.iter().map(|p| p.sigma * p.sigma).sum();
+        let noise_variance = params.beta * params.beta * members.len() as f64;
+        Performance {
+            mean: members.iter().map(|p| p.mu).sum(),
+            variance: skill_variance + noise_variance,
+            skill_variance,
+            noise_variance,
+        }
+    }
+}
+
+/// A Gaussian in natural parameters, precision `pi = 1/σ²` and `tau = μ/σ²`: the product and
+/// quotient of two densities are the sum and difference of their parameters. `pi = 0` is the
+/// flat density, the value of a message not sent yet.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Natural {
+    pi: f64,
+    tau: f64,
+}
+
+impl Natural {
+    fn of(mean: f64, variance: f64) -> Self {
+        let pi = variance.recip();
+        Self { pi, tau: pi * mean }
+    }
+
+    fn mean(self) -> f64 {
+        if self.pi == 0.0 {
+            0.0
+        } else {
+            self.tau / self.pi
+        }
+    }
+
+    fn times(self, other: Self) -> Self {
+        Self {
+            pi: self.pi + other.pi,
+            tau: self.tau + other.tau,
+        }
+    }
+
+    fn over(self, other: Self) -> Self {
+        Self {
+            pi: self.pi - other.pi,
+            tau: self.tau - other.tau,
+        }
+    }
+
+    /// The density of `X + N(0, noise)`: a Gaussian likelihood factor's message.
+    fn noisy(self, noise: f64) -> Self {
+        let a = noise.mul_add(self.pi, 1.0).recip();
+        Self {
+            pi: a * self.pi,
+            tau: a * self.tau,
+        }
+    }
+
+    /// The density of `Σ c·X` for independent `X` given as `(c, density of X)`: a sum factor's
+    /// message. A flat term makes the sum flat.
+    fn sum(terms: impl Iterator<Item = (f64, Self)>) -> Self {
+        let (mut mean, mut variance) = (0.0, 0.0);
+        for (c, x) in terms {
+            mean += c * x.mean();
+            variance += if x.pi == 0.0 {
+                f64::INFINITY
+            } else {
+                c * c / x.pi
+            };
+        }
+        let pi = variance.recip();
+        Self { pi, tau: pi * mean }
+    }
+
+    /// How far `other` is from `self`: the schedule's convergence measure.
+    fn distance(self, other: Self) -> f64 {
+        let pi = (self.pi - other.pi).abs();
+        if pi.is_infinite() {
+            return 0.0;
+        }
+        (self.tau - other.tau).abs().max(pi.sqrt())
+    }
+}
+
+/// Replaces a factor's message to a variable, updating the variable's marginal to match.
+fn send(marginal: &mut Natural, message: &mut Natural, new: Natural) {
+    *marginal = marginal.over(*message).times(new);
+    *message = new;
+}
+
+/// What a neighbouring pair of entrants did: the first won, or they drew.
+#[derive(Debug, Clone, Copy)]
+struct Outcome {
+    /// Draw margin ε, in performance points.
+    margin: f64,
+    draw: bool,
+}
+
+/// A team's performance variable: its marginal and the messages of its three factors.
+#[derive(Debug, Clone, Copy)]
+struct TeamNode {
+    marginal: Natural,
+    /// From the difference with the entrant ranked before (absent for the first).
+    left: Natural,
+    /// From the difference with the entrant ranked after (absent for the last).
+    right: Natural,
+}
+
+/// A difference `t_k − t_{k+1}`: its marginal and the messages of its two factors.
+#[derive(Debug, Clone, Copy, Default)]
+struct DiffNode {
+    marginal: Natural,
+    /// From the sum factor that defines it.
+    sum: Natural,
+    /// From the truncation factor of the outcome.
+    truncation: Natural,
+}
+
+/// The chain of team performances and their differences.
+struct Chain {
+    teams: Vec<TeamNode>,
+    diffs: Vec<DiffNode>,
+}
+
+impl Chain {
+    /// The chain with each team's performance known only from its members.
+    fn new(sums: &[Natural]) -> Self {
+        Self {
+            teams: sums
+                .iter()
+                .map(|&marginal| TeamNode {
+                    marginal,
+                    left: Natural::default(),
+                    right: Natural::default(),
+                })
+                .collect(),
+            diffs: vec![DiffNode::default(); sums.len() - 1],
+        }
+    }
+
+    /// Sweeps forward and back over the differences until a sweep changes no difference's
+    /// marginal by more than [`CONVERGED`], or [`MAX_SWEEPS`] times; then sends the ends'
+    /// messages to the first and last team.
+    fn settle(&mut self, outcomes: &[Outcome]) {
+        let last = self.diffs.len() - 1;
+        for _ in 0..MAX_SWEEPS {
+            let mut change = 0.0_f64;
+            if last == 0 {
+                self.down(0);
+                change = self.truncate(0, outcomes[0]);
+            } else {
+                for (k, &outcome) in outcomes.iter().enumerate().take(last) {
+                    self.down(k);
+                    change = change.max(self.truncate(k, outcome));
+                    self.up_to_second(k);
+                }
+                for k in (1..=last).rev() {
+                    self.down(k);
+                    change = change.max(self.truncate(k, outcomes[k]));
+                    self.up_to_first(k);
+                }
+            }
+            if change <= CONVERGED {
+                break;
+            }
+        }
+        self.up_to_first(0);
+        self.up_to_second(last);
+    }
+
+    /// The difference's sum factor, from its two teams.
+    fn down(&mut self, k: usize) {
+        let first = self.teams[k].marginal.over(self.teams[k].right);
+        let second = self.teams[k + 1].marginal.over(self.teams[k + 1].left);
+        let diff = &mut self.diffs[k];
+        send(
+            &mut diff.marginal,
+            &mut diff.sum,
+            Natural::sum([(1.0, first), (-1.0, second)].into_iter()),
+        );
+    }
+
+    /// The truncation factor: the moment-matched marginal of the difference given the outcome.
+    /// Returns how far the marginal moved.
+    fn truncate(&mut self, k: usize, outcome: Outcome) -> f64 {
+        let diff = &mut self.diffs[k];
+        let cavity = diff.marginal.over(diff.truncation);
+        let sqrt_pi = cavity.pi.sqrt();
+        let (v, w) = if outcome.draw {
+            draw_vw(cavity.tau / sqrt_pi, outcome.margin * sqrt_pi)
+        } else {
+            win_vw(cavity.tau / sqrt_pi, outcome.margin * sqrt_pi)
+        };
+        let shrink = 1.0 - w;
+        let marginal = Natural {
+            pi: cavity.pi / shrink,
+            tau: sqrt_pi.mul_add(v, cavity.tau) / shrink,
+        };
+        let moved = diff.marginal.distance(marginal);
+        diff.truncation = marginal.over(cavity);
+        diff.marginal = marginal;
+        moved
+    }
+
+    /// The difference's sum factor, to its first team: `t_k = d_k + t_{k+1}`.
+    fn up_to_first(&mut self, k: usize) {
+        let diff = self.diffs[k].marginal.over(self.diffs[k].sum);
+        let second = self.teams[k + 1].marginal.over(self.teams[k + 1].left);
+        let team = &mut self.teams[k];
+        send(
+            &mut team.marginal,
+            &mut team.right,
+            Natural::sum([(1.0, diff), (1.0, second)].into_iter()),
+        );
+    }
+
+    /// The difference's sum factor, to its second team: `t_{k+1} = t_k − d_k`.
+    fn up_to_second(&mut self, k: usize) {
+        let first = self.teams[k].marginal.over(self.teams[k].right);
+        let diff = self.diffs[k].marginal.over(self.diffs[k].sum);
+        let team = &mut self.teams[k + 1];
+        send(
+            &mut team.marginal,
+            &mut team.left,
+            Natural::sum([(1.0, first), (-1.0, diff)].into_iter()),
+        );
+    }
+}
+
+/// Largest `w` used: `1 − w` divides a precision, and `w < 1` always holds in exact arithmetic.
+const MAX_W: f64 = 1.0 - f64::EPSILON;
+
+/// The mean and variance corrections `(v, w)` of a standardized difference `t` truncated to
+/// `t > ε` (a win by more than the draw margin).
+fn win_vw(t: f64, margin: f64) -> (f64, f64) {
+    let x = t - margin;
+    let v = normal::lower_ratio(x);
+    (v, (v * (v + x)).clamp(0.0, MAX_W))
+}
+
+/// The corrections `(v, w)` of a standardized difference `t` truncated to `|t| ≤ ε` (a draw).
+/// With `a = |t| − ε` and `b = |t| + ε`, the probability of the interval is `Φ(−a) − Φ(−b)`:
+/// inside the margin (`a ≤ 0`) it is a sum of two `erf`s; outside, both tails are scaled by
+/// `exp(a²/2)` so that nothing underflows.
+fn draw_vw(t: f64, margin: f64) -> (f64, f64) {
+    const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
+    let (a, b) = (t.abs() - margin, t.abs() + margin);
+    let (mass, density_gap, moment_gap) = if a <= 0.0 {
+        let mass = 0.5
+            * (libm::erf(b * std::f64::consts::FRAC_1_SQRT_2)
+                + libm::erf(-a * std::f64::consts::FRAC_1_SQRT_2));
+        let (pa, pb) = (normal::pdf(a), normal::pdf(b));
+        (mass, pa - pb, b * pb - a * pa)
+    } else {
+        let scale = (-2.0 * t.abs() * margin).exp();
+        let mass = 0.5
+            * (normal::erfcx(a * std::f64::consts::FRAC_1_SQRT_2)
+                - scale * normal::erfcx(b * std::f64::consts::FRAC_1_SQRT_2));
+        let gap = -(-2.0 * t.abs() * margin).exp_m1() * INV_SQRT_2PI;
+        (mass, gap, (b * scale - a) * INV_SQRT_2PI)
+    };
+    let v = if t < 0.0 { 1.0 } else { -1.0 } * density_gap / mass;
+    (v, v.mul_add(v, moment_gap / mass).clamp(0.0, MAX_W))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The corrections straight from their definitions, where nothing underflows.
+    fn direct_draw(t: f64, e: f64) -> (f64, f64) {
+        let (a, b) = (t.abs() - e, t.abs() + e);
+        let mass = normal::cdf(-a) - normal::cdf(-b);
+        let v = (normal::pdf(b) - normal::pdf(a)) / mass * if t < 0.0 { -1.0 } else { 1.0 };
+        (v, v * v + (b * normal::pdf(b) - a * normal::pdf(a)) / mass)
+    }
+
+    #[test]
+    fn draw_corrections_match_their_definition_inside_and_outside_the_margin() {
+        for &e in &[0.05, 0.3, 1.0] {
+            for i in -40..=40 {
+                let t = f64::from(i) / 8.0;
+                let (v, w) = draw_vw(t, e);
+                let (dv, dw) = direct_draw(t, e);
+                assert!((v - dv).abs() < 1e-9, "v at t = {t}, ε = {e}: {v} vs {dv}");
+                assert!((w - dw).abs() < 1e-9, "w at t = {t}, ε = {e}: {w} vs {dw}");
+            }
+        }
+    }
+
+    #[test]
+    fn corrections_stay_finite_far_in_the_tails() {
+        for t in [-60.0, -30.0, 30.0, 60.0] {
+            for (v, w) in [win_vw(t, 0.2), draw_vw(t, 0.2)] {
+                assert!(v.is_finite() && (0.0..1.0).contains(&w), "t = {t}: {v} {w}");
+            }
+        }
+    }
+}
