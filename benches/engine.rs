@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use mmr_service::engine::{
     rate_round, Factor, Params, PlayerState, Population, Round, Standing, SystemParams,
-    SystemState, TrueSkillParams, TrueSkillState, WengLinParams, WengLinState,
+    SystemState, TrueSkillParams, TrueSkillState, WengLinModel, WengLinParams, WengLinState,
 };
 use mmr_service::replay::{input, InputFormat};
 use multi_skill::data_processing::Contest;
@@ -189,17 +189,22 @@ fn replays(c: &mut Criterion) {
 
 /// The other systems in Elo-MMR's units (μ₀ = 1500, σ₀ = 350, β = 200), so that the same
 /// spread priors and datasets suit them.
-fn other_systems() -> [(&'static str, SystemParams); 2] {
+fn other_systems() -> [(&'static str, SystemParams); 3] {
     let defaults = Params::default();
+    let weng_lin = WengLinParams {
+        beta: defaults.beta,
+        tau: defaults.gamma,
+        mu_init: defaults.mu_init,
+        sigma_init: defaults.sigma_init,
+        ..WengLinParams::default()
+    };
     [
+        ("weng_lin", SystemParams::WengLin(weng_lin)),
         (
-            "weng_lin",
+            "weng_lin_pl",
             SystemParams::WengLin(WengLinParams {
-                beta: defaults.beta,
-                tau: defaults.gamma,
-                mu_init: defaults.mu_init,
-                sigma_init: defaults.sigma_init,
-                ..WengLinParams::default()
+                model: WengLinModel::PlackettLuce,
+                ..weng_lin
             }),
         ),
         (
@@ -229,7 +234,7 @@ fn systems(c: &mut Criterion) {
     let mut group = c.benchmark_group("systems");
     group.sample_size(10);
     for (name, system) in other_systems() {
-        // Weng-Lin is O(N²) per round: 100,000 entrants would take about a minute a sample.
+        // Bradley-Terry is O(N²) per round: 100,000 entrants would take about a minute a sample.
         let n = if name == "weng_lin" { 10_000 } else { 100_000 };
         let (round, priors) = spread_round(n, 0);
         let states: Vec<SystemState> = priors.iter().map(|p| as_state(&system, p)).collect();

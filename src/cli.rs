@@ -128,7 +128,7 @@ fn parse_opponents(value: &str) -> Result<Opponents, String> {
 pub enum SystemArg {
     /// Elo-MMR (and Elo-MMχ with `--variant gaussian`).
     EloMmr,
-    /// Weng-Lin (OpenSkill), Bradley-Terry full pairing.
+    /// Weng-Lin (OpenSkill): Bradley-Terry full pairing or Plackett-Luce.
     WengLin,
     /// TrueSkill.
     #[value(name = "trueskill")]

@@ -15,7 +15,8 @@ use utoipa::openapi::schema::{Object, ObjectBuilder, OneOfBuilder, Schema, Schem
 use utoipa::ToSchema;
 
 use crate::engine::{
-    self, Params, SystemName, SystemParams, Ties, TrueSkillParams, Variant, WengLinParams,
+    self, Params, SystemName, SystemParams, Ties, TrueSkillParams, Variant, WengLinModel,
+    WengLinParams,
 };
 
 /// The compiled-in base layer.
@@ -199,6 +200,9 @@ pub struct ParamsOverrides {
     /// round; >= 0.
     #[schema(minimum = 0.0)]
     pub tau: Option<f64>,
+    /// Weng-Lin only: `bradley_terry` (full pairing, the default) or `plackett_luce`.
+    #[schema(schema_with = model_schema)]
+    pub model: Option<WengLinModel>,
     /// TrueSkill only: the probability that two evenly matched lone players draw, in (0, 1).
     #[schema(exclusive_minimum = 0.0, exclusive_maximum = 1.0)]
     pub draw_probability: Option<f64>,
@@ -218,7 +222,14 @@ fn system_schema() -> Object {
     optional_choice(
         &["elo_mmr", "weng_lin", "trueskill"],
         "The rating system: `elo_mmr` (Elo-MMR, the default), `weng_lin` (Weng-Lin, \
-         OpenSkill's Bradley-Terry full pairing) or `trueskill` (TrueSkill).",
+         OpenSkill's Bradley-Terry full pairing or Plackett-Luce, by `model`) or `trueskill` (TrueSkill).",
+    )
+}
+
+fn model_schema() -> Object {
+    optional_choice(
+        &["bradley_terry", "plackett_luce"],
+        "Weng-Lin's model: `bradley_terry` (full pairing) or `plackett_luce`.",
     )
 }
 
@@ -303,7 +314,7 @@ impl ParamsOverrides {
                 "history_limit",
                 "ties",
             ],
-            SystemName::WengLin => &["beta", "kappa", "tau", "mu_init", "sigma_init"],
+            SystemName::WengLin => &["beta", "kappa", "tau", "mu_init", "sigma_init", "model"],
             SystemName::TrueSkill => &["beta", "tau", "draw_probability", "mu_init", "sigma_init"],
         };
         let set = [
@@ -319,6 +330,7 @@ impl ParamsOverrides {
             ("kappa", self.kappa.is_some()),
             ("tau", self.tau.is_some()),
             ("draw_probability", self.draw_probability.is_some()),
+            ("model", self.model.is_some()),
         ];
         if let Some(&(name, _)) = set.iter().find(|(name, set)| *set && !own.contains(name)) {
             return Err(engine::Error::parameter(
@@ -346,6 +358,7 @@ impl ParamsOverrides {
                     tau: self.tau.unwrap_or(base.tau),
                     mu_init: self.mu_init.unwrap_or(base.mu_init),
                     sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
+                    model: self.model.unwrap_or(base.model),
                 })
             }
             SystemName::TrueSkill => {

@@ -13,7 +13,7 @@ use super::auth::{Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::JsonBody;
 use crate::config::ParamsOverrides;
-use crate::engine::{Params, SystemName, SystemParams, Ties, Variant};
+use crate::engine::{Params, SystemName, SystemParams, Ties, Variant, WengLinModel};
 use crate::names;
 use crate::state::{AppState, PutPoolError};
 use crate::storage::{PoolInfo, PoolWrite};
@@ -65,6 +65,9 @@ pub struct WengLinParamsResponse {
     pub mu_init: f64,
     /// Std of a new player's prior.
     pub sigma_init: f64,
+    /// `bradley_terry` (full pairing) or `plackett_luce`.
+    #[schema(value_type = String, pattern = "^(bradley_terry|plackett_luce)$", example = "bradley_terry")]
+    pub model: WengLinModel,
 }
 
 /// Elo-MMR's parameters.
@@ -108,6 +111,7 @@ impl From<&SystemParams> for ParamsResponse {
                 tau: p.tau,
                 mu_init: p.mu_init,
                 sigma_init: p.sigma_init,
+                model: p.model,
             }),
             SystemParams::TrueSkill(p) => Self::TrueSkill(TrueSkillParamsResponse {
                 beta: p.beta,

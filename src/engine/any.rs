@@ -23,7 +23,7 @@ use super::Error;
 pub enum SystemParams {
     /// Elo-MMR and Elo-MMχ.
     EloMmr(Params),
-    /// Weng-Lin (OpenSkill), Bradley-Terry full pairing.
+    /// Weng-Lin (OpenSkill): Bradley-Terry full pairing or Plackett-Luce.
     WengLin(WengLinParams),
     /// TrueSkill.
     #[serde(rename = "trueskill")]
@@ -37,7 +37,7 @@ pub enum SystemName {
     /// Elo-MMR and Elo-MMχ.
     #[default]
     EloMmr,
-    /// Weng-Lin (OpenSkill), Bradley-Terry full pairing.
+    /// Weng-Lin (OpenSkill): Bradley-Terry full pairing or Plackett-Luce.
     WengLin,
     /// TrueSkill.
     #[serde(rename = "trueskill")]

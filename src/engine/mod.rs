@@ -44,7 +44,7 @@ pub use rating::{Rating, RatingChange};
 pub use round::{Round, Standing};
 pub use system::{Model, Performance, Rated, RatingSystem};
 pub use true_skill::{TrueSkill, TrueSkillParams, TrueSkillState};
-pub use weng_lin::{WengLin, WengLinParams, WengLinState};
+pub use weng_lin::{WengLin, WengLinModel, WengLinParams, WengLinState};
 
 /// `√3 / π`: a logistic distribution with scale `s̄ = LOGISTIC_SCALE · s` has std `s`.
 pub const LOGISTIC_SCALE: f64 = 0.551_328_895_421_792_1;

@@ -1,10 +1,13 @@
 //! Weng-Lin (Weng & Lin, "A Bayesian Approximation Method for Online Ranking", JMLR 2011), the
-//! model OpenSkill implements, with its Bradley-Terry full-pairing update: every entrant is
-//! compared with every other one. `docs/weng-lin.md` states the update this file computes.
+//! model OpenSkill implements, in two of its forms: Bradley-Terry full pairing (every entrant
+//! compared with every other one) and Plackett-Luce (the ranking as a sequence of choices).
+//! `docs/weng-lin.md` states the updates this file computes.
 //!
 //! A team is one entrant whose rating and variance are its members' sums; each member moves by
 //! their share of the team's variance. A tie is half a win. Before each round, every
 //! participant's variance grows by `tau²` (OpenSkill's dynamics; 0 turns it off).
+
+use std::ops::Range;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -29,6 +32,20 @@ pub struct WengLinParams {
     pub mu_init: f64,
     /// Std of a new player's prior.
     pub sigma_init: f64,
+    /// How a ranking is read.
+    pub model: WengLinModel,
+}
+
+/// The likelihood of a ranking in Weng-Lin's update.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WengLinModel {
+    /// Bradley-Terry, full pairing: every pair of entrants is a game. O(N²) per round.
+    #[default]
+    BradleyTerry,
+    /// Plackett-Luce: the winner is chosen from everyone, the second from the rest, and so on.
+    /// O(N) per round after sorting.
+    PlackettLuce,
 }
 
 impl Default for WengLinParams {
@@ -39,6 +56,7 @@ impl Default for WengLinParams {
             tau: 25.0 / 300.0,
             mu_init: 25.0,
             sigma_init: 25.0 / 3.0,
+            model: WengLinModel::BradleyTerry,
         }
     }
 }
@@ -54,7 +72,7 @@ pub struct WengLinState {
     pub rounds: u64,
 }
 
-/// Weng-Lin with Bradley-Terry full pairing.
+/// Weng-Lin, Bradley-Terry full pairing or Plackett-Luce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WengLin;
 
@@ -92,9 +110,8 @@ impl RatingSystem for WengLin {
         round.refuse_partial_play("Weng-Lin")
     }
 
-    /// O(N²) for N entrants, in parallel over entrants: each one's update sums a term over
-    /// every other, and the terms' scale depends on both variances, so no sort or prefix sum
-    /// shortens it.
+    /// Bradley-Terry: O(N²) for N entrants, in parallel over entrants ([`bradley_terry`]).
+    /// Plackett-Luce: O(N) ([`plackett_luce`]).
     fn rate(
         params: &WengLinParams,
         round: &Round,
@@ -119,32 +136,12 @@ impl RatingSystem for WengLin {
                 variance: members.iter().map(|&m| variances[m]).sum(),
             })
             .collect();
-        let group_of = layout.group_of_entrants();
-        let two_beta2 = 2.0 * params.beta * params.beta;
-        // Ω (mean shift) and Δ (variance shrink) of each entrant, summed over its opponents.
-        let updates: Vec<(f64, f64)> = (0..teams.len())
-            .into_par_iter()
-            .map(|i| {
-                let own = teams[i];
-                let (mut omega, mut delta) = (0.0, 0.0);
-                for (q, other) in teams.iter().enumerate() {
-                    if q == i {
-                        continue;
-                    }
-                    let c = (own.variance + other.variance + two_beta2).sqrt();
-                    let p = 1.0 / (1.0 + ((other.mu - own.mu) / c).exp());
-                    let score = match group_of[i].cmp(&group_of[q]) {
-                        std::cmp::Ordering::Less => 1.0,
-                        std::cmp::Ordering::Equal => 0.5,
-                        std::cmp::Ordering::Greater => 0.0,
-                    };
-                    omega += own.variance / c * (score - p);
-                    let gamma = own.variance.sqrt() / c;
-                    delta += gamma * own.variance / (c * c) * p * (1.0 - p);
-                }
-                (omega, delta)
-            })
-            .collect();
+        let updates = match params.model {
+            WengLinModel::BradleyTerry => {
+                bradley_terry(params, &teams, &layout.group_of_entrants())
+            }
+            WengLinModel::PlackettLuce => plackett_luce(params, &teams, &layout.groups),
+        };
 
         let mut rated: Vec<Option<Rated<WengLinState>>> = vec![None; priors.len()];
         for ((members, team), &(omega, delta)) in layout.entrants.iter().zip(&teams).zip(&updates) {
@@ -193,4 +190,76 @@ impl RatingSystem for WengLin {
             noise_variance,
         }
     }
+}
+
+/// Each entrant's `(Ω, Δ)` under Bradley-Terry full pairing, from every pair it is in.
+/// `group_of[i]` orders the entrants (equal groups tie). The terms' scale depends on both
+/// variances, so no sort or prefix sum shortens the O(N²) sum.
+fn bradley_terry(params: &WengLinParams, teams: &[Team], group_of: &[usize]) -> Vec<(f64, f64)> {
+    let two_beta2 = 2.0 * params.beta * params.beta;
+    (0..teams.len())
+        .into_par_iter()
+        .map(|i| {
+            let own = teams[i];
+            let (mut omega, mut delta) = (0.0, 0.0);
+            for (q, other) in teams.iter().enumerate() {
+                if q == i {
+                    continue;
+                }
+                let c = (own.variance + other.variance + two_beta2).sqrt();
+                let p = 1.0 / (1.0 + ((other.mu - own.mu) / c).exp());
+                let score = match group_of[i].cmp(&group_of[q]) {
+                    std::cmp::Ordering::Less => 1.0,
+                    std::cmp::Ordering::Equal => 0.5,
+                    std::cmp::Ordering::Greater => 0.0,
+                };
+                omega += own.variance / c * (score - p);
+                let gamma = own.variance.sqrt() / c;
+                delta += gamma * own.variance / (c * c) * p * (1.0 - p);
+            }
+            (omega, delta)
+        })
+        .collect()
+}
+
+/// Each entrant's `(Ω, Δ)` under Plackett-Luce. With one scale `c` for the round, entrant `i`
+/// has weight `e_i = exp(μ_i / c)`, and `S_g` sums the weights of every entrant placed no better
+/// than group `g` (`groups` are in rank order). Weng & Lin's sums over the entrants `q` placed
+/// no worse than `i`, each divided by the size of `q`'s group, collapse to one term per group:
+/// `A = Σ 1/S_g` and `B = Σ 1/S_g²` over the groups up to `i`'s, so
+/// `Ω = (σ_i² / c)(1/|g_i| − e_i A)` and `Δ = (σ_i / c)(σ_i² / c²)(e_i A − e_i² B)`.
+/// The weights are taken relative to the largest `μ`, which changes no ratio and keeps every
+/// `exp` finite.
+fn plackett_luce(
+    params: &WengLinParams,
+    teams: &[Team],
+    groups: &[Range<usize>],
+) -> Vec<(f64, f64)> {
+    let beta2 = params.beta * params.beta;
+    let c = teams.iter().map(|t| t.variance + beta2).sum::<f64>().sqrt();
+    let top = teams.iter().map(|t| t.mu).fold(f64::NEG_INFINITY, f64::max);
+    let weights: Vec<f64> = teams.iter().map(|t| ((t.mu - top) / c).exp()).collect();
+    let mut below = 0.0;
+    let mut suffix: Vec<f64> = groups
+        .iter()
+        .rev()
+        .map(|g| {
+            below += weights[g.clone()].iter().sum::<f64>();
+            below
+        })
+        .collect();
+    suffix.reverse();
+    let (mut a, mut b) = (0.0, 0.0);
+    let mut updates = vec![(0.0, 0.0); teams.len()];
+    for (group, &sum) in groups.iter().zip(&suffix) {
+        a += 1.0 / sum;
+        b += 1.0 / (sum * sum);
+        for i in group.clone() {
+            let (e, variance) = (weights[i], teams[i].variance);
+            let omega = variance / c * (1.0 / group.len() as f64 - e * a);
+            let delta = variance.sqrt() / c * variance / (c * c) * (e * a - e * e * b);
+            updates[i] = (omega, delta);
+        }
+    }
+    updates
 }

@@ -13,6 +13,7 @@ backend_tests!(
     a_restarted_service_reads_the_same_ratings,
     a_weng_lin_pool_rates_reads_predicts_and_survives_a_restart,
     a_trueskill_pool_rates_teams_with_partial_play_and_survives_a_restart,
+    a_plackett_luce_pool_rates_as_computed_by_hand,
 );
 
 async fn a_pool_is_created_listed_and_locked_once_it_has_rounds(app: TestApp) {
@@ -142,7 +143,7 @@ async fn a_weng_lin_pool_rates_reads_predicts_and_survives_a_restart(app: TestAp
     assert_eq!(
         created["params"],
         json!({"beta": 5.0, "kappa": 1e-4, "tau": 0.0, "mu_init": 25.0,
-               "sigma_init": 25.0 / 3.0})
+               "sigma_init": 25.0 / 3.0, "model": "bradley_terry"})
     );
     app.put_pool(POOL, json!({"system": "weng_lin", "rho": 1.0}))
         .await
@@ -321,6 +322,41 @@ async fn a_trueskill_pool_rates_teams_with_partial_play_and_survives_a_restart(a
             "/v1/pools/main/players/b/history",
             "/v1/pools/main/win-probability?a=a&b=d",
         ],
+    )
+    .await;
+}
+
+async fn a_plackett_luce_pool_rates_as_computed_by_hand(app: TestApp) {
+    let created = app
+        .put_pool(
+            POOL,
+            json!({"system": "weng_lin", "model": "plackett_luce", "tau": 0.0}),
+        )
+        .await;
+    let created = created.assert_status(StatusCode::CREATED, "create");
+    assert_eq!(created["params"]["model"], "plackett_luce");
+    app.play([round("r1", &["a", "b", "c"])]).await;
+    let r1 = app.get("/v1/pools/main/rounds/r1").await;
+    let results = &r1.assert_status(StatusCode::OK, "r1")["results"];
+    // Weng & Lin's Algorithm 4 worked by hand for three newcomers (see tests/engine/weng_lin.rs).
+    for (i, (mu, sigma)) in [
+        (27.868_876_552_746_237, 8.204_837_030_780_652),
+        (25.717_219_138_186_557, 8.057_829_747_583_876),
+        (21.413_904_309_067_206, 8.057_829_747_583_876),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let got = (&results[i]["mu_after"], &results[i]["sigma_after"]);
+        let near =
+            |x: &serde_json::Value, want: f64| (x.as_f64().unwrap_or(0.0) - want).abs() < 1e-9;
+        assert!(near(got.0, mu) && near(got.1, sigma), "{i}: {results}");
+    }
+    let restarted = app.restarted().await;
+    assert_same_reads(
+        &app,
+        &restarted,
+        &["/v1/pools/main", "/v1/pools/main/leaderboard"],
     )
     .await;
 }

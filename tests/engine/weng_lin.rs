@@ -1,9 +1,11 @@
-//! Weng-Lin (Bradley-Terry full pairing) against `skillratings`' `weng_lin_multi_team`, an
-//! independent implementation, and by the properties its update has whatever the inputs.
+//! Weng-Lin: Bradley-Terry full pairing against `skillratings`' `weng_lin_multi_team`, an
+//! independent implementation; Plackett-Luce against values worked by hand and against the
+//! paper's O(N²) loop transcribed here (ours sums by group in O(N)); both by the properties
+//! their updates have whatever the inputs.
 
 use mmr_service::engine::{
     Beliefs, Population, RatingSystem, Round, Standing, SystemParams, SystemState, WengLin,
-    WengLinParams, WengLinState,
+    WengLinModel, WengLinParams, WengLinState,
 };
 use proptest::prelude::*;
 use skillratings::weng_lin::{weng_lin_multi_team, WengLinConfig, WengLinRating};
@@ -55,7 +57,88 @@ fn comparable() -> WengLinParams {
     }
 }
 
+fn models() -> impl Strategy<Value = WengLinModel> {
+    prop_oneof![
+        Just(WengLinModel::BradleyTerry),
+        Just(WengLinModel::PlackettLuce)
+    ]
+}
+
+/// Plackett-Luce as Weng & Lin's Algorithm 4 writes it: for each entrant `i`, a sum over every
+/// entrant `q` placed no worse, with `S_q` the sum of `exp(μ/c)` over everyone placed no better
+/// than `q` and `A_q` the size of `q`'s tie. Returns each standing's `(μ, σ)`.
+fn plackett_luce_by_the_paper(
+    params: &WengLinParams,
+    teams: &[(u64, Vec<(f64, f64)>)],
+) -> Vec<(f64, f64)> {
+    let beta2 = params.beta * params.beta;
+    let tau2 = params.tau * params.tau;
+    let entrants: Vec<(u64, f64, f64)> = teams
+        .iter()
+        .map(|(rank, members)| {
+            let mu = members.iter().map(|m| m.0).sum();
+            let variance = members.iter().map(|m| m.1 * m.1 + tau2).sum();
+            (*rank, mu, variance)
+        })
+        .collect();
+    let c = entrants.iter().map(|e| e.2 + beta2).sum::<f64>().sqrt();
+    let s: Vec<f64> = entrants
+        .iter()
+        .map(|&(rank_q, ..)| {
+            entrants
+                .iter()
+                .filter(|e| e.0 >= rank_q)
+                .map(|e| (e.1 / c).exp())
+                .sum()
+        })
+        .collect();
+    let a: Vec<f64> = entrants
+        .iter()
+        .map(|&(rank_q, ..)| entrants.iter().filter(|e| e.0 == rank_q).count() as f64)
+        .collect();
+    let mut out = Vec::new();
+    for (i, &(rank_i, mu_i, variance_i)) in entrants.iter().enumerate() {
+        let (mut omega, mut delta) = (0.0, 0.0);
+        for (q, &(rank_q, ..)) in entrants.iter().enumerate() {
+            if rank_q > rank_i {
+                continue;
+            }
+            let p = (mu_i / c).exp() / s[q];
+            delta += p * (1.0 - p) / a[q];
+            omega += if q == i { 1.0 - p } else { -p } / a[q];
+        }
+        omega *= variance_i / c;
+        delta *= variance_i / (c * c) * variance_i.sqrt() / c;
+        for &(mu, sigma) in &teams[i].1 {
+            let variance = sigma * sigma + tau2;
+            let share = variance / variance_i;
+            out.push((
+                mu + share * omega,
+                (variance * (1.0 - share * delta).max(params.kappa)).sqrt(),
+            ));
+        }
+    }
+    out
+}
+
 proptest! {
+    #[test]
+    fn plackett_luce_sums_by_group_as_the_paper_sums_by_pair(
+        teams in teams(),
+        tau in 0.0..1.0f64,
+    ) {
+        let params = WengLinParams { tau, model: WengLinModel::PlackettLuce, ..WengLinParams::default() };
+        let (round, priors) = round_of(&teams);
+        let refs: Vec<&WengLinState> = priors.iter().collect();
+        let ours = WengLin::rate(&params, &round, &refs).expect("a valid round");
+        let want = plackett_luce_by_the_paper(&params, &teams);
+        for (i, (got, &(mu, sigma))) in ours.iter().zip(&want).enumerate() {
+            prop_assert!((got.state.mu - mu).abs() < AGREEMENT, "player {}: mu {} vs {}", i, got.state.mu, mu);
+            prop_assert!((got.state.sigma - sigma).abs() < AGREEMENT,
+                "player {}: sigma {} vs {}", i, got.state.sigma, sigma);
+        }
+    }
+
     #[test]
     fn agrees_with_skillratings_on_teams_with_ties(teams in teams()) {
         let params = comparable();
@@ -100,9 +183,10 @@ proptest! {
     fn lone_winners_rise_lone_losers_fall_and_variance_shrinks_at_most_to_kappa(
         teams in teams(),
         tau in 0.0..1.0f64,
+        model in models(),
     ) {
         prop_assume!(teams.iter().any(|(rank, _)| *rank != teams[0].0));
-        let params = WengLinParams { tau, ..WengLinParams::default() };
+        let params = WengLinParams { tau, model, ..WengLinParams::default() };
         let (round, priors) = round_of(&teams);
         let refs: Vec<&WengLinState> = priors.iter().collect();
         let rated = WengLin::rate(&params, &round, &refs).expect("a valid round");
@@ -124,8 +208,12 @@ proptest! {
     }
 
     #[test]
-    fn the_order_standings_are_listed_in_does_not_matter(teams in teams(), rotate in 0..32usize) {
-        let params = WengLinParams::default();
+    fn the_order_standings_are_listed_in_does_not_matter(
+        teams in teams(),
+        rotate in 0..32usize,
+        model in models(),
+    ) {
+        let params = WengLinParams { model, ..WengLinParams::default() };
         let (round, priors) = round_of(&teams);
         let refs: Vec<&WengLinState> = priors.iter().collect();
         let rated = WengLin::rate(&params, &round, &refs).expect("a valid round");
@@ -137,6 +225,66 @@ proptest! {
         for (j, &i) in order.iter().enumerate() {
             prop_assert_eq!(again[j].state.mu.to_bits(), rated[i].state.mu.to_bits());
             prop_assert_eq!(again[j].state.sigma.to_bits(), rated[i].state.sigma.to_bits());
+        }
+    }
+}
+
+#[test]
+fn plackett_luce_moves_as_worked_by_hand() {
+    // Weng & Lin's Algorithm 4 worked by hand (a short script, not this crate) with OpenSkill's
+    // defaults and τ = 0: three newcomers finishing 1, 2, 3; and (30, 4²) ahead of (20, 7²)
+    // and (25, 2²), who tie.
+    let params = WengLinParams {
+        tau: 0.0,
+        model: WengLinModel::PlackettLuce,
+        ..WengLinParams::default()
+    };
+    let cases = [
+        (
+            vec![
+                (1, 25.0, 25.0 / 3.0),
+                (2, 25.0, 25.0 / 3.0),
+                (3, 25.0, 25.0 / 3.0),
+            ],
+            [
+                (27.868_876_552_746_237, 8.204_837_030_780_652),
+                (25.717_219_138_186_557, 8.057_829_747_583_876),
+                (21.413_904_309_067_206, 8.057_829_747_583_876),
+            ],
+        ),
+        (
+            vec![(1, 30.0, 4.0), (2, 20.0, 7.0), (2, 25.0, 2.0)],
+            [
+                (30.740_526_511_397_945, 3.975_918_538_523_419),
+                (19.616_671_211_173_966, 6.633_433_891_944_482),
+                (24.846_160_518_177_13, 1.997_284_187_247_358_6),
+            ],
+        ),
+    ];
+    for (players, want) in cases {
+        let round = Round::new(
+            players
+                .iter()
+                .enumerate()
+                .map(|(i, &(rank, ..))| Standing::solo(format!("p{i}"), rank))
+                .collect(),
+        );
+        let priors: Vec<WengLinState> = players
+            .iter()
+            .map(|&(_, mu, sigma)| WengLinState {
+                mu,
+                sigma,
+                rounds: 0,
+            })
+            .collect();
+        let refs: Vec<&WengLinState> = priors.iter().collect();
+        let rated = WengLin::rate(&params, &round, &refs).expect("a valid round");
+        for (got, (mu, sigma)) in rated.iter().zip(want) {
+            assert!((got.state.mu - mu).abs() < 1e-12, "{got:?} vs {mu}");
+            assert!(
+                (got.state.sigma - sigma).abs() < 1e-12,
+                "{got:?} vs {sigma}"
+            );
         }
     }
 }
