@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use mmr_service::engine::{
-    rate_round, Factor, Params, PlayerState, Population, Round, Standing, SystemParams,
-    SystemState, TrueSkillParams, TrueSkillState, WengLinModel, WengLinParams, WengLinState,
+    rate_round, Factor, Glicko2Params, Glicko2State, Params, PlayerState, Population, Round,
+    Standing, SystemParams, SystemState, TrueSkillParams, TrueSkillState, WengLinModel,
+    WengLinParams, WengLinState,
 };
 use mmr_service::replay::{input, InputFormat};
 use multi_skill::data_processing::Contest;
@@ -188,8 +189,9 @@ fn replays(c: &mut Criterion) {
 }
 
 /// The other systems in Elo-MMR's units (μ₀ = 1500, σ₀ = 350, β = 200), so that the same
-/// spread priors and datasets suit them.
-fn other_systems() -> [(&'static str, SystemParams); 3] {
+/// spread priors and datasets suit them, each with the size of its single-round bench: the
+/// O(N²) systems take 10,000 entrants (100,000 would take about a minute a sample).
+fn other_systems() -> [(&'static str, SystemParams, usize); 4] {
     let defaults = Params::default();
     let weng_lin = WengLinParams {
         beta: defaults.beta,
@@ -199,13 +201,14 @@ fn other_systems() -> [(&'static str, SystemParams); 3] {
         ..WengLinParams::default()
     };
     [
-        ("weng_lin", SystemParams::WengLin(weng_lin)),
+        ("weng_lin", SystemParams::WengLin(weng_lin), 10_000),
         (
             "weng_lin_pl",
             SystemParams::WengLin(WengLinParams {
                 model: WengLinModel::PlackettLuce,
                 ..weng_lin
             }),
+            100_000,
         ),
         (
             "trueskill",
@@ -216,6 +219,12 @@ fn other_systems() -> [(&'static str, SystemParams); 3] {
                 sigma_init: defaults.sigma_init,
                 ..TrueSkillParams::default()
             }),
+            100_000,
+        ),
+        (
+            "glicko2",
+            SystemParams::Glicko2(Glicko2Params::default()),
+            10_000,
         ),
     ]
 }
@@ -226,6 +235,12 @@ fn as_state(system: &SystemParams, prior: &PlayerState) -> SystemState {
     match system {
         SystemParams::WengLin(_) => SystemState::WengLin(WengLinState { mu, sigma, rounds }),
         SystemParams::TrueSkill(_) => SystemState::TrueSkill(TrueSkillState { mu, sigma, rounds }),
+        SystemParams::Glicko2(p) => SystemState::Glicko2(Glicko2State {
+            mu,
+            sigma,
+            volatility: p.volatility_init,
+            rounds,
+        }),
         SystemParams::EloMmr(_) => SystemState::EloMmr(prior.clone()),
     }
 }
@@ -233,9 +248,7 @@ fn as_state(system: &SystemParams, prior: &PlayerState) -> SystemState {
 fn systems(c: &mut Criterion) {
     let mut group = c.benchmark_group("systems");
     group.sample_size(10);
-    for (name, system) in other_systems() {
-        // Bradley-Terry is O(N²) per round: 100,000 entrants would take about a minute a sample.
-        let n = if name == "weng_lin" { 10_000 } else { 100_000 };
+    for (name, system, n) in other_systems() {
         let (round, priors) = spread_round(n, 0);
         let states: Vec<SystemState> = priors.iter().map(|p| as_state(&system, p)).collect();
         let refs: Vec<&SystemState> = states.iter().collect();
@@ -253,7 +266,7 @@ fn systems(c: &mut Criterion) {
             Ok(rounds) => rounds.into_iter().map(|r| r.round).collect(),
             Err(error) => panic!("{}: {error}", path.display()),
         };
-        for (system_name, system) in other_systems() {
+        for (system_name, system, _) in other_systems() {
             group.bench_function(format!("{system_name}/replay/{name}"), |b| {
                 b.iter(|| {
                     let mut population = Population::new(system.clone()).expect("valid");

@@ -133,6 +133,8 @@ pub enum SystemArg {
     /// TrueSkill.
     #[value(name = "trueskill")]
     TrueSkill,
+    /// Glicko-2.
+    Glicko2,
 }
 
 /// Splits `KEY=VALUE`.
@@ -222,6 +224,9 @@ impl ReplayArgs {
             ),
             SystemArg::TrueSkill => SystemParams::TrueSkill(
                 serde_path_to_error::deserialize(params).map_err(invalid("trueskill"))?,
+            ),
+            SystemArg::Glicko2 => SystemParams::Glicko2(
+                serde_path_to_error::deserialize(params).map_err(invalid("glicko2"))?,
             ),
         })
     }

@@ -15,8 +15,8 @@ use utoipa::openapi::schema::{Object, ObjectBuilder, OneOfBuilder, Schema, Schem
 use utoipa::ToSchema;
 
 use crate::engine::{
-    self, Params, SystemName, SystemParams, Ties, TrueSkillParams, Variant, WengLinModel,
-    WengLinParams,
+    self, Glicko2Params, Params, SystemName, SystemParams, Ties, TrueSkillParams, Variant,
+    WengLinModel, WengLinParams,
 };
 
 /// The compiled-in base layer.
@@ -163,7 +163,7 @@ impl fmt::Debug for KeySettings {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ParamsOverrides {
-    /// The rating system: `elo_mmr` (the default), `weng_lin` or `trueskill`.
+    /// The rating system: `elo_mmr` (the default), `weng_lin`, `trueskill` or `glicko2`.
     #[schema(schema_with = system_schema)]
     pub system: Option<SystemName>,
     /// `logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).
@@ -197,9 +197,12 @@ pub struct ParamsOverrides {
     #[schema(exclusive_minimum = 0.0, maximum = 1.0)]
     pub kappa: Option<f64>,
     /// Weng-Lin and TrueSkill: skill drift (std) added to every participant before each
-    /// round; >= 0.
+    /// round; >= 0. Glicko-2: its system constant, how far one round may move a volatility.
     #[schema(minimum = 0.0)]
     pub tau: Option<f64>,
+    /// Glicko-2 only: a new player's volatility, in (0, 10].
+    #[schema(exclusive_minimum = 0.0, maximum = 10.0)]
+    pub volatility_init: Option<f64>,
     /// Weng-Lin only: `bradley_terry` (full pairing, the default) or `plackett_luce`.
     #[schema(schema_with = model_schema)]
     pub model: Option<WengLinModel>,
@@ -220,9 +223,9 @@ fn optional_choice(values: &[&str], description: &str) -> Object {
 
 fn system_schema() -> Object {
     optional_choice(
-        &["elo_mmr", "weng_lin", "trueskill"],
+        &["elo_mmr", "weng_lin", "trueskill", "glicko2"],
         "The rating system: `elo_mmr` (Elo-MMR, the default), `weng_lin` (Weng-Lin, \
-         OpenSkill's Bradley-Terry full pairing or Plackett-Luce, by `model`) or `trueskill` (TrueSkill).",
+         OpenSkill's Bradley-Terry full pairing or Plackett-Luce, by `model`), `trueskill` (TrueSkill) or `glicko2` (Glicko-2).",
     )
 }
 
@@ -316,6 +319,7 @@ impl ParamsOverrides {
             ],
             SystemName::WengLin => &["beta", "kappa", "tau", "mu_init", "sigma_init", "model"],
             SystemName::TrueSkill => &["beta", "tau", "draw_probability", "mu_init", "sigma_init"],
+            SystemName::Glicko2 => &["tau", "mu_init", "sigma_init", "volatility_init"],
         };
         let set = [
             ("variant", self.variant.is_some()),
@@ -331,6 +335,7 @@ impl ParamsOverrides {
             ("tau", self.tau.is_some()),
             ("draw_probability", self.draw_probability.is_some()),
             ("model", self.model.is_some()),
+            ("volatility_init", self.volatility_init.is_some()),
         ];
         if let Some(&(name, _)) = set.iter().find(|(name, set)| *set && !own.contains(name)) {
             return Err(engine::Error::parameter(
@@ -369,6 +374,15 @@ impl ParamsOverrides {
                     draw_probability: self.draw_probability.unwrap_or(base.draw_probability),
                     mu_init: self.mu_init.unwrap_or(base.mu_init),
                     sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
+                })
+            }
+            SystemName::Glicko2 => {
+                let base = Glicko2Params::default();
+                SystemParams::Glicko2(Glicko2Params {
+                    tau: self.tau.unwrap_or(base.tau),
+                    mu_init: self.mu_init.unwrap_or(base.mu_init),
+                    sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
+                    volatility_init: self.volatility_init.unwrap_or(base.volatility_init),
                 })
             }
         })

@@ -35,6 +35,21 @@ pub enum ParamsResponse {
     WengLin(WengLinParamsResponse),
     /// TrueSkill's.
     TrueSkill(TrueSkillParamsResponse),
+    /// Glicko-2's.
+    Glicko2(Glicko2ParamsResponse),
+}
+
+/// Glicko-2's parameters.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Glicko2ParamsResponse {
+    /// The system constant τ: how far one round may move a volatility.
+    pub tau: f64,
+    /// A new player's rating.
+    pub mu_init: f64,
+    /// A new player's rating deviation.
+    pub sigma_init: f64,
+    /// A new player's volatility.
+    pub volatility_init: f64,
 }
 
 /// TrueSkill's parameters.
@@ -119,6 +134,12 @@ impl From<&SystemParams> for ParamsResponse {
                 draw_probability: p.draw_probability,
                 mu_init: p.mu_init,
                 sigma_init: p.sigma_init,
+            }),
+            SystemParams::Glicko2(p) => Self::Glicko2(Glicko2ParamsResponse {
+                tau: p.tau,
+                mu_init: p.mu_init,
+                sigma_init: p.sigma_init,
+                volatility_init: p.volatility_init,
             }),
         }
     }

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::elo_mmr::EloMmr;
+use super::glicko2::{Glicko2, Glicko2Params, Glicko2State};
 use super::params::Params;
 use super::player::PlayerState;
 use super::rating::{Rating, RatingChange};
@@ -28,6 +29,8 @@ pub enum SystemParams {
     /// TrueSkill.
     #[serde(rename = "trueskill")]
     TrueSkill(TrueSkillParams),
+    /// Glicko-2.
+    Glicko2(Glicko2Params),
 }
 
 /// A rating system's name, as requests and responses spell it.
@@ -42,6 +45,8 @@ pub enum SystemName {
     /// TrueSkill.
     #[serde(rename = "trueskill")]
     TrueSkill,
+    /// Glicko-2.
+    Glicko2,
 }
 
 /// One player's state in the pool's rating system.
@@ -53,6 +58,8 @@ pub enum SystemState {
     WengLin(WengLinState),
     /// TrueSkill's Gaussian belief.
     TrueSkill(TrueSkillState),
+    /// Glicko-2's rating, deviation and volatility.
+    Glicko2(Glicko2State),
 }
 
 /// One participant's outcome of [`SystemParams::apply`].
@@ -72,6 +79,7 @@ impl SystemName {
             Self::EloMmr => "elo_mmr",
             Self::WengLin => "weng_lin",
             Self::TrueSkill => "trueskill",
+            Self::Glicko2 => "glicko2",
         }
     }
 }
@@ -90,6 +98,7 @@ impl SystemParams {
             Self::EloMmr(_) => SystemName::EloMmr,
             Self::WengLin(_) => SystemName::WengLin,
             Self::TrueSkill(_) => SystemName::TrueSkill,
+            Self::Glicko2(_) => SystemName::Glicko2,
         }
     }
 
@@ -99,6 +108,7 @@ impl SystemParams {
             Self::EloMmr(p) => EloMmr::validate(p),
             Self::WengLin(p) => WengLin::validate(p),
             Self::TrueSkill(p) => TrueSkill::validate(p),
+            Self::Glicko2(p) => Glicko2::validate(p),
         }
     }
 
@@ -109,6 +119,7 @@ impl SystemParams {
             Self::EloMmr(p) => SystemState::EloMmr(EloMmr::newcomer(p)),
             Self::WengLin(p) => SystemState::WengLin(WengLin::newcomer(p)),
             Self::TrueSkill(p) => SystemState::TrueSkill(TrueSkill::newcomer(p)),
+            Self::Glicko2(p) => SystemState::Glicko2(Glicko2::newcomer(p)),
         }
     }
 
@@ -118,6 +129,7 @@ impl SystemParams {
             Self::EloMmr(p) => EloMmr::check_round(p, round),
             Self::WengLin(p) => WengLin::check_round(p, round),
             Self::TrueSkill(p) => TrueSkill::check_round(p, round),
+            Self::Glicko2(p) => Glicko2::check_round(p, round),
         }
     }
 
@@ -129,6 +141,7 @@ impl SystemParams {
             Self::EloMmr(p) => applied::<EloMmr>(p, round, priors, SystemState::EloMmr),
             Self::WengLin(p) => applied::<WengLin>(p, round, priors, SystemState::WengLin),
             Self::TrueSkill(p) => applied::<TrueSkill>(p, round, priors, SystemState::TrueSkill),
+            Self::Glicko2(p) => applied::<Glicko2>(p, round, priors, SystemState::Glicko2),
         }
     }
 
@@ -139,6 +152,7 @@ impl SystemParams {
             Self::EloMmr(p) => EloMmr::model(p),
             Self::WengLin(p) => WengLin::model(p),
             Self::TrueSkill(p) => TrueSkill::model(p),
+            Self::Glicko2(p) => Glicko2::model(p),
         }
     }
 
@@ -149,6 +163,7 @@ impl SystemParams {
             Self::EloMmr(p) => Ok(EloMmr::performance(p, &own(members)?)),
             Self::WengLin(p) => Ok(WengLin::performance(p, &own(members)?)),
             Self::TrueSkill(p) => Ok(TrueSkill::performance(p, &own(members)?)),
+            Self::Glicko2(p) => Ok(Glicko2::performance(p, &own(members)?)),
         }
     }
 }
@@ -161,6 +176,7 @@ impl SystemState {
             Self::EloMmr(s) => EloMmr::rating(s),
             Self::WengLin(s) => WengLin::rating(s),
             Self::TrueSkill(s) => TrueSkill::rating(s),
+            Self::Glicko2(s) => Glicko2::rating(s),
         }
     }
 
@@ -171,6 +187,7 @@ impl SystemState {
             Self::EloMmr(s) => EloMmr::rounds(s),
             Self::WengLin(s) => WengLin::rounds(s),
             Self::TrueSkill(s) => TrueSkill::rounds(s),
+            Self::Glicko2(s) => Glicko2::rounds(s),
         }
     }
 }
@@ -197,6 +214,7 @@ macro_rules! state_of {
 state_of!(EloMmr, PlayerState);
 state_of!(WengLin, WengLinState);
 state_of!(TrueSkill, TrueSkillState);
+state_of!(Glicko2, Glicko2State);
 
 /// Each of `states` as system `S`'s state; the first of another system is an error.
 fn own<'a, S>(states: &[&'a SystemState]) -> Result<Vec<&'a S>, Error>

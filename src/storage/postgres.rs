@@ -32,16 +32,17 @@ const LOCK_APPLY: &str = "SELECT pg_advisory_xact_lock($1, hashtext($2))";
 /// Upserts the beliefs of every entrant of a round, without their factors, in one statement.
 const UPSERT_PLAYERS: &str = "
     INSERT INTO players (pool, player, mu, sigma, rounds, last_round_id, last_round_time,
-                         p0, w0, log_decay, last_time)
-    SELECT $1, u.player, u.mu, u.sigma, u.rounds, $2, $3, u.p0, u.w0, u.log_decay, u.last_time
+                         p0, w0, log_decay, last_time, volatility)
+    SELECT $1, u.player, u.mu, u.sigma, u.rounds, $2, $3, u.p0, u.w0, u.log_decay, u.last_time,
+           u.volatility
     FROM UNNEST($4::TEXT[], $5::FLOAT8[], $6::FLOAT8[], $7::INT8[], $8::FLOAT8[], $9::FLOAT8[],
-                $10::FLOAT8[], $11::INT8[])
-         AS u (player, mu, sigma, rounds, p0, w0, log_decay, last_time)
+                $10::FLOAT8[], $11::INT8[], $12::FLOAT8[])
+         AS u (player, mu, sigma, rounds, p0, w0, log_decay, last_time, volatility)
     ON CONFLICT (pool, player) DO UPDATE SET
         mu = EXCLUDED.mu, sigma = EXCLUDED.sigma, rounds = EXCLUDED.rounds,
         last_round_id = EXCLUDED.last_round_id, last_round_time = EXCLUDED.last_round_time,
         p0 = EXCLUDED.p0, w0 = EXCLUDED.w0, log_decay = EXCLUDED.log_decay,
-        last_time = EXCLUDED.last_time";
+        last_time = EXCLUDED.last_time, volatility = EXCLUDED.volatility";
 
 /// Inserts the factors a round added, in one statement.
 const INSERT_FACTORS: &str = "
@@ -114,6 +115,7 @@ struct StateArrays<'a> {
     w0s: Vec<Option<f64>>,
     log_decays: Vec<Option<f64>>,
     last_times: Vec<Option<i64>>,
+    volatilities: Vec<Option<f64>>,
 }
 
 impl<'a> StateArrays<'a> {
@@ -127,6 +129,7 @@ impl<'a> StateArrays<'a> {
             w0s: Vec::with_capacity(n),
             log_decays: Vec::with_capacity(n),
             last_times: Vec::with_capacity(n),
+            volatilities: Vec::with_capacity(n),
         }
     }
 
@@ -140,6 +143,7 @@ impl<'a> StateArrays<'a> {
         self.w0s.push(columns.w0);
         self.log_decays.push(columns.log_decay);
         self.last_times.push(columns.last_time);
+        self.volatilities.push(columns.volatility);
     }
 }
 
@@ -242,6 +246,7 @@ impl Dialect for Pg {
             .bind(&states.w0s)
             .bind(&states.log_decays)
             .bind(&states.last_times)
+            .bind(&states.volatilities)
             .execute(&mut *tx)
             .await?;
         if !added.players.is_empty() {

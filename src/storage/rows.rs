@@ -11,8 +11,8 @@ use super::{
     RoundStatus, StoredPlayer,
 };
 use crate::engine::{
-    Factor, PlayerState, Rating, RatingChange, SystemParams, SystemState, TrueSkillState,
-    WengLinState,
+    Factor, Glicko2State, PlayerState, Rating, RatingChange, SystemParams, SystemState,
+    TrueSkillState, WengLinState,
 };
 
 /// A pool's rating system and its parameters as stored in `pools`: the system's name and its
@@ -172,7 +172,7 @@ impl ResultRow {
 }
 
 /// A row of `sql::SELECT_PLAYERS`: a state without its factors. `p0`, `w0` and `log_decay`
-/// are Elo-MMR's, NULL for the players of other systems.
+/// are Elo-MMR's and `volatility` Glicko-2's, NULL for the players of other systems.
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct PlayerRow {
     player: String,
@@ -183,6 +183,7 @@ pub(super) struct PlayerRow {
     w0: Option<f64>,
     log_decay: Option<f64>,
     last_time: Option<i64>,
+    volatility: Option<f64>,
     last_round_id: String,
     last_round_time: Option<i64>,
 }
@@ -264,6 +265,14 @@ pub(super) fn join_players(
                     sigma: row.sigma,
                     rounds,
                 }),
+                SystemParams::Glicko2(_) => SystemState::Glicko2(Glicko2State {
+                    mu: row.mu,
+                    sigma: row.sigma,
+                    volatility: row.volatility.ok_or_else(|| {
+                        Error::Corrupt(format!("player `{}`: no volatility", row.player))
+                    })?,
+                    rounds,
+                }),
             };
             Ok(StoredPlayer {
                 state,
@@ -289,6 +298,7 @@ pub(super) struct StateColumns<'a> {
     pub(super) w0: Option<f64>,
     pub(super) log_decay: Option<f64>,
     pub(super) last_time: Option<i64>,
+    pub(super) volatility: Option<f64>,
     /// Only Elo-MMR keeps factors.
     pub(super) factors: Option<FactorWrites<'a>>,
 }
@@ -303,6 +313,7 @@ impl<'a> StateColumns<'a> {
                 w0: Some(belief.w0),
                 log_decay: Some(belief.log_decay),
                 last_time: belief.last_time,
+                volatility: None,
                 factors: Some(FactorWrites::of(belief)?),
             },
             SystemState::WengLin(WengLinState { rounds, .. })
@@ -312,6 +323,16 @@ impl<'a> StateColumns<'a> {
                 w0: None,
                 log_decay: None,
                 last_time: None,
+                volatility: None,
+                factors: None,
+            },
+            SystemState::Glicko2(belief) => Self {
+                rounds: to_i64(belief.rounds, "rounds")?,
+                p0: None,
+                w0: None,
+                log_decay: None,
+                last_time: None,
+                volatility: Some(belief.volatility),
                 factors: None,
             },
         })

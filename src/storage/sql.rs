@@ -89,7 +89,7 @@ pub(super) const SELECT_RESULTS: &str = "
 
 /// Every player of pool `$1`, their belief without its factors.
 pub(super) const SELECT_PLAYERS: &str = "
-    SELECT player, mu, sigma, rounds, p0, w0, log_decay, last_time, last_round_id,
+    SELECT player, mu, sigma, rounds, p0, w0, log_decay, last_time, volatility, last_round_id,
            last_round_time
     FROM players WHERE pool = $1 ORDER BY player";
 

@@ -21,7 +21,7 @@ use super::{sql, AppliedEntrant, AppliedRound, Error};
 const MAX_BOUND_PARAMETERS: usize = 32_766;
 
 /// Columns bound per row of `players`.
-const PLAYER_COLUMNS: usize = 11;
+const PLAYER_COLUMNS: usize = 12;
 
 /// Columns bound per row of `factors`.
 const FACTOR_COLUMNS: usize = 7;
@@ -41,14 +41,14 @@ const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 /// Upserts entrants' beliefs; the `VALUES` rows go between this and [`UPSERT_PLAYERS_TAIL`].
 const UPSERT_PLAYERS_HEAD: &str = "INSERT INTO players
     (pool, player, mu, sigma, rounds, last_round_id, last_round_time, p0, w0, log_decay,
-     last_time) ";
+     last_time, volatility) ";
 
 /// See [`UPSERT_PLAYERS_HEAD`].
 const UPSERT_PLAYERS_TAIL: &str = " ON CONFLICT (pool, player) DO UPDATE SET
     mu = excluded.mu, sigma = excluded.sigma, rounds = excluded.rounds,
     last_round_id = excluded.last_round_id, last_round_time = excluded.last_round_time,
     p0 = excluded.p0, w0 = excluded.w0, log_decay = excluded.log_decay,
-    last_time = excluded.last_time";
+    last_time = excluded.last_time, volatility = excluded.volatility";
 
 /// Inserts factors; the `VALUES` rows follow.
 const INSERT_FACTORS_HEAD: &str = "INSERT INTO factors
@@ -164,7 +164,8 @@ async fn upsert_players(
                 .push_bind(columns.p0)
                 .push_bind(columns.w0)
                 .push_bind(columns.log_decay)
-                .push_bind(columns.last_time);
+                .push_bind(columns.last_time)
+                .push_bind(columns.volatility);
         });
         query.push(UPSERT_PLAYERS_TAIL);
         query.build().execute(&mut *tx).await?;

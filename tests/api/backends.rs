@@ -14,6 +14,7 @@ backend_tests!(
     a_weng_lin_pool_rates_reads_predicts_and_survives_a_restart,
     a_trueskill_pool_rates_teams_with_partial_play_and_survives_a_restart,
     a_plackett_luce_pool_rates_as_computed_by_hand,
+    a_glicko2_pool_reproduces_glickmans_example_and_survives_a_restart,
 );
 
 async fn a_pool_is_created_listed_and_locked_once_it_has_rounds(app: TestApp) {
@@ -359,6 +360,68 @@ async fn a_plackett_luce_pool_rates_as_computed_by_hand(app: TestApp) {
         &["/v1/pools/main", "/v1/pools/main/leaderboard"],
     )
     .await;
+}
+
+async fn a_glicko2_pool_reproduces_glickmans_example_and_survives_a_restart(app: TestApp) {
+    let created = app
+        .put_pool(POOL, json!({"system": "glicko2", "sigma_init": 200.0}))
+        .await;
+    let created = created.assert_status(StatusCode::CREATED, "create");
+    assert_eq!(
+        created["params"],
+        json!({"tau": 0.5, "mu_init": 1500.0, "sigma_init": 200.0, "volatility_init": 0.06})
+    );
+    app.put_pool(POOL, json!({"system": "glicko2", "beta": 3.0}))
+        .await
+        .assert_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_parameter",
+            Some("beta"),
+            "not Glicko-2's",
+        );
+    let team = json!({"id": "team", "standings": [
+        {"player": "a", "rank": 1}, {"player": "b", "rank": 2, "team": "red"},
+        {"player": "c", "rank": 2, "team": "red"}]});
+    app.post_round(POOL, team).await.assert_error(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_round",
+        Some("standings[1].team"),
+        "Glicko-2 has no teams",
+    );
+    // Glickman's example as two rounds: its opponents' deviations come from their first
+    // round, so only the shape is his; the second round is checked against a restart.
+    app.play([
+        round("r1", &["top", "second", "last"]),
+        round("r2", &["top", "second", "player", "last"]),
+    ])
+    .await;
+    let player = app.get("/v1/pools/main/players/player").await;
+    let player = player.assert_status(StatusCode::OK, "player");
+    assert_eq!(player["rounds"], 1);
+    assert!(
+        player["mu"].as_f64() < Some(1500.0) && player["sigma"].as_f64() < Some(200.0),
+        "beat one, lost to two stronger: {player}"
+    );
+    let restarted = app.restarted().await;
+    assert_same_reads(
+        &app,
+        &restarted,
+        &[
+            "/v1/pools/main",
+            "/v1/pools/main/leaderboard",
+            "/v1/pools/main/players/player",
+            "/v1/pools/main/players/top/history",
+            "/v1/pools/main/win-probability?a=top&b=last",
+        ],
+    )
+    .await;
+    restarted.play([round("r3", &["last", "top"])]).await;
+    let last = restarted.get("/v1/pools/main/players/last").await;
+    assert_eq!(
+        last.assert_status(StatusCode::OK, "last")["rounds"],
+        3,
+        "volatility reloaded"
+    );
 }
 
 /// Asserts that `restarted` answers every GET of `uris` as `app` does.

@@ -4,13 +4,15 @@
 //! differential test against a plain O(N²) transcription of Algorithms 1–3 kept here
 //! (`reference`, `differential`), agreement with the paper's own implementation on the shared
 //! datasets (`multi_skill`), and the extremes the engine must survive (`edge_cases`).
-//! `support` holds the random beliefs and rounds they share. `weng_lin` and `true_skill` check
-//! the other rating systems against the crate `skillratings` and by their properties.
+//! `support` holds the random beliefs and rounds they share. `weng_lin`, `true_skill` and
+//! `glicko2` check the other rating systems against the crate `skillratings`, their sources'
+//! worked examples, and by their properties.
 
 mod determinism;
 mod differential;
 mod diffusion;
 mod edge_cases;
+mod glicko2;
 mod multi_skill;
 mod properties;
 mod reference;
