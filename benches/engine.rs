@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use mmr_service::engine::{
-    rate_round, Factor, Glicko2Params, Glicko2State, Params, PlayerState, Population, Round,
-    Standing, SystemParams, SystemState, TrueSkillParams, TrueSkillState, WengLinModel,
-    WengLinParams, WengLinState,
+    rate_round, CodeforcesParams, CodeforcesState, Factor, Glicko2Params, Glicko2State, Params,
+    PlayerState, Population, Round, Standing, SystemParams, SystemState, TrueSkillParams,
+    TrueSkillState, WengLinModel, WengLinParams, WengLinState,
 };
 use mmr_service::replay::{input, InputFormat};
 use multi_skill::data_processing::Contest;
@@ -191,7 +191,7 @@ fn replays(c: &mut Criterion) {
 /// The other systems in Elo-MMR's units (μ₀ = 1500, σ₀ = 350, β = 200), so that the same
 /// spread priors and datasets suit them, each with the size of its single-round bench: the
 /// O(N²) systems take 10,000 entrants (100,000 would take about a minute a sample).
-fn other_systems() -> [(&'static str, SystemParams, usize); 4] {
+fn other_systems() -> [(&'static str, SystemParams, usize); 5] {
     let defaults = Params::default();
     let weng_lin = WengLinParams {
         beta: defaults.beta,
@@ -226,6 +226,11 @@ fn other_systems() -> [(&'static str, SystemParams, usize); 4] {
             SystemParams::Glicko2(Glicko2Params::default()),
             10_000,
         ),
+        (
+            "codeforces",
+            SystemParams::Codeforces(CodeforcesParams::default()),
+            100_000,
+        ),
     ]
 }
 
@@ -235,6 +240,9 @@ fn as_state(system: &SystemParams, prior: &PlayerState) -> SystemState {
     match system {
         SystemParams::WengLin(_) => SystemState::WengLin(WengLinState { mu, sigma, rounds }),
         SystemParams::TrueSkill(_) => SystemState::TrueSkill(TrueSkillState { mu, sigma, rounds }),
+        SystemParams::Codeforces(_) => {
+            SystemState::Codeforces(CodeforcesState { mu, sigma, rounds })
+        }
         SystemParams::Glicko2(p) => SystemState::Glicko2(Glicko2State {
             mu,
             sigma,

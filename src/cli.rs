@@ -135,6 +135,8 @@ pub enum SystemArg {
     TrueSkill,
     /// Glicko-2.
     Glicko2,
+    /// Codeforces' system, as the Elo-MMR paper evaluates it.
+    Codeforces,
 }
 
 /// Splits `KEY=VALUE`.
@@ -227,6 +229,9 @@ impl ReplayArgs {
             ),
             SystemArg::Glicko2 => SystemParams::Glicko2(
                 serde_path_to_error::deserialize(params).map_err(invalid("glicko2"))?,
+            ),
+            SystemArg::Codeforces => SystemParams::Codeforces(
+                serde_path_to_error::deserialize(params).map_err(invalid("codeforces"))?,
             ),
         })
     }

@@ -15,8 +15,8 @@ use utoipa::openapi::schema::{Object, ObjectBuilder, OneOfBuilder, Schema, Schem
 use utoipa::ToSchema;
 
 use crate::engine::{
-    self, Glicko2Params, Params, SystemName, SystemParams, Ties, TrueSkillParams, Variant,
-    WengLinModel, WengLinParams,
+    self, CodeforcesParams, Glicko2Params, Params, SystemName, SystemParams, Ties, TrueSkillParams,
+    Variant, WengLinModel, WengLinParams,
 };
 
 /// The compiled-in base layer.
@@ -163,7 +163,8 @@ impl fmt::Debug for KeySettings {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ParamsOverrides {
-    /// The rating system: `elo_mmr` (the default), `weng_lin`, `trueskill` or `glicko2`.
+    /// The rating system: `elo_mmr` (the default), `weng_lin`, `trueskill`, `glicko2` or
+    /// `codeforces`.
     #[schema(schema_with = system_schema)]
     pub system: Option<SystemName>,
     /// `logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).
@@ -200,6 +201,9 @@ pub struct ParamsOverrides {
     /// round; >= 0. Glicko-2: its system constant, how far one round may move a volatility.
     #[schema(minimum = 0.0)]
     pub tau: Option<f64>,
+    /// Codeforces only: how much a round's performance weighs against the old rating.
+    #[schema(exclusive_minimum = 0.0)]
+    pub weight_multiplier: Option<f64>,
     /// Glicko-2 only: a new player's volatility, in (0, 10].
     #[schema(exclusive_minimum = 0.0, maximum = 10.0)]
     pub volatility_init: Option<f64>,
@@ -223,9 +227,10 @@ fn optional_choice(values: &[&str], description: &str) -> Object {
 
 fn system_schema() -> Object {
     optional_choice(
-        &["elo_mmr", "weng_lin", "trueskill", "glicko2"],
+        &["elo_mmr", "weng_lin", "trueskill", "glicko2", "codeforces"],
         "The rating system: `elo_mmr` (Elo-MMR, the default), `weng_lin` (Weng-Lin, \
-         OpenSkill's Bradley-Terry full pairing or Plackett-Luce, by `model`), `trueskill` (TrueSkill) or `glicko2` (Glicko-2).",
+         OpenSkill's Bradley-Terry full pairing or Plackett-Luce, by `model`), `trueskill` (TrueSkill), `glicko2` (Glicko-2) or `codeforces` (Codeforces' system as \
+         the Elo-MMR paper evaluates it).",
     )
 }
 
@@ -320,6 +325,7 @@ impl ParamsOverrides {
             SystemName::WengLin => &["beta", "kappa", "tau", "mu_init", "sigma_init", "model"],
             SystemName::TrueSkill => &["beta", "tau", "draw_probability", "mu_init", "sigma_init"],
             SystemName::Glicko2 => &["tau", "mu_init", "sigma_init", "volatility_init"],
+            SystemName::Codeforces => &["beta", "weight_multiplier", "mu_init", "sigma_init"],
         };
         let set = [
             ("variant", self.variant.is_some()),
@@ -336,6 +342,7 @@ impl ParamsOverrides {
             ("draw_probability", self.draw_probability.is_some()),
             ("model", self.model.is_some()),
             ("volatility_init", self.volatility_init.is_some()),
+            ("weight_multiplier", self.weight_multiplier.is_some()),
         ];
         if let Some(&(name, _)) = set.iter().find(|(name, set)| *set && !own.contains(name)) {
             return Err(engine::Error::parameter(
@@ -383,6 +390,15 @@ impl ParamsOverrides {
                     mu_init: self.mu_init.unwrap_or(base.mu_init),
                     sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
                     volatility_init: self.volatility_init.unwrap_or(base.volatility_init),
+                })
+            }
+            SystemName::Codeforces => {
+                let base = CodeforcesParams::default();
+                SystemParams::Codeforces(CodeforcesParams {
+                    beta: self.beta.unwrap_or(base.beta),
+                    weight_multiplier: self.weight_multiplier.unwrap_or(base.weight_multiplier),
+                    mu_init: self.mu_init.unwrap_or(base.mu_init),
+                    sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
                 })
             }
         })

@@ -37,6 +37,21 @@ pub enum ParamsResponse {
     TrueSkill(TrueSkillParamsResponse),
     /// Glicko-2's.
     Glicko2(Glicko2ParamsResponse),
+    /// Codeforces'.
+    Codeforces(CodeforcesParamsResponse),
+}
+
+/// Codeforces' parameters.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CodeforcesParamsResponse {
+    /// Performance spread β in a round of weight 1.
+    pub beta: f64,
+    /// How much a round's performance weighs against the old rating.
+    pub weight_multiplier: f64,
+    /// A new player's rating.
+    pub mu_init: f64,
+    /// The σ shown for every player.
+    pub sigma_init: f64,
 }
 
 /// Glicko-2's parameters.
@@ -140,6 +155,12 @@ impl From<&SystemParams> for ParamsResponse {
                 mu_init: p.mu_init,
                 sigma_init: p.sigma_init,
                 volatility_init: p.volatility_init,
+            }),
+            SystemParams::Codeforces(p) => Self::Codeforces(CodeforcesParamsResponse {
+                beta: p.beta,
+                weight_multiplier: p.weight_multiplier,
+                mu_init: p.mu_init,
+                sigma_init: p.sigma_init,
             }),
         }
     }

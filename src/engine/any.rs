@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::codeforces::{Codeforces, CodeforcesParams, CodeforcesState};
 use super::elo_mmr::EloMmr;
 use super::glicko2::{Glicko2, Glicko2Params, Glicko2State};
 use super::params::Params;
@@ -31,6 +32,8 @@ pub enum SystemParams {
     TrueSkill(TrueSkillParams),
     /// Glicko-2.
     Glicko2(Glicko2Params),
+    /// Codeforces' system, as the Elo-MMR paper evaluates it.
+    Codeforces(CodeforcesParams),
 }
 
 /// A rating system's name, as requests and responses spell it.
@@ -47,6 +50,8 @@ pub enum SystemName {
     TrueSkill,
     /// Glicko-2.
     Glicko2,
+    /// Codeforces' system, as the Elo-MMR paper evaluates it.
+    Codeforces,
 }
 
 /// One player's state in the pool's rating system.
@@ -60,6 +65,8 @@ pub enum SystemState {
     TrueSkill(TrueSkillState),
     /// Glicko-2's rating, deviation and volatility.
     Glicko2(Glicko2State),
+    /// Codeforces' rating.
+    Codeforces(CodeforcesState),
 }
 
 /// One participant's outcome of [`SystemParams::apply`].
@@ -80,6 +87,7 @@ impl SystemName {
             Self::WengLin => "weng_lin",
             Self::TrueSkill => "trueskill",
             Self::Glicko2 => "glicko2",
+            Self::Codeforces => "codeforces",
         }
     }
 }
@@ -99,6 +107,7 @@ impl SystemParams {
             Self::WengLin(_) => SystemName::WengLin,
             Self::TrueSkill(_) => SystemName::TrueSkill,
             Self::Glicko2(_) => SystemName::Glicko2,
+            Self::Codeforces(_) => SystemName::Codeforces,
         }
     }
 
@@ -109,6 +118,7 @@ impl SystemParams {
             Self::WengLin(p) => WengLin::validate(p),
             Self::TrueSkill(p) => TrueSkill::validate(p),
             Self::Glicko2(p) => Glicko2::validate(p),
+            Self::Codeforces(p) => Codeforces::validate(p),
         }
     }
 
@@ -120,6 +130,7 @@ impl SystemParams {
             Self::WengLin(p) => SystemState::WengLin(WengLin::newcomer(p)),
             Self::TrueSkill(p) => SystemState::TrueSkill(TrueSkill::newcomer(p)),
             Self::Glicko2(p) => SystemState::Glicko2(Glicko2::newcomer(p)),
+            Self::Codeforces(p) => SystemState::Codeforces(Codeforces::newcomer(p)),
         }
     }
 
@@ -130,6 +141,7 @@ impl SystemParams {
             Self::WengLin(p) => WengLin::check_round(p, round),
             Self::TrueSkill(p) => TrueSkill::check_round(p, round),
             Self::Glicko2(p) => Glicko2::check_round(p, round),
+            Self::Codeforces(p) => Codeforces::check_round(p, round),
         }
     }
 
@@ -142,6 +154,7 @@ impl SystemParams {
             Self::WengLin(p) => applied::<WengLin>(p, round, priors, SystemState::WengLin),
             Self::TrueSkill(p) => applied::<TrueSkill>(p, round, priors, SystemState::TrueSkill),
             Self::Glicko2(p) => applied::<Glicko2>(p, round, priors, SystemState::Glicko2),
+            Self::Codeforces(p) => applied::<Codeforces>(p, round, priors, SystemState::Codeforces),
         }
     }
 
@@ -153,6 +166,7 @@ impl SystemParams {
             Self::WengLin(p) => WengLin::model(p),
             Self::TrueSkill(p) => TrueSkill::model(p),
             Self::Glicko2(p) => Glicko2::model(p),
+            Self::Codeforces(p) => Codeforces::model(p),
         }
     }
 
@@ -164,6 +178,7 @@ impl SystemParams {
             Self::WengLin(p) => Ok(WengLin::performance(p, &own(members)?)),
             Self::TrueSkill(p) => Ok(TrueSkill::performance(p, &own(members)?)),
             Self::Glicko2(p) => Ok(Glicko2::performance(p, &own(members)?)),
+            Self::Codeforces(p) => Ok(Codeforces::performance(p, &own(members)?)),
         }
     }
 }
@@ -177,6 +192,7 @@ impl SystemState {
             Self::WengLin(s) => WengLin::rating(s),
             Self::TrueSkill(s) => TrueSkill::rating(s),
             Self::Glicko2(s) => Glicko2::rating(s),
+            Self::Codeforces(s) => Codeforces::rating(s),
         }
     }
 
@@ -188,6 +204,7 @@ impl SystemState {
             Self::WengLin(s) => WengLin::rounds(s),
             Self::TrueSkill(s) => TrueSkill::rounds(s),
             Self::Glicko2(s) => Glicko2::rounds(s),
+            Self::Codeforces(s) => Codeforces::rounds(s),
         }
     }
 }
@@ -215,6 +232,7 @@ state_of!(EloMmr, PlayerState);
 state_of!(WengLin, WengLinState);
 state_of!(TrueSkill, TrueSkillState);
 state_of!(Glicko2, Glicko2State);
+state_of!(Codeforces, CodeforcesState);
 
 /// Each of `states` as system `S`'s state; the first of another system is an error.
 fn own<'a, S>(states: &[&'a SystemState]) -> Result<Vec<&'a S>, Error>

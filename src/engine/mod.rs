@@ -1,9 +1,9 @@
 //! The rating engine: exact, parallel Elo-MMR (Ebtekar & Liu), its Gaussian variant Elo-MMχ,
-//! Weng-Lin (OpenSkill's models), TrueSkill and Glicko-2 beside them, predictions and accuracy
-//! metrics.
+//! Weng-Lin (OpenSkill's models), TrueSkill, Glicko-2 and Codeforces' system beside them,
+//! predictions and accuracy metrics.
 //! Pure and synchronous: no I/O, no async, nothing from the web or storage layers; rayon
-//! inside. `docs/elo-mmr.md`, `docs/weng-lin.md`, `docs/trueskill.md` and `docs/glicko2.md`
-//! state every formula used here.
+//! inside. `docs/elo-mmr.md`, `docs/weng-lin.md`, `docs/trueskill.md`, `docs/glicko2.md` and
+//! `docs/codeforces.md` state every formula used here.
 //!
 //! Layout, the seam first: [`system`] (the trait a rating system implements, and the
 //! performance distribution predictions read), [`any`] (the pool's system, whichever it is,
@@ -11,13 +11,15 @@
 //! [`round`] (a round's results and their validation), [`population`] (players by id, in
 //! memory), [`predict`] (win probabilities, placings and match quality), [`metrics`] (accuracy
 //! of the priors' predictions), [`normal`] (the normal distribution). Weng-Lin: [`weng_lin`].
-//! TrueSkill: [`true_skill`]. Glicko-2: [`glicko2`].
+//! TrueSkill: [`true_skill`]. Glicko-2: [`glicko2`]. Codeforces:
+//! [`codeforces`].
 //! Elo-MMR: [`elo_mmr`] (its place on the seam), [`params`] (its parameters), [`player`] (a
 //! player's belief, diffusion and update), `performance` (step 3, the exact O(N)-per-sample
 //! performance solver), [`rate`] (one round end to end).
 
 pub mod any;
 mod chebyshev;
+pub mod codeforces;
 pub mod elo_mmr;
 pub mod glicko2;
 pub mod metrics;
@@ -36,6 +38,7 @@ pub mod true_skill;
 pub mod weng_lin;
 
 pub use any::{Applied, SystemName, SystemParams, SystemState};
+pub use codeforces::{Codeforces, CodeforcesParams, CodeforcesState};
 pub use elo_mmr::EloMmr;
 pub use glicko2::{Glicko2, Glicko2Params, Glicko2State};
 pub use params::{Params, Ties, Variant};

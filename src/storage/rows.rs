@@ -11,8 +11,8 @@ use super::{
     RoundStatus, StoredPlayer,
 };
 use crate::engine::{
-    Factor, Glicko2State, PlayerState, Rating, RatingChange, SystemParams, SystemState,
-    TrueSkillState, WengLinState,
+    CodeforcesState, Factor, Glicko2State, PlayerState, Rating, RatingChange, SystemParams,
+    SystemState, TrueSkillState, WengLinState,
 };
 
 /// A pool's rating system and its parameters as stored in `pools`: the system's name and its
@@ -265,6 +265,11 @@ pub(super) fn join_players(
                     sigma: row.sigma,
                     rounds,
                 }),
+                SystemParams::Codeforces(_) => SystemState::Codeforces(CodeforcesState {
+                    mu: row.mu,
+                    sigma: row.sigma,
+                    rounds,
+                }),
                 SystemParams::Glicko2(_) => SystemState::Glicko2(Glicko2State {
                     mu: row.mu,
                     sigma: row.sigma,
@@ -317,7 +322,8 @@ impl<'a> StateColumns<'a> {
                 factors: Some(FactorWrites::of(belief)?),
             },
             SystemState::WengLin(WengLinState { rounds, .. })
-            | SystemState::TrueSkill(TrueSkillState { rounds, .. }) => Self {
+            | SystemState::TrueSkill(TrueSkillState { rounds, .. })
+            | SystemState::Codeforces(CodeforcesState { rounds, .. }) => Self {
                 rounds: to_i64(*rounds, "rounds")?,
                 p0: None,
                 w0: None,

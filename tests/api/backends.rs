@@ -15,6 +15,7 @@ backend_tests!(
     a_trueskill_pool_rates_teams_with_partial_play_and_survives_a_restart,
     a_plackett_luce_pool_rates_as_computed_by_hand,
     a_glicko2_pool_reproduces_glickmans_example_and_survives_a_restart,
+    a_codeforces_pool_rates_weighted_rounds_and_survives_a_restart,
 );
 
 async fn a_pool_is_created_listed_and_locked_once_it_has_rounds(app: TestApp) {
@@ -422,6 +423,45 @@ async fn a_glicko2_pool_reproduces_glickmans_example_and_survives_a_restart(app:
         3,
         "volatility reloaded"
     );
+}
+
+async fn a_codeforces_pool_rates_weighted_rounds_and_survives_a_restart(app: TestApp) {
+    let created = app
+        .put_pool(
+            POOL,
+            json!({"system": "codeforces", "weight_multiplier": 0.5}),
+        )
+        .await;
+    let created = created.assert_status(StatusCode::CREATED, "create");
+    assert_eq!(created["system"], "codeforces");
+    assert_eq!(created["params"]["weight_multiplier"], 0.5);
+    let mut capped = round("capped", &["a", "b"]);
+    capped["perf_ceiling"] = json!(3000.0);
+    app.post_round(POOL, capped).await.assert_error(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_round",
+        Some("perf_ceiling"),
+        "Codeforces has no ceiling",
+    );
+    let mut heavy = round("r2", &["c", "a", "b"]);
+    heavy["weight"] = json!(2.0);
+    app.play([round("r1", &["a", "b", "c"]), heavy]).await;
+    let r1 = app.get("/v1/pools/main/rounds/r1").await;
+    let results = &r1.assert_status(StatusCode::OK, "r1")["results"];
+    assert!(results[0]["mu_after"].as_f64() > Some(1500.0), "{results}");
+    assert_eq!(results[0]["sigma_after"], 350.0, "no uncertainty is kept");
+    let restarted = app.restarted().await;
+    assert_same_reads(
+        &app,
+        &restarted,
+        &[
+            "/v1/pools/main",
+            "/v1/pools/main/leaderboard",
+            "/v1/pools/main/players/c/history",
+            "/v1/pools/main/win-probability?a=a&b=c",
+        ],
+    )
+    .await;
 }
 
 /// Asserts that `restarted` answers every GET of `uris` as `app` does.

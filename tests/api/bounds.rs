@@ -36,7 +36,7 @@ fn players_of(i: usize) -> Vec<String> {
 fn factors(state: &SystemState) -> usize {
     match state {
         SystemState::EloMmr(belief) => belief.factors.len(),
-        SystemState::WengLin(_) | SystemState::TrueSkill(_) | SystemState::Glicko2(_) => 0,
+        _ => 0,
     }
 }
 

@@ -6,15 +6,23 @@
 //!
 //! The reference is O(N²) per round in exact mode, so the tests take formula1 whole (small
 //! rounds, many ties, long careers) and the first rounds of ctftime (large fields, no ties).
+//!
+//! Codeforces' system is checked the same way against the crate's `CodeforcesSys`, and on
+//! random rounds too, which need no shared data.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use mmr_service::engine::params::MAX_HISTORY_LIMIT;
-use mmr_service::engine::{Beliefs, Params, Population, Round, Variant};
+use mmr_service::engine::{
+    Beliefs, CodeforcesParams, Params, Population, Round, Standing, SystemParams, Variant,
+};
 use mmr_service::replay::{input, InputFormat};
 use multi_skill::data_processing::Contest;
-use multi_skill::systems::{simulate_contest, EloMMR, EloMMRVariant, PlayersByName};
+use multi_skill::systems::{
+    simulate_contest, CodeforcesSys, EloMMR, EloMMRVariant, PlayersByName, RatingSystem,
+};
+use proptest::prelude::*;
 
 /// Largest difference in μ or σ allowed between the engine and the reference.
 const AGREEMENT: f64 = 0.05;
@@ -81,16 +89,29 @@ fn largest_differences(params: Params, rounds: &[Round]) -> (usize, f64, f64) {
         false,
         variant,
     );
+    let (mu_init, sigma_init) = (params.mu_init, params.sigma_init);
+    compare(params.into(), &reference, (mu_init, sigma_init), rounds)
+}
+
+/// Replays `rounds` through the engine's `system` and through `reference`, both starting
+/// newcomers at `newcomer` (μ, σ), and returns the players compared and the largest
+/// differences in μ and in σ.
+fn compare(
+    system: SystemParams,
+    reference: &dyn RatingSystem,
+    (mu_init, sigma_init): (f64, f64),
+    rounds: &[Round],
+) -> (usize, f64, f64) {
     let mut theirs: PlayersByName = HashMap::new();
-    let mut ours = Population::new(params).expect("valid parameters");
+    let mut ours = Population::new(system).expect("valid parameters");
     for (index, round) in rounds.iter().enumerate() {
         ours.apply(round).expect("dataset rounds are valid");
         simulate_contest(
             &mut theirs,
             &reference_contest(index, round),
-            &reference,
-            params.mu_init,
-            params.sigma_init,
+            reference,
+            mu_init,
+            sigma_init,
             index,
         );
     }
@@ -156,4 +177,65 @@ fn every_formula1_rating_agrees_with_the_reference_elo_mmchi() {
 #[test]
 fn early_ctftime_ratings_agree_with_the_reference_elo_mmr_in_exact_mode() {
     check("ctftime", CTFTIME_ROUNDS, exact(Variant::Logistic, 1.0));
+}
+
+/// Compares Codeforces' system on the first `limit` rounds of a shared dataset.
+fn check_codeforces(name: &str, limit: usize) {
+    let Some(rounds) = shared_rounds(name, limit) else {
+        return;
+    };
+    let params = CodeforcesParams::default();
+    let reference = CodeforcesSys::default();
+    let newcomer = (params.mu_init, params.sigma_init);
+    let (players, mu, sigma) = compare(
+        SystemParams::Codeforces(params),
+        &reference,
+        newcomer,
+        &rounds,
+    );
+    println!(
+        "{name}, Codeforces: {} rounds, {players} players, largest differences μ {mu:.2e}, σ {sigma:.2e}",
+        rounds.len()
+    );
+    assert!(
+        mu <= AGREEMENT && sigma == 0.0,
+        "{name}: μ differs by up to {mu}, σ by {sigma}"
+    );
+}
+
+#[test]
+fn every_formula1_rating_agrees_with_the_reference_codeforces() {
+    check_codeforces("formula1", usize::MAX);
+}
+
+#[test]
+fn early_ctftime_ratings_agree_with_the_reference_codeforces() {
+    check_codeforces("ctftime", CTFTIME_ROUNDS);
+}
+
+proptest! {
+    #[test]
+    fn codeforces_agrees_with_the_reference_on_random_rounds(
+        rounds in prop::collection::vec(prop::collection::vec(1..6u64, 2..40), 1..6),
+    ) {
+        // Players `p0…` take part in every round with a random rank each (some rounds leave
+        // a few out): histories build up over the rounds.
+        let rounds: Vec<Round> = rounds
+            .iter()
+            .map(|ranks| {
+                Round::new(
+                    ranks
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &rank)| Standing::solo(format!("p{i}"), rank))
+                        .collect(),
+                )
+            })
+            .filter(|round| round.standings.iter().any(|s| s.rank != round.standings[0].rank))
+            .collect();
+        let params = CodeforcesParams::default();
+        let newcomer = (params.mu_init, params.sigma_init);
+        let (_, mu, sigma) = compare(SystemParams::Codeforces(params), &CodeforcesSys::default(), newcomer, &rounds);
+        prop_assert!(mu <= 1e-6 && sigma == 0.0, "μ differs by up to {}", mu);
+    }
 }

@@ -120,6 +120,12 @@ fn a_parameter_its_system_does_not_have_or_a_malformed_one_is_named() {
             &["--system", "trueskill", "--param", "draw_probability=1"][..],
             "draw_probability",
         ),
+        (&["--system", "glicko2", "--beta", "3"][..], "beta"),
+        (
+            &["--system", "glicko2", "--param", "volatility_init=0"][..],
+            "volatility_init",
+        ),
+        (&["--system", "codeforces", "--param", "tau=1"][..], "tau"),
         (&["--param", "beta"][..], "KEY=VALUE"),
     ] {
         let mut all = vec!["replay", "--input", path_str(&input)];

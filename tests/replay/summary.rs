@@ -258,6 +258,7 @@ fn params_given_as_flags_or_as_key_values_rate_alike_and_other_systems_rate_the_
         ("weng-lin", "model=plackett_luce", 25.0 / 3.0),
         ("trueskill", "draw_probability=0.2", 25.0 / 3.0 + 0.1),
         ("glicko2", "tau=0.4", 350.0),
+        ("codeforces", "weight_multiplier=0.5", 350.0),
     ] {
         let (summary, ratings) = run(
             &format!("{system}.csv"),
