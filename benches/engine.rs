@@ -1,8 +1,8 @@
 //! Criterion benchmarks of the engine: single rounds with spread-out priors (fresh players all
 //! share one prior, which flatters any implementation), long histories, and full replays of the
 //! shared datasets side by side with the reference implementation's fast mode; the other
-//! rating systems on the same rounds and replays (`systems`), TrueSkill beside the reference
-//! crate's TrueSkill.
+//! rating systems on the same rounds and replays (`systems`), TrueSkill and Codeforces beside
+//! the reference crate's.
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -16,7 +16,7 @@ use mmr_service::engine::{
 };
 use mmr_service::replay::{input, InputFormat};
 use multi_skill::data_processing::Contest;
-use multi_skill::systems::{simulate_contest, EloMMR, EloMMRVariant, TrueSkillSPb};
+use multi_skill::systems::{simulate_contest, CodeforcesSys, EloMMR, EloMMRVariant, TrueSkillSPb};
 
 /// A deterministic generator, so every run rates the same round.
 struct Lcg(u64);
@@ -295,6 +295,23 @@ fn systems(c: &mut Criterion) {
             sig_drift: params.gamma,
             ..TrueSkillSPb::default()
         };
+        let codeforces = CodeforcesSys::default();
+        group.bench_function(format!("codeforces/replay/{name}/reference"), |b| {
+            b.iter(|| {
+                let mut players = HashMap::new();
+                for (i, contest) in contests.iter().enumerate() {
+                    simulate_contest(
+                        &mut players,
+                        contest,
+                        &codeforces,
+                        params.mu_init,
+                        params.sigma_init,
+                        i,
+                    );
+                }
+                players.len()
+            })
+        });
         group.bench_function(format!("trueskill/replay/{name}/reference"), |b| {
             b.iter(|| {
                 let mut players = HashMap::new();
