@@ -7,7 +7,8 @@
 //! Every sum it needs is one function of a single variable, `F(x) = Σ_j tanh(a (x − μ_j))`,
 //! evaluated at each player's rating and inverted at each player's target. `F` is interpolated
 //! once per round on Chebyshev leaves, to rounding accuracy, so a round costs O(N) sums at a
-//! few hundred points plus O(1) per player, not O(N²).
+//! few hundred points plus O(1) per player, not O(N²); rounds of at most 64 players sum it
+//! exactly instead, which is cheaper at that size.
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -177,17 +178,25 @@ impl RatingSystem for Codeforces {
     }
 }
 
-/// `F(x) = Σ_j tanh(a (x − μ_j))` on Chebyshev leaves `2/a` wide, covering every rating and
-/// far enough beyond that `F` is within one entrant of `±N` at the ends.
-struct TanhSum {
+/// Rounds of at most this many players sum `F` exactly wherever it is needed: O(N²) work that,
+/// this small, costs less than the interpolant's few hundred exact sums.
+const DIRECT_LIMIT: usize = 64;
+
+/// `F(x) = Σ_j tanh(a (x − μ_j))`: for a small round the ratings themselves, otherwise
+/// Chebyshev leaves `2/a` wide covering every rating and far enough beyond that `F` is within
+/// one entrant of `±N` at the ends.
+struct TanhSum<'a> {
+    ratings: &'a [f64],
+    a: f64,
     start: f64,
+    end: f64,
     width: f64,
     leaves: Vec<Chebyshev>,
     entrants: f64,
 }
 
-impl TanhSum {
-    fn new(ratings: &[f64], a: f64) -> Self {
+impl<'a> TanhSum<'a> {
+    fn new(ratings: &'a [f64], a: f64) -> Self {
         let low = ratings.iter().copied().fold(f64::INFINITY, f64::min);
         let high = ratings.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         // tanh(z) is within 1/(2N) of 1 from z = ln(4N)/2 on.
@@ -195,20 +204,33 @@ impl TanhSum {
         let width = 2.0 / a;
         let start = low - reach;
         let count = (((high + reach - start) / width).ceil() as usize).max(1);
-        let exact = |x: f64| ratings.iter().map(|&mu| tanh(a * (x - mu))).sum::<f64>();
-        let leaves = (0..count)
-            .into_par_iter()
-            .map(|k| {
-                let (lo, hi) = (start + k as f64 * width, start + (k + 1) as f64 * width);
-                Chebyshev::fit(lo, hi, &chebyshev::nodes(lo, hi).map(exact))
-            })
-            .collect();
-        Self {
+        let mut sum = Self {
+            ratings,
+            a,
             start,
+            end: start + count as f64 * width,
             width,
-            leaves,
+            leaves: Vec::new(),
             entrants: ratings.len() as f64,
+        };
+        if ratings.len() > DIRECT_LIMIT {
+            sum.leaves = (0..count)
+                .into_par_iter()
+                .map(|k| {
+                    let (lo, hi) = (start + k as f64 * width, start + (k + 1) as f64 * width);
+                    Chebyshev::fit(lo, hi, &chebyshev::nodes(lo, hi).map(|x| sum.exact(x).0))
+                })
+                .collect();
         }
+        sum
+    }
+
+    /// `F(x)` and its slope, summed over every rating.
+    fn exact(&self, x: f64) -> (f64, f64) {
+        self.ratings.iter().fold((0.0, 0.0), |(value, slope), &mu| {
+            let t = tanh(self.a * (x - mu));
+            (value + t, slope + self.a * (1.0 - t * t))
+        })
     }
 
     /// The leaf holding `x`, ends included.
@@ -218,14 +240,23 @@ impl TanhSum {
     }
 
     fn value(&self, x: f64) -> f64 {
-        self.leaf(x).eval(x).0
+        if self.leaves.is_empty() {
+            self.exact(x).0
+        } else {
+            self.leaf(x).eval(x).0
+        }
     }
 
     /// The `x` where `F(x) = target`, for a target in `(−N, N)`, clamped to the leaves.
     fn inverse(&self, target: f64) -> f64 {
         let target = target.clamp(-self.entrants, self.entrants);
-        let end = self.start + self.width * self.leaves.len() as f64;
-        let (mut lo, mut hi) = (self.start, end);
+        let (mut lo, mut hi) = (self.start, self.end);
+        if self.leaves.is_empty() {
+            return increasing_root(lo, hi, 0.5 * (lo + hi), |x| {
+                let (value, slope) = self.exact(x);
+                (value - target, slope)
+            });
+        }
         // Bisect on leaf boundaries to the leaf holding the root, then solve there.
         let (mut first, mut last) = (0, self.leaves.len());
         while last - first > 1 {
