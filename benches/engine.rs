@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use mmr_service::engine::{
@@ -16,7 +16,9 @@ use mmr_service::engine::{
 };
 use mmr_service::replay::{input, InputFormat};
 use multi_skill::data_processing::Contest;
-use multi_skill::systems::{simulate_contest, CodeforcesSys, EloMMR, EloMMRVariant, TrueSkillSPb};
+use multi_skill::systems::{
+    simulate_contest, CodeforcesSys, EloMMR, EloMMRVariant, RatingSystem, TrueSkillSPb,
+};
 
 /// A deterministic generator, so every run rates the same round.
 struct Lcg(u64);
@@ -98,13 +100,54 @@ fn single_rounds(c: &mut Criterion) {
     group.finish();
 }
 
-/// `../shared/data/NAME/rounds.jsonl`, when this checkout sits beside the shared data.
-fn shared_dataset(name: &str) -> Option<PathBuf> {
+/// The rounds of `../shared/data/NAME/rounds.jsonl` and their reference contests, when this
+/// checkout sits beside the shared data; otherwise says that `group`'s replays of it skipped.
+fn shared_dataset(group: &str, name: &str) -> Option<(Vec<Round>, Vec<Contest>)> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/data")
         .join(name)
         .join("rounds.jsonl");
-    path.exists().then_some(path)
+    if !path.exists() {
+        eprintln!("SKIPPED {group}/{name}: ../shared/data/{name} is absent");
+        return None;
+    }
+    let rounds: Vec<Round> = match input::read(&path, InputFormat::Jsonl) {
+        Ok(rounds) => rounds.into_iter().map(|r| r.round).collect(),
+        Err(error) => panic!("{}: {error}", path.display()),
+    };
+    let contests = rounds
+        .iter()
+        .enumerate()
+        .map(|(i, round)| as_reference_contest(i, round))
+        .collect();
+    Some((rounds, contests))
+}
+
+/// Replays `rounds` in a fresh population of `system`; returns the players rated.
+fn replay(system: &SystemParams, rounds: &[Round]) -> usize {
+    let mut population = Population::new(system.clone()).expect("valid parameters");
+    for round in rounds {
+        black_box(population.apply(round).expect("dataset rounds are valid"));
+    }
+    population.len()
+}
+
+/// Replays `contests` through the reference crate's `system`, newcomers at Elo-MMR's default
+/// prior; returns the players rated.
+fn reference_replay(contests: &[Contest], system: &dyn RatingSystem) -> usize {
+    let params = Params::default();
+    let mut players = HashMap::new();
+    for (i, contest) in contests.iter().enumerate() {
+        simulate_contest(
+            &mut players,
+            contest,
+            system,
+            params.mu_init,
+            params.sigma_init,
+            i,
+        );
+    }
+    players.len()
 }
 
 /// The reference's contest format: standings in rank order with 0-based tie ranges.
@@ -139,28 +182,13 @@ fn replays(c: &mut Criterion) {
     let mut group = c.benchmark_group("replay");
     group.sample_size(10);
     for name in ["formula1", "ctftime"] {
-        let Some(path) = shared_dataset(name) else {
-            eprintln!("SKIPPED replay/{name}: ../shared/data/{name} is absent");
+        let Some((rounds, contests)) = shared_dataset("replay", name) else {
             continue;
         };
-        let rounds: Vec<Round> = match input::read(&path, InputFormat::Jsonl) {
-            Ok(rounds) => rounds.into_iter().map(|r| r.round).collect(),
-            Err(error) => panic!("{}: {error}", path.display()),
-        };
+        let system = SystemParams::from(params);
         group.bench_function(format!("{name}/exact"), |b| {
-            b.iter(|| {
-                let mut population = Population::new(params).expect("default parameters");
-                for round in &rounds {
-                    black_box(population.apply(round).expect("dataset rounds are valid"));
-                }
-                population.len()
-            })
+            b.iter(|| replay(&system, &rounds))
         });
-        let contests: Vec<Contest> = rounds
-            .iter()
-            .enumerate()
-            .map(|(i, round)| as_reference_contest(i, round))
-            .collect();
         let reference = EloMMR::from_limit(
             params.beta,
             reference_sig_limit(&params),
@@ -169,20 +197,7 @@ fn replays(c: &mut Criterion) {
             EloMMRVariant::Logistic(params.rho),
         );
         group.bench_function(format!("{name}/reference_fast"), |b| {
-            b.iter(|| {
-                let mut players = HashMap::new();
-                for (i, contest) in contests.iter().enumerate() {
-                    simulate_contest(
-                        &mut players,
-                        contest,
-                        &reference,
-                        params.mu_init,
-                        params.sigma_init,
-                        i,
-                    );
-                }
-                players.len()
-            })
+            b.iter(|| reference_replay(&contests, &reference))
         });
     }
     group.finish();
@@ -266,30 +281,14 @@ fn systems(c: &mut Criterion) {
     }
     let params = Params::default();
     for name in ["formula1", "ctftime"] {
-        let Some(path) = shared_dataset(name) else {
-            eprintln!("SKIPPED systems/replay/{name}: ../shared/data/{name} is absent");
+        let Some((rounds, contests)) = shared_dataset("systems/replay", name) else {
             continue;
-        };
-        let rounds: Vec<Round> = match input::read(&path, InputFormat::Jsonl) {
-            Ok(rounds) => rounds.into_iter().map(|r| r.round).collect(),
-            Err(error) => panic!("{}: {error}", path.display()),
         };
         for (system_name, system, _) in other_systems() {
             group.bench_function(format!("{system_name}/replay/{name}"), |b| {
-                b.iter(|| {
-                    let mut population = Population::new(system.clone()).expect("valid");
-                    for round in &rounds {
-                        black_box(population.apply(round).expect("dataset rounds are valid"));
-                    }
-                    population.len()
-                })
+                b.iter(|| replay(&system, &rounds))
             });
         }
-        let contests: Vec<Contest> = rounds
-            .iter()
-            .enumerate()
-            .map(|(i, round)| as_reference_contest(i, round))
-            .collect();
         let reference = TrueSkillSPb {
             beta: params.beta,
             sig_drift: params.gamma,
@@ -297,36 +296,10 @@ fn systems(c: &mut Criterion) {
         };
         let codeforces = CodeforcesSys::default();
         group.bench_function(format!("codeforces/replay/{name}/reference"), |b| {
-            b.iter(|| {
-                let mut players = HashMap::new();
-                for (i, contest) in contests.iter().enumerate() {
-                    simulate_contest(
-                        &mut players,
-                        contest,
-                        &codeforces,
-                        params.mu_init,
-                        params.sigma_init,
-                        i,
-                    );
-                }
-                players.len()
-            })
+            b.iter(|| reference_replay(&contests, &codeforces))
         });
         group.bench_function(format!("trueskill/replay/{name}/reference"), |b| {
-            b.iter(|| {
-                let mut players = HashMap::new();
-                for (i, contest) in contests.iter().enumerate() {
-                    simulate_contest(
-                        &mut players,
-                        contest,
-                        &reference,
-                        params.mu_init,
-                        params.sigma_init,
-                        i,
-                    );
-                }
-                players.len()
-            })
+            b.iter(|| reference_replay(&contests, &reference))
         });
     }
     group.finish();

@@ -16,9 +16,9 @@ use serde::{Deserialize, Serialize};
 use super::chebyshev::{self, Chebyshev};
 use super::params::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 use super::rating::Rating;
-use super::round::{Layout, Round};
+use super::round::Round;
 use super::solve::increasing_root;
-use super::system::{Model, Performance, Rated, RatingSystem};
+use super::system::{checked_layout, Model, Performance, Rated, RatingSystem};
 use super::{tanh, Error, LOGISTIC_SCALE};
 
 /// The Codeforces system's parameters, with the paper's defaults.
@@ -94,13 +94,7 @@ impl RatingSystem for Codeforces {
             ));
         }
         round.refuse_partial_play("Codeforces")?;
-        match round.standings.iter().position(|s| s.team.is_some()) {
-            Some(i) => Err(Error::round(
-                format!("standings[{i}].team"),
-                "must be left out: Codeforces rates players, not teams",
-            )),
-            None => Ok(()),
-        }
+        round.refuse_teams("Codeforces")
     }
 
     fn rate(
@@ -108,15 +102,7 @@ impl RatingSystem for Codeforces {
         round: &Round,
         priors: &[&CodeforcesState],
     ) -> Result<Vec<Rated<CodeforcesState>>, Error> {
-        Self::validate(params)?;
-        if priors.len() != round.standings.len() {
-            return Err(Error::PriorCount {
-                standings: round.standings.len(),
-                priors: priors.len(),
-            });
-        }
-        Self::check_round(params, round)?;
-        let layout = Layout::of(round)?;
+        let layout = checked_layout::<Self>(params, round, priors.len())?;
         let n = priors.len() as f64;
         let spread = params.beta / round.weight.sqrt();
         let weight = round.weight * params.weight_multiplier;

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::params::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 use super::rating::Rating;
-use super::round::{Layout, Round};
-use super::system::{Model, Performance, Rated, RatingSystem};
+use super::round::Round;
+use super::system::{checked_layout, Model, Performance, Rated, RatingSystem};
 use super::Error;
 
 /// Glicko-2's parameters, with Glickman's defaults.
@@ -88,13 +88,7 @@ impl RatingSystem for Glicko2 {
     fn check_round(_: &Glicko2Params, round: &Round) -> Result<(), Error> {
         round.refuse_weight_and_ceiling("Glicko-2")?;
         round.refuse_partial_play("Glicko-2")?;
-        match round.standings.iter().position(|s| s.team.is_some()) {
-            Some(i) => Err(Error::round(
-                format!("standings[{i}].team"),
-                "must be left out: Glicko-2 rates players, not teams",
-            )),
-            None => Ok(()),
-        }
+        round.refuse_teams("Glicko-2")
     }
 
     /// O(N²) for N players, in parallel: each player's period sums a term over every other
@@ -104,15 +98,7 @@ impl RatingSystem for Glicko2 {
         round: &Round,
         priors: &[&Glicko2State],
     ) -> Result<Vec<Rated<Glicko2State>>, Error> {
-        Self::validate(params)?;
-        if priors.len() != round.standings.len() {
-            return Err(Error::PriorCount {
-                standings: round.standings.len(),
-                priors: priors.len(),
-            });
-        }
-        Self::check_round(params, round)?;
-        let layout = Layout::of(round)?;
+        let layout = checked_layout::<Self>(params, round, priors.len())?;
         // Opponents are summed over in the layout's order (by rank, then name), so that the
         // result does not depend on the order the standings are listed in, bit for bit.
         let order: Vec<usize> = layout.entrants.iter().map(|members| members[0]).collect();

@@ -92,6 +92,17 @@ impl Round {
         Ok(())
     }
 
+    /// Refuses a round with a team, for a system (named in the reason) that rates players only.
+    pub(crate) fn refuse_teams(&self, system: &str) -> Result<(), Error> {
+        match self.standings.iter().position(|s| s.team.is_some()) {
+            Some(i) => Err(Error::round(
+                format!("standings[{i}].team"),
+                format!("must be left out: {system} rates players, not teams"),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Refuses a round that gives any standing a `partial_play`, for a system (named in the
     /// reason) that has none.
     pub(crate) fn refuse_partial_play(&self, system: &str) -> Result<(), Error> {

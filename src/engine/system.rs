@@ -5,7 +5,7 @@
 use std::fmt::Debug;
 
 use super::rating::Rating;
-use super::round::Round;
+use super::round::{Layout, Round};
 use super::Error;
 
 /// The family of an entrant's performance distribution, which predictions integrate over.
@@ -80,4 +80,23 @@ pub trait RatingSystem {
 
     /// The performance distribution of an entrant made of `members`.
     fn performance(params: &Self::Params, members: &[&Self::State]) -> Performance;
+}
+
+/// What every system's [`RatingSystem::rate`] checks before rating: the parameters, one prior
+/// per standing, the round against what the system has ([`RatingSystem::check_round`]) and
+/// the round itself. Returns the round's layout.
+pub(crate) fn checked_layout<S: RatingSystem>(
+    params: &S::Params,
+    round: &Round,
+    priors: usize,
+) -> Result<Layout, Error> {
+    S::validate(params)?;
+    if priors != round.standings.len() {
+        return Err(Error::PriorCount {
+            standings: round.standings.len(),
+            priors,
+        });
+    }
+    S::check_round(params, round)?;
+    Layout::of(round)
 }

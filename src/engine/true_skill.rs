@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use super::normal;
 use super::params::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 use super::rating::Rating;
-use super::round::{Layout, Round};
-use super::system::{Model, Performance, Rated, RatingSystem};
+use super::round::Round;
+use super::system::{checked_layout, Model, Performance, Rated, RatingSystem};
 use super::Error;
 
 /// TrueSkill's parameters, with the paper's defaults (in its units: μ₀ = 25).
@@ -103,15 +103,7 @@ impl RatingSystem for TrueSkill {
         round: &Round,
         priors: &[&TrueSkillState],
     ) -> Result<Vec<Rated<TrueSkillState>>, Error> {
-        Self::validate(params)?;
-        if priors.len() != round.standings.len() {
-            return Err(Error::PriorCount {
-                standings: round.standings.len(),
-                priors: priors.len(),
-            });
-        }
-        Self::check_round(params, round)?;
-        let layout = Layout::of(round)?;
+        let layout = checked_layout::<Self>(params, round, priors.len())?;
         let beta2 = params.beta * params.beta;
         let tau2 = params.tau * params.tau;
         let weights: Vec<f64> = round

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use super::params::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 use super::rating::Rating;
-use super::round::{Layout, Round};
-use super::system::{Model, Performance, Rated, RatingSystem};
+use super::round::Round;
+use super::system::{checked_layout, Model, Performance, Rated, RatingSystem};
 use super::{Error, LOGISTIC_SCALE};
 
 /// Weng-Lin's parameters, with OpenSkill's defaults.
@@ -117,15 +117,7 @@ impl RatingSystem for WengLin {
         round: &Round,
         priors: &[&WengLinState],
     ) -> Result<Vec<Rated<WengLinState>>, Error> {
-        Self::validate(params)?;
-        if priors.len() != round.standings.len() {
-            return Err(Error::PriorCount {
-                standings: round.standings.len(),
-                priors: priors.len(),
-            });
-        }
-        Self::check_round(params, round)?;
-        let layout = Layout::of(round)?;
+        let layout = checked_layout::<Self>(params, round, priors.len())?;
         let tau2 = params.tau * params.tau;
         let variances: Vec<f64> = priors.iter().map(|p| p.sigma * p.sigma + tau2).collect();
         let teams: Vec<Team> = layout
