@@ -1,8 +1,8 @@
 //! Criterion benchmarks of the engine: single rounds with spread-out priors (fresh players all
 //! share one prior, which flatters any implementation), long histories, and full replays of the
 //! shared datasets side by side with the reference implementation's fast mode; the other
-//! rating systems on the same rounds and replays (`systems`), TrueSkill and Codeforces beside
-//! the reference crate's.
+//! rating systems on the same rounds and replays (`systems`), TrueSkill, Codeforces and
+//! Topcoder beside the reference crate's.
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -10,14 +10,15 @@ use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use mmr_service::engine::{
-    rate_round, CodeforcesParams, CodeforcesState, Factor, Glicko2Params, Glicko2State, Params,
-    PlayerState, Population, Round, Standing, SystemParams, SystemState, TrueSkillParams,
-    TrueSkillState, WengLinModel, WengLinParams, WengLinState,
+    rate_round, CodeforcesParams, CodeforcesState, EloParams, EloState, Factor, Glicko2Params,
+    Glicko2State, Params, PlayerState, Population, Round, Standing, SystemParams, SystemState,
+    TopcoderParams, TopcoderState, TrueSkillParams, TrueSkillState, WengLinModel, WengLinParams,
+    WengLinState,
 };
 use mmr_service::replay::{input, InputFormat};
 use multi_skill::data_processing::Contest;
 use multi_skill::systems::{
-    simulate_contest, CodeforcesSys, EloMMR, EloMMRVariant, RatingSystem, TrueSkillSPb,
+    simulate_contest, CodeforcesSys, EloMMR, EloMMRVariant, RatingSystem, TopcoderSys, TrueSkillSPb,
 };
 
 /// A deterministic generator, so every run rates the same round.
@@ -206,7 +207,7 @@ fn replays(c: &mut Criterion) {
 /// The other systems in Elo-MMR's units (μ₀ = 1500, σ₀ = 350, β = 200), so that the same
 /// spread priors and datasets suit them, each with the size of its single-round bench: the
 /// O(N²) systems take 10,000 entrants (100,000 would take about a minute a sample).
-fn other_systems() -> [(&'static str, SystemParams, usize); 5] {
+fn other_systems() -> [(&'static str, SystemParams, usize); 7] {
     let defaults = Params::default();
     let weng_lin = WengLinParams {
         beta: defaults.beta,
@@ -246,6 +247,12 @@ fn other_systems() -> [(&'static str, SystemParams, usize); 5] {
             SystemParams::Codeforces(CodeforcesParams::default()),
             100_000,
         ),
+        (
+            "topcoder",
+            SystemParams::Topcoder(TopcoderParams::default()),
+            10_000,
+        ),
+        ("elo", SystemParams::Elo(EloParams::default()), 100_000),
     ]
 }
 
@@ -258,6 +265,8 @@ fn as_state(system: &SystemParams, prior: &PlayerState) -> SystemState {
         SystemParams::Codeforces(_) => {
             SystemState::Codeforces(CodeforcesState { mu, sigma, rounds })
         }
+        SystemParams::Topcoder(_) => SystemState::Topcoder(TopcoderState { mu, sigma, rounds }),
+        SystemParams::Elo(_) => SystemState::Elo(EloState { mu, rounds }),
         SystemParams::Glicko2(p) => SystemState::Glicko2(Glicko2State {
             mu,
             sigma,
@@ -297,6 +306,10 @@ fn systems(c: &mut Criterion) {
         let codeforces = CodeforcesSys::default();
         group.bench_function(format!("codeforces/replay/{name}/reference"), |b| {
             b.iter(|| reference_replay(&contests, &codeforces))
+        });
+        let topcoder = TopcoderSys::default();
+        group.bench_function(format!("topcoder/replay/{name}/reference"), |b| {
+            b.iter(|| reference_replay(&contests, &topcoder))
         });
         group.bench_function(format!("trueskill/replay/{name}/reference"), |b| {
             b.iter(|| reference_replay(&contests, &reference))

@@ -1,6 +1,6 @@
 //! The command line of the `mmr-service` binary (clap derive) and what each subcommand runs.
 //! It turns arguments into library calls and prints their results; the work itself lives in
-//! [`startup`](crate::startup), [`replay`] and the engine.
+//! [`startup`](crate::startup), [`replay`], [`evaluate`] and the engine.
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -11,7 +11,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{Overrides, Settings};
 use crate::engine::metrics::Opponents;
-use crate::engine::SystemParams;
+use crate::engine::{
+    CodeforcesParams, EloParams, Glicko2Params, Params, SystemParams, TopcoderParams,
+    TrueSkillParams, WengLinParams,
+};
+use crate::evaluate::{self, Objective, Tuning};
 use crate::replay::{self, InputFormat};
 use crate::startup::Application;
 
@@ -31,6 +35,9 @@ pub enum Command {
     Serve(ServeArgs),
     /// Apply a file of rounds in order and report accuracy, timing and (optionally) ratings.
     Replay(ReplayArgs),
+    /// Compare rating systems on one file of rounds, optionally searching their parameters on
+    /// its opening rounds first.
+    Evaluate(EvaluateArgs),
     /// Print the hex SHA-256 of a key, for `[[auth.keys]] sha256`.
     HashKey {
         /// The key.
@@ -112,6 +119,73 @@ pub struct ReplayArgs {
     pub input_format: InputFormat,
 }
 
+/// Arguments of `evaluate`.
+#[derive(Debug, Args)]
+pub struct EvaluateArgs {
+    /// The rounds: a JSON Lines file, or a directory with `--input-format elo-mmr-dir`.
+    #[arg(long)]
+    pub input: PathBuf,
+    /// How `--input` is laid out.
+    #[arg(long, value_enum, default_value_t = InputFormat::Jsonl)]
+    pub input_format: InputFormat,
+    /// The systems to compare, comma-separated, or `all`.
+    #[arg(long, value_name = "LIST|all", default_value = "all", value_parser = parse_systems)]
+    pub systems: SystemList,
+    /// Judge each round among the players with at least K earlier rounds only.
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub min_history: u64,
+    /// Search each system's main parameters on this share of the rounds (from the first) and
+    /// compute the metrics on the rest, e.g. 0.1 as the paper did.
+    #[arg(long, value_name = "F", value_parser = parse_fraction)]
+    pub tune_fraction: Option<f64>,
+    /// The metric the search optimizes.
+    #[arg(long, value_enum, default_value_t = ObjectiveArg::PairInversion)]
+    pub tune_metric: ObjectiveArg,
+    /// As for `replay`: at most M opponents per participation for log loss and Brier, or `all`.
+    #[arg(long, value_name = "M", default_value = "all", value_parser = parse_opponents)]
+    pub metric_opponents: Opponents,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--systems`: the systems in the order given.
+#[derive(Debug, Clone)]
+pub struct SystemList(pub Vec<SystemArg>);
+
+/// `all`, or comma-separated system names.
+fn parse_systems(value: &str) -> Result<SystemList, String> {
+    if value == "all" {
+        return Ok(SystemList(SystemArg::value_variants().to_vec()));
+    }
+    value
+        .split(',')
+        .map(|name| SystemArg::from_str(name.trim(), false))
+        .collect::<Result<_, _>>()
+        .map(SystemList)
+}
+
+/// `--tune-fraction`: a number strictly between 0 and 1.
+fn parse_fraction(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(f) if f > 0.0 && f < 1.0 => Ok(f),
+        _ => Err("expected a number strictly between 0 and 1".to_owned()),
+    }
+}
+
+/// `--tune-metric`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ObjectiveArg {
+    /// Highest pair inversion.
+    PairInversion,
+    /// Lowest rank deviation.
+    RankDeviation,
+    /// Lowest log loss.
+    LogLoss,
+    /// Lowest Brier score.
+    Brier,
+}
+
 /// `--metric-opponents`: `all`, or a count of at least 2.
 fn parse_opponents(value: &str) -> Result<Opponents, String> {
     if value == "all" {
@@ -137,6 +211,10 @@ pub enum SystemArg {
     Glicko2,
     /// Codeforces' system, as the Elo-MMR paper evaluates it.
     Codeforces,
+    /// Topcoder's system, as the Elo-MMR paper evaluates it.
+    Topcoder,
+    /// Elo for free-for-all rounds.
+    Elo,
 }
 
 /// Splits `KEY=VALUE`.
@@ -163,6 +241,22 @@ pub enum TiesArg {
     Both,
     /// A tie is half a win and half a loss.
     Split,
+}
+
+impl SystemArg {
+    /// The system with its default parameters.
+    #[must_use]
+    pub fn defaults(self) -> SystemParams {
+        match self {
+            Self::EloMmr => SystemParams::EloMmr(Params::default()),
+            Self::WengLin => SystemParams::WengLin(WengLinParams::default()),
+            Self::TrueSkill => SystemParams::TrueSkill(TrueSkillParams::default()),
+            Self::Glicko2 => SystemParams::Glicko2(Glicko2Params::default()),
+            Self::Codeforces => SystemParams::Codeforces(CodeforcesParams::default()),
+            Self::Topcoder => SystemParams::Topcoder(TopcoderParams::default()),
+            Self::Elo => SystemParams::Elo(EloParams::default()),
+        }
+    }
 }
 
 impl ReplayArgs {
@@ -233,6 +327,12 @@ impl ReplayArgs {
             SystemArg::Codeforces => SystemParams::Codeforces(
                 serde_path_to_error::deserialize(params).map_err(invalid("codeforces"))?,
             ),
+            SystemArg::Topcoder => SystemParams::Topcoder(
+                serde_path_to_error::deserialize(params).map_err(invalid("topcoder"))?,
+            ),
+            SystemArg::Elo => {
+                SystemParams::Elo(serde_path_to_error::deserialize(params).map_err(invalid("elo"))?)
+            }
         })
     }
 }
@@ -242,6 +342,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
         Command::Serve(args) => run_serve(&args),
         Command::Replay(args) => run_replay(&args),
+        Command::Evaluate(args) => run_evaluate(&args),
         Command::HashKey { key } => {
             println!("{}", crate::api::auth::hash_key(&key));
             Ok(())
@@ -290,6 +391,35 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         println!("{json}");
     } else {
         print!("{}", outcome.summary);
+    }
+    Ok(())
+}
+
+fn run_evaluate(args: &EvaluateArgs) -> anyhow::Result<()> {
+    let objective = match args.tune_metric {
+        ObjectiveArg::PairInversion => Objective::PairInversion,
+        ObjectiveArg::RankDeviation => Objective::RankDeviation,
+        ObjectiveArg::LogLoss => Objective::LogLoss,
+        ObjectiveArg::Brier => Objective::Brier,
+    };
+    let options = evaluate::Options {
+        input: args.input.clone(),
+        format: args.input_format,
+        systems: args.systems.0.iter().map(|s| s.defaults()).collect(),
+        min_history: args.min_history,
+        opponents: args.metric_opponents,
+        tuning: args.tune_fraction.map(|fraction| Tuning {
+            fraction,
+            objective,
+        }),
+        progress: std::io::stderr().is_terminal(),
+    };
+    let evaluation = evaluate::run(&options)?;
+    if args.json {
+        let json = serde_json::to_string(&evaluation).context("serializing the evaluation")?;
+        println!("{json}");
+    } else {
+        print!("{evaluation}");
     }
     Ok(())
 }

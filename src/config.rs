@@ -15,8 +15,8 @@ use utoipa::openapi::schema::{Object, ObjectBuilder, OneOfBuilder, Schema, Schem
 use utoipa::ToSchema;
 
 use crate::engine::{
-    self, CodeforcesParams, Glicko2Params, Params, SystemName, SystemParams, Ties, TrueSkillParams,
-    Variant, WengLinModel, WengLinParams,
+    self, CodeforcesParams, EloParams, Glicko2Params, Params, SystemName, SystemParams, Ties,
+    TopcoderParams, TrueSkillParams, Variant, WengLinModel, WengLinParams,
 };
 
 /// The compiled-in base layer.
@@ -163,8 +163,8 @@ impl fmt::Debug for KeySettings {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ParamsOverrides {
-    /// The rating system: `elo_mmr` (the default), `weng_lin`, `trueskill`, `glicko2` or
-    /// `codeforces`.
+    /// The rating system: `elo_mmr` (the default), `weng_lin`, `trueskill`, `glicko2`,
+    /// `codeforces`, `topcoder` or `elo`.
     #[schema(schema_with = system_schema)]
     pub system: Option<SystemName>,
     /// `logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).
@@ -201,7 +201,7 @@ pub struct ParamsOverrides {
     /// round; >= 0. Glicko-2: its system constant, how far one round may move a volatility.
     #[schema(minimum = 0.0)]
     pub tau: Option<f64>,
-    /// Codeforces only: how much a round's performance weighs against the old rating.
+    /// Codeforces and Topcoder: how much a round's performance weighs against the old rating.
     #[schema(exclusive_minimum = 0.0)]
     pub weight_multiplier: Option<f64>,
     /// Glicko-2 only: a new player's volatility, in (0, 10].
@@ -213,6 +213,13 @@ pub struct ParamsOverrides {
     /// TrueSkill only: the probability that two evenly matched lone players draw, in (0, 1).
     #[schema(exclusive_minimum = 0.0, exclusive_maximum = 1.0)]
     pub draw_probability: Option<f64>,
+    /// Elo only: the temperature T of the expected score `1 / (1 + exp(−(μ_a − μ_b) / T))`;
+    /// > 0.
+    #[schema(exclusive_minimum = 0.0)]
+    pub temperature: Option<f64>,
+    /// Elo only: the most one round of weight 1 can move a rating; >= 0.
+    #[schema(minimum = 0.0)]
+    pub k: Option<f64>,
 }
 
 /// A request parameter that is one of `values`, or `null` for the configured default.
@@ -227,10 +234,11 @@ fn optional_choice(values: &[&str], description: &str) -> Object {
 
 fn system_schema() -> Object {
     optional_choice(
-        &["elo_mmr", "weng_lin", "trueskill", "glicko2", "codeforces"],
+        &["elo_mmr", "weng_lin", "trueskill", "glicko2", "codeforces", "topcoder", "elo"],
         "The rating system: `elo_mmr` (Elo-MMR, the default), `weng_lin` (Weng-Lin, \
-         OpenSkill's Bradley-Terry full pairing or Plackett-Luce, by `model`), `trueskill` (TrueSkill), `glicko2` (Glicko-2) or `codeforces` (Codeforces' system as \
-         the Elo-MMR paper evaluates it).",
+         OpenSkill's Bradley-Terry full pairing or Plackett-Luce, by `model`), `trueskill` (TrueSkill), `glicko2` (Glicko-2), `codeforces` or `topcoder` \
+         (Codeforces' and Topcoder's systems as the Elo-MMR paper evaluates them) or `elo` \
+         (Elo for free-for-all rounds).",
     )
 }
 
@@ -304,29 +312,37 @@ fn rho_value<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option
     }
 }
 
+/// The parameters `system` takes, by their names in a request.
+#[must_use]
+pub fn own_parameters(system: SystemName) -> &'static [&'static str] {
+    match system {
+        SystemName::EloMmr => &[
+            "variant",
+            "beta",
+            "gamma",
+            "rho",
+            "mu_init",
+            "sigma_init",
+            "drift_per_day",
+            "history_limit",
+            "ties",
+        ],
+        SystemName::WengLin => &["beta", "kappa", "tau", "mu_init", "sigma_init", "model"],
+        SystemName::TrueSkill => &["beta", "tau", "draw_probability", "mu_init", "sigma_init"],
+        SystemName::Glicko2 => &["tau", "mu_init", "sigma_init", "volatility_init"],
+        SystemName::Codeforces => &["beta", "weight_multiplier", "mu_init", "sigma_init"],
+        SystemName::Topcoder => &["weight_multiplier", "mu_init", "sigma_init"],
+        SystemName::Elo => &["temperature", "k", "mu_init"],
+    }
+}
+
 impl ParamsOverrides {
     /// The system asked for (Elo-MMR by default) with every parameter set here replacing its
     /// default: `base` for Elo-MMR, the system's own defaults otherwise. Not validated, but a
     /// parameter the system does not have is an error naming it.
     pub fn apply(&self, base: &Params) -> Result<SystemParams, engine::Error> {
         let system = self.system.unwrap_or_default();
-        let own: &[&str] = match system {
-            SystemName::EloMmr => &[
-                "variant",
-                "beta",
-                "gamma",
-                "rho",
-                "mu_init",
-                "sigma_init",
-                "drift_per_day",
-                "history_limit",
-                "ties",
-            ],
-            SystemName::WengLin => &["beta", "kappa", "tau", "mu_init", "sigma_init", "model"],
-            SystemName::TrueSkill => &["beta", "tau", "draw_probability", "mu_init", "sigma_init"],
-            SystemName::Glicko2 => &["tau", "mu_init", "sigma_init", "volatility_init"],
-            SystemName::Codeforces => &["beta", "weight_multiplier", "mu_init", "sigma_init"],
-        };
+        let own = own_parameters(system);
         let set = [
             ("variant", self.variant.is_some()),
             ("beta", self.beta.is_some()),
@@ -343,6 +359,8 @@ impl ParamsOverrides {
             ("model", self.model.is_some()),
             ("volatility_init", self.volatility_init.is_some()),
             ("weight_multiplier", self.weight_multiplier.is_some()),
+            ("temperature", self.temperature.is_some()),
+            ("k", self.k.is_some()),
         ];
         if let Some(&(name, _)) = set.iter().find(|(name, set)| *set && !own.contains(name)) {
             return Err(engine::Error::parameter(
@@ -396,6 +414,22 @@ impl ParamsOverrides {
                 let base = CodeforcesParams::default();
                 SystemParams::Codeforces(CodeforcesParams {
                     beta: self.beta.unwrap_or(base.beta),
+                    weight_multiplier: self.weight_multiplier.unwrap_or(base.weight_multiplier),
+                    mu_init: self.mu_init.unwrap_or(base.mu_init),
+                    sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
+                })
+            }
+            SystemName::Elo => {
+                let base = EloParams::default();
+                SystemParams::Elo(EloParams {
+                    temperature: self.temperature.unwrap_or(base.temperature),
+                    k: self.k.unwrap_or(base.k),
+                    mu_init: self.mu_init.unwrap_or(base.mu_init),
+                })
+            }
+            SystemName::Topcoder => {
+                let base = TopcoderParams::default();
+                SystemParams::Topcoder(TopcoderParams {
                     weight_multiplier: self.weight_multiplier.unwrap_or(base.weight_multiplier),
                     mu_init: self.mu_init.unwrap_or(base.mu_init),
                     sigma_init: self.sigma_init.unwrap_or(base.sigma_init),

@@ -3,7 +3,8 @@
 //! # Layout
 //! Read top-down: `main.rs` → [`cli`] → [`startup`] → [`api`] → [`worker`] → [`engine`], with
 //! [`storage`] beside them.
-//! - [`cli`]: the command line of the `mmr-service` binary (`serve`, `replay`, `hash-key`).
+//! - [`cli`]: the command line of the `mmr-service` binary (`serve`, `replay`, `evaluate`,
+//!   `hash-key`).
 //! - [`config`]: settings, layered from `config/default.toml`, a file, the environment, flags.
 //! - [`startup`]: connect, load, start the workers, serve, shut down in order.
 //! - [`api`]: the HTTP routes, their request and response types, auth and the one error type.
@@ -19,6 +20,8 @@
 //! - [`wire`]: the JSON form of a round and its conversion into an engine round.
 //! - [`names`]: which pool names, round ids and player ids the service accepts.
 //! - [`replay`]: the offline `replay` command: a file of rounds in, accuracy and ratings out.
+//! - [`evaluate`]: the offline `evaluate` command: several rating systems compared on one
+//!   history, their parameters optionally searched first.
 //! - [`telemetry`]: logging, to stderr.
 
 pub mod api;
@@ -26,6 +29,7 @@ pub mod cli;
 pub mod compute;
 pub mod config;
 pub mod engine;
+pub mod evaluate;
 pub mod names;
 pub mod pools;
 pub mod rate_limit;

@@ -64,8 +64,8 @@ pub struct EntryResponse {
     pub player: String,
     /// Rating.
     pub mu: f64,
-    /// Uncertainty.
-    pub sigma: f64,
+    /// Uncertainty (a standard deviation); `null` in a system that keeps none (Elo).
+    pub sigma: Option<f64>,
     /// μ − 3σ.
     pub conservative: f64,
 }

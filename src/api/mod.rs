@@ -57,6 +57,7 @@ fn routes() -> (Router<AppState>, OpenApiDoc) {
         .merge(openapi::router())
         .split_for_parts();
     openapi::add_shared_errors(&mut doc);
+    pools::tag_params_schema(&mut doc);
     (router, doc)
 }
 

@@ -47,8 +47,8 @@ pub struct PlayerResponse {
     pub player: String,
     /// Rating.
     pub mu: f64,
-    /// Uncertainty.
-    pub sigma: f64,
+    /// Uncertainty (a standard deviation); `null` in a system that keeps none (Elo).
+    pub sigma: Option<f64>,
     /// μ − 3σ.
     pub conservative: f64,
     /// 1-based place on the leaderboard by μ.
@@ -126,12 +126,12 @@ pub struct HistoryEntryResponse {
     pub performance: f64,
     /// Rating before the round.
     pub mu_before: f64,
-    /// Uncertainty before the round.
-    pub sigma_before: f64,
+    /// Uncertainty before the round; `null` in a system that keeps none (Elo).
+    pub sigma_before: Option<f64>,
     /// Rating after the round.
     pub mu: f64,
-    /// Uncertainty after the round.
-    pub sigma: f64,
+    /// Uncertainty after the round; `null` in a system that keeps none (Elo).
+    pub sigma: Option<f64>,
     /// `mu − mu_before`.
     pub delta: f64,
 }

@@ -4,7 +4,10 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Serialize;
-use utoipa::openapi::schema::Schema;
+use utoipa::openapi::schema::{
+    AdditionalProperties, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
+};
+use utoipa::openapi::RefOr;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -12,7 +15,7 @@ use utoipa_axum::routes;
 use super::auth::{Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::JsonBody;
-use crate::config::ParamsOverrides;
+use crate::config::{own_parameters, ParamsOverrides};
 use crate::engine::{Params, SystemName, SystemParams, Ties, Variant, WengLinModel};
 use crate::names;
 use crate::state::{AppState, PutPoolError};
@@ -39,6 +42,32 @@ pub enum ParamsResponse {
     Glicko2(Glicko2ParamsResponse),
     /// Codeforces'.
     Codeforces(CodeforcesParamsResponse),
+    /// Topcoder's.
+    Topcoder(TopcoderParamsResponse),
+    /// Elo's.
+    Elo(EloParamsResponse),
+}
+
+/// Elo's parameters.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EloParamsResponse {
+    /// The temperature T of the expected score.
+    pub temperature: f64,
+    /// The most one round of weight 1 can move a rating.
+    pub k: f64,
+    /// A new player's rating.
+    pub mu_init: f64,
+}
+
+/// Topcoder's parameters.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TopcoderParamsResponse {
+    /// Scales every round's weight and how far one round may move a rating.
+    pub weight_multiplier: f64,
+    /// A new player's rating.
+    pub mu_init: f64,
+    /// A new player's volatility.
+    pub sigma_init: f64,
 }
 
 /// Codeforces' parameters.
@@ -162,6 +191,16 @@ impl From<&SystemParams> for ParamsResponse {
                 mu_init: p.mu_init,
                 sigma_init: p.sigma_init,
             }),
+            SystemParams::Elo(p) => Self::Elo(EloParamsResponse {
+                temperature: p.temperature,
+                k: p.k,
+                mu_init: p.mu_init,
+            }),
+            SystemParams::Topcoder(p) => Self::Topcoder(TopcoderParamsResponse {
+                weight_multiplier: p.weight_multiplier,
+                mu_init: p.mu_init,
+                sigma_init: p.sigma_init,
+            }),
         }
     }
 }
@@ -246,6 +285,55 @@ pub struct PutPoolResponse {
     pub system: SystemName,
     /// The parameters now in force.
     pub params: ParamsResponse,
+}
+
+/// Replaces the flat schema of `PUT /v1/pools/{pool}`'s body (every parameter of every
+/// system) with one object per system, told apart by `system`: each takes `system` and that
+/// system's own parameters (as [`own_parameters`] lists them, described as in the flat
+/// schema) and nothing else. `system` may be left out for Elo-MMR, the default, and only for
+/// it, so a body matches exactly one branch.
+pub(super) fn tag_params_schema(doc: &mut utoipa::openapi::OpenApi) {
+    let Some(components) = doc.components.as_mut() else {
+        return;
+    };
+    let name = <ParamsOverrides as utoipa::ToSchema>::name();
+    let Some(RefOr::T(Schema::Object(flat))) = components.schemas.get(name.as_ref()) else {
+        return;
+    };
+    let mut tagged = OneOfBuilder::new().description(Some(
+        "A pool's rating system and its parameters: one object per system, told apart by \
+         `system` (which may be left out for `elo_mmr`, the default). A parameter left out \
+         takes its default.",
+    ));
+    for system in SystemName::ALL {
+        let default = system == SystemName::default();
+        let tag = ObjectBuilder::new()
+            .schema_type(if default {
+                SchemaType::from_iter([Type::String, Type::Null])
+            } else {
+                SchemaType::new(Type::String)
+            })
+            .enum_values(Some(
+                std::iter::once(serde_json::Value::from(system.as_str()))
+                    .chain(default.then_some(serde_json::Value::Null)),
+            ));
+        let mut branch = ObjectBuilder::new()
+            .title(Some(system.as_str()))
+            .property("system", tag)
+            .additional_properties(Some(AdditionalProperties::FreeForm(false)));
+        if !default {
+            branch = branch.required("system");
+        }
+        for &key in own_parameters(system) {
+            if let Some(property) = flat.properties.get(key) {
+                branch = branch.property(key, property.clone());
+            }
+        }
+        tagged = tagged.item(branch);
+    }
+    components
+        .schemas
+        .insert(name.into_owned(), RefOr::T(Schema::OneOf(tagged.build())));
 }
 
 /// Lists every pool with its parameters and counts.

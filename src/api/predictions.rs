@@ -22,6 +22,7 @@ use super::query::QueryParams;
 use crate::compute::Refused;
 use crate::engine;
 use crate::engine::predict::{self, Figures, Forecast};
+use crate::engine::{PredictionPath, RequestNames};
 use crate::state::AppState;
 
 /// Most entrants (or sides) one prediction may hold: the pairwise matrix grows as its square.
@@ -149,17 +150,30 @@ pub struct MatchQualityResponse {
     pub sides: Vec<SideResponse>,
 }
 
-fn invalid_prediction(error: &engine::Error) -> Error {
-    let message = match error {
-        engine::Error::InvalidPrediction { reason, .. } => reason.clone(),
-        other => other.to_string(),
-    };
-    Error::invalid(
-        "invalid_prediction",
-        error.field().unwrap_or_default(),
-        message,
-    )
+/// The answer to an engine error about a request that names its entrants `names`.
+fn invalid_prediction(error: &engine::Error, names: RequestNames) -> Error {
+    match error {
+        engine::Error::InvalidPrediction { at, problem } => Error::invalid(
+            "invalid_prediction",
+            at.render(names),
+            problem.render(names),
+        ),
+        other => Error::invalid(
+            "invalid_prediction",
+            other.field().unwrap_or_default(),
+            other.to_string(),
+        ),
+    }
 }
+
+/// `POST /predictions` names its list `entrants`, each entrant an object with `players`.
+const PREDICTION_NAMES: RequestNames = engine::ENTRANTS;
+
+/// `POST /match-quality` names its list `sides`, each side a list of players.
+const MATCH_QUALITY_NAMES: RequestNames = RequestNames {
+    list: "sides",
+    players: "",
+};
 
 /// P(player a beats player b) head to head.
 #[utoipa::path(get, path = "/v1/pools/{pool}/win-probability", tag = "predictions",
@@ -176,9 +190,12 @@ async fn get_win_probability(
 ) -> Result<Json<WinProbabilityResponse>, Error> {
     let pool = pool_of(&state, &pool)?;
     let outcome = predict::head_to_head(&*pool.read(), &query.a, &query.b);
-    let h2h = outcome.map_err(|e| {
-        let field = e.field().unwrap_or_default().to_owned();
-        Error::query(field, e.to_string())
+    let h2h = outcome.map_err(|e| match &e {
+        engine::Error::InvalidPrediction { at, problem } => Error::query(
+            at.render(engine::ENTRANTS),
+            problem.render(engine::ENTRANTS),
+        ),
+        other => Error::query(other.field().unwrap_or_default(), other.to_string()),
     })?;
     Ok(Json(WinProbabilityResponse {
         a: query.a,
@@ -197,13 +214,15 @@ async fn forecast(
     pool: &str,
     entrants: Vec<Vec<String>>,
     figures: Figures,
+    names: RequestNames,
 ) -> Result<(Forecast, Vec<Vec<String>>), Error> {
     let snapshot = pool_of(state, pool)?.read();
+    let list = names.list;
     if entrants.len() > MAX_ENTRANTS {
         return Err(Error::invalid(
             "invalid_prediction",
-            "entrants",
-            format!("at most {MAX_ENTRANTS} entrants"),
+            PredictionPath::Entrants.render(names),
+            format!("at most {MAX_ENTRANTS} {list}"),
         ));
     }
     let mut players = 0;
@@ -212,8 +231,8 @@ async fn forecast(
         if players > MAX_PLAYERS {
             return Err(Error::invalid(
                 "invalid_prediction",
-                format!("entrants[{i}].players"),
-                format!("at most {MAX_PLAYERS} players in all entrants together"),
+                PredictionPath::Entrant(i).render(names),
+                format!("at most {MAX_PLAYERS} players in all {list} together"),
             ));
         }
     }
@@ -228,7 +247,7 @@ async fn forecast(
         Ok(Ok(done)) => Ok(done),
         // Only a request that went away is cancelled: nobody reads this answer.
         Ok(Err(engine::Error::Cancelled)) => Err(Error::Timeout),
-        Ok(Err(error)) => Err(invalid_prediction(&error)),
+        Ok(Err(error)) => Err(invalid_prediction(&error, names)),
         Err(Refused::Overloaded) => Err(Error::Overloaded),
         Err(Refused::Panicked) => Err(Error::Internal),
     }
@@ -262,7 +281,7 @@ async fn create_prediction(
         expected_ranks: true,
         pairwise: request.pairwise,
     };
-    let (forecast, entrants) = forecast(&state, &pool, entrants, figures).await?;
+    let (forecast, entrants) = forecast(&state, &pool, entrants, figures, PREDICTION_NAMES).await?;
     Ok(Json(PredictionResponse {
         entrants: entrants
             .into_iter()
@@ -293,24 +312,14 @@ async fn create_match_quality(
     Path(pool): Path<String>,
     JsonBody(request): JsonBody<MatchQualityRequest>,
 ) -> Result<Json<MatchQualityResponse>, Error> {
-    let (forecast, sides) = forecast(&state, &pool, request.sides, Figures::default())
-        .await
-        .map_err(|error| match error {
-            // The engine names entrants, in the field and in messages that point at another
-            // one; this request calls them sides.
-            Error::Invalid {
-                code,
-                field,
-                message,
-            } => Error::invalid(
-                code,
-                field
-                    .replacen("entrants", "sides", 1)
-                    .replace(".players", ""),
-                message.replace("entrants[", "sides["),
-            ),
-            other => other,
-        })?;
+    let (forecast, sides) = forecast(
+        &state,
+        &pool,
+        request.sides,
+        Figures::default(),
+        MATCH_QUALITY_NAMES,
+    )
+    .await?;
     Ok(Json(MatchQualityResponse {
         quality: forecast.quality,
         sides: sides

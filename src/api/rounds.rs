@@ -71,10 +71,10 @@ pub struct ResultResponse {
     pub mu_before: f64,
     /// Rating after the round.
     pub mu_after: f64,
-    /// Uncertainty before the round.
-    pub sigma_before: f64,
-    /// Uncertainty after the round.
-    pub sigma_after: f64,
+    /// Uncertainty before the round; `null` in a system that keeps none (Elo).
+    pub sigma_before: Option<f64>,
+    /// Uncertainty after the round; `null` in a system that keeps none (Elo).
+    pub sigma_after: Option<f64>,
     /// `mu_after − mu_before`.
     pub delta: f64,
 }

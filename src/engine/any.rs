@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::codeforces::{Codeforces, CodeforcesParams, CodeforcesState};
+use super::elo::{Elo, EloParams, EloState};
 use super::elo_mmr::EloMmr;
 use super::glicko2::{Glicko2, Glicko2Params, Glicko2State};
 use super::params::Params;
@@ -14,6 +15,7 @@ use super::player::PlayerState;
 use super::rating::{Rating, RatingChange};
 use super::round::Round;
 use super::system::{Model, Performance, Rated, RatingSystem};
+use super::topcoder::{Topcoder, TopcoderParams, TopcoderState};
 use super::true_skill::{TrueSkill, TrueSkillParams, TrueSkillState};
 use super::weng_lin::{WengLin, WengLinParams, WengLinState};
 use super::Error;
@@ -34,6 +36,10 @@ pub enum SystemParams {
     Glicko2(Glicko2Params),
     /// Codeforces' system, as the Elo-MMR paper evaluates it.
     Codeforces(CodeforcesParams),
+    /// Topcoder's system, as the Elo-MMR paper evaluates it.
+    Topcoder(TopcoderParams),
+    /// Elo for free-for-all rounds.
+    Elo(EloParams),
 }
 
 /// A rating system's name, as requests and responses spell it.
@@ -52,6 +58,10 @@ pub enum SystemName {
     Glicko2,
     /// Codeforces' system, as the Elo-MMR paper evaluates it.
     Codeforces,
+    /// Topcoder's system, as the Elo-MMR paper evaluates it.
+    Topcoder,
+    /// Elo for free-for-all rounds.
+    Elo,
 }
 
 /// One player's state in the pool's rating system.
@@ -67,6 +77,10 @@ pub enum SystemState {
     Glicko2(Glicko2State),
     /// Codeforces' rating.
     Codeforces(CodeforcesState),
+    /// Topcoder's rating and volatility.
+    Topcoder(TopcoderState),
+    /// Elo's rating.
+    Elo(EloState),
 }
 
 /// One participant's outcome of [`SystemParams::apply`].
@@ -79,6 +93,17 @@ pub struct Applied {
 }
 
 impl SystemName {
+    /// Every system, in the order documents list them.
+    pub const ALL: [Self; 7] = [
+        Self::EloMmr,
+        Self::WengLin,
+        Self::TrueSkill,
+        Self::Glicko2,
+        Self::Codeforces,
+        Self::Topcoder,
+        Self::Elo,
+    ];
+
     /// The name as requests and responses spell it.
     #[must_use]
     pub fn as_str(self) -> &'static str {
@@ -88,6 +113,8 @@ impl SystemName {
             Self::TrueSkill => "trueskill",
             Self::Glicko2 => "glicko2",
             Self::Codeforces => "codeforces",
+            Self::Topcoder => "topcoder",
+            Self::Elo => "elo",
         }
     }
 }
@@ -108,6 +135,8 @@ impl SystemParams {
             Self::TrueSkill(_) => SystemName::TrueSkill,
             Self::Glicko2(_) => SystemName::Glicko2,
             Self::Codeforces(_) => SystemName::Codeforces,
+            Self::Topcoder(_) => SystemName::Topcoder,
+            Self::Elo(_) => SystemName::Elo,
         }
     }
 
@@ -119,6 +148,8 @@ impl SystemParams {
             Self::TrueSkill(p) => TrueSkill::validate(p),
             Self::Glicko2(p) => Glicko2::validate(p),
             Self::Codeforces(p) => Codeforces::validate(p),
+            Self::Topcoder(p) => Topcoder::validate(p),
+            Self::Elo(p) => Elo::validate(p),
         }
     }
 
@@ -131,6 +162,8 @@ impl SystemParams {
             Self::TrueSkill(p) => SystemState::TrueSkill(TrueSkill::newcomer(p)),
             Self::Glicko2(p) => SystemState::Glicko2(Glicko2::newcomer(p)),
             Self::Codeforces(p) => SystemState::Codeforces(Codeforces::newcomer(p)),
+            Self::Topcoder(p) => SystemState::Topcoder(Topcoder::newcomer(p)),
+            Self::Elo(p) => SystemState::Elo(Elo::newcomer(p)),
         }
     }
 
@@ -142,6 +175,8 @@ impl SystemParams {
             Self::TrueSkill(p) => TrueSkill::check_round(p, round),
             Self::Glicko2(p) => Glicko2::check_round(p, round),
             Self::Codeforces(p) => Codeforces::check_round(p, round),
+            Self::Topcoder(p) => Topcoder::check_round(p, round),
+            Self::Elo(p) => Elo::check_round(p, round),
         }
     }
 
@@ -155,6 +190,8 @@ impl SystemParams {
             Self::TrueSkill(p) => applied::<TrueSkill>(p, round, priors, SystemState::TrueSkill),
             Self::Glicko2(p) => applied::<Glicko2>(p, round, priors, SystemState::Glicko2),
             Self::Codeforces(p) => applied::<Codeforces>(p, round, priors, SystemState::Codeforces),
+            Self::Topcoder(p) => applied::<Topcoder>(p, round, priors, SystemState::Topcoder),
+            Self::Elo(p) => applied::<Elo>(p, round, priors, SystemState::Elo),
         }
     }
 
@@ -167,6 +204,8 @@ impl SystemParams {
             Self::TrueSkill(p) => TrueSkill::model(p),
             Self::Glicko2(p) => Glicko2::model(p),
             Self::Codeforces(p) => Codeforces::model(p),
+            Self::Topcoder(p) => Topcoder::model(p),
+            Self::Elo(p) => Elo::model(p),
         }
     }
 
@@ -179,6 +218,8 @@ impl SystemParams {
             Self::TrueSkill(p) => Ok(TrueSkill::performance(p, &own(members)?)),
             Self::Glicko2(p) => Ok(Glicko2::performance(p, &own(members)?)),
             Self::Codeforces(p) => Ok(Codeforces::performance(p, &own(members)?)),
+            Self::Topcoder(p) => Ok(Topcoder::performance(p, &own(members)?)),
+            Self::Elo(p) => Ok(Elo::performance(p, &own(members)?)),
         }
     }
 }
@@ -193,6 +234,8 @@ impl SystemState {
             Self::TrueSkill(s) => TrueSkill::rating(s),
             Self::Glicko2(s) => Glicko2::rating(s),
             Self::Codeforces(s) => Codeforces::rating(s),
+            Self::Topcoder(s) => Topcoder::rating(s),
+            Self::Elo(s) => Elo::rating(s),
         }
     }
 
@@ -205,6 +248,8 @@ impl SystemState {
             Self::TrueSkill(s) => TrueSkill::rounds(s),
             Self::Glicko2(s) => Glicko2::rounds(s),
             Self::Codeforces(s) => Codeforces::rounds(s),
+            Self::Topcoder(s) => Topcoder::rounds(s),
+            Self::Elo(s) => Elo::rounds(s),
         }
     }
 }
@@ -233,6 +278,8 @@ state_of!(WengLin, WengLinState);
 state_of!(TrueSkill, TrueSkillState);
 state_of!(Glicko2, Glicko2State);
 state_of!(Codeforces, CodeforcesState);
+state_of!(Topcoder, TopcoderState);
+state_of!(Elo, EloState);
 
 /// Each of `states` as system `S`'s state; the first of another system is an error.
 fn own<'a, S>(states: &[&'a SystemState]) -> Result<Vec<&'a S>, Error>

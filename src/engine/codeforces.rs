@@ -13,13 +13,12 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::chebyshev::{self, Chebyshev};
 use super::params::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 use super::rating::Rating;
 use super::round::Round;
-use super::solve::increasing_root;
 use super::system::{checked_layout, Model, Performance, Rated, RatingSystem};
-use super::{tanh, Error, LOGISTIC_SCALE};
+use super::tanh_sum::TanhSum;
+use super::{Error, LOGISTIC_SCALE};
 
 /// The Codeforces system's parameters, with the paper's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -139,7 +138,7 @@ impl RatingSystem for Codeforces {
     fn rating(state: &CodeforcesState) -> Rating {
         Rating {
             mu: state.mu,
-            sigma: state.sigma,
+            sigma: Some(state.sigma),
         }
     }
 
@@ -161,105 +160,5 @@ impl RatingSystem for Codeforces {
             skill_variance: 0.0,
             noise_variance,
         }
-    }
-}
-
-/// Rounds of at most this many players sum `F` exactly wherever it is needed: O(N²) work that,
-/// this small, costs less than the interpolant's few hundred exact sums.
-const DIRECT_LIMIT: usize = 64;
-
-/// `F(x) = Σ_j tanh(a (x − μ_j))`: for a small round the ratings themselves, otherwise
-/// Chebyshev leaves `2/a` wide covering every rating and far enough beyond that `F` is within
-/// one entrant of `±N` at the ends.
-struct TanhSum<'a> {
-    ratings: &'a [f64],
-    a: f64,
-    start: f64,
-    end: f64,
-    width: f64,
-    leaves: Vec<Chebyshev>,
-    entrants: f64,
-}
-
-impl<'a> TanhSum<'a> {
-    fn new(ratings: &'a [f64], a: f64) -> Self {
-        let low = ratings.iter().copied().fold(f64::INFINITY, f64::min);
-        let high = ratings.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        // tanh(z) is within 1/(2N) of 1 from z = ln(4N)/2 on.
-        let reach = ((4.0 * ratings.len() as f64).ln() / 2.0 + 1.0) / a;
-        let width = 2.0 / a;
-        let start = low - reach;
-        let count = (((high + reach - start) / width).ceil() as usize).max(1);
-        let mut sum = Self {
-            ratings,
-            a,
-            start,
-            end: start + count as f64 * width,
-            width,
-            leaves: Vec::new(),
-            entrants: ratings.len() as f64,
-        };
-        if ratings.len() > DIRECT_LIMIT {
-            sum.leaves = (0..count)
-                .into_par_iter()
-                .map(|k| {
-                    let (lo, hi) = (start + k as f64 * width, start + (k + 1) as f64 * width);
-                    Chebyshev::fit(lo, hi, &chebyshev::nodes(lo, hi).map(|x| sum.exact(x).0))
-                })
-                .collect();
-        }
-        sum
-    }
-
-    /// `F(x)` and its slope, summed over every rating.
-    fn exact(&self, x: f64) -> (f64, f64) {
-        self.ratings.iter().fold((0.0, 0.0), |(value, slope), &mu| {
-            let t = tanh(self.a * (x - mu));
-            (value + t, slope + self.a * (1.0 - t * t))
-        })
-    }
-
-    /// The leaf holding `x`, ends included.
-    fn leaf(&self, x: f64) -> &Chebyshev {
-        let k = ((x - self.start) / self.width).floor().max(0.0) as usize;
-        &self.leaves[k.min(self.leaves.len() - 1)]
-    }
-
-    fn value(&self, x: f64) -> f64 {
-        if self.leaves.is_empty() {
-            self.exact(x).0
-        } else {
-            self.leaf(x).eval(x).0
-        }
-    }
-
-    /// The `x` where `F(x) = target`, for a target in `(−N, N)`, clamped to the leaves.
-    fn inverse(&self, target: f64) -> f64 {
-        let target = target.clamp(-self.entrants, self.entrants);
-        let (mut lo, mut hi) = (self.start, self.end);
-        if self.leaves.is_empty() {
-            return increasing_root(lo, hi, 0.5 * (lo + hi), |x| {
-                let (value, slope) = self.exact(x);
-                (value - target, slope)
-            });
-        }
-        // Bisect on leaf boundaries to the leaf holding the root, then solve there.
-        let (mut first, mut last) = (0, self.leaves.len());
-        while last - first > 1 {
-            let mid = (first + last) / 2;
-            let edge = self.start + mid as f64 * self.width;
-            if self.leaves[mid].eval(edge).0 < target {
-                first = mid;
-                lo = edge;
-            } else {
-                last = mid;
-                hi = edge;
-            }
-        }
-        let leaf = &self.leaves[first];
-        increasing_root(lo, hi, 0.5 * (lo + hi), |x| {
-            let (value, slope) = leaf.eval(x);
-            (value - target, slope)
-        })
     }
 }

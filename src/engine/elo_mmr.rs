@@ -42,7 +42,7 @@ impl RatingSystem for EloMmr {
     fn rating(state: &PlayerState) -> Rating {
         Rating {
             mu: state.mu,
-            sigma: state.sigma,
+            sigma: Some(state.sigma),
         }
     }
 

@@ -168,7 +168,7 @@ impl RatingSystem for Glicko2 {
     fn rating(state: &Glicko2State) -> Rating {
         Rating {
             mu: state.mu,
-            sigma: state.sigma,
+            sigma: Some(state.sigma),
         }
     }
 

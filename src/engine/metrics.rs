@@ -3,18 +3,24 @@
 //! loss and Brier score of the pairwise win probabilities of [`predict`](super::predict). Pure
 //! arithmetic on priors; nothing here changes a belief or knows where rounds come from.
 //!
+//! Pair inversion and rank deviation are counted exactly as the paper's reference
+//! implementation (`multi-skill` 0.1.2's `pairwise_metric` and `percentile_distance_metric`)
+//! counts them, which a test checks:
+//! - the round is first cut to the entrants the caller counts (the paper keeps players with at
+//!   least 5 earlier rounds), and the metrics are computed among those alone;
+//! - a tie is a correct prediction for pair inversion (the paper's "winning or tying"), and
+//!   the outcome 1/2 for log loss and Brier;
+//! - equal prior ratings of two entrants who did not tie predict nothing: the pair counts as
+//!   missed for pair inversion, and for rank deviation entrants with equal ratings are
+//!   predicted in their finishing order;
+//! - rank deviation is the distance from an entrant's predicted position to the range of
+//!   places its tie group covers;
+//! - a round with fewer than two entrants left, or where everybody left ties, predicts nothing
+//!   and is left out.
+//!
 //! A team is one entrant (its rating and performance distribution are the ones its rating
 //! system gives it, a [`Performance`](super::Performance); for Elo-MMR its members' sums); each
-//! member is credited with the team's metrics. How the
-//! undecided cases count:
-//! - equal prior ratings of two entrants who did not tie: the prediction "the higher rating
-//!   finishes ahead" says nothing, so the pair counts half for pair inversion, and for rank
-//!   deviation the entrants sharing a rating predict a range of ranks, just as a tie gives a
-//!   range of actual ranks: the deviation is the gap between the two ranges (0 if they meet);
-//! - a tie: counts as a correct prediction for pair inversion (the paper's "winning or
-//!   tying"), and as the outcome 1/2 for log loss and Brier;
-//! - a round where everybody ties scores like any other (pair inversion 1, rank deviation 0),
-//!   unlike the reference implementation, which leaves such rounds out.
+//! counted member is credited with the team's metrics.
 
 use rayon::prelude::*;
 
@@ -147,11 +153,15 @@ impl MetricsSum {
 /// and a round of weight 1, exactly as [`predict`](super::predict) would answer before the
 /// round.
 ///
+/// The paper's protocol: the round is first cut to the entrants `counted` keeps (a team stays,
+/// with all its members' strength, when one of its members is counted), and every metric is
+/// computed among them alone. A round that keeps fewer than two entrants, or whose kept
+/// entrants all tie, predicts nothing and gives every participation `None`.
+///
 /// Pair inversion and rank deviation cost O(N log N); log loss and Brier look at the
-/// `opponents` of each counted entrant (a team counts when one of its members does), in
-/// parallel over entrants, each entrant's sum sequential, so the result does not depend on the
-/// thread count nor on the order of `round.standings`, and a participation that does not count
-/// costs nothing.
+/// `opponents` of each kept entrant, in parallel over entrants, each entrant's sum
+/// sequential, so the result does not depend on the thread count nor on the order of
+/// `round.standings`, and a participation that is not kept costs nothing.
 ///
 /// ```
 /// use mmr_service::engine::metrics::{round_metrics, Opponents};
@@ -162,15 +172,20 @@ impl MetricsSum {
 /// strong.mu += 400.0;
 /// let weak = SystemState::EloMmr(PlayerState::new(&params));
 /// let strong = SystemState::EloMmr(strong);
-/// let round = Round::new(vec![Standing::solo("strong", 1), Standing::solo("weak", 2)]);
+/// let round = Round::new(vec![
+///     Standing::solo("strong", 1),
+///     Standing::solo("weak", 2),
+///     Standing::solo("new", 3),
+/// ]);
 /// let system = SystemParams::EloMmr(params);
-/// let priors = [&strong, &weak];
-/// let metrics = round_metrics(&system, &round, &priors, |_| true, Opponents::All)?;
+/// let newcomer = system.newcomer();
+/// let priors = [&strong, &weak, &newcomer];
+/// let metrics = round_metrics(&system, &round, &priors, |i| i < 2, Opponents::All)?;
 /// assert_eq!(metrics[0].map(|m| m.pair_inversion), Some(1.0));
 /// assert_eq!(metrics[1].map(|m| m.rank_deviation), Some(0.0));
-/// let strong_only = round_metrics(&system, &round, &priors, |i| i == 0, Opponents::All)?;
-/// assert_eq!(strong_only[0], metrics[0]);
-/// assert_eq!(strong_only[1], None);
+/// assert_eq!(metrics[2], None);
+/// let alone = round_metrics(&system, &round, &priors, |i| i == 0, Opponents::All)?;
+/// assert_eq!(alone[0], None);
 /// # Ok::<(), mmr_service::engine::Error>(())
 /// ```
 pub fn round_metrics(
@@ -188,50 +203,52 @@ pub fn round_metrics(
         });
     }
     let layout = Layout::of(round)?;
-    let performances: Vec<(f64, f64)> = layout
+    let mut metrics = vec![None; round.standings.len()];
+    let kept = Kept::of(&layout, &counted);
+    if kept.groups.len() < 2 {
+        return Ok(metrics);
+    }
+    let performances: Vec<(f64, f64)> = kept
         .entrants
         .iter()
-        .map(|members| {
-            let states: Vec<&SystemState> = members.iter().map(|&m| priors[m]).collect();
+        .map(|&e| {
+            let states: Vec<&SystemState> = layout.entrants[e].iter().map(|&m| priors[m]).collect();
             let performance = system.performance(&states)?;
             Ok((performance.mean, performance.variance))
         })
         .collect::<Result<_, Error>>()?;
     let ratings: Vec<f64> = performances.iter().map(|&(mu, _)| mu).collect();
-    let ordering = RatingOrder::of(&ratings, &layout);
+    let ordering = RatingOrder::of(&ratings, &kept.groups);
     let opponent_count = (ratings.len() - 1) as f64;
 
-    let group_of = layout.group_of_entrants();
-    let entrant_metrics: Vec<Option<ParticipationMetrics>> = layout
-        .entrants
-        .par_iter()
-        .enumerate()
-        .map(|(e, members)| {
-            if !members.iter().any(|&m| counted(m)) {
-                return None;
-            }
-            let group = &layout.groups[group_of[e]];
+    let mut group_of = vec![0; ratings.len()];
+    for (g, range) in kept.groups.iter().enumerate() {
+        group_of[range.clone()].fill(g);
+    }
+    let entrant_metrics: Vec<ParticipationMetrics> = (0..ratings.len())
+        .into_par_iter()
+        .map(|e| {
+            let group = &kept.groups[group_of[e]];
             let scores = match opponents {
                 Opponents::AtMost { count, seed } if count >= 2 && count < ratings.len() - 1 => {
                     sampled_scores(system.model(), &performances, group.clone(), e, count, seed)
                 }
                 _ => pairwise_scores(system.model(), &performances, group.clone(), e),
             };
-            Some(ParticipationMetrics {
-                pair_inversion: ordering.correct_halves[e] as f64 / (2.0 * opponent_count),
+            ParticipationMetrics {
+                pair_inversion: ordering.correct[e] as f64 / opponent_count,
                 rank_deviation: ordering.deviation(e, group.start, group.end - 1) as f64
                     / opponent_count,
                 log_loss: scores.log_loss,
                 brier: scores.brier,
                 log_loss_variance: scores.log_loss_variance,
                 brier_variance: scores.brier_variance,
-            })
+            }
         })
         .collect();
 
-    let mut metrics = vec![None; round.standings.len()];
-    for (members, entrant) in layout.entrants.iter().zip(&entrant_metrics) {
-        let Some(entrant) = entrant else { continue };
+    for (&e, entrant) in kept.entrants.iter().zip(&entrant_metrics) {
+        let members = &layout.entrants[e];
         let shared = members.iter().filter(|&&m| counted(m)).count() as f64;
         for &m in members {
             if counted(m) {
@@ -244,6 +261,34 @@ pub fn round_metrics(
         }
     }
     Ok(metrics)
+}
+
+/// The entrants a round's metrics are computed among, in the layout's rank order.
+struct Kept {
+    /// Indices into the layout's entrants.
+    entrants: Vec<usize>,
+    /// Ranges of `entrants` that share a rank, best first.
+    groups: Vec<std::ops::Range<usize>>,
+}
+
+impl Kept {
+    /// The entrants with at least one member `counted` keeps.
+    fn of(layout: &Layout, counted: &impl Fn(usize) -> bool) -> Self {
+        let mut entrants = Vec::new();
+        let mut groups = Vec::new();
+        for range in &layout.groups {
+            let start = entrants.len();
+            entrants.extend(
+                range
+                    .clone()
+                    .filter(|&e| layout.entrants[e].iter().any(|&m| counted(m))),
+            );
+            if entrants.len() > start {
+                groups.push(start..entrants.len());
+            }
+        }
+        Self { entrants, groups }
+    }
 }
 
 /// One entrant's log loss and Brier score, averaged over its opponents, and their variances
@@ -418,84 +463,66 @@ impl NegativeLogProduct {
     }
 }
 
-/// Pair inversion counts and predicted rank ranges, from one sort of the prior ratings.
+/// Pair inversion counts and predicted ranks, from one sort of the prior ratings, as the
+/// paper (and its reference implementation) counts them.
 struct RatingOrder {
-    /// Each entrant's equal-rating class, 0 for the highest rating.
-    class: Vec<usize>,
-    /// Entrants rated strictly higher than each class.
-    above_class: Vec<usize>,
-    /// Entrants in each class.
-    class_size: Vec<usize>,
-    /// Twice the correctly predicted opponents of each entrant (a pair with equal ratings and
-    /// different ranks counts 1 of 2).
-    correct_halves: Vec<u64>,
+    /// Each entrant's correctly predicted opponents: those it tied with, those that finished
+    /// ahead with a strictly higher rating, and those that finished behind with a strictly
+    /// lower one. Equal ratings predict nothing, so such a pair counts as missed.
+    correct: Vec<u64>,
+    /// Each entrant's 0-based position when sorted by rating, highest first, equal ratings in
+    /// finishing order.
+    predicted: Vec<usize>,
 }
 
 impl RatingOrder {
-    fn of(ratings: &[f64], layout: &Layout) -> Self {
+    /// `ratings` of entrants in finishing order, `groups` their tie groups.
+    fn of(ratings: &[f64], groups: &[std::ops::Range<usize>]) -> Self {
         let n = ratings.len();
         let mut by_rating: Vec<usize> = (0..n).collect();
+        // Stable: equal ratings stay in finishing order.
         by_rating.sort_by(|&a, &b| ratings[b].total_cmp(&ratings[a]));
+        let mut predicted = vec![0; n];
         let mut class = vec![0; n];
-        let mut above_class = Vec::new();
-        let mut class_size: Vec<usize> = Vec::new();
+        let mut classes = 0;
         for (position, &e) in by_rating.iter().enumerate() {
-            let same = position > 0 && ratings[by_rating[position - 1]] == ratings[e];
-            if !same {
-                above_class.push(position);
-                class_size.push(0);
+            if position > 0 && ratings[by_rating[position - 1]] != ratings[e] {
+                classes += 1;
             }
-            class[e] = class_size.len() - 1;
-            if let Some(size) = class_size.last_mut() {
-                *size += 1;
-            }
+            class[e] = classes;
+            predicted[e] = position;
         }
+        let classes = classes + 1;
 
-        let classes = class_size.len();
-        let mut correct_halves = vec![0u64; n];
-        // Best groups first: who finished ahead of each entrant, counted by rating class.
+        let mut correct = vec![0u64; n];
+        // Best groups first: who finished ahead with a higher rating.
         let mut ahead = Fenwick::new(classes);
-        for range in &layout.groups {
+        for range in groups {
             for e in range.clone() {
-                let rated_higher = ahead.below(class[e]);
-                let rated_equal = ahead.below(class[e] + 1) - rated_higher;
-                let tied = (range.len() - 1) as u64;
-                correct_halves[e] += 2 * (rated_higher + tied) + rated_equal;
+                correct[e] += ahead.below(class[e]) + (range.len() - 1) as u64;
             }
             for e in range.clone() {
                 ahead.add(class[e]);
             }
         }
-        // Worst groups first: who finished behind.
+        // Worst groups first: who finished behind with a lower rating.
         let mut behind = Fenwick::new(classes);
-        for range in layout.groups.iter().rev() {
+        for range in groups.iter().rev() {
             for e in range.clone() {
-                let rated_higher_or_equal = behind.below(class[e] + 1);
-                let rated_equal = rated_higher_or_equal - behind.below(class[e]);
-                let rated_lower = behind.total() - rated_higher_or_equal;
-                correct_halves[e] += 2 * rated_lower + rated_equal;
+                correct[e] += behind.total() - behind.below(class[e] + 1);
             }
             for e in range.clone() {
                 behind.add(class[e]);
             }
         }
-        Self {
-            class,
-            above_class,
-            class_size,
-            correct_halves,
-        }
+        Self { correct, predicted }
     }
 
-    /// Gap between entrant `e`'s predicted rank range and its actual one, `first..=last`
-    /// (0-based positions).
+    /// Distance from entrant `e`'s predicted position to its actual places, `first..=last`
+    /// (0-based).
     fn deviation(&self, e: usize, first: usize, last: usize) -> usize {
-        let c = self.class[e];
-        let predicted_first = self.above_class[c];
-        let predicted_last = predicted_first + self.class_size[c] - 1;
-        first
-            .saturating_sub(predicted_last)
-            .max(predicted_first.saturating_sub(last))
+        let p = self.predicted[e];
+        first.saturating_sub(p).max(p.saturating_sub(last))
     }
 }
 
@@ -615,16 +642,17 @@ mod tests {
     }
 
     #[test]
-    fn newcomers_are_a_coin_flip_and_predict_every_rank() {
+    fn newcomers_are_a_coin_flip_and_predict_only_their_ties() {
         let params = Params::default();
         let newcomer = newcomer(&params);
         let round = solo_round(&[1, 2, 2, 4]);
         let metrics = judge(&params, &round, &[&newcomer; 4]).expect("valid round of newcomers");
-        // The winner: three decided pairs, each half right.
-        assert_eq!(metrics[0].pair_inversion, 0.5);
-        // A tied player: one tie (right) and two decided pairs (half right each).
-        assert_eq!(metrics[1].pair_inversion, 2.0 / 3.0);
+        // The winner: three decided pairs, none predicted by equal ratings.
+        assert_eq!(metrics[0].pair_inversion, 0.0);
+        // A tied player: one tie (right) and two decided pairs (missed).
+        assert_eq!(metrics[1].pair_inversion, 1.0 / 3.0);
         for m in &metrics {
+            // Equal ratings are predicted in finishing order.
             assert_eq!(m.rank_deviation, 0.0);
             assert!((m.log_loss - std::f64::consts::LN_2).abs() < 1e-15);
         }
@@ -674,13 +702,20 @@ mod tests {
     }
 
     #[test]
-    fn a_round_where_everybody_ties_is_predicted_perfectly_by_any_ratings() {
+    fn a_round_where_everybody_left_ties_predicts_nothing() {
         let params = Params::default();
-        let (a, b) = (rated(&params, 1200.0), rated(&params, 1800.0));
-        let metrics = judge(&params, &solo_round(&[1, 1]), &[&a, &b]).expect("valid round");
-        for m in metrics {
-            assert_eq!((m.pair_inversion, m.rank_deviation), (1.0, 0.0));
-        }
+        let (a, b, c) = (
+            rated(&params, 1200.0),
+            rated(&params, 1800.0),
+            rated(&params, 1500.0),
+        );
+        let system = SystemParams::EloMmr(params);
+        let round = solo_round(&[1, 1, 2]);
+        let priors = [&a, &b, &c];
+        let all_tied = round_metrics(&system, &round, &priors, |i| i < 2, Opponents::All);
+        assert_eq!(all_tied, Ok(vec![None; 3]));
+        let alone = round_metrics(&system, &round, &priors, |i| i == 2, Opponents::All);
+        assert_eq!(alone, Ok(vec![None; 3]));
     }
 
     #[test]
@@ -861,6 +896,7 @@ mod tests {
             let states: Vec<SystemState> = entries.iter().map(|e| rated(&params, e.1)).collect();
             let metrics = judge(&params, &round, &states.iter().collect::<Vec<_>>())
                 .expect("valid round");
+            prop_assume!(!metrics.is_empty());
 
             // A deterministic shuffle of the listing order, by a multiplicative hash.
             let mut order: Vec<usize> = (0..entries.len()).collect();
@@ -874,18 +910,28 @@ mod tests {
         }
 
         #[test]
-        fn leaving_participations_out_changes_nobody_else_s_metrics(
+        fn leaving_participations_out_judges_the_round_without_them(
             entries in arbitrary_round(),
             left_out in prop::collection::vec(any::<bool>(), 40),
         ) {
             let (params, round, states) = default_round(&entries);
             let priors: Vec<&SystemState> = states.iter().collect();
-            let all = round_metrics(&params, &round, &priors, |_| true, Opponents::All)
-                .expect("valid round");
             let some = round_metrics(&params, &round, &priors, |i| !left_out[i], Opponents::All)
                 .expect("valid round");
-            for (i, (every, counted)) in all.iter().zip(&some).enumerate() {
-                prop_assert_eq!(*counted, if left_out[i] { None } else { *every });
+            let kept: Vec<usize> = (0..entries.len()).filter(|&i| !left_out[i]).collect();
+            if kept.len() < 2 {
+                prop_assert!(some.iter().all(Option::is_none));
+                return Ok(());
+            }
+            let cut = Round::new(kept.iter().map(|&i| round.standings[i].clone()).collect());
+            let cut_priors: Vec<&SystemState> = kept.iter().map(|&i| priors[i]).collect();
+            let alone = round_metrics(&params, &cut, &cut_priors, |_| true, Opponents::All)
+                .expect("valid round");
+            for (k, &i) in kept.iter().enumerate() {
+                prop_assert_eq!(some[i], alone[k]);
+            }
+            for (i, metrics) in some.iter().enumerate() {
+                prop_assert!(!left_out[i] || metrics.is_none());
             }
         }
 
@@ -927,6 +973,8 @@ mod tests {
         #[test]
         fn the_fast_counts_agree_with_looking_at_every_pair(entries in arbitrary_round()) {
             let metrics = metrics_of(&Params::default(), &entries);
+            // A round where everybody ties predicts nothing.
+            prop_assume!(!metrics.is_empty());
             let opponents = (entries.len() - 1) as f64;
             for (i, &(rank_i, mu_i)) in entries.iter().enumerate() {
                 let mut correct = 0.0;
@@ -937,7 +985,7 @@ mod tests {
                     correct += if rank_i == rank_j {
                         1.0
                     } else if mu_i == mu_j {
-                        0.5
+                        0.0
                     } else if (rank_i < rank_j) == (mu_i > mu_j) {
                         1.0
                     } else {
@@ -946,13 +994,22 @@ mod tests {
                 }
                 prop_assert_eq!(metrics[i].pair_inversion, correct / opponents);
 
-                // Ranks (0-based) the actual result and the ratings allow, and their gap.
+                // Places (0-based) the actual result allows, and the position sorting on
+                // ratings predicts (equal ratings in finishing order: by rank, then name).
                 let actual_first = entries.iter().filter(|e| e.0 < rank_i).count();
                 let actual_last = entries.iter().filter(|e| e.0 <= rank_i).count() - 1;
-                let predicted_first = entries.iter().filter(|e| e.1 > mu_i).count();
-                let predicted_last = entries.iter().filter(|e| e.1 >= mu_i).count() - 1;
-                let gap = actual_first.saturating_sub(predicted_last)
-                    .max(predicted_first.saturating_sub(actual_last));
+                let name = |k: usize| format!("p{k}");
+                let predicted = entries
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, &(rank_j, mu_j))| {
+                        mu_j > mu_i
+                            || (mu_j == mu_i
+                                && (rank_j < rank_i || (rank_j == rank_i && name(j) < name(i))))
+                    })
+                    .count();
+                let gap = actual_first.saturating_sub(predicted)
+                    .max(predicted.saturating_sub(actual_last));
                 prop_assert_eq!(metrics[i].rank_deviation, gap as f64 / opponents);
             }
         }

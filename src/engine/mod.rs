@@ -20,6 +20,7 @@
 pub mod any;
 mod chebyshev;
 pub mod codeforces;
+pub mod elo;
 pub mod elo_mmr;
 pub mod glicko2;
 pub mod metrics;
@@ -34,11 +35,14 @@ pub mod rating;
 pub mod round;
 mod solve;
 pub mod system;
+mod tanh_sum;
+pub mod topcoder;
 pub mod true_skill;
 pub mod weng_lin;
 
 pub use any::{Applied, SystemName, SystemParams, SystemState};
 pub use codeforces::{Codeforces, CodeforcesParams, CodeforcesState};
+pub use elo::{Elo, EloParams, EloState};
 pub use elo_mmr::EloMmr;
 pub use glicko2::{Glicko2, Glicko2Params, Glicko2State};
 pub use params::{Params, Ties, Variant};
@@ -48,6 +52,7 @@ pub use rate::rate_round;
 pub use rating::{Rating, RatingChange};
 pub use round::{Round, Standing};
 pub use system::{Model, Performance, Rated, RatingSystem};
+pub use topcoder::{Topcoder, TopcoderParams, TopcoderState};
 pub use true_skill::{TrueSkill, TrueSkillParams, TrueSkillState};
 pub use weng_lin::{WengLin, WengLinModel, WengLinParams, WengLinState};
 
@@ -61,6 +66,95 @@ pub const LOGISTIC_SCALE: f64 = 0.551_328_895_421_792_1;
 pub(crate) fn tanh(x: f64) -> f64 {
     let e = (-2.0 * x.abs()).exp();
     ((1.0 - e) / (1.0 + e)).copysign(x)
+}
+
+/// How a request names its list of entrants and each entrant's players, for the paths of a
+/// [`PredictionPath`]: the list's name, and what follows `list[i]` before the player index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestNames {
+    /// The list, e.g. `entrants`.
+    pub list: &'static str,
+    /// What names an entrant's players after `list[i]`, e.g. `.players`, or nothing when an
+    /// entrant is its list of players.
+    pub players: &'static str,
+}
+
+/// The engine's own names: `entrants[i].players[j]`.
+pub const ENTRANTS: RequestNames = RequestNames {
+    list: "entrants",
+    players: ".players",
+};
+
+/// Where in a prediction request a problem is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PredictionPath {
+    /// The list of entrants as a whole.
+    Entrants,
+    /// Entrant `i`'s players.
+    Entrant(usize),
+    /// Player `j` of entrant `i`.
+    Member(usize, usize),
+    /// A head-to-head's first player.
+    A,
+    /// A head-to-head's second player.
+    B,
+}
+
+impl PredictionPath {
+    /// The path in a request that names things `names`.
+    #[must_use]
+    pub fn render(&self, names: RequestNames) -> String {
+        let RequestNames { list, players } = names;
+        match self {
+            Self::Entrants => list.to_owned(),
+            Self::Entrant(i) => format!("{list}[{i}]{players}"),
+            Self::Member(i, j) => format!("{list}[{i}]{players}[{j}]"),
+            Self::A => "a".to_owned(),
+            Self::B => "b".to_owned(),
+        }
+    }
+}
+
+/// What is wrong with a prediction request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PredictionProblem {
+    /// Fewer than two entrants.
+    TooFewEntrants,
+    /// An entrant with no players.
+    NoPlayers,
+    /// An empty player id.
+    EmptyId,
+    /// The second player of a head-to-head is the first.
+    SamePlayer,
+    /// A player listed twice: twice in one entrant (`first` is `None`), or again after
+    /// entrant `first`.
+    Repeated {
+        /// The player.
+        player: String,
+        /// The entrant that listed them first, when another one.
+        first: Option<usize>,
+    },
+}
+
+impl PredictionProblem {
+    /// The reason, in a request that names things `names`.
+    #[must_use]
+    pub fn render(&self, names: RequestNames) -> String {
+        match self {
+            Self::TooFewEntrants => format!("needs at least 2 {}", names.list),
+            Self::NoPlayers => "has no players".to_owned(),
+            Self::EmptyId => "is empty".to_owned(),
+            Self::SamePlayer => "is the same player as `a`".to_owned(),
+            Self::Repeated {
+                player,
+                first: None,
+            } => format!("lists `{player}` twice"),
+            Self::Repeated {
+                player,
+                first: Some(k),
+            } => format!("lists `{player}`, who is already in {}[{k}]", names.list),
+        }
+    }
 }
 
 /// Everything the engine refuses.
@@ -82,13 +176,15 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-    /// A prediction request is not a set of at least two disjoint, non-empty entrants.
-    #[error("invalid prediction: `{field}` {reason}")]
+    /// A prediction request is not a set of at least two disjoint, non-empty entrants. Both
+    /// parts are relative to the request's list of entrants, so that each caller can name
+    /// them as its own request does ([`PredictionPath::render`], [`PredictionProblem::render`]).
+    #[error("invalid prediction: `{}` {}", at.render(ENTRANTS), problem.render(ENTRANTS))]
     InvalidPrediction {
-        /// Path of the offending field, e.g. `entrants[2].players`.
-        field: String,
-        /// What is wrong with it.
-        reason: String,
+        /// Where the problem is.
+        at: PredictionPath,
+        /// What it is.
+        problem: PredictionProblem,
     },
     /// The computation was cancelled by its caller (a prediction whose request went away).
     #[error("cancelled")]
@@ -125,19 +221,18 @@ impl Error {
         }
     }
 
-    pub(crate) fn prediction(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        Self::InvalidPrediction {
-            field: field.into(),
-            reason: reason.into(),
-        }
+    pub(crate) fn prediction(at: PredictionPath, problem: PredictionProblem) -> Self {
+        Self::InvalidPrediction { at, problem }
     }
 
-    /// The parameter or field the error is about, if any.
+    /// The parameter or field the error is about, if any (a prediction's named as
+    /// [`ENTRANTS`] names them).
     #[must_use]
-    pub fn field(&self) -> Option<&str> {
+    pub fn field(&self) -> Option<String> {
         match self {
-            Self::InvalidParameter { name, .. } => Some(name),
-            Self::InvalidRound { field, .. } | Self::InvalidPrediction { field, .. } => Some(field),
+            Self::InvalidParameter { name, .. } => Some((*name).to_owned()),
+            Self::InvalidRound { field, .. } => Some(field.clone()),
+            Self::InvalidPrediction { at, .. } => Some(at.render(ENTRANTS)),
             Self::PriorCount { .. } | Self::ForeignState { .. } | Self::Cancelled => None,
         }
     }

@@ -284,7 +284,7 @@ mod tests {
                         assert!(
                             change.performance.is_finite()
                                 && change.after.mu.is_finite()
-                                && change.after.sigma.is_normal(),
+                                && change.after.sigma.is_some_and(f64::is_normal),
                             "{params:?}: {change:?}"
                         );
                     }

@@ -3,21 +3,22 @@
 //! built on these two values only.
 
 /// A player's displayed rating: `mu`, and the standard deviation of the system's belief about
-/// it.
+/// it, for a system that keeps one.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rating {
     /// The rating.
     pub mu: f64,
-    /// Its uncertainty (a standard deviation, in rating points).
-    pub sigma: f64,
+    /// Its uncertainty (a standard deviation, in rating points); `None` for a system that
+    /// keeps none (Elo).
+    pub sigma: Option<f64>,
 }
 
 impl Rating {
     /// `μ − kσ`: a rating the player's skill exceeds with high confidence (k = 3 on every
-    /// leaderboard).
+    /// leaderboard); `μ` itself where the system keeps no σ.
     #[must_use]
     pub fn conservative(&self, k: f64) -> f64 {
-        self.mu - k * self.sigma
+        self.mu - k * self.sigma.unwrap_or(0.0)
     }
 }
 

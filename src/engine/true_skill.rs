@@ -166,7 +166,7 @@ impl RatingSystem for TrueSkill {
     fn rating(state: &TrueSkillState) -> Rating {
         Rating {
             mu: state.mu,
-            sigma: state.sigma,
+            sigma: Some(state.sigma),
         }
     }
 

@@ -156,7 +156,7 @@ impl RatingSystem for WengLin {
     fn rating(state: &WengLinState) -> Rating {
         Rating {
             mu: state.mu,
-            sigma: state.sigma,
+            sigma: Some(state.sigma),
         }
     }
 

@@ -278,7 +278,10 @@ mod tests {
     use super::*;
 
     fn mv(player: &str, before: Option<(f64, f64)>, mu: f64, sigma: f64) -> Move {
-        let rating = |(mu, sigma)| Rating { mu, sigma };
+        let rating = |(mu, sigma)| Rating {
+            mu,
+            sigma: Some(sigma),
+        };
         Move {
             player: Arc::from(player),
             before: before.map(rating),
@@ -342,11 +345,15 @@ mod tests {
                 .collect();
             let snapshot = board.clone();
             board.update(&moves);
-            let fresh = Leaderboard::from_players(
-                current
-                    .iter()
-                    .map(|(p, &(mu, sigma))| (Arc::from(p.as_str()), Rating { mu, sigma })),
-            );
+            let fresh = Leaderboard::from_players(current.iter().map(|(p, &(mu, sigma))| {
+                (
+                    Arc::from(p.as_str()),
+                    Rating {
+                        mu,
+                        sigma: Some(sigma),
+                    },
+                )
+            }));
             for order in [Order::Mu, Order::Conservative] {
                 let got: Vec<&Place> = board.page(order, 0, usize::MAX).collect();
                 let want: Vec<&Place> = fresh.page(order, 0, usize::MAX).collect();
@@ -387,13 +394,13 @@ mod tests {
                     })
                     .collect();
                 for m in &moves {
-                    current.insert(m.player.to_string(), (m.after.mu, m.after.sigma));
+                    current.insert(m.player.to_string(), (m.after.mu, m.after.sigma.unwrap_or_default()));
                 }
                 board.update(&moves);
             }
             for (order, key) in [
                 (Order::Mu, (|mu: f64, _: f64| mu) as fn(f64, f64) -> f64),
-                (Order::Conservative, |mu, sigma| conservative(Rating { mu, sigma })),
+                (Order::Conservative, |mu, sigma| conservative(Rating { mu, sigma: Some(sigma) })),
             ] {
                 let mut expected: Vec<(f64, &str)> =
                     current.iter().map(|(p, &(mu, s))| (key(mu, s), p.as_str())).collect();

@@ -42,8 +42,8 @@ pub struct PlayerRating {
     pub player: Arc<str>,
     /// Rating.
     pub mu: f64,
-    /// Uncertainty.
-    pub sigma: f64,
+    /// Uncertainty; `None` in a system that keeps none (Elo).
+    pub sigma: Option<f64>,
     /// μ − 3σ.
     pub conservative: f64,
     /// 1-based place by μ.

@@ -29,7 +29,8 @@ pub struct Options {
     pub format: InputFormat,
     /// The pool's rating system and parameters (validated by [`run`]).
     pub params: SystemParams,
-    /// Metrics count only participations whose player had at least this many earlier rounds.
+    /// Each round is judged among the players with at least this many earlier rounds only
+    /// (the paper's protocol).
     pub min_history: u64,
     /// The opponents each participation's log loss and Brier score look at.
     pub opponents: Opponents,
@@ -82,66 +83,123 @@ pub struct Replay {
 /// reads cleanly, so a bad line is reported before any rating work.
 pub fn run(options: &Options) -> Result<Replay, Error> {
     let began = Instant::now();
-    let mut population = Population::new(options.params.clone()).map_err(Error::Params)?;
+    let population = Population::new(options.params.clone()).map_err(Error::Params)?;
     let rounds = input::read(&options.input, options.format)?;
-    let progress = if options.progress {
-        let bar = ProgressBar::new(rounds.len() as u64);
-        if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} rounds {elapsed}") {
-            bar.set_style(style);
-        }
-        bar
-    } else {
-        ProgressBar::hidden()
+    let progress = progress_bar(options.progress, rounds.len() as u64, "rounds");
+    let pass = Pass {
+        rounds: &rounds,
+        min_history: options.min_history,
+        opponents: options.opponents,
+        judged_from: 0,
     };
-
-    let mut rating_time = Duration::ZERO;
-    let mut metrics_time = Duration::ZERO;
-    let mut participations = 0;
-    let mut metrics = MetricsSum::default();
-    for (index, sourced) in rounds.iter().enumerate() {
-        let round = &sourced.round;
-        let in_round = |error: engine::Error| Error::Input {
-            location: sourced.location.clone(),
-            error: error.into(),
-        };
-        {
-            let started = Instant::now();
-            let priors: Vec<&SystemState> = round
-                .standings
-                .iter()
-                .map(|s| population.belief_or_newcomer(&s.player))
-                .collect();
-            let counted = |i: usize| priors[i].rounds() >= options.min_history;
-            // Each round draws its own opponents, so that sampling errors average out.
-            let opponents = options.opponents.seeded(index as u64);
-            let judged = round_metrics(population.system(), round, &priors, counted, opponents)
-                .map_err(in_round)?;
-            participations += judged.len();
-            // Added by player id, so the means do not depend on the order standings are listed.
-            let mut by_player: Vec<usize> = (0..judged.len()).collect();
-            by_player.sort_unstable_by_key(|&i| &round.standings[i].player);
-            for judged in by_player.into_iter().filter_map(|i| judged[i].as_ref()) {
-                metrics.add(judged);
-            }
-            metrics_time += started.elapsed();
-        }
-        let started = Instant::now();
-        population.apply(round).map_err(in_round)?;
-        rating_time += started.elapsed();
-        progress.inc(1);
-    }
+    let rated = pass.run(population, &progress)?;
     progress.finish_and_clear();
-
     Ok(Replay {
         summary: Summary::new(
             rounds.len(),
+            rated.participations,
+            rated.population.len(),
+            rated.rating_time,
+            rated.metrics_time,
+            began.elapsed(),
+            &rated.metrics,
+        ),
+        population: rated.population,
+    })
+}
+
+/// A bar of `len` steps counting `unit` on stderr, or a hidden one.
+pub(crate) fn progress_bar(shown: bool, len: u64, unit: &str) -> ProgressBar {
+    if !shown {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    let template = format!("{{bar:40}} {{pos}}/{{len}} {unit} {{elapsed}}");
+    if let Ok(style) = ProgressStyle::with_template(&template) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// One pass over rounds already read: each is judged on the priors before it (from round
+/// `judged_from` on), then applied.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pass<'a> {
+    /// The rounds, in the order to apply them.
+    pub rounds: &'a [SourcedRound],
+    /// Metrics judge only players with at least this many earlier rounds.
+    pub min_history: u64,
+    /// The opponents each participation's log loss and Brier score look at.
+    pub opponents: Opponents,
+    /// Rounds before this index are applied without being judged.
+    pub judged_from: usize,
+}
+
+/// What a [`Pass`] leaves.
+#[derive(Debug)]
+pub(crate) struct Rated {
+    /// Every player's final belief.
+    pub population: Population,
+    /// Player-round participations applied.
+    pub participations: usize,
+    /// Time spent rating.
+    pub rating_time: Duration,
+    /// Time spent judging.
+    pub metrics_time: Duration,
+    /// The judged participations' metrics.
+    pub metrics: MetricsSum,
+}
+
+impl Pass<'_> {
+    /// Applies every round to `population`, stepping `progress` once a round.
+    pub(crate) fn run(
+        self,
+        mut population: Population,
+        progress: &ProgressBar,
+    ) -> Result<Rated, Error> {
+        let mut rating_time = Duration::ZERO;
+        let mut metrics_time = Duration::ZERO;
+        let mut participations = 0;
+        let mut metrics = MetricsSum::default();
+        for (index, sourced) in self.rounds.iter().enumerate() {
+            let round = &sourced.round;
+            let in_round = |error: engine::Error| Error::Input {
+                location: sourced.location.clone(),
+                error: error.into(),
+            };
+            participations += round.standings.len();
+            if index >= self.judged_from {
+                let started = Instant::now();
+                let priors: Vec<&SystemState> = round
+                    .standings
+                    .iter()
+                    .map(|s| population.belief_or_newcomer(&s.player))
+                    .collect();
+                let counted = |i: usize| priors[i].rounds() >= self.min_history;
+                // Each round draws its own opponents, so that sampling errors average out.
+                let opponents = self.opponents.seeded(index as u64);
+                let judged = round_metrics(population.system(), round, &priors, counted, opponents)
+                    .map_err(in_round)?;
+                // Added by player id, so the means do not depend on the order standings are
+                // listed.
+                let mut by_player: Vec<usize> = (0..judged.len()).collect();
+                by_player.sort_unstable_by_key(|&i| &round.standings[i].player);
+                for judged in by_player.into_iter().filter_map(|i| judged[i].as_ref()) {
+                    metrics.add(judged);
+                }
+                metrics_time += started.elapsed();
+            }
+            let started = Instant::now();
+            population.apply(round).map_err(in_round)?;
+            rating_time += started.elapsed();
+            progress.inc(1);
+        }
+        Ok(Rated {
+            population,
             participations,
-            population.len(),
             rating_time,
             metrics_time,
-            began.elapsed(),
-            &metrics,
-        ),
-        population,
-    })
+            metrics,
+        })
+    }
 }

@@ -28,7 +28,7 @@ pub fn write_ratings(population: &Population, path: &Path) -> Result<(), Error> 
         record([
             player,
             &rating.mu.to_string(),
-            &rating.sigma.to_string(),
+            &rating.sigma.map_or_else(String::new, |s| s.to_string()),
             &state.rounds().to_string(),
         ])?;
     }

@@ -109,7 +109,7 @@ impl<'a> FactorColumns<'a> {
 struct StateArrays<'a> {
     players: Vec<&'a str>,
     mus: Vec<f64>,
-    sigmas: Vec<f64>,
+    sigmas: Vec<Option<f64>>,
     rounds: Vec<i64>,
     p0s: Vec<Option<f64>>,
     w0s: Vec<Option<f64>>,

@@ -11,8 +11,8 @@ use super::{
     RoundStatus, StoredPlayer,
 };
 use crate::engine::{
-    CodeforcesState, Factor, Glicko2State, PlayerState, Rating, RatingChange, SystemParams,
-    SystemState, TrueSkillState, WengLinState,
+    CodeforcesState, EloState, Factor, Glicko2State, PlayerState, Rating, RatingChange,
+    SystemParams, SystemState, TopcoderState, TrueSkillState, WengLinState,
 };
 
 /// A pool's rating system and its parameters as stored in `pools`: the system's name and its
@@ -151,9 +151,9 @@ pub(super) struct ResultRow {
     rank: i64,
     performance: f64,
     mu_before: f64,
-    sigma_before: f64,
+    sigma_before: Option<f64>,
     mu_after: f64,
-    sigma_after: f64,
+    sigma_after: Option<f64>,
 }
 
 impl ResultRow {
@@ -177,7 +177,7 @@ impl ResultRow {
 pub(super) struct PlayerRow {
     player: String,
     mu: f64,
-    sigma: f64,
+    sigma: Option<f64>,
     rounds: i64,
     p0: Option<f64>,
     w0: Option<f64>,
@@ -237,10 +237,12 @@ pub(super) fn join_players(
             }
             let rounds = to_u64(row.rounds, "rounds")?;
             let missing = || Error::Corrupt(format!("player `{}`: no posterior", row.player));
+            // Every system but Elo keeps a σ.
+            let sigma = || row.sigma.ok_or_else(missing);
             let state = match system {
                 SystemParams::EloMmr(_) => SystemState::EloMmr(PlayerState {
                     mu: row.mu,
-                    sigma: row.sigma,
+                    sigma: sigma()?,
                     p0: row.p0.ok_or_else(missing)?,
                     w0: row.w0.ok_or_else(missing)?,
                     factors: numbered.into_iter().map(|(_, factor)| factor).collect(),
@@ -257,22 +259,28 @@ pub(super) fn join_players(
                 }
                 SystemParams::WengLin(_) => SystemState::WengLin(WengLinState {
                     mu: row.mu,
-                    sigma: row.sigma,
+                    sigma: sigma()?,
                     rounds,
                 }),
                 SystemParams::TrueSkill(_) => SystemState::TrueSkill(TrueSkillState {
                     mu: row.mu,
-                    sigma: row.sigma,
+                    sigma: sigma()?,
                     rounds,
                 }),
                 SystemParams::Codeforces(_) => SystemState::Codeforces(CodeforcesState {
                     mu: row.mu,
-                    sigma: row.sigma,
+                    sigma: sigma()?,
+                    rounds,
+                }),
+                SystemParams::Elo(_) => SystemState::Elo(EloState { mu: row.mu, rounds }),
+                SystemParams::Topcoder(_) => SystemState::Topcoder(TopcoderState {
+                    mu: row.mu,
+                    sigma: sigma()?,
                     rounds,
                 }),
                 SystemParams::Glicko2(_) => SystemState::Glicko2(Glicko2State {
                     mu: row.mu,
-                    sigma: row.sigma,
+                    sigma: sigma()?,
                     volatility: row.volatility.ok_or_else(|| {
                         Error::Corrupt(format!("player `{}`: no volatility", row.player))
                     })?,
@@ -323,7 +331,9 @@ impl<'a> StateColumns<'a> {
             },
             SystemState::WengLin(WengLinState { rounds, .. })
             | SystemState::TrueSkill(TrueSkillState { rounds, .. })
-            | SystemState::Codeforces(CodeforcesState { rounds, .. }) => Self {
+            | SystemState::Codeforces(CodeforcesState { rounds, .. })
+            | SystemState::Topcoder(TopcoderState { rounds, .. })
+            | SystemState::Elo(EloState { rounds, .. }) => Self {
                 rounds: to_i64(*rounds, "rounds")?,
                 p0: None,
                 w0: None,
@@ -378,9 +388,9 @@ pub(super) struct HistoryRow {
     entrants: Option<i64>,
     performance: f64,
     mu_before: f64,
-    sigma_before: f64,
+    sigma_before: Option<f64>,
     mu_after: f64,
-    sigma_after: f64,
+    sigma_after: Option<f64>,
 }
 
 impl HistoryRow {
@@ -403,7 +413,7 @@ impl HistoryRow {
 }
 
 /// A rating change as history rows store it.
-fn change(performance: f64, before: (f64, f64), after: (f64, f64)) -> RatingChange {
+fn change(performance: f64, before: (f64, Option<f64>), after: (f64, Option<f64>)) -> RatingChange {
     let rating = |(mu, sigma)| Rating { mu, sigma };
     RatingChange {
         performance,

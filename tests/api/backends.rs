@@ -1,6 +1,6 @@
 //! The API's main path on both backends, SQLite and Postgres: create a pool, post rounds, apply
-//! them, read them back, and read the same after a restart; for a Weng-Lin and a TrueSkill pool
-//! too.
+//! them, read them back, and read the same after a restart; for a pool of every other rating
+//! system too.
 
 use axum::http::StatusCode;
 use serde_json::json;
@@ -16,6 +16,8 @@ backend_tests!(
     a_plackett_luce_pool_rates_as_computed_by_hand,
     a_glicko2_pool_reproduces_glickmans_example_and_survives_a_restart,
     a_codeforces_pool_rates_weighted_rounds_and_survives_a_restart,
+    a_topcoder_pool_rates_as_computed_by_hand_and_survives_a_restart,
+    an_elo_pool_shows_no_uncertainty_and_survives_a_restart,
 );
 
 async fn a_pool_is_created_listed_and_locked_once_it_has_rounds(app: TestApp) {
@@ -457,6 +459,106 @@ async fn a_codeforces_pool_rates_weighted_rounds_and_survives_a_restart(app: Tes
         &[
             "/v1/pools/main",
             "/v1/pools/main/leaderboard",
+            "/v1/pools/main/players/c/history",
+            "/v1/pools/main/win-probability?a=a&b=c",
+        ],
+    )
+    .await;
+}
+
+async fn a_topcoder_pool_rates_as_computed_by_hand_and_survives_a_restart(app: TestApp) {
+    let created = app
+        .put_pool(
+            POOL,
+            json!({"system": "topcoder", "weight_multiplier": 0.5}),
+        )
+        .await;
+    let created = created.assert_status(StatusCode::CREATED, "create");
+    assert_eq!(created["system"], "topcoder");
+    assert_eq!(created["params"]["weight_multiplier"], 0.5);
+    let mut team = round("team", &["a", "b"]);
+    team["standings"][0]["team"] = json!("duo");
+    app.post_round(POOL, team).await.assert_error(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_round",
+        Some("standings[0].team"),
+        "Topcoder rates players, not teams",
+    );
+    app.play([round("r1", &["a", "b", "c"]), round("r2", &["c", "a", "b"])])
+        .await;
+
+    // Three newcomers (1500, 350): the field's spread is 350, every expected rank 3/2, the
+    // winner's rank 1/2, so it performs at 1500 + 350 (Φ⁻¹(1/2) − Φ⁻¹(1/6)); a first round
+    // weighs 1.5 times the multiplier 0.5 (docs/topcoder.md).
+    let performance = 1500.0 + 350.0 * 0.967_421_566_101_701;
+    let weight = 0.75;
+    let mu = (1500.0 + weight * performance) / (1.0 + weight);
+    let sigma = ((mu - 1500.0_f64).powi(2) / weight + 350.0 * 350.0 / (1.0 + weight)).sqrt();
+    let r1 = app.get("/v1/pools/main/rounds/r1").await;
+    let winner = &r1.assert_status(StatusCode::OK, "r1")["results"][0];
+    let close = |field: &str, want: f64| {
+        let got = winner[field].as_f64().unwrap_or(f64::NAN);
+        assert!((got - want).abs() < 1e-6, "{field}: {got} against {want}");
+    };
+    close("performance", performance);
+    close("mu_after", mu);
+    close("sigma_after", sigma);
+
+    let restarted = app.restarted().await;
+    assert_same_reads(
+        &app,
+        &restarted,
+        &[
+            "/v1/pools/main",
+            "/v1/pools/main/leaderboard",
+            "/v1/pools/main/players/c/history",
+            "/v1/pools/main/win-probability?a=a&b=c",
+        ],
+    )
+    .await;
+}
+
+async fn an_elo_pool_shows_no_uncertainty_and_survives_a_restart(app: TestApp) {
+    let created = app
+        .put_pool(POOL, json!({"system": "elo", "k": 16.0}))
+        .await;
+    let created = created.assert_status(StatusCode::CREATED, "create");
+    assert_eq!(created["system"], "elo");
+    assert_eq!(created["params"]["k"], 16.0);
+    app.play([round("r1", &["a", "b", "c"]), round("r2", &["c", "a", "b"])])
+        .await;
+
+    // Three newcomers: the winner scores 2 of 2 against an expectation of 1, so it gains
+    // k · (2 − 1) / 2 = 8 (docs/elo.md).
+    let r1 = app.get("/v1/pools/main/rounds/r1").await;
+    let winner = &r1.assert_status(StatusCode::OK, "r1")["results"][0];
+    assert_eq!(winner["mu_after"], 1508.0);
+    assert_eq!(winner["sigma_after"], serde_json::Value::Null);
+    let player = app.get("/v1/pools/main/players/a").await;
+    let player = player.assert_status(StatusCode::OK, "a");
+    assert_eq!(player["sigma"], serde_json::Value::Null);
+    assert_eq!(player["conservative"], player["mu"], "no σ to subtract");
+    let board = app
+        .get("/v1/pools/main/leaderboard?order=conservative")
+        .await;
+    let board = board.assert_status(StatusCode::OK, "leaderboard");
+    assert_eq!(board["entries"][0]["sigma"], serde_json::Value::Null);
+    let history = app.get("/v1/pools/main/players/c/history").await;
+    let history = history.assert_status(StatusCode::OK, "history");
+    assert_eq!(
+        history["entries"][0]["sigma"],
+        serde_json::Value::Null,
+        "{history}"
+    );
+
+    let restarted = app.restarted().await;
+    assert_same_reads(
+        &app,
+        &restarted,
+        &[
+            "/v1/pools/main",
+            "/v1/pools/main/leaderboard",
+            "/v1/pools/main/players/a",
             "/v1/pools/main/players/c/history",
             "/v1/pools/main/win-probability?a=a&b=c",
         ],

@@ -322,3 +322,79 @@ async fn getting_an_unknown_pool_returns_404_pool_not_found() {
         "unknown pool",
     );
 }
+
+#[tokio::test]
+async fn the_openapi_document_describes_each_system_s_parameters_as_a_tagged_one_of() {
+    let app = TestApp::new().await;
+    let doc = app.get("/openapi.json").await.body;
+    let body = &doc["paths"]["/v1/pools/{pool}"]["put"]["requestBody"]["content"]
+        ["application/json"]["schema"]["$ref"];
+    let name = body
+        .as_str()
+        .and_then(|r| r.rsplit('/').next())
+        .expect("a $ref");
+    let branches = doc["components"]["schemas"][name]["oneOf"]
+        .as_array()
+        .expect("one branch per system");
+    let systems = [
+        "elo_mmr",
+        "weng_lin",
+        "trueskill",
+        "glicko2",
+        "codeforces",
+        "topcoder",
+        "elo",
+    ];
+    assert_eq!(branches.len(), systems.len());
+    for (branch, system) in branches.iter().zip(systems) {
+        assert_eq!(branch["title"], system);
+        assert_eq!(branch["additionalProperties"], false, "{system}");
+        assert_eq!(branch["properties"]["system"]["enum"][0], system);
+        let required = branch["required"].as_array().map_or(0, Vec::len);
+        assert_eq!(required, usize::from(system != "elo_mmr"), "{system}");
+        // Each branch's parameters are exactly those a PUT of that system accepts.
+        let keys: Vec<&String> = branch["properties"]
+            .as_object()
+            .expect("properties")
+            .keys()
+            .filter(|k| *k != "system")
+            .collect();
+        assert!(!keys.is_empty(), "{system}");
+        for key in keys {
+            let response = app
+                .put_pool(
+                    &format!("{system}-{key}"),
+                    json!({"system": system, key: null}),
+                )
+                .await;
+            assert_eq!(
+                response.status,
+                StatusCode::CREATED,
+                "{system}.{key}: {}",
+                response.body
+            );
+        }
+        let foreign = if system == "topcoder" {
+            "gamma"
+        } else {
+            "weight_multiplier"
+        };
+        if !branch["properties"]
+            .as_object()
+            .is_some_and(|p| p.contains_key(foreign))
+        {
+            let response = app
+                .put_pool(
+                    &format!("other-{system}"),
+                    json!({"system": system, foreign: 1.0}),
+                )
+                .await;
+            response.assert_error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_parameter",
+                Some(foreign),
+                "a parameter of another system",
+            );
+        }
+    }
+}

@@ -277,7 +277,8 @@ fn a_player_with_ten_thousand_rounds_keeps_a_bounded_finite_belief() {
         if t == 4_999 {
             sigma_halfway = population
                 .belief("veteran")
-                .map_or(0.0, |v| v.rating().sigma);
+                .and_then(|v| v.rating().sigma)
+                .unwrap_or_default();
         }
     }
     let Some(SystemState::EloMmr(veteran)) = population.belief("veteran") else {

@@ -182,7 +182,8 @@ fn teams_and_what_glicko2_does_not_have_are_refused_by_name() {
         Glicko2::validate(&bad)
             .err()
             .as_ref()
-            .and_then(Error::field),
+            .and_then(Error::field)
+            .as_deref(),
         Some("volatility_init")
     );
 }

@@ -3,17 +3,20 @@
 //! bit-identical results whatever the listing order and thread count (`determinism`), a
 //! differential test against a plain O(N²) transcription of Algorithms 1–3 kept here
 //! (`reference`, `differential`), agreement with the paper's own implementation on the shared
-//! datasets (`multi_skill`), and the extremes the engine must survive (`edge_cases`).
-//! `support` holds the random beliefs and rounds they share. `weng_lin`, `true_skill` and
-//! `glicko2` check the other rating systems against the crate `skillratings`, their sources'
-//! worked examples, and by their properties.
+//! datasets (`multi_skill`), the accuracy metrics counted as that implementation counts them
+//! (`paper_metrics`), and the extremes the engine must survive (`edge_cases`).
+//! `support` holds the random beliefs and rounds they share. `weng_lin`, `true_skill`,
+//! `glicko2` and `elo` check the other rating systems against the crate `skillratings`, their
+//! sources' worked examples, and by their properties.
 
 mod determinism;
 mod differential;
 mod diffusion;
 mod edge_cases;
+mod elo;
 mod glicko2;
 mod multi_skill;
+mod paper_metrics;
 mod properties;
 mod reference;
 mod support;

@@ -7,20 +7,22 @@
 //! The reference is O(N²) per round in exact mode, so the tests take formula1 whole (small
 //! rounds, many ties, long careers) and the first rounds of ctftime (large fields, no ties).
 //!
-//! Codeforces' system is checked the same way against the crate's `CodeforcesSys`, and on
-//! random rounds too, which need no shared data.
+//! Codeforces' and Topcoder's systems are checked the same way against the crate's
+//! `CodeforcesSys` and `TopcoderSys`, and on random rounds too, which need no shared data.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use mmr_service::engine::params::MAX_HISTORY_LIMIT;
 use mmr_service::engine::{
-    Beliefs, CodeforcesParams, Params, Population, Round, Standing, SystemParams, Variant,
+    Beliefs, CodeforcesParams, Params, Population, Round, Standing, SystemParams, TopcoderParams,
+    Variant,
 };
 use mmr_service::replay::{input, InputFormat};
 use multi_skill::data_processing::Contest;
 use multi_skill::systems::{
     simulate_contest, CodeforcesSys, EloMMR, EloMMRVariant, PlayersByName, RatingSystem,
+    TopcoderSys,
 };
 use proptest::prelude::*;
 
@@ -31,7 +33,7 @@ const CTFTIME_ROUNDS: usize = 100;
 
 /// The first `limit` rounds of `../shared/data/NAME/rounds.jsonl`, or `None` (after saying
 /// so) when the shared data is absent.
-fn shared_rounds(name: &str, limit: usize) -> Option<Vec<Round>> {
+pub(crate) fn shared_rounds(name: &str, limit: usize) -> Option<Vec<Round>> {
     let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/data")
         .join(name)
@@ -47,7 +49,7 @@ fn shared_rounds(name: &str, limit: usize) -> Option<Vec<Round>> {
 
 /// The reference's contest: standings in rank order, each with the 0-based range of places
 /// its tie group covers.
-fn reference_contest(index: usize, round: &Round) -> Contest {
+pub(crate) fn reference_contest(index: usize, round: &Round) -> Contest {
     let mut standings: Vec<_> = round.standings.iter().collect();
     standings.sort_by_key(|s| s.rank);
     let mut contest = Contest::new(index);
@@ -70,7 +72,7 @@ fn reference_contest(index: usize, round: &Round) -> Contest {
 
 /// The reference's `sig_limit` for our `beta` and `gamma`: it drifts by `s⁴ / (β² − s²)` per
 /// round, which equals `γ²` at the positive root of `s⁴ + γ² s² − γ² β² = 0`.
-fn reference_sig_limit(params: &Params) -> f64 {
+pub(crate) fn reference_sig_limit(params: &Params) -> f64 {
     let (g2, b2) = (params.gamma * params.gamma, params.beta * params.beta);
     ((-g2 + (g2 * g2 + 4.0 * g2 * b2).sqrt()) / 2.0).sqrt()
 }
@@ -124,14 +126,14 @@ fn compare(
             (
                 count + 1,
                 f64::max(mu, (got.mu - want.mu).abs()),
-                f64::max(sigma, (got.sigma - want.sig).abs()),
+                f64::max(sigma, (got.sigma.unwrap_or(f64::NAN) - want.sig).abs()),
             )
         })
 }
 
 /// Our parameters for a comparison: the defaults with the reference's unbounded history (the
 /// largest limit, more rounds than any player of the datasets has played).
-fn exact(variant: Variant, rho: f64) -> Params {
+pub(crate) fn exact(variant: Variant, rho: f64) -> Params {
     Params {
         variant,
         rho,
@@ -179,64 +181,110 @@ fn early_ctftime_ratings_agree_with_the_reference_elo_mmr_in_exact_mode() {
     check("ctftime", CTFTIME_ROUNDS, exact(Variant::Logistic, 1.0));
 }
 
-/// Compares Codeforces' system on the first `limit` rounds of a shared dataset.
-fn check_codeforces(name: &str, limit: usize) {
+/// Compares one of the paper's baselines, `system` against the reference's `reference`, on
+/// the first `limit` rounds of a shared dataset.
+fn check_baseline(name: &str, limit: usize, system: SystemParams, reference: &dyn RatingSystem) {
     let Some(rounds) = shared_rounds(name, limit) else {
         return;
     };
-    let params = CodeforcesParams::default();
-    let reference = CodeforcesSys::default();
-    let newcomer = (params.mu_init, params.sigma_init);
-    let (players, mu, sigma) = compare(
-        SystemParams::Codeforces(params),
-        &reference,
-        newcomer,
-        &rounds,
-    );
+    let newcomer = system.newcomer().rating();
+    let label = system.name().as_str();
+    let sigma_init = newcomer.sigma.unwrap_or_default();
+    let (players, mu, sigma) = compare(system, reference, (newcomer.mu, sigma_init), &rounds);
     println!(
-        "{name}, Codeforces: {} rounds, {players} players, largest differences μ {mu:.2e}, σ {sigma:.2e}",
+        "{name}, {label}: {} rounds, {players} players, largest differences μ {mu:.2e}, σ {sigma:.2e}",
         rounds.len()
     );
     assert!(
-        mu <= AGREEMENT && sigma == 0.0,
+        mu <= AGREEMENT && sigma <= AGREEMENT,
         "{name}: μ differs by up to {mu}, σ by {sigma}"
     );
 }
 
+fn codeforces() -> SystemParams {
+    SystemParams::Codeforces(CodeforcesParams::default())
+}
+
+fn topcoder() -> SystemParams {
+    SystemParams::Topcoder(TopcoderParams::default())
+}
+
 #[test]
 fn every_formula1_rating_agrees_with_the_reference_codeforces() {
-    check_codeforces("formula1", usize::MAX);
+    check_baseline(
+        "formula1",
+        usize::MAX,
+        codeforces(),
+        &CodeforcesSys::default(),
+    );
 }
 
 #[test]
 fn early_ctftime_ratings_agree_with_the_reference_codeforces() {
-    check_codeforces("ctftime", CTFTIME_ROUNDS);
+    check_baseline(
+        "ctftime",
+        CTFTIME_ROUNDS,
+        codeforces(),
+        &CodeforcesSys::default(),
+    );
+}
+
+#[test]
+fn every_formula1_rating_agrees_with_the_reference_topcoder() {
+    check_baseline("formula1", usize::MAX, topcoder(), &TopcoderSys::default());
+}
+
+#[test]
+fn early_ctftime_ratings_agree_with_the_reference_topcoder() {
+    check_baseline(
+        "ctftime",
+        CTFTIME_ROUNDS,
+        topcoder(),
+        &TopcoderSys::default(),
+    );
+}
+
+/// Rounds of players `p0…` with the given ranks, all-tie rounds left out (the reference skips
+/// them): histories build up over the rounds.
+fn random_rounds(ranks: &[Vec<u64>]) -> Vec<Round> {
+    ranks
+        .iter()
+        .map(|ranks| {
+            Round::new(
+                ranks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &rank)| Standing::solo(format!("p{i}"), rank))
+                    .collect(),
+            )
+        })
+        .filter(|round| {
+            round
+                .standings
+                .iter()
+                .any(|s| s.rank != round.standings[0].rank)
+        })
+        .collect()
 }
 
 proptest! {
     #[test]
     fn codeforces_agrees_with_the_reference_on_random_rounds(
-        rounds in prop::collection::vec(prop::collection::vec(1..6u64, 2..160), 1..6),
+        ranks in prop::collection::vec(prop::collection::vec(1..6u64, 2..160), 1..6),
     ) {
-        // Players `p0…` take part in every round with a random rank each (some rounds leave
-        // a few out): histories build up over the rounds. Rounds above 64 players take the
-        // interpolated path, smaller ones the exact sums.
-        let rounds: Vec<Round> = rounds
-            .iter()
-            .map(|ranks| {
-                Round::new(
-                    ranks
-                        .iter()
-                        .enumerate()
-                        .map(|(i, &rank)| Standing::solo(format!("p{i}"), rank))
-                        .collect(),
-                )
-            })
-            .filter(|round| round.standings.iter().any(|s| s.rank != round.standings[0].rank))
-            .collect();
-        let params = CodeforcesParams::default();
-        let newcomer = (params.mu_init, params.sigma_init);
-        let (_, mu, sigma) = compare(SystemParams::Codeforces(params), &CodeforcesSys::default(), newcomer, &rounds);
+        // Rounds above 64 players take the interpolated path, smaller ones the exact sums.
+        let rounds = random_rounds(&ranks);
+        let newcomer = (1500.0, 350.0);
+        let (_, mu, sigma) = compare(codeforces(), &CodeforcesSys::default(), newcomer, &rounds);
         prop_assert!(mu <= 1e-6 && sigma == 0.0, "μ differs by up to {}", mu);
+    }
+
+    #[test]
+    fn topcoder_agrees_with_the_reference_on_random_rounds(
+        ranks in prop::collection::vec(prop::collection::vec(1..6u64, 2..60), 1..8),
+    ) {
+        let rounds = random_rounds(&ranks);
+        let (_, mu, sigma) = compare(topcoder(), &TopcoderSys::default(), (1500.0, 350.0), &rounds);
+        prop_assert!(mu <= 1e-6 && sigma <= 1e-6, "μ differs by up to {}, σ by {}", mu, sigma);
     }
 }

@@ -336,7 +336,10 @@ fn elo_mmr_only_round_fields_and_out_of_range_parameters_are_refused_by_name() {
         (duel(1.0, Some(30.0)), "perf_ceiling"),
     ] {
         let error = WengLin::rate(&params, &round, &[&newcomer, &newcomer]).err();
-        assert_eq!(error.as_ref().and_then(|e| e.field()), Some(field));
+        assert_eq!(
+            error.as_ref().and_then(|e| e.field()).as_deref(),
+            Some(field)
+        );
     }
     for (bad, field) in [
         (
@@ -384,7 +387,7 @@ fn elo_mmr_only_round_fields_and_out_of_range_parameters_are_refused_by_name() {
     ] {
         let error = WengLin::validate(&bad).err();
         assert_eq!(
-            error.as_ref().and_then(|e| e.field()),
+            error.as_ref().and_then(|e| e.field()).as_deref(),
             Some(field),
             "{bad:?}"
         );

@@ -1,9 +1,10 @@
-//! End-to-end tests of `mmr-service replay`: the real binary on the repository's synthetic
-//! sample, on broken inputs, on the reference's directory format, and (when present) on the
-//! shared datasets outside the repository.
+//! End-to-end tests of `mmr-service replay` and `evaluate`: the real binary on the
+//! repository's synthetic sample, on broken inputs, on the reference's directory format, and
+//! (when present) on the shared datasets outside the repository.
 
 mod datasets;
 mod errors;
+mod evaluate;
 mod formats;
 mod summary;
 
@@ -34,6 +35,31 @@ fn json_summary(args: &[&str]) -> serde_json::Value {
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout).expect("stdout is one JSON object")
+}
+
+/// The sample without round weights, performance ceilings and teams, which most systems other
+/// than Elo-MMR do not have, written into `dir`.
+fn plain_sample(dir: &Path) -> PathBuf {
+    let input = dir.join("plain.jsonl");
+    let sample = std::fs::read_to_string(sample()).expect("the sample");
+    let plain: Vec<String> = sample
+        .lines()
+        .map(|line| {
+            let mut round: serde_json::Value = serde_json::from_str(line).expect("JSON");
+            if let Some(fields) = round.as_object_mut() {
+                fields.remove("weight");
+                fields.remove("perf_ceiling");
+                if let Some(serde_json::Value::Array(standings)) = fields.get_mut("standings") {
+                    for standing in standings.iter_mut().filter_map(|s| s.as_object_mut()) {
+                        standing.remove("team");
+                    }
+                }
+            }
+            round.to_string()
+        })
+        .collect();
+    std::fs::write(&input, plain.join("\n")).expect("written");
+    input
 }
 
 fn path_str(path: &Path) -> &str {

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use crate::{json_summary, mmr_service, path_str, sample};
+use crate::{json_summary, mmr_service, path_str, plain_sample, sample};
 
 const SUMMARY_KEYS: [&str; 12] = [
     "rounds",
@@ -180,27 +180,7 @@ fn two_replays_write_identical_ratings_and_elo_mmr_infinity_differs() {
 #[test]
 fn params_given_as_flags_or_as_key_values_rate_alike_and_other_systems_rate_the_sample() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    // The other systems have no round weight nor performance ceiling: the sample without
-    // them (nor teams, which Glicko-2 has none of).
-    let input = dir.path().join("plain.jsonl");
-    let sample = std::fs::read_to_string(sample()).expect("the sample");
-    let plain: Vec<String> = sample
-        .lines()
-        .map(|line| {
-            let mut round: serde_json::Value = serde_json::from_str(line).expect("JSON");
-            if let Some(fields) = round.as_object_mut() {
-                fields.remove("weight");
-                fields.remove("perf_ceiling");
-                if let Some(serde_json::Value::Array(standings)) = fields.get_mut("standings") {
-                    for standing in standings.iter_mut().filter_map(|s| s.as_object_mut()) {
-                        standing.remove("team");
-                    }
-                }
-            }
-            round.to_string()
-        })
-        .collect();
-    std::fs::write(&input, plain.join("\n")).expect("written");
+    let input = plain_sample(dir.path());
     let run = |name: &str, extra: &[&str]| {
         let path = dir.path().join(name);
         let mut args = vec!["--input", path_str(&input), "--output", path_str(&path)];
@@ -259,6 +239,10 @@ fn params_given_as_flags_or_as_key_values_rate_alike_and_other_systems_rate_the_
         ("trueskill", "draw_probability=0.2", 25.0 / 3.0 + 0.1),
         ("glicko2", "tau=0.4", 350.0),
         ("codeforces", "weight_multiplier=0.5", 350.0),
+        // A volatility grows when the rating moves far: bounded by the field, not by σ₀.
+        ("topcoder", "weight_multiplier=0.5", 5000.0),
+        // Elo keeps no σ: the column is empty.
+        ("elo", "k=16", f64::NAN),
     ] {
         let (summary, ratings) = run(
             &format!("{system}.csv"),
@@ -273,6 +257,10 @@ fn params_given_as_flags_or_as_key_values_rate_alike_and_other_systems_rate_the_
         assert_eq!(lines.next(), Some("player,mu,sigma,rounds"));
         for line in lines {
             let fields: Vec<&str> = line.rsplitn(4, ',').collect();
+            if most.is_nan() {
+                assert_eq!(fields[1], "", "{system}: {line}");
+                continue;
+            }
             let sigma: f64 = fields[1].parse().expect("a number");
             assert!(sigma > 0.0 && sigma <= most, "{system}: {line}");
         }

@@ -83,11 +83,11 @@ async fn player_states_round_trip_bit_for_bit(db: Db) {
                     performance: doubles.next(),
                     before: Rating {
                         mu: doubles.next(),
-                        sigma: doubles.next(),
+                        sigma: Some(doubles.next()),
                     },
                     after: Rating {
                         mu: state.mu,
-                        sigma: state.sigma,
+                        sigma: Some(state.sigma),
                     },
                 },
                 state: SystemState::EloMmr(state.clone()),
@@ -135,9 +135,9 @@ async fn assert_results_stored(db: &Db, id: &str, applied: &AppliedRound) {
             [
                 c.performance,
                 c.before.mu,
-                c.before.sigma,
+                c.before.sigma.unwrap_or(f64::NAN),
                 c.after.mu,
-                c.after.sigma,
+                c.after.sigma.unwrap_or(f64::NAN),
             ]
         };
         let (got, want) = (floats(&result.change), floats(&entrant.change));

@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 use super::super::any::SystemState;
 use super::super::population::Beliefs;
 use super::super::system::Performance;
-use super::super::Error;
+use super::super::{Error, PredictionPath, PredictionProblem};
 use super::{expected_ranks, first_place_probabilities, match_quality, pairwise_matrix};
 
 /// A player id resolved against the pool's beliefs.
@@ -93,13 +93,16 @@ pub fn head_to_head<B: Beliefs + ?Sized>(
     a: &str,
     b: &str,
 ) -> Result<HeadToHead, Error> {
-    for (field, id) in [("a", a), ("b", b)] {
+    for (at, id) in [(PredictionPath::A, a), (PredictionPath::B, b)] {
         if id.is_empty() {
-            return Err(Error::prediction(field, "is empty"));
+            return Err(Error::prediction(at, PredictionProblem::EmptyId));
         }
     }
     if a == b {
-        return Err(Error::prediction("b", "is the same player as `a`"));
+        return Err(Error::prediction(
+            PredictionPath::B,
+            PredictionProblem::SamePlayer,
+        ));
     }
     let members = resolve(beliefs, &[a, b]);
     let system = beliefs.system();
@@ -189,32 +192,34 @@ where
 /// Refuses a request that is not a set of at least two disjoint, non-empty entrants.
 fn check_entrants<E: AsRef<[S]>, S: AsRef<str>>(entrants: &[E]) -> Result<(), Error> {
     if entrants.len() < 2 {
-        return Err(Error::prediction("entrants", "needs at least 2 entrants"));
+        return Err(Error::prediction(
+            PredictionPath::Entrants,
+            PredictionProblem::TooFewEntrants,
+        ));
     }
     let mut owner: HashMap<&str, usize> = HashMap::new();
     for (i, ids) in entrants.iter().enumerate() {
         let ids = ids.as_ref();
         if ids.is_empty() {
             return Err(Error::prediction(
-                format!("entrants[{i}].players"),
-                "has no players",
+                PredictionPath::Entrant(i),
+                PredictionProblem::NoPlayers,
             ));
         }
         for (j, id) in ids.iter().enumerate() {
             let id = id.as_ref();
             if id.is_empty() {
                 return Err(Error::prediction(
-                    format!("entrants[{i}].players[{j}]"),
-                    "is empty",
+                    PredictionPath::Member(i, j),
+                    PredictionProblem::EmptyId,
                 ));
             }
             if let Some(previous) = owner.insert(id, i) {
-                let reason = if previous == i {
-                    format!("lists `{id}` twice")
-                } else {
-                    format!("lists `{id}`, who is already in entrants[{previous}]")
+                let problem = PredictionProblem::Repeated {
+                    player: id.to_owned(),
+                    first: (previous != i).then_some(previous),
                 };
-                return Err(Error::prediction(format!("entrants[{i}].players"), reason));
+                return Err(Error::prediction(PredictionPath::Entrant(i), problem));
             }
         }
     }
@@ -307,7 +312,11 @@ mod tests {
                 matches!(error, Some(Error::InvalidPrediction { .. })),
                 "{case}: {error:?}"
             );
-            assert_eq!(error.as_ref().and_then(Error::field), Some(field), "{case}");
+            assert_eq!(
+                error.as_ref().and_then(Error::field).as_deref(),
+                Some(field),
+                "{case}"
+            );
         }
     }
 
@@ -315,9 +324,9 @@ mod tests {
     fn a_head_to_head_of_one_player_against_themself_is_refused() {
         let population = pool();
         let error = head_to_head(&population, "alice", "alice").err();
-        assert_eq!(error.as_ref().and_then(Error::field), Some("b"));
+        assert_eq!(error.as_ref().and_then(Error::field).as_deref(), Some("b"));
         let error = head_to_head(&population, "", "bob").err();
-        assert_eq!(error.as_ref().and_then(Error::field), Some("a"));
+        assert_eq!(error.as_ref().and_then(Error::field).as_deref(), Some("a"));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! [`Performance`]: its summed rating, skill variance and performance noise.
 
 use super::super::system::Performance;
-use super::super::Error;
+use super::super::{Error, PredictionPath, PredictionProblem};
 
 /// Quality of a match between sides `a` and `b`:
 /// `sqrt(N / c²) · exp(−(μ_a − μ_b)² / (2 c²))` with `N` the sides' summed performance noise
@@ -28,7 +28,10 @@ pub fn match_quality_two(a: &Performance, b: &Performance) -> f64 {
 /// `entrants`.
 pub fn match_quality(sides: &[Performance]) -> Result<f64, Error> {
     if sides.len() < 2 {
-        return Err(Error::prediction("entrants", "needs at least 2 entrants"));
+        return Err(Error::prediction(
+            PredictionPath::Entrants,
+            PredictionProblem::TooFewEntrants,
+        ));
     }
     // Every player of a side has the same row of A, so AᵀWA for a diagonal W only needs the
     // sum of W over each side: the matrices are (k−1)×(k−1) whatever the team sizes.
@@ -171,7 +174,10 @@ mod tests {
         let one = performances(&[vec![PlayerState::new(&Params::default())]]);
         for sides in [&[][..], &one] {
             let error = match_quality(sides).err();
-            assert_eq!(error.as_ref().and_then(Error::field), Some("entrants"));
+            assert_eq!(
+                error.as_ref().and_then(Error::field).as_deref(),
+                Some("entrants")
+            );
         }
     }
 
