@@ -201,8 +201,9 @@ pub struct ParamsOverrides {
     /// round; >= 0. Glicko-2: its system constant, how far one round may move a volatility.
     #[schema(minimum = 0.0)]
     pub tau: Option<f64>,
-    /// Codeforces and Topcoder: how much a round's performance weighs against the old rating.
-    #[schema(exclusive_minimum = 0.0)]
+    /// Codeforces and Topcoder: how much a round's performance weighs against the old rating;
+    /// in [1e-6, 1e6].
+    #[schema(exclusive_minimum = 0.0, maximum = 1e6)]
     pub weight_multiplier: Option<f64>,
     /// Glicko-2 only: a new player's volatility, in (0, 10].
     #[schema(exclusive_minimum = 0.0, maximum = 10.0)]
@@ -214,11 +215,11 @@ pub struct ParamsOverrides {
     #[schema(exclusive_minimum = 0.0, exclusive_maximum = 1.0)]
     pub draw_probability: Option<f64>,
     /// Elo only: the temperature T of the expected score `1 / (1 + exp(−(μ_a − μ_b) / T))`;
-    /// > 0.
-    #[schema(exclusive_minimum = 0.0)]
+    /// in [1e-6, 1e6].
+    #[schema(exclusive_minimum = 0.0, maximum = 1e6)]
     pub temperature: Option<f64>,
-    /// Elo only: the most one round of weight 1 can move a rating; >= 0.
-    #[schema(minimum = 0.0)]
+    /// Elo only: the most one round of weight 1 can move a rating; in [0, 1e6].
+    #[schema(minimum = 0.0, maximum = 1e6)]
     pub k: Option<f64>,
 }
 
@@ -234,11 +235,12 @@ fn optional_choice(values: &[&str], description: &str) -> Object {
 
 fn system_schema() -> Object {
     optional_choice(
-        &["elo_mmr", "weng_lin", "trueskill", "glicko2", "codeforces", "topcoder", "elo"],
+        &SystemName::ALL.map(SystemName::as_str),
         "The rating system: `elo_mmr` (Elo-MMR, the default), `weng_lin` (Weng-Lin, \
-         OpenSkill's Bradley-Terry full pairing or Plackett-Luce, by `model`), `trueskill` (TrueSkill), `glicko2` (Glicko-2), `codeforces` or `topcoder` \
-         (Codeforces' and Topcoder's systems as the Elo-MMR paper evaluates them) or `elo` \
-         (Elo for free-for-all rounds).",
+         OpenSkill's Bradley-Terry full pairing or Plackett-Luce, by `model`), `trueskill` \
+         (TrueSkill), `glicko2` (Glicko-2), `codeforces` or `topcoder` (Codeforces' and \
+         Topcoder's systems as the Elo-MMR paper evaluates them) or `elo` (Elo for \
+         free-for-all rounds).",
     )
 }
 

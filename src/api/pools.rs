@@ -50,6 +50,8 @@ pub enum ParamsResponse {
 
 /// Elo's parameters.
 #[derive(Debug, Serialize, ToSchema)]
+// additionalProperties: false, so that the untagged `oneOf` of systems matches one branch only.
+#[serde(deny_unknown_fields)]
 pub struct EloParamsResponse {
     /// The temperature T of the expected score.
     pub temperature: f64,
@@ -61,6 +63,8 @@ pub struct EloParamsResponse {
 
 /// Topcoder's parameters.
 #[derive(Debug, Serialize, ToSchema)]
+// additionalProperties: false, so that the untagged `oneOf` of systems matches one branch only.
+#[serde(deny_unknown_fields)]
 pub struct TopcoderParamsResponse {
     /// Scales every round's weight and how far one round may move a rating.
     pub weight_multiplier: f64,
@@ -72,6 +76,8 @@ pub struct TopcoderParamsResponse {
 
 /// Codeforces' parameters.
 #[derive(Debug, Serialize, ToSchema)]
+// additionalProperties: false, so that the untagged `oneOf` of systems matches one branch only.
+#[serde(deny_unknown_fields)]
 pub struct CodeforcesParamsResponse {
     /// Performance spread β in a round of weight 1.
     pub beta: f64,
@@ -85,6 +91,8 @@ pub struct CodeforcesParamsResponse {
 
 /// Glicko-2's parameters.
 #[derive(Debug, Serialize, ToSchema)]
+// additionalProperties: false, so that the untagged `oneOf` of systems matches one branch only.
+#[serde(deny_unknown_fields)]
 pub struct Glicko2ParamsResponse {
     /// The system constant τ: how far one round may move a volatility.
     pub tau: f64,
@@ -98,6 +106,8 @@ pub struct Glicko2ParamsResponse {
 
 /// TrueSkill's parameters.
 #[derive(Debug, Serialize, ToSchema)]
+// additionalProperties: false, so that the untagged `oneOf` of systems matches one branch only.
+#[serde(deny_unknown_fields)]
 pub struct TrueSkillParamsResponse {
     /// Performance spread β.
     pub beta: f64,
@@ -113,6 +123,8 @@ pub struct TrueSkillParamsResponse {
 
 /// Weng-Lin's parameters.
 #[derive(Debug, Serialize, ToSchema)]
+// additionalProperties: false, so that the untagged `oneOf` of systems matches one branch only.
+#[serde(deny_unknown_fields)]
 pub struct WengLinParamsResponse {
     /// Performance spread β.
     pub beta: f64,
@@ -131,6 +143,8 @@ pub struct WengLinParamsResponse {
 
 /// Elo-MMR's parameters.
 #[derive(Debug, Serialize, ToSchema)]
+// additionalProperties: false, so that the untagged `oneOf` of systems matches one branch only.
+#[serde(deny_unknown_fields)]
 pub struct EloMmrParamsResponse {
     /// `logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).
     #[schema(value_type = String, pattern = "^(logistic|gaussian)$", example = "logistic")]
@@ -290,7 +304,8 @@ pub struct PutPoolResponse {
 /// Replaces the flat schema of `PUT /v1/pools/{pool}`'s body (every parameter of every
 /// system) with one object per system, told apart by `system`: each takes `system` and that
 /// system's own parameters (as [`own_parameters`] lists them, described as in the flat
-/// schema) and nothing else. `system` may be left out for Elo-MMR, the default, and only for
+/// schema), other systems' parameters only as `null` (which the server reads as left out),
+/// and nothing else. `system` may be left out for Elo-MMR, the default, and only for
 /// it, so a body matches exactly one branch.
 pub(super) fn tag_params_schema(doc: &mut utoipa::openapi::OpenApi) {
     let Some(components) = doc.components.as_mut() else {
@@ -324,9 +339,15 @@ pub(super) fn tag_params_schema(doc: &mut utoipa::openapi::OpenApi) {
         if !default {
             branch = branch.required("system");
         }
-        for &key in own_parameters(system) {
-            if let Some(property) = flat.properties.get(key) {
+        for (key, property) in &flat.properties {
+            if own_parameters(system).contains(&key.as_str()) {
                 branch = branch.property(key, property.clone());
+            } else if key != "system" {
+                // Another system's parameter: the server takes `null` as leaving it out.
+                let absent = ObjectBuilder::new()
+                    .schema_type(Type::Null)
+                    .description(Some("Not a parameter of this system: only `null`."));
+                branch = branch.property(key, absent);
             }
         }
         tagged = tagged.item(branch);

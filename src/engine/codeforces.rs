@@ -86,14 +86,7 @@ impl RatingSystem for Codeforces {
     }
 
     fn check_round(_: &CodeforcesParams, round: &Round) -> Result<(), Error> {
-        if round.perf_ceiling.is_some() {
-            return Err(Error::round(
-                "perf_ceiling",
-                "must be left out: Codeforces has no performance to cap",
-            ));
-        }
-        round.refuse_partial_play("Codeforces")?;
-        round.refuse_teams("Codeforces")
+        round.refuse_all_but_ranks("Codeforces")
     }
 
     fn rate(
@@ -108,15 +101,11 @@ impl RatingSystem for Codeforces {
         let ratings: Vec<f64> = priors.iter().map(|p| p.mu).collect();
         let sum = TanhSum::new(&ratings, 1.0 / (2.0 * LOGISTIC_SCALE * spread));
         // Each player's place: 1-based, the middle of their tie.
-        let mut place = vec![0.0; priors.len()];
-        let mut before = 0;
-        for group in &layout.groups {
-            let size = group.len();
-            for members in &layout.entrants[group.clone()] {
-                place[members[0]] = before as f64 + (size as f64 + 1.0) / 2.0;
-            }
-            before += size;
-        }
+        let place: Vec<f64> = layout
+            .placings()
+            .into_iter()
+            .map(|(ahead, tied)| ahead as f64 + (tied as f64 + 1.0) / 2.0)
+            .collect();
         Ok((0..priors.len())
             .into_par_iter()
             .map(|i| {

@@ -73,14 +73,7 @@ impl RatingSystem for Elo {
     }
 
     fn check_round(_: &EloParams, round: &Round) -> Result<(), Error> {
-        if round.perf_ceiling.is_some() {
-            return Err(Error::round(
-                "perf_ceiling",
-                "must be left out: Elo has no performance to cap",
-            ));
-        }
-        round.refuse_partial_play("Elo")?;
-        round.refuse_teams("Elo")
+        round.refuse_all_but_ranks("Elo")
     }
 
     fn rate(
@@ -95,16 +88,11 @@ impl RatingSystem for Elo {
         let ratings: Vec<f64> = priors.iter().map(|p| p.mu).collect();
         let sum = TanhSum::new(&ratings, 0.5 / params.temperature);
         // Each player's score: a win per player behind, half a win per other player tied.
-        let mut score = vec![0.0; priors.len()];
-        let mut ahead = 0;
-        for group in &layout.groups {
-            let size = group.len();
-            let behind = priors.len() - ahead - size;
-            for members in &layout.entrants[group.clone()] {
-                score[members[0]] = behind as f64 + 0.5 * (size - 1) as f64;
-            }
-            ahead += size;
-        }
+        let score: Vec<f64> = layout
+            .placings()
+            .into_iter()
+            .map(|(ahead, tied)| (priors.len() - ahead - tied) as f64 + 0.5 * (tied - 1) as f64)
+            .collect();
         Ok((0..priors.len())
             .into_par_iter()
             .map(|i| {

@@ -74,8 +74,8 @@ impl Standing {
 }
 
 impl Round {
-    /// Refuses a round with a weight other than 1 or a performance ceiling, or that gives any
-    /// standing a `partial_play`, for a system (named in the reason) that has none of them.
+    /// Refuses a round with a weight other than 1 or a performance ceiling, for a system
+    /// (named in the reason) that has neither.
     pub(crate) fn refuse_weight_and_ceiling(&self, system: &str) -> Result<(), Error> {
         if self.weight != 1.0 {
             return Err(Error::round(
@@ -83,13 +83,27 @@ impl Round {
                 format!("must be 1 (or left out): {system} has no round weight"),
             ));
         }
-        if self.perf_ceiling.is_some() {
-            return Err(Error::round(
+        self.refuse_ceiling(system)
+    }
+
+    /// Refuses a round with a performance ceiling, for a system (named in the reason) that
+    /// has none.
+    pub(crate) fn refuse_ceiling(&self, system: &str) -> Result<(), Error> {
+        match self.perf_ceiling {
+            Some(_) => Err(Error::round(
                 "perf_ceiling",
                 format!("must be left out: {system} has no performance to cap"),
-            ));
+            )),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// Refuses a round with a performance ceiling, a team or a partial play, for a system
+    /// (named in the reason) that rates whole players by their ranks only.
+    pub(crate) fn refuse_all_but_ranks(&self, system: &str) -> Result<(), Error> {
+        self.refuse_ceiling(system)?;
+        self.refuse_partial_play(system)?;
+        self.refuse_teams(system)
     }
 
     /// Refuses a round with a team, for a system (named in the reason) that rates players only.
@@ -130,6 +144,18 @@ pub(crate) struct Layout {
 type EntrantKey<'a> = (u64, bool, &'a str);
 
 impl Layout {
+    /// For each standing of a round of lone players, the number of players who finished ahead
+    /// of it and the size of its tie group (itself included).
+    pub(crate) fn placings(&self) -> Vec<(usize, usize)> {
+        let mut placings = vec![(0, 0); self.entrants.len()];
+        for range in &self.groups {
+            for members in &self.entrants[range.clone()] {
+                placings[members[0]] = (range.start, range.len());
+            }
+        }
+        placings
+    }
+
     /// The index in `groups` of each entrant's tie group.
     pub(crate) fn group_of_entrants(&self) -> Vec<usize> {
         let mut group_of = vec![0; self.entrants.len()];

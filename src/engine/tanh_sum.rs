@@ -46,7 +46,10 @@ impl<'a> TanhSum<'a> {
             leaves: Vec::new(),
             entrants: ratings.len() as f64,
         };
-        if ratings.len() > DIRECT_LIMIT {
+        // The interpolant costs `count · POINTS` exact sums to build: past N of them (ratings
+        // spread over many multiples of `1/a`), summing exactly at each of the N ratings is
+        // cheaper, and the leaves' memory stays bounded whatever the parameters.
+        if ratings.len() > DIRECT_LIMIT && count.saturating_mul(chebyshev::POINTS) < ratings.len() {
             sum.leaves = (0..count)
                 .into_par_iter()
                 .map(|k| {

@@ -94,14 +94,7 @@ impl RatingSystem for Topcoder {
     }
 
     fn check_round(_: &TopcoderParams, round: &Round) -> Result<(), Error> {
-        if round.perf_ceiling.is_some() {
-            return Err(Error::round(
-                "perf_ceiling",
-                "must be left out: Topcoder has no performance to cap",
-            ));
-        }
-        round.refuse_partial_play("Topcoder")?;
-        round.refuse_teams("Topcoder")
+        round.refuse_all_but_ranks("Topcoder")
     }
 
     fn rate(
@@ -124,15 +117,11 @@ impl RatingSystem for Topcoder {
             params.weight_multiplier * (1.0 + limit) / (1.0 + limit * params.weight_multiplier);
         // Each player's place: those ahead plus half their tie, i.e. the 1-based middle of
         // the tie less ½, as the expected rank counts the player itself as ½.
-        let mut place = vec![0.0; priors.len()];
-        let mut before = 0;
-        for group in &layout.groups {
-            let size = group.len();
-            for members in &layout.entrants[group.clone()] {
-                place[members[0]] = before as f64 + size as f64 / 2.0;
-            }
-            before += size;
-        }
+        let place: Vec<f64> = layout
+            .placings()
+            .into_iter()
+            .map(|(ahead, tied)| ahead as f64 + tied as f64 / 2.0)
+            .collect();
         Ok((0..priors.len())
             .into_par_iter()
             .map(|i| {
@@ -177,15 +166,45 @@ impl RatingSystem for Topcoder {
         Model::Gaussian
     }
 
-    /// The system's own win probability is `Φ((μ_a − μ_b) / √(σ_a² + σ_b²))`: each player
-    /// performs as a Gaussian with their rating as mean and their volatility as std.
-    fn performance(_: &TopcoderParams, members: &[&TopcoderState]) -> Performance {
-        let variance = members.iter().map(|p| p.sigma * p.sigma).sum();
+    /// The system's own win probability in a round of weight 1 is
+    /// `Φ((μ_a − μ_b) / (√(σ_a² + σ_b²) · m))`, `m` the weight multiplier: each player
+    /// performs as a Gaussian around their rating with std `m σ`. The volatility is how far a
+    /// performance strays from the rating, so it counts as performance noise, not as
+    /// uncertainty about the skill.
+    fn performance(params: &TopcoderParams, members: &[&TopcoderState]) -> Performance {
+        let m2 = params.weight_multiplier * params.weight_multiplier;
+        let variance = m2 * members.iter().map(|p| p.sigma * p.sigma).sum::<f64>();
         Performance {
             mean: members.iter().map(|p| p.mu).sum(),
             variance,
-            skill_variance: variance,
-            noise_variance: 0.0,
+            skill_variance: 0.0,
+            noise_variance: variance,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::engine::predict::beats;
+
+    proptest! {
+        #[test]
+        fn predictions_use_the_system_s_own_win_probability(
+            (mu_a, sigma_a) in (0.0..3000.0f64, 1.0..600.0f64),
+            (mu_b, sigma_b) in (0.0..3000.0f64, 1.0..600.0f64),
+            weight_multiplier in 0.1..4.0f64,
+        ) {
+            let params = TopcoderParams { weight_multiplier, ..TopcoderParams::default() };
+            let a = TopcoderState { mu: mu_a, sigma: sigma_a, rounds: 1 };
+            let b = TopcoderState { mu: mu_b, sigma: sigma_b, rounds: 1 };
+            let (pa, pb) = (Topcoder::performance(&params, &[&a]), Topcoder::performance(&params, &[&b]));
+            prop_assert_eq!(pa.skill_variance, 0.0);
+            let ours = beats(Model::Gaussian, (pa.mean, pa.variance), (pb.mean, pb.variance));
+            let own = normal::cdf((mu_a - mu_b) / sigma_a.hypot(sigma_b) / weight_multiplier);
+            prop_assert!((ours - own).abs() < 1e-12, "{} against {}", ours, own);
         }
     }
 }

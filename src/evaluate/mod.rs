@@ -150,7 +150,9 @@ pub fn run(options: &Options) -> Result<Evaluation, replay::Error> {
                         .mean()
                         .map_or(f64::NAN, |m| tuning.objective.of(&m)))
                 };
-                let better = |a: f64, b: f64| b.is_nan() || tuning.objective.better(a, b);
+                // A candidate that judged nothing (NaN) never wins; anything beats it.
+                let better =
+                    |a: f64, b: f64| !a.is_nan() && (b.is_nan() || tuning.objective.better(a, b));
                 search::coordinate(system, score, better)?.0
             }
         };

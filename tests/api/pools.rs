@@ -325,6 +325,8 @@ async fn getting_an_unknown_pool_returns_404_pool_not_found() {
 
 #[tokio::test]
 async fn the_openapi_document_describes_each_system_s_parameters_as_a_tagged_one_of() {
+    // (The answer's `params` is a `oneOf` too: one closed object per system, so that a
+    // system's parameters match its own branch only.)
     let app = TestApp::new().await;
     let doc = app.get("/openapi.json").await.body;
     let body = &doc["paths"]["/v1/pools/{pool}"]["put"]["requestBody"]["content"]
@@ -352,49 +354,93 @@ async fn the_openapi_document_describes_each_system_s_parameters_as_a_tagged_one
         assert_eq!(branch["properties"]["system"]["enum"][0], system);
         let required = branch["required"].as_array().map_or(0, Vec::len);
         assert_eq!(required, usize::from(system != "elo_mmr"), "{system}");
-        // Each branch's parameters are exactly those a PUT of that system accepts.
-        let keys: Vec<&String> = branch["properties"]
-            .as_object()
-            .expect("properties")
-            .keys()
-            .filter(|k| *k != "system")
-            .collect();
-        assert!(!keys.is_empty(), "{system}");
-        for key in keys {
+        // Each branch's own parameters are exactly those a PUT of that system accepts; every
+        // other system's parameter is there as `null` only, which the server takes as left
+        // out, and any other value of it is refused by name.
+        let properties = branch["properties"].as_object().expect("properties");
+        let mut own = 0;
+        for (key, schema) in properties.iter().filter(|(k, _)| *k != "system") {
+            let foreign = schema["type"] == "null";
+            let value = match (foreign, key.as_str()) {
+                (false, _) => json!(null),
+                (true, "variant") => json!("logistic"),
+                (true, "ties") => json!("both"),
+                (true, "model") => json!("bradley_terry"),
+                (true, _) => json!(1),
+            };
             let response = app
                 .put_pool(
                     &format!("{system}-{key}"),
-                    json!({"system": system, key: null}),
+                    json!({"system": system, key: value}),
                 )
                 .await;
-            assert_eq!(
-                response.status,
-                StatusCode::CREATED,
-                "{system}.{key}: {}",
-                response.body
-            );
+            if foreign {
+                response.assert_error(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_parameter",
+                    Some(key),
+                    "a parameter of another system",
+                );
+            } else {
+                own += 1;
+                assert_eq!(
+                    response.status,
+                    StatusCode::CREATED,
+                    "{system}.{key}: {}",
+                    response.body
+                );
+            }
         }
-        let foreign = if system == "topcoder" {
-            "gamma"
-        } else {
-            "weight_multiplier"
-        };
-        if !branch["properties"]
-            .as_object()
-            .is_some_and(|p| p.contains_key(foreign))
-        {
-            let response = app
-                .put_pool(
-                    &format!("other-{system}"),
-                    json!({"system": system, foreign: 1.0}),
-                )
-                .await;
-            response.assert_error(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_parameter",
-                Some(foreign),
-                "a parameter of another system",
-            );
-        }
+        assert!(own > 0, "{system}");
+    }
+}
+
+#[tokio::test]
+async fn each_system_s_answered_parameters_match_exactly_one_documented_branch() {
+    let app = TestApp::new().await;
+    let doc = app.get("/openapi.json").await.body;
+    let schemas = &doc["components"]["schemas"];
+    let branches = schemas["ParamsResponse"]["oneOf"]
+        .as_array()
+        .expect("one branch per system");
+    let branch_of = |reference: &serde_json::Value| {
+        let name = reference["$ref"]
+            .as_str()
+            .and_then(|r| r.rsplit('/').next());
+        &schemas[name.unwrap_or_default()]
+    };
+    let systems = [
+        "elo_mmr",
+        "weng_lin",
+        "trueskill",
+        "glicko2",
+        "codeforces",
+        "topcoder",
+        "elo",
+    ];
+    for system in systems {
+        let created = app.put_pool(system, json!({"system": system})).await;
+        let params = created.assert_status(StatusCode::CREATED, system)["params"].clone();
+        let keys: std::collections::BTreeSet<&String> =
+            params.as_object().expect("an object").keys().collect();
+        // A closed object matches when it has every required key and no other.
+        let matching = branches
+            .iter()
+            .map(branch_of)
+            .filter(|branch| {
+                assert_eq!(branch["additionalProperties"], false, "{branch}");
+                let allowed: std::collections::BTreeSet<&String> = branch["properties"]
+                    .as_object()
+                    .expect("properties")
+                    .keys()
+                    .collect();
+                let required = branch["required"].as_array().expect("required");
+                keys.is_subset(&allowed)
+                    && required
+                        .iter()
+                        .all(|r| r.as_str().is_some_and(|r| params.get(r).is_some()))
+            })
+            .count();
+        assert_eq!(matching, 1, "{system}: {params}");
     }
 }

@@ -161,3 +161,21 @@ fn elo_keeps_no_uncertainty_and_refuses_what_it_has_not() {
         Some("perf_ceiling")
     );
 }
+
+#[test]
+fn a_tiny_temperature_on_a_spread_round_sums_exactly_instead_of_interpolating() {
+    // 200 players 10 points apart at T = 1e-6: an interpolant would need about 10⁸ leaves;
+    // the exact sums answer at once, and every game is a foregone conclusion.
+    let params = EloParams {
+        temperature: 1e-6,
+        ..EloParams::default()
+    };
+    let entries: Vec<(u64, f64)> = (0..200)
+        .map(|i| (i + 1, 3000.0 - 10.0 * i as f64))
+        .collect();
+    let ours = rate(&params, &entries, 1.0);
+    for (got, want) in ours.iter().zip(transcription(&params, &entries, 1.0)) {
+        assert!((got - want).abs() < 1e-9, "{got} against {want}");
+    }
+    assert_eq!(ours[0], 3000.0, "the expected winner won: no change");
+}
