@@ -240,7 +240,7 @@ fn other_systems() -> [(&'static str, SystemParams, usize); 7] {
         (
             "glicko2",
             SystemParams::Glicko2(Glicko2Params::default()),
-            10_000,
+            100_000,
         ),
         (
             "codeforces",

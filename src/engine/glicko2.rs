@@ -8,6 +8,7 @@ use std::f64::consts::PI;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::chebyshev::{self, Chebyshev};
 use super::params::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 use super::rating::Rating;
 use super::round::Round;
@@ -91,8 +92,8 @@ impl RatingSystem for Glicko2 {
         round.refuse_teams("Glicko-2")
     }
 
-    /// O(N²) for N players, in parallel: each player's period sums a term over every other
-    /// entrant, scaled by that opponent's own deviation.
+    /// Each player's period sums two terms over every other entrant, each a function of the
+    /// player's rating alone ([`PeriodSums`]): O(N) per round past 64 players, O(N²) below.
     fn rate(
         params: &Glicko2Params,
         round: &Round,
@@ -102,7 +103,6 @@ impl RatingSystem for Glicko2 {
         // Opponents are summed over in the layout's order (by rank, then name), so that the
         // result does not depend on the order the standings are listed in, bit for bit.
         let order: Vec<usize> = layout.entrants.iter().map(|members| members[0]).collect();
-        let group = layout.group_of_entrants();
         let mut position = vec![0; priors.len()];
         for (k, &i) in order.iter().enumerate() {
             position[i] = k;
@@ -112,26 +112,27 @@ impl RatingSystem for Glicko2 {
             .map(|&i| ((priors[i].mu - CENTER) / SCALE, priors[i].sigma / SCALE))
             .collect();
         let weights: Vec<f64> = internal.iter().map(|&(_, phi)| g(phi)).collect();
+        // Σ_{j≠k} g_j s_kj for each entrant k (in layout order): the weights of everyone
+        // behind, and half of those tied.
+        let total: f64 = weights.iter().sum();
+        let mut scores = vec![0.0; weights.len()];
+        let mut ahead = 0.0;
+        for range in &layout.groups {
+            let tied: f64 = weights[range.clone()].iter().sum();
+            for k in range.clone() {
+                scores[k] = (total - ahead - tied) + 0.5 * (tied - weights[k]);
+            }
+            ahead += tied;
+        }
+        let mus: Vec<f64> = internal.iter().map(|&(mu, _)| mu).collect();
+        let sums = PeriodSums::new(&mus, &weights);
         Ok((0..priors.len())
             .into_par_iter()
             .map(|i| {
                 let k = position[i];
                 let (mu, phi) = internal[k];
-                let (mut information, mut surprise) = (0.0, 0.0);
-                for (j, &(mu_j, _)) in internal.iter().enumerate() {
-                    if j == k {
-                        continue;
-                    }
-                    let g_j = weights[j];
-                    let expected = 1.0 / (1.0 + (-g_j * (mu - mu_j)).exp());
-                    let score = match group[k].cmp(&group[j]) {
-                        std::cmp::Ordering::Less => 1.0,
-                        std::cmp::Ordering::Equal => 0.5,
-                        std::cmp::Ordering::Greater => 0.0,
-                    };
-                    information += g_j * g_j * expected * (1.0 - expected);
-                    surprise += g_j * (score - expected);
-                }
+                let (information, expected) = sums.without(k);
+                let surprise = scores[k] - expected;
                 let v = information.recip();
                 let prior = priors[i];
                 let (performance, state) = if v.is_finite() {
@@ -192,6 +193,91 @@ impl RatingSystem for Glicko2 {
             skill_variance,
             noise_variance,
         }
+    }
+}
+
+/// Rounds of at most this many players sum exactly wherever a sum is needed.
+const DIRECT_LIMIT: usize = 64;
+
+/// Below this much information per entrant of the round, a player's sums are taken exactly:
+/// the interpolant's absolute error (rounding level times N) would be too large a share of
+/// them. Only a player far from the whole field has so little.
+const SMALL_INFORMATION: f64 = 1e-6;
+
+/// The two sums a rating period needs, as functions of the player's rating `x` (internal
+/// scale), over every entrant `j` of the round: the information `I(x) = Σ g_j² E_j (1 − E_j)`
+/// and the expected score `T(x) = Σ g_j E_j`, with `E_j = 1 / (1 + exp(−g_j (x − μ_j)))`.
+/// Each term is a logistic in `x` whose nearest complex singularity is `π / g_j ≥ π` away, so
+/// both are interpolated to rounding accuracy on Chebyshev leaves `4 / max g_j` wide, as
+/// Codeforces' tanh sum is (docs/codeforces.md): O(N) per round instead of O(N²). Small
+/// rounds, and rounds whose ratings spread over so many leaves that the interpolant would
+/// cost more than N exact sums, sum exactly.
+struct PeriodSums<'a> {
+    mus: &'a [f64],
+    weights: &'a [f64],
+    start: f64,
+    width: f64,
+    /// Per leaf: the interpolants of `I` and `T`.
+    leaves: Vec<(Chebyshev, Chebyshev)>,
+}
+
+impl<'a> PeriodSums<'a> {
+    fn new(mus: &'a [f64], weights: &'a [f64]) -> Self {
+        let low = mus.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = mus.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let steepest = weights.iter().copied().fold(0.0, f64::max);
+        let width = 4.0 / steepest;
+        let count = (((high - low) / width).ceil() as usize).max(1);
+        let mut sums = Self {
+            mus,
+            weights,
+            start: low,
+            width,
+            leaves: Vec::new(),
+        };
+        if mus.len() > DIRECT_LIMIT && count.saturating_mul(chebyshev::POINTS) < mus.len() {
+            sums.leaves = (0..count)
+                .into_par_iter()
+                .map(|leaf| {
+                    let (a, b) = (low + leaf as f64 * width, low + (leaf + 1) as f64 * width);
+                    let values = chebyshev::nodes(a, b).map(|x| sums.exact(x, None));
+                    (
+                        Chebyshev::fit(a, b, &values.map(|(i, _)| i)),
+                        Chebyshev::fit(a, b, &values.map(|(_, t)| t)),
+                    )
+                })
+                .collect();
+        }
+        sums
+    }
+
+    /// `(I(x), T(x))` summed over every entrant but `skip`.
+    fn exact(&self, x: f64, skip: Option<usize>) -> (f64, f64) {
+        self.mus
+            .iter()
+            .zip(self.weights)
+            .enumerate()
+            .filter(|&(j, _)| Some(j) != skip)
+            .fold((0.0, 0.0), |(information, expected), (_, (&mu, &g))| {
+                let e = 1.0 / (1.0 + (-g * (x - mu)).exp());
+                (information + g * g * e * (1.0 - e), expected + g * e)
+            })
+    }
+
+    /// `(I, T)` at entrant `k`'s own rating, over every other entrant.
+    fn without(&self, k: usize) -> (f64, f64) {
+        let (x, g) = (self.mus[k], self.weights[k]);
+        if self.leaves.is_empty() {
+            return self.exact(x, Some(k));
+        }
+        let leaf = ((x - self.start) / self.width).floor().max(0.0) as usize;
+        let (information, expected) = &self.leaves[leaf.min(self.leaves.len() - 1)];
+        // The entrant's own term: E = 1/2.
+        let information = information.eval(x).0 - g * g / 4.0;
+        if information < SMALL_INFORMATION * self.mus.len() as f64 {
+            return self.exact(x, Some(k));
+        }
+        (information, expected.eval(x).0 - g / 2.0)
     }
 }
 

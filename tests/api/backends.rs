@@ -214,19 +214,7 @@ async fn a_weng_lin_pool_rates_reads_predicts_and_survives_a_restart(app: TestAp
     let duel = app.get("/v1/pools/main/win-probability?a=b&b=d").await;
     let p = duel.assert_status(StatusCode::OK, "duel")["p_a"].as_f64();
     assert!(p > Some(0.5) && p < Some(1.0), "b beat d: {p:?}");
-    let forecast = app
-        .post(
-            "/v1/pools/main/predictions",
-            Some(crate::support::READ_KEY),
-            json!({"entrants": [{"players": ["a"]}, {"players": ["b"]}, {"players": ["x"]}]}),
-        )
-        .await;
-    let forecast = forecast.assert_status(StatusCode::OK, "forecast");
-    let total: f64 = forecast["entrants"]
-        .as_array()
-        .map(|e| e.iter().filter_map(|e| e["p_first"].as_f64()).sum())
-        .unwrap_or_default();
-    assert!((total - 1.0).abs() < 1e-9, "{forecast}");
+    assert_predicts(&app, &["a", "b", "x"]).await;
 
     let restarted = app.restarted().await;
     assert_same_reads(
@@ -452,6 +440,7 @@ async fn a_codeforces_pool_rates_weighted_rounds_and_survives_a_restart(app: Tes
     let results = &r1.assert_status(StatusCode::OK, "r1")["results"];
     assert!(results[0]["mu_after"].as_f64() > Some(1500.0), "{results}");
     assert_eq!(results[0]["sigma_after"], 350.0, "no uncertainty is kept");
+    assert_predicts(&app, &["a", "b", "c"]).await;
     let restarted = app.restarted().await;
     assert_same_reads(
         &app,
@@ -503,6 +492,7 @@ async fn a_topcoder_pool_rates_as_computed_by_hand_and_survives_a_restart(app: T
     close("performance", performance);
     close("mu_after", mu);
     close("sigma_after", sigma);
+    assert_predicts(&app, &["a", "b", "c"]).await;
 
     let restarted = app.restarted().await;
     assert_same_reads(
@@ -550,6 +540,7 @@ async fn an_elo_pool_shows_no_uncertainty_and_survives_a_restart(app: TestApp) {
         serde_json::Value::Null,
         "{history}"
     );
+    assert_predicts(&app, &["a", "b", "c"]).await;
 
     let restarted = app.restarted().await;
     assert_same_reads(
@@ -564,6 +555,35 @@ async fn an_elo_pool_shows_no_uncertainty_and_survives_a_restart(app: TestApp) {
         ],
     )
     .await;
+}
+
+/// Asserts that predictions and match quality answer in the pool's own model: P(first) over
+/// `players` sums to 1, and the first two as sides are a match of quality in (0, 1].
+async fn assert_predicts(app: &TestApp, players: &[&str]) {
+    let entrants: Vec<serde_json::Value> =
+        players.iter().map(|p| json!({"players": [p]})).collect();
+    let forecast = app
+        .post(
+            "/v1/pools/main/predictions",
+            Some(crate::support::READ_KEY),
+            json!({ "entrants": entrants }),
+        )
+        .await;
+    let forecast = forecast.assert_status(StatusCode::OK, "forecast");
+    let total: f64 = forecast["entrants"]
+        .as_array()
+        .map(|e| e.iter().filter_map(|e| e["p_first"].as_f64()).sum())
+        .unwrap_or_default();
+    assert!((total - 1.0).abs() < 1e-9, "{forecast}");
+    let quality = app
+        .post(
+            "/v1/pools/main/match-quality",
+            Some(crate::support::READ_KEY),
+            json!({"sides": [[players[0]], [players[1]]]}),
+        )
+        .await;
+    let quality = quality.assert_status(StatusCode::OK, "quality")["quality"].as_f64();
+    assert!(quality > Some(0.0) && quality <= Some(1.0), "{quality:?}");
 }
 
 /// Asserts that `restarted` answers every GET of `uris` as `app` does.
