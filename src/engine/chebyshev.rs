@@ -31,6 +31,57 @@ pub(crate) struct Chebyshev {
     derivative: Vec<f64>,
 }
 
+/// A sum over at most this many terms is taken exactly wherever it is needed: O(N²) work
+/// that, this small, costs less than an interpolant's few hundred exact sums.
+const DIRECT_LIMIT: usize = 64;
+
+/// Equal leaves to interpolate a one-variable sum on: `count` of them, `width` wide, from
+/// `start`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Leaves {
+    pub(crate) start: f64,
+    pub(crate) width: f64,
+    pub(crate) count: usize,
+}
+
+impl Leaves {
+    /// The fewest leaves `width` wide from `start` that reach `end` (at least one).
+    pub(crate) fn covering(start: f64, end: f64, width: f64) -> Self {
+        Self {
+            start,
+            width,
+            count: (((end - start) / width).ceil() as usize).max(1),
+        }
+    }
+
+    /// Whether interpolating a sum of `terms` terms on these leaves costs less than summing it
+    /// exactly at `terms` points: not for a small sum, nor for so many leaves (points spread
+    /// over many multiples of the width) that fitting them costs more than `terms` exact sums.
+    /// Either way the leaves' memory stays bounded, whatever the parameters.
+    pub(crate) fn worth_fitting(&self, terms: usize) -> bool {
+        terms > DIRECT_LIMIT && self.count.saturating_mul(POINTS) < terms
+    }
+
+    /// Leaf `k`'s ends.
+    pub(crate) fn bounds(&self, k: usize) -> (f64, f64) {
+        (
+            self.start + k as f64 * self.width,
+            self.start + (k + 1) as f64 * self.width,
+        )
+    }
+
+    /// The end of the last leaf.
+    pub(crate) fn end(&self) -> f64 {
+        self.start + self.count as f64 * self.width
+    }
+
+    /// The leaf holding `x`, ends included (clamped to the first and the last).
+    pub(crate) fn index(&self, x: f64) -> usize {
+        let k = ((x - self.start) / self.width).floor().max(0.0) as usize;
+        k.min(self.count - 1)
+    }
+}
+
 /// The Chebyshev points of the first kind on `[a, b]`, in the order [`Chebyshev::fit`]
 /// expects their values.
 pub(crate) fn nodes(a: f64, b: f64) -> [f64; POINTS] {

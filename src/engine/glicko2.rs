@@ -8,7 +8,7 @@ use std::f64::consts::PI;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::chebyshev::{self, Chebyshev};
+use super::chebyshev::{self, Chebyshev, Leaves};
 use super::params::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 use super::rating::Rating;
 use super::round::Round;
@@ -196,9 +196,6 @@ impl RatingSystem for Glicko2 {
     }
 }
 
-/// Rounds of at most this many players sum exactly wherever a sum is needed.
-const DIRECT_LIMIT: usize = 64;
-
 /// Below this much information per entrant of the round, a player's sums are taken exactly:
 /// the interpolant's absolute error (rounding level times N) would be too large a share of
 /// them. Only a player far from the whole field has so little.
@@ -215,8 +212,7 @@ const SMALL_INFORMATION: f64 = 1e-6;
 struct PeriodSums<'a> {
     mus: &'a [f64],
     weights: &'a [f64],
-    start: f64,
-    width: f64,
+    grid: Leaves,
     /// Per leaf: the interpolants of `I` and `T`.
     leaves: Vec<(Chebyshev, Chebyshev)>,
 }
@@ -226,20 +222,18 @@ impl<'a> PeriodSums<'a> {
         let low = mus.iter().copied().fold(f64::INFINITY, f64::min);
         let high = mus.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let steepest = weights.iter().copied().fold(0.0, f64::max);
-        let width = 4.0 / steepest;
-        let count = (((high - low) / width).ceil() as usize).max(1);
+        let grid = Leaves::covering(low, high, 4.0 / steepest);
         let mut sums = Self {
             mus,
             weights,
-            start: low,
-            width,
+            grid,
             leaves: Vec::new(),
         };
-        if mus.len() > DIRECT_LIMIT && count.saturating_mul(chebyshev::POINTS) < mus.len() {
-            sums.leaves = (0..count)
+        if grid.worth_fitting(mus.len()) {
+            sums.leaves = (0..grid.count)
                 .into_par_iter()
                 .map(|leaf| {
-                    let (a, b) = (low + leaf as f64 * width, low + (leaf + 1) as f64 * width);
+                    let (a, b) = grid.bounds(leaf);
                     let values = chebyshev::nodes(a, b).map(|x| sums.exact(x, None));
                     (
                         Chebyshev::fit(a, b, &values.map(|(i, _)| i)),
@@ -270,8 +264,7 @@ impl<'a> PeriodSums<'a> {
         if self.leaves.is_empty() {
             return self.exact(x, Some(k));
         }
-        let leaf = ((x - self.start) / self.width).floor().max(0.0) as usize;
-        let (information, expected) = &self.leaves[leaf.min(self.leaves.len() - 1)];
+        let (information, expected) = &self.leaves[self.grid.index(x)];
         // The entrant's own term: E = 1/2.
         let information = information.eval(x).0 - g * g / 4.0;
         if information < SMALL_INFORMATION * self.mus.len() as f64 {

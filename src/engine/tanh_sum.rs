@@ -6,13 +6,9 @@
 
 use rayon::prelude::*;
 
-use super::chebyshev::{self, Chebyshev};
+use super::chebyshev::{self, Chebyshev, Leaves};
 use super::solve::increasing_root;
 use super::tanh;
-
-/// Rounds of at most this many players sum `F` exactly wherever it is needed: O(N²) work that,
-/// this small, costs less than the interpolant's few hundred exact sums.
-const DIRECT_LIMIT: usize = 64;
 
 /// `F(x) = Σ_j tanh(a (x − μ_j))`: for a small round the ratings themselves, otherwise
 /// Chebyshev leaves `2/a` wide covering every rating and far enough beyond that `F` is within
@@ -20,9 +16,7 @@ const DIRECT_LIMIT: usize = 64;
 pub(crate) struct TanhSum<'a> {
     ratings: &'a [f64],
     a: f64,
-    start: f64,
-    end: f64,
-    width: f64,
+    grid: Leaves,
     leaves: Vec<Chebyshev>,
     entrants: f64,
 }
@@ -34,26 +28,19 @@ impl<'a> TanhSum<'a> {
         let high = ratings.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         // tanh(z) is within 1/(2N) of 1 from z = ln(4N)/2 on.
         let reach = ((4.0 * ratings.len() as f64).ln() / 2.0 + 1.0) / a;
-        let width = 2.0 / a;
-        let start = low - reach;
-        let count = (((high + reach - start) / width).ceil() as usize).max(1);
+        let grid = Leaves::covering(low - reach, high + reach, 2.0 / a);
         let mut sum = Self {
             ratings,
             a,
-            start,
-            end: start + count as f64 * width,
-            width,
+            grid,
             leaves: Vec::new(),
             entrants: ratings.len() as f64,
         };
-        // The interpolant costs `count · POINTS` exact sums to build: past N of them (ratings
-        // spread over many multiples of `1/a`), summing exactly at each of the N ratings is
-        // cheaper, and the leaves' memory stays bounded whatever the parameters.
-        if ratings.len() > DIRECT_LIMIT && count.saturating_mul(chebyshev::POINTS) < ratings.len() {
-            sum.leaves = (0..count)
+        if grid.worth_fitting(ratings.len()) {
+            sum.leaves = (0..grid.count)
                 .into_par_iter()
                 .map(|k| {
-                    let (lo, hi) = (start + k as f64 * width, start + (k + 1) as f64 * width);
+                    let (lo, hi) = grid.bounds(k);
                     Chebyshev::fit(lo, hi, &chebyshev::nodes(lo, hi).map(|x| sum.exact(x).0))
                 })
                 .collect();
@@ -71,8 +58,7 @@ impl<'a> TanhSum<'a> {
 
     /// The leaf holding `x`, ends included.
     fn leaf(&self, x: f64) -> &Chebyshev {
-        let k = ((x - self.start) / self.width).floor().max(0.0) as usize;
-        &self.leaves[k.min(self.leaves.len() - 1)]
+        &self.leaves[self.grid.index(x)]
     }
 
     /// `F(x)`.
@@ -87,7 +73,7 @@ impl<'a> TanhSum<'a> {
     /// The `x` where `F(x) = target`, for a target in `(−N, N)`, clamped to the leaves.
     pub(crate) fn inverse(&self, target: f64) -> f64 {
         let target = target.clamp(-self.entrants, self.entrants);
-        let (mut lo, mut hi) = (self.start, self.end);
+        let (mut lo, mut hi) = (self.grid.start, self.grid.end());
         if self.leaves.is_empty() {
             return increasing_root(lo, hi, 0.5 * (lo + hi), |x| {
                 let (value, slope) = self.exact(x);
@@ -98,7 +84,7 @@ impl<'a> TanhSum<'a> {
         let (mut first, mut last) = (0, self.leaves.len());
         while last - first > 1 {
             let mid = (first + last) / 2;
-            let edge = self.start + mid as f64 * self.width;
+            let edge = self.grid.bounds(mid).0;
             if self.leaves[mid].eval(edge).0 < target {
                 first = mid;
                 lo = edge;

@@ -323,6 +323,17 @@ async fn getting_an_unknown_pool_returns_404_pool_not_found() {
     );
 }
 
+/// Every rating system, as requests name them, in the order the document lists them.
+const SYSTEMS: [&str; 7] = [
+    "elo_mmr",
+    "weng_lin",
+    "trueskill",
+    "glicko2",
+    "codeforces",
+    "topcoder",
+    "elo",
+];
+
 #[tokio::test]
 async fn the_openapi_document_describes_each_system_s_parameters_as_a_tagged_one_of() {
     // (The answer's `params` is a `oneOf` too: one closed object per system, so that a
@@ -338,17 +349,8 @@ async fn the_openapi_document_describes_each_system_s_parameters_as_a_tagged_one
     let branches = doc["components"]["schemas"][name]["oneOf"]
         .as_array()
         .expect("one branch per system");
-    let systems = [
-        "elo_mmr",
-        "weng_lin",
-        "trueskill",
-        "glicko2",
-        "codeforces",
-        "topcoder",
-        "elo",
-    ];
-    assert_eq!(branches.len(), systems.len());
-    for (branch, system) in branches.iter().zip(systems) {
+    assert_eq!(branches.len(), SYSTEMS.len());
+    for (branch, system) in branches.iter().zip(SYSTEMS) {
         assert_eq!(branch["title"], system);
         assert_eq!(branch["additionalProperties"], false, "{system}");
         assert_eq!(branch["properties"]["system"]["enum"][0], system);
@@ -409,16 +411,7 @@ async fn each_system_s_answered_parameters_match_exactly_one_documented_branch()
             .and_then(|r| r.rsplit('/').next());
         &schemas[name.unwrap_or_default()]
     };
-    let systems = [
-        "elo_mmr",
-        "weng_lin",
-        "trueskill",
-        "glicko2",
-        "codeforces",
-        "topcoder",
-        "elo",
-    ];
-    for system in systems {
+    for system in SYSTEMS {
         let created = app.put_pool(system, json!({"system": system})).await;
         let params = created.assert_status(StatusCode::CREATED, system)["params"].clone();
         let keys: std::collections::BTreeSet<&String> =

@@ -3,19 +3,13 @@
 
 use std::path::Path;
 
-use crate::{json_summary, mmr_service, path_str, plain_sample, sample};
+use crate::{json_output, json_summary, mmr_service, path_str, plain_sample, sample};
 
 /// Runs `mmr-service evaluate --json` on `input` with `args` and returns its object.
 fn evaluation(input: &Path, args: &[&str]) -> serde_json::Value {
-    let mut all = vec!["evaluate", "--json", "--input", path_str(input)];
+    let mut all = vec!["--input", path_str(input)];
     all.extend_from_slice(args);
-    let output = mmr_service(&all);
-    assert!(
-        output.status.success(),
-        "evaluate failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("stdout is one JSON object")
+    json_output("evaluate", &all)
 }
 
 #[test]

@@ -26,12 +26,18 @@ fn mmr_service(args: &[&str]) -> Output {
 
 /// Runs `mmr-service replay --json` with `args` and returns the summary.
 fn json_summary(args: &[&str]) -> serde_json::Value {
-    let mut all = vec!["replay", "--json"];
+    json_output("replay", args)
+}
+
+/// Runs `mmr-service COMMAND --json` with `args`, which must succeed, and returns the one
+/// JSON object it prints.
+fn json_output(command: &str, args: &[&str]) -> serde_json::Value {
+    let mut all = vec![command, "--json"];
     all.extend_from_slice(args);
     let output = mmr_service(&all);
     assert!(
         output.status.success(),
-        "replay failed: {}",
+        "{command} failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout).expect("stdout is one JSON object")
