@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use mmr_service::api::predictions::MAX_ENTRANTS;
+use mmr_service::display::Display;
 use mmr_service::engine::predict::{
     expected_ranks, first_place_probabilities, match_quality, pairwise_matrix,
 };
@@ -86,7 +87,9 @@ fn publishing(c: &mut Criterion) {
             last_round_time: None,
         })
         .collect();
-    let pool = Arc::new(PoolState::load(params.into(), stored, 1).expect("valid parameters"));
+    let pool = Arc::new(
+        PoolState::load(params.into(), Display::default(), stored, 1).expect("valid parameters"),
+    );
     let mut group = c.benchmark_group("publish a round into a pool of 1,000,000 players");
     for entrants in [10, 1_000, 10_000] {
         let last = LastRound {

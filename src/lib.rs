@@ -10,6 +10,8 @@
 //! - [`api`]: the HTTP routes, their request and response types, auth and the one error type.
 //! - [`rate_limit`]: request budgets per key or client address (`[rate_limit]`).
 //! - [`compute`]: the bounded, cancellable thread pool that compute-heavy requests run on.
+//! - [`display`]: how a pool shows ratings: μ − kσ, the fixed-range rating, provisional
+//!   players (pure; built on the displayed rating of any system).
 //! - [`state`]: what handlers and workers share, and the operations that span them.
 //! - [`pools`]: every pool in memory as an immutable snapshot (beliefs, last rounds,
 //!   leaderboards) that readers take without a lock. Ratings and predictions come from here.
@@ -28,6 +30,7 @@ pub mod api;
 pub mod cli;
 pub mod compute;
 pub mod config;
+pub mod display;
 pub mod engine;
 pub mod evaluate;
 pub mod names;

@@ -12,6 +12,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::compute::Compute;
 use crate::config::{ParamsOverrides, Settings};
+use crate::display::Display;
 use crate::engine::{self, SystemParams};
 use crate::pools::{Pool, PoolState, Pools};
 use crate::rate_limit::RateLimits;
@@ -81,10 +82,11 @@ impl AppState {
         self.run_workers.store(start_workers, Ordering::Relaxed);
         for info in self.storage.pools().await? {
             let players = self.storage.load_players(&info.name).await?;
-            let applied = info.applied;
-            let state =
-                tokio::task::spawn_blocking(move || PoolState::load(info.params, players, applied))
-                    .await??;
+            let (applied, display) = (info.applied, info.display);
+            let state = tokio::task::spawn_blocking(move || {
+                PoolState::load(info.params, display, players, applied)
+            })
+            .await??;
             tracing::info!(pool = %info.name, players = state.len(), "pool loaded");
             let (pool, _) = self.pools.insert(Pool::new(info.name, state));
             if start_workers {
@@ -112,13 +114,13 @@ impl AppState {
         let outcome = self.storage.put_pool(name, &params).await?;
         match &existing {
             Some(pool) if outcome != PoolWrite::Unchanged => {
-                drop(pool.publish(PoolState::new(params.clone())?));
+                let display = pool.read().display().clone();
+                drop(pool.publish(PoolState::new(params.clone(), display)?));
             }
             Some(_) => {}
             None => {
-                let (pool, inserted) = self
-                    .pools
-                    .insert(Pool::new(name.to_owned(), PoolState::new(params.clone())?));
+                let state = PoolState::new(params.clone(), Display::default())?;
+                let (pool, inserted) = self.pools.insert(Pool::new(name.to_owned(), state));
                 if inserted && self.run_workers.load(Ordering::Relaxed) {
                     self.start_worker(pool);
                 }
@@ -126,6 +128,27 @@ impl AppState {
         }
         drop(turn);
         Ok((outcome, params))
+    }
+
+    /// Sets pool `pool`'s display settings (validated by the caller) and publishes the pool
+    /// shown with them; returns that snapshot. Re-sorting the leaderboards runs off the async
+    /// threads, in the pool's turn, so no round is published in between.
+    pub async fn put_display(
+        &self,
+        pool: &Pool,
+        display: Display,
+    ) -> Result<Arc<PoolState>, storage::Error> {
+        let turn = pool.turn().await;
+        self.storage.put_display(pool.name(), &display).await?;
+        let current = pool.read();
+        let next = tokio::task::spawn_blocking(move || current.with_display(display))
+            .await
+            // A panic (a bug) goes on as the request's panic: a 500. The worker then finds the
+            // stored settings differ from memory's and reloads the pool.
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        drop(pool.publish(next));
+        drop(turn);
+        Ok(pool.read())
     }
 
     /// Stores a validated round at the end of `pool`'s queue and wakes its worker.

@@ -258,10 +258,11 @@ async fn reload(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed>
         .await?
         .with_context(|| format!("pool `{}` disappeared", pool.name()))?;
     let players = storage.load_players(pool.name()).await?;
-    let state =
-        tokio::task::spawn_blocking(move || PoolState::load(info.params, players, info.applied))
-            .await
-            .context("loading players")??;
+    let state = tokio::task::spawn_blocking(move || {
+        PoolState::load(info.params, info.display, players, info.applied)
+    })
+    .await
+    .context("loading players")??;
     drop(pool.publish(state));
     tracing::info!(pool = pool.name(), "reloaded from the database");
     Ok(Processed::Reloaded)
@@ -275,5 +276,7 @@ async fn stale(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<bool> {
         .context("reading the pool")?
         .with_context(|| format!("pool `{}` disappeared", pool.name()))?;
     let state = pool.read();
-    Ok(info.applied != state.applied() || info.params != *state.system())
+    Ok(info.applied != state.applied()
+        || info.params != *state.system()
+        || info.display != *state.display())
 }

@@ -1,4 +1,5 @@
-//! `/v1/pools/{pool}/leaderboard`: players by μ (or μ − 3σ), a page at a time, from memory.
+//! `/v1/pools/{pool}/leaderboard`: players by μ (or μ − kσ), every rated player or the
+//! established ones only, a page at a time, from memory.
 //! A cursor names the last place shown (its rating and player), so the next page starts
 //! right after it even when ratings have moved in between.
 
@@ -17,7 +18,7 @@ use super::players::limit;
 use super::pool_of;
 use super::query::QueryParams;
 use crate::engine::Beliefs;
-use crate::pools::leaderboard::{Order, Place};
+use crate::pools::leaderboard::{Filter, Order, Place};
 use crate::pools::PoolState;
 use crate::state::AppState;
 
@@ -29,7 +30,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_leaderboard))
 }
 
-/// `?limit=&cursor=&around=&order=`.
+/// `?limit=&cursor=&around=&order=&established=`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct LeaderboardQuery {
@@ -40,9 +41,11 @@ pub struct LeaderboardQuery {
     cursor: Option<String>,
     /// Center the page on this player instead (not with `cursor`).
     around: Option<String>,
-    /// `mu` (default) or `conservative` (μ − 3σ).
+    /// `mu` (default) or `conservative` (μ − kσ, k the pool's `conservative_k`).
     #[param(inline)]
     order: Option<OrderParam>,
+    /// `true`: leave provisional players out; positions then count established players only.
+    established: Option<bool>,
 }
 
 /// The order of a leaderboard.
@@ -51,14 +54,14 @@ pub struct LeaderboardQuery {
 pub enum OrderParam {
     /// By μ.
     Mu,
-    /// By μ − 3σ.
+    /// By μ − kσ.
     Conservative,
 }
 
 /// One place on the leaderboard.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct EntryResponse {
-    /// 1-based place in this order.
+    /// 1-based place in this order, among the players listed.
     pub position: u64,
     /// The player.
     pub player: String,
@@ -66,8 +69,12 @@ pub struct EntryResponse {
     pub mu: f64,
     /// Uncertainty (a standard deviation); `null` in a system that keeps none (Elo).
     pub sigma: Option<f64>,
-    /// μ − 3σ.
+    /// μ − kσ, k being the pool's `conservative_k` (default 3).
     pub conservative: f64,
+    /// The fixed-range rating, if the pool's display settings give one; `null` otherwise.
+    pub display_rating: Option<f64>,
+    /// Whether the player is still provisional.
+    pub provisional: bool,
 }
 
 /// A page of the leaderboard.
@@ -75,7 +82,7 @@ pub struct EntryResponse {
 pub struct LeaderboardResponse {
     /// The places, best first.
     pub entries: Vec<EntryResponse>,
-    /// Players on the whole leaderboard.
+    /// Players on the whole leaderboard (established ones only with `established=true`).
     pub total: u64,
     /// Pass as `cursor` for the next page; `null` on the last page.
     pub next_cursor: Option<String>,
@@ -99,6 +106,11 @@ async fn list_leaderboard(
         None | Some(OrderParam::Mu) => Order::Mu,
         Some(OrderParam::Conservative) => Order::Conservative,
     };
+    let filter = if query.established == Some(true) {
+        Filter::Established
+    } else {
+        Filter::All
+    };
     let pool = pool_of(&state, &pool)?;
     let state = pool.read();
     let start = match (&query.cursor, &query.around) {
@@ -110,11 +122,11 @@ async fn list_leaderboard(
         }
         (Some(cursor), None) => {
             let (key, player) = decode_cursor(order, cursor)?;
-            state.leaderboard().index_after(order, key, &player)
+            state.leaderboard().index_after(order, filter, key, &player)
         }
         (None, Some(player)) => {
             let index = state
-                .index_of(order, player)
+                .index_of(order, filter, player)
                 .ok_or_else(|| Error::NotFound {
                     what: "player",
                     id: player.clone(),
@@ -123,33 +135,44 @@ async fn list_leaderboard(
         }
         (None, None) => 0,
     };
-    Ok(Json(page(&state, order, start, limit)))
+    Ok(Json(page(&state, order, filter, start, limit)))
 }
 
-fn page(state: &PoolState, order: Order, start: usize, limit: usize) -> LeaderboardResponse {
+fn page(
+    state: &PoolState,
+    order: Order,
+    filter: Filter,
+    start: usize,
+    limit: usize,
+) -> LeaderboardResponse {
     let board = state.leaderboard();
-    let places: Vec<&Place> = board.page(order, start, limit).collect();
+    let places: Vec<&Place> = board.page(order, filter, start, limit).collect();
     let entries = places
         .iter()
         .enumerate()
         .filter_map(|(i, place)| {
-            let rating = state.belief(&place.player)?.rating();
+            let belief = state.belief(&place.player)?;
+            let rating = belief.rating();
+            let shown = state.show(belief);
             Some(EntryResponse {
                 position: (start + i + 1) as u64,
                 player: place.player.to_string(),
                 mu: rating.mu,
                 sigma: rating.sigma,
-                conservative: crate::pools::leaderboard::conservative(rating),
+                conservative: shown.conservative,
+                display_rating: shown.display_rating,
+                provisional: shown.provisional,
             })
         })
         .collect();
+    let total = board.count(filter);
     let next_cursor = match places.last() {
-        Some(last) if start + places.len() < board.len() => Some(encode_cursor(order, last)),
+        Some(last) if start + places.len() < total => Some(encode_cursor(order, last)),
         _ => None,
     };
     LeaderboardResponse {
         entries,
-        total: board.len() as u64,
+        total: total as u64,
         next_cursor,
     }
 }

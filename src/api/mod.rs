@@ -10,6 +10,7 @@
 //! [`pools`], [`rounds`], [`players`], [`leaderboard`], [`predictions`], [`health`].
 
 pub mod auth;
+pub mod display;
 pub mod error;
 pub mod health;
 pub mod json;
@@ -49,6 +50,7 @@ use request_id::{RequestIds, REQUEST_ID};
 fn routes() -> (Router<AppState>, OpenApiDoc) {
     let (router, mut doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(pools::router())
+        .merge(display::router())
         .merge(rounds::router())
         .merge(players::router())
         .merge(leaderboard::router())

@@ -49,9 +49,13 @@ pub struct PlayerResponse {
     pub mu: f64,
     /// Uncertainty (a standard deviation); `null` in a system that keeps none (Elo).
     pub sigma: Option<f64>,
-    /// μ − 3σ.
+    /// μ − kσ, k being the pool's `conservative_k` (default 3).
     pub conservative: f64,
-    /// 1-based place on the leaderboard by μ.
+    /// The fixed-range rating, if the pool's display settings give one; `null` otherwise.
+    pub display_rating: Option<f64>,
+    /// Whether the player is still provisional (the pool's display settings say when).
+    pub provisional: bool,
+    /// 1-based place on the leaderboard by μ, among every rated player.
     pub position: u64,
     /// Rounds played.
     pub rounds: u64,
@@ -71,7 +75,9 @@ impl From<PlayerRating> for PlayerResponse {
             player: p.player.to_string(),
             mu: p.mu,
             sigma: p.sigma,
-            conservative: p.conservative,
+            conservative: p.shown.conservative,
+            display_rating: p.shown.display_rating,
+            provisional: p.shown.provisional,
             position: p.position as u64,
             rounds: p.rounds,
             last_round: RoundRef {

@@ -16,6 +16,7 @@ use super::auth::{Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::JsonBody;
 use crate::config::{own_parameters, ParamsOverrides};
+use crate::display::Display;
 use crate::engine::{Params, SystemName, SystemParams, Ties, Variant, WengLinModel};
 use crate::names;
 use crate::state::{AppState, PutPoolError};
@@ -255,6 +256,8 @@ pub struct PoolResponse {
     pub system: SystemName,
     /// The system's parameters.
     pub params: ParamsResponse,
+    /// How it shows ratings (`/v1/pools/{pool}/display`).
+    pub display: Display,
     /// Players rated in it.
     pub players: u64,
     /// Rounds applied.
@@ -270,6 +273,7 @@ impl From<PoolInfo> for PoolResponse {
         Self {
             system: info.params.name(),
             params: ParamsResponse::from(&info.params),
+            display: info.display,
             name: info.name,
             players: info.players,
             rounds_applied: info.applied,

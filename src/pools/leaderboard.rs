@@ -1,13 +1,16 @@
-//! A pool's players in rating order, by μ and by the conservative rating μ − 3σ, as sorted
+//! A pool's players in rating order, by μ and by the conservative rating μ − kσ, as sorted
 //! lists cut into chunks of a few hundred places that snapshots share: a player's position
 //! is a binary search, a page is a slice, and a round's k changes copy only the chunks they
 //! touch (copy on write), so the previous snapshot's lists stay as they were. Each changed
-//! player's old place is found by binary search from their old rating.
+//! player's old place is found by binary search from their old rating. When a pool has
+//! provisional players, a second pair of lists holds the established players only, so that
+//! their positions and pages cost the same.
 //! Knows nothing of HTTP or storage.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use crate::display::DEFAULT_CONSERVATIVE_K;
 use crate::engine::Rating;
 
 /// Places per chunk when a list is built; a chunk that grows to twice this is split, one that
@@ -17,22 +20,42 @@ use crate::engine::Rating;
 /// million players twice as slow to publish (`cargo bench --bench hot_paths`).
 const CHUNK: usize = 256;
 
-/// How many standard deviations the conservative rating lies below μ.
-pub const CONSERVATIVE_SIGMAS: f64 = 3.0;
-
-/// The conservative rating μ − 3σ: a player is very probably at least this good.
-#[must_use]
-pub fn conservative(rating: Rating) -> f64 {
-    rating.conservative(CONSERVATIVE_SIGMAS)
-}
-
 /// Which rating a leaderboard is sorted by, highest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
     /// μ.
     Mu,
-    /// μ − 3σ.
+    /// μ − kσ.
     Conservative,
+}
+
+impl Order {
+    /// The key `rating` is sorted by in this order, `k` being the conservative rating's.
+    #[must_use]
+    pub fn key(self, k: f64, rating: Rating) -> f64 {
+        match self {
+            Self::Mu => rating.mu,
+            Self::Conservative => rating.conservative(k),
+        }
+    }
+}
+
+/// Which players a leaderboard lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filter {
+    /// Every rated player.
+    All,
+    /// Players who are not provisional.
+    Established,
+}
+
+/// What a leaderboard sorts a player by.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Standing {
+    /// The player's rating.
+    pub rating: Rating,
+    /// Whether the player is established (not provisional).
+    pub established: bool,
 }
 
 /// One place on a leaderboard: the key it is sorted by and the player. Ties on the key are
@@ -58,10 +81,10 @@ impl Place {
 pub struct Move {
     /// The player.
     pub player: Arc<str>,
-    /// The rating before the change; `None` for a player not yet on the leaderboard.
-    pub before: Option<Rating>,
-    /// The rating after the change.
-    pub after: Rating,
+    /// The standing before the change; `None` for a player not yet on the leaderboard.
+    pub before: Option<Standing>,
+    /// The standing after the change.
+    pub after: Standing,
 }
 
 /// Places in order, in chunks shared with other snapshots. Every chunk is sorted and
@@ -175,48 +198,30 @@ impl Places {
     }
 }
 
-/// Every rated player of a pool, in both orders. Cloning copies one pointer per chunk.
+/// Some players in both orders.
 #[derive(Debug, Clone, Default)]
-pub struct Leaderboard {
+struct Orders {
     by_mu: Places,
     by_conservative: Places,
 }
 
-impl Leaderboard {
-    /// The leaderboard of `(player, rating)`, each player once. O(n log n).
-    pub fn from_players(players: impl Iterator<Item = (Arc<str>, Rating)>) -> Self {
-        let (mut by_mu, mut by_conservative): (Vec<Place>, Vec<Place>) = players
-            .map(|(player, rating)| {
-                let cons = Place {
-                    key: conservative(rating),
-                    player: Arc::clone(&player),
-                };
-                let mu = Place {
-                    key: rating.mu,
-                    player,
-                };
-                (mu, cons)
-            })
-            .unzip();
-        for places in [&mut by_mu, &mut by_conservative] {
+impl Orders {
+    fn from_ratings(k: f64, players: &[(Arc<str>, Rating)]) -> Self {
+        let sorted = |order: Order| {
+            let mut places: Vec<Place> = players
+                .iter()
+                .map(|(player, rating)| Place {
+                    key: order.key(k, *rating),
+                    player: Arc::clone(player),
+                })
+                .collect();
             places.sort_unstable_by(|a, b| a.cmp_order(b.key, &b.player));
-        }
+            Places::from_sorted(places)
+        };
         Self {
-            by_mu: Places::from_sorted(by_mu),
-            by_conservative: Places::from_sorted(by_conservative),
+            by_mu: sorted(Order::Mu),
+            by_conservative: sorted(Order::Conservative),
         }
-    }
-
-    /// Players rated so far.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.by_mu.len
-    }
-
-    /// Whether nobody is rated.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.by_mu.len == 0
     }
 
     fn places(&self, order: Order) -> &Places {
@@ -226,49 +231,147 @@ impl Leaderboard {
         }
     }
 
-    /// Moves every player of `moves` (new or not) to their new place.
-    pub fn update(&mut self, moves: &[Move]) {
-        relocate(&mut self.by_mu, moves, |rating| rating.mu);
-        relocate(&mut self.by_conservative, moves, conservative);
+    /// Moves the players of `moves` whose standing passes `listed`, and takes out those who
+    /// passed it before and no longer do.
+    fn relocate(&mut self, k: f64, moves: &[Move], listed: impl Fn(&Standing) -> bool) {
+        for (order, places) in [
+            (Order::Mu, &mut self.by_mu),
+            (Order::Conservative, &mut self.by_conservative),
+        ] {
+            for m in moves {
+                if let Some(before) = m.before.filter(&listed) {
+                    places.remove(order.key(k, before.rating), &m.player);
+                }
+            }
+            for m in moves.iter().filter(|m| listed(&m.after)) {
+                places.insert(Place {
+                    key: order.key(k, m.after.rating),
+                    player: Arc::clone(&m.player),
+                });
+            }
+            places.recount();
+        }
+    }
+}
+
+/// Every rated player of a pool, in both orders, and the established ones apart when some
+/// are provisional. Cloning copies one pointer per chunk.
+#[derive(Debug, Clone)]
+pub struct Leaderboard {
+    /// `k` of the conservative order.
+    k: f64,
+    all: Orders,
+    /// The established players; `None` when every player is.
+    established: Option<Orders>,
+}
+
+impl Default for Leaderboard {
+    fn default() -> Self {
+        Self::new(DEFAULT_CONSERVATIVE_K, false)
+    }
+}
+
+impl Leaderboard {
+    /// An empty leaderboard whose conservative order is μ − `k`σ, keeping the established
+    /// players apart if `provisional` (some players may be provisional).
+    #[must_use]
+    pub fn new(k: f64, provisional: bool) -> Self {
+        Self {
+            k,
+            all: Orders::default(),
+            established: provisional.then(Orders::default),
+        }
     }
 
-    /// 0-based index of the player whose key in `order` is `key`; `None` if they are not there.
+    /// Like [`Self::new`], holding `(player, standing)`, each player once. O(n log n).
+    pub fn from_players(
+        k: f64,
+        provisional: bool,
+        players: impl Iterator<Item = (Arc<str>, Standing)>,
+    ) -> Self {
+        let players: Vec<(Arc<str>, Standing)> = players.collect();
+        let orders = |keep: fn(&Standing) -> bool| {
+            let ratings: Vec<(Arc<str>, Rating)> = players
+                .iter()
+                .filter(|(_, standing)| keep(standing))
+                .map(|(player, standing)| (Arc::clone(player), standing.rating))
+                .collect();
+            Orders::from_ratings(k, &ratings)
+        };
+        Self {
+            k,
+            all: orders(|_| true),
+            established: provisional.then(|| orders(|standing| standing.established)),
+        }
+    }
+
+    /// `k` of the conservative order.
     #[must_use]
-    pub fn index_of(&self, order: Order, key: f64, player: &str) -> Option<usize> {
-        let places = self.places(order);
+    pub fn conservative_k(&self) -> f64 {
+        self.k
+    }
+
+    /// Players rated so far.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.all.by_mu.len
+    }
+
+    /// Whether nobody is rated.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Players that `filter` lists.
+    #[must_use]
+    pub fn count(&self, filter: Filter) -> usize {
+        self.orders(filter).by_mu.len
+    }
+
+    fn orders(&self, filter: Filter) -> &Orders {
+        match (filter, &self.established) {
+            (Filter::Established, Some(established)) => established,
+            _ => &self.all,
+        }
+    }
+
+    /// Moves every player of `moves` (new or not) to their new place.
+    pub fn update(&mut self, moves: &[Move]) {
+        self.all.relocate(self.k, moves, |_| true);
+        if let Some(established) = &mut self.established {
+            established.relocate(self.k, moves, |standing| standing.established);
+        }
+    }
+
+    /// 0-based index among those `filter` lists of the player whose key in `order` is `key`;
+    /// `None` if they are not there.
+    #[must_use]
+    pub fn index_of(&self, order: Order, filter: Filter, key: f64, player: &str) -> Option<usize> {
+        let places = self.orders(filter).places(order);
         let index = places.partition_point(|p| p.cmp_order(key, player) == Ordering::Less);
         (places.get(index).is_some_and(|p| &*p.player == player)).then_some(index)
     }
 
     /// Up to `limit` places from 0-based `start`.
-    pub fn page(&self, order: Order, start: usize, limit: usize) -> impl Iterator<Item = &Place> {
-        self.places(order).iter_from(start, limit)
+    pub fn page(
+        &self,
+        order: Order,
+        filter: Filter,
+        start: usize,
+        limit: usize,
+    ) -> impl Iterator<Item = &Place> {
+        self.orders(filter).places(order).iter_from(start, limit)
     }
 
     /// 0-based index of the first place after `(key, player)` in `order`, whether or not that
     /// player is still there: what a cursor resumes from.
     #[must_use]
-    pub fn index_after(&self, order: Order, key: f64, player: &str) -> usize {
-        self.places(order)
+    pub fn index_after(&self, order: Order, filter: Filter, key: f64, player: &str) -> usize {
+        self.orders(filter)
+            .places(order)
             .partition_point(|p| p.cmp_order(key, player) != Ordering::Greater)
     }
-}
-
-/// Takes the moved players out of `places`, then puts each back at their new place; `key`
-/// gives the rating `places` is sorted by.
-fn relocate(places: &mut Places, moves: &[Move], key: impl Fn(Rating) -> f64) {
-    for m in moves {
-        if let Some(before) = m.before {
-            places.remove(key(before), &m.player);
-        }
-    }
-    for m in moves {
-        places.insert(Place {
-            key: key(m.after),
-            player: Arc::clone(&m.player),
-        });
-    }
-    places.recount();
 }
 
 #[cfg(test)]
@@ -277,15 +380,21 @@ mod tests {
 
     use super::*;
 
+    fn standing((mu, sigma): (f64, f64)) -> Standing {
+        Standing {
+            rating: Rating {
+                mu,
+                sigma: Some(sigma),
+            },
+            established: sigma < 100.0,
+        }
+    }
+
     fn mv(player: &str, before: Option<(f64, f64)>, mu: f64, sigma: f64) -> Move {
-        let rating = |(mu, sigma)| Rating {
-            mu,
-            sigma: Some(sigma),
-        };
         Move {
             player: Arc::from(player),
-            before: before.map(rating),
-            after: rating((mu, sigma)),
+            before: before.map(standing),
+            after: standing((mu, sigma)),
         }
     }
 
@@ -301,18 +410,24 @@ mod tests {
             mv("a", None, 1600.0, 300.0),
             mv("b", None, 1500.0, 50.0),
         ]);
-        assert_eq!(names(board.page(Order::Mu, 0, 10)), ["a", "b", "c"]);
         assert_eq!(
-            names(board.page(Order::Conservative, 0, 10)),
+            names(board.page(Order::Mu, Filter::All, 0, 10)),
+            ["a", "b", "c"]
+        );
+        assert_eq!(
+            names(board.page(Order::Conservative, Filter::All, 0, 10)),
             ["b", "c", "a"]
         );
         board.update(&[mv("a", Some((1600.0, 300.0)), 1400.0, 300.0)]);
-        assert_eq!(names(board.page(Order::Mu, 0, 10)), ["b", "c", "a"]);
-        assert_eq!(board.index_of(Order::Mu, 1400.0, "a"), Some(2));
-        assert_eq!(board.index_of(Order::Mu, 1600.0, "a"), None);
-        assert_eq!(board.index_after(Order::Mu, 1500.0, "b"), 1);
         assert_eq!(
-            board.index_after(Order::Mu, 1450.0, "x"),
+            names(board.page(Order::Mu, Filter::All, 0, 10)),
+            ["b", "c", "a"]
+        );
+        assert_eq!(board.index_of(Order::Mu, Filter::All, 1400.0, "a"), Some(2));
+        assert_eq!(board.index_of(Order::Mu, Filter::All, 1600.0, "a"), None);
+        assert_eq!(board.index_after(Order::Mu, Filter::All, 1500.0, "b"), 1);
+        assert_eq!(
+            board.index_after(Order::Mu, Filter::All, 1450.0, "x"),
             2,
             "a cursor outlives its player"
         );
@@ -345,42 +460,50 @@ mod tests {
                 .collect();
             let snapshot = board.clone();
             board.update(&moves);
-            let fresh = Leaderboard::from_players(current.iter().map(|(p, &(mu, sigma))| {
-                (
-                    Arc::from(p.as_str()),
-                    Rating {
-                        mu,
-                        sigma: Some(sigma),
-                    },
-                )
-            }));
+            let fresh = Leaderboard::from_players(
+                DEFAULT_CONSERVATIVE_K,
+                false,
+                current
+                    .iter()
+                    .map(|(p, &rating)| (Arc::from(p.as_str()), standing(rating))),
+            );
             for order in [Order::Mu, Order::Conservative] {
-                let got: Vec<&Place> = board.page(order, 0, usize::MAX).collect();
-                let want: Vec<&Place> = fresh.page(order, 0, usize::MAX).collect();
+                let got: Vec<&Place> = board.page(order, Filter::All, 0, usize::MAX).collect();
+                let want: Vec<&Place> = fresh.page(order, Filter::All, 0, usize::MAX).collect();
                 assert_eq!(got, want, "round {round}, {order:?}");
-                let middle: Vec<&Place> = board.page(order, 2_345, 7).collect();
+                let middle: Vec<&Place> = board.page(order, Filter::All, 2_345, 7).collect();
                 assert_eq!(middle, &want[2_345.min(want.len())..2_352.min(want.len())]);
                 for (i, place) in want.iter().enumerate().step_by(97) {
-                    assert_eq!(board.index_of(order, place.key, &place.player), Some(i));
+                    assert_eq!(
+                        board.index_of(order, Filter::All, place.key, &place.player),
+                        Some(i)
+                    );
                 }
             }
             assert_eq!(board.len(), current.len());
-            let kept: Vec<Place> = snapshot.page(Order::Mu, 0, usize::MAX).cloned().collect();
+            let kept: Vec<Place> = snapshot
+                .page(Order::Mu, Filter::All, 0, usize::MAX)
+                .cloned()
+                .collect();
             assert_eq!(
                 kept, previous,
                 "round {round}: the snapshot taken before is unchanged"
             );
-            previous = board.page(Order::Mu, 0, usize::MAX).cloned().collect();
+            previous = board
+                .page(Order::Mu, Filter::All, 0, usize::MAX)
+                .cloned()
+                .collect();
         }
     }
 
     proptest! {
         #[test]
         fn merging_rounds_of_changes_equals_sorting_from_scratch(
+            k in 0.0f64..4.0,
             rounds in prop::collection::vec(
-                prop::collection::vec((0u8..40, -50i32..50, 1u8..5), 1..15), 1..20)
+                prop::collection::vec((0u8..40, -50i32..50, 50u8..150), 1..15), 1..20)
         ) {
-            let mut board = Leaderboard::default();
+            let mut board = Leaderboard::new(k, true);
             let mut current = std::collections::BTreeMap::new();
             for round in rounds {
                 let mut seen = std::collections::HashSet::new();
@@ -394,24 +517,29 @@ mod tests {
                     })
                     .collect();
                 for m in &moves {
-                    current.insert(m.player.to_string(), (m.after.mu, m.after.sigma.unwrap_or_default()));
+                    let rating = m.after.rating;
+                    current.insert(m.player.to_string(), (rating.mu, rating.sigma.unwrap_or_default()));
                 }
                 board.update(&moves);
             }
-            for (order, key) in [
-                (Order::Mu, (|mu: f64, _: f64| mu) as fn(f64, f64) -> f64),
-                (Order::Conservative, |mu, sigma| conservative(Rating { mu, sigma: Some(sigma) })),
-            ] {
-                let mut expected: Vec<(f64, &str)> =
-                    current.iter().map(|(p, &(mu, s))| (key(mu, s), p.as_str())).collect();
-                expected.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
-                let got: Vec<(f64, &str)> = board
-                    .page(order, 0, usize::MAX)
-                    .map(|p| (p.key, &*p.player))
-                    .collect();
-                prop_assert_eq!(&got, &expected);
-                for (i, (k, p)) in expected.iter().enumerate() {
-                    prop_assert_eq!(board.index_of(order, *k, p), Some(i));
+            for order in [Order::Mu, Order::Conservative] {
+                for filter in [Filter::All, Filter::Established] {
+                    let mut expected: Vec<(f64, &str)> = current
+                        .iter()
+                        .map(|(p, &rating)| (standing(rating), p.as_str()))
+                        .filter(|(s, _)| filter == Filter::All || s.established)
+                        .map(|(s, p)| (order.key(k, s.rating), p))
+                        .collect();
+                    expected.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+                    let got: Vec<(f64, &str)> = board
+                        .page(order, filter, 0, usize::MAX)
+                        .map(|p| (p.key, &*p.player))
+                        .collect();
+                    prop_assert_eq!(&got, &expected);
+                    prop_assert_eq!(board.count(filter), expected.len());
+                    for (i, (key, p)) in expected.iter().enumerate() {
+                        prop_assert_eq!(board.index_of(order, filter, *key, p), Some(i));
+                    }
                 }
             }
         }

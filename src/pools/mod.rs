@@ -10,6 +10,8 @@
 //! B-tree (`imbl::OrdMap`: a round's k entrants copy k paths of O(log n) nodes), and the
 //! leaderboards in chunks of a few hundred places copied only where a round changes them
 //! ([`leaderboard`]). Publishing a round never copies the pool; BENCHMARKS.md has its cost.
+//! The pool's [`Display`] settings are part of the snapshot: what a read shows (μ − kσ, the
+//! fixed-range rating, provisional flags) always matches the leaderboard it came with.
 
 pub mod leaderboard;
 
@@ -22,9 +24,10 @@ use arc_swap::ArcSwap;
 use imbl::OrdMap;
 use tokio::sync::{Mutex, MutexGuard, Notify};
 
+use crate::display::{Display, Resolved, Spread};
 use crate::engine::{self, Beliefs, SystemParams, SystemState};
 use crate::storage::StoredPlayer;
-use leaderboard::{conservative, Leaderboard, Move, Order};
+use leaderboard::{Filter, Leaderboard, Move, Order, Standing};
 
 /// The round a player last played.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,14 +47,25 @@ pub struct PlayerRating {
     pub mu: f64,
     /// Uncertainty; `None` in a system that keeps none (Elo).
     pub sigma: Option<f64>,
-    /// μ − 3σ.
-    pub conservative: f64,
+    /// What the pool's display settings derive from the rating.
+    pub shown: Shown,
     /// 1-based place by μ.
     pub position: usize,
     /// Rounds played.
     pub rounds: u64,
     /// The last round played.
     pub last_round: LastRound,
+}
+
+/// What a pool's display settings derive from a player's rating and rounds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shown {
+    /// μ − kσ, with the pool's k.
+    pub conservative: f64,
+    /// The fixed-range rating, if the pool shows one.
+    pub display_rating: Option<f64>,
+    /// Whether the player is still provisional.
+    pub provisional: bool,
 }
 
 /// What a snapshot holds for one rated player. Shared between snapshots until the player
@@ -67,21 +81,26 @@ struct Rated {
 #[derive(Debug, Clone)]
 pub struct PoolState {
     system: SystemParams,
+    display: Display,
     newcomer: SystemState,
     players: OrdMap<Arc<str>, Arc<Rated>>,
     leaderboard: Leaderboard,
+    /// The rated players' μ, for the fixed-range rating's automatic center and scale.
+    spread: Spread,
     applied: u64,
 }
 
 impl PoolState {
-    /// A pool nobody has played in yet.
-    pub fn new(system: SystemParams) -> Result<Self, engine::Error> {
+    /// A pool nobody has played in yet, shown as `display` says (validated by the caller).
+    pub fn new(system: SystemParams, display: Display) -> Result<Self, engine::Error> {
         system.validate()?;
         Ok(Self {
             newcomer: system.newcomer(),
             system,
+            leaderboard: Leaderboard::new(display.conservative_k, display.provisional.is_some()),
+            display,
             players: OrdMap::new(),
-            leaderboard: Leaderboard::default(),
+            spread: Spread::default(),
             applied: 0,
         })
     }
@@ -89,10 +108,11 @@ impl PoolState {
     /// A pool rebuilt from its stored players, after `applied` rounds.
     pub fn load(
         system: SystemParams,
+        display: Display,
         stored: Vec<StoredPlayer>,
         applied: u64,
     ) -> Result<Self, engine::Error> {
-        let mut state = Self::new(system)?;
+        let mut state = Self::new(system, display)?;
         let players: Vec<(Arc<str>, Arc<Rated>)> = stored
             .into_iter()
             .map(|p| {
@@ -107,14 +127,67 @@ impl PoolState {
                 (Arc::from(p.player), Arc::new(rated))
             })
             .collect();
-        state.leaderboard = Leaderboard::from_players(
-            players
-                .iter()
-                .map(|(id, r)| (Arc::clone(id), r.state.rating())),
-        );
+        for (_, rated) in &players {
+            state.spread.add(rated.state.rating().mu);
+        }
         state.players = players.into_iter().collect();
+        state.leaderboard = state.rebuilt_leaderboard();
         state.applied = applied;
         Ok(state)
+    }
+
+    /// This snapshot shown with `display` instead (validated by the caller): the same players,
+    /// the leaderboards sorted again. O(n log n).
+    #[must_use]
+    pub fn with_display(&self, display: Display) -> Self {
+        let mut state = Self {
+            display,
+            ..self.clone()
+        };
+        state.leaderboard = state.rebuilt_leaderboard();
+        state
+    }
+
+    fn rebuilt_leaderboard(&self) -> Leaderboard {
+        Leaderboard::from_players(
+            self.display.conservative_k,
+            self.display.provisional.is_some(),
+            self.players
+                .iter()
+                .map(|(id, rated)| (Arc::clone(id), self.standing(&rated.state))),
+        )
+    }
+
+    fn standing(&self, state: &SystemState) -> Standing {
+        let rating = state.rating();
+        Standing {
+            rating,
+            established: !self.display.provisional(state.rounds(), rating),
+        }
+    }
+
+    /// The pool's display settings.
+    #[must_use]
+    pub fn display(&self) -> &Display {
+        &self.display
+    }
+
+    /// The fixed-range rating's center and scale now; `None` if the pool shows none (or its
+    /// center is automatic and nobody is rated).
+    #[must_use]
+    pub fn fixed_range(&self) -> Option<Resolved> {
+        self.display.resolve(&self.spread)
+    }
+
+    /// What the display settings derive from `state`.
+    #[must_use]
+    pub fn show(&self, state: &SystemState) -> Shown {
+        let rating = state.rating();
+        Shown {
+            conservative: self.display.conservative(rating),
+            display_rating: self.fixed_range().map(|range| range.display(rating.mu)),
+            provisional: self.display.provisional(state.rounds(), rating),
+        }
     }
 
     /// Rounds whose ratings this state holds.
@@ -129,13 +202,18 @@ impl PoolState {
             .into_iter()
             .map(|(player, state, last_round)| {
                 let (name, before) = match self.players.get_key_value(player.as_str()) {
-                    Some((name, old)) => (Arc::clone(name), Some(old.state.rating())),
+                    Some((name, old)) => (Arc::clone(name), Some(self.standing(&old.state))),
                     None => (Arc::from(player), None),
                 };
+                if let Some(before) = before {
+                    self.spread.remove(before.rating.mu);
+                }
+                let after = self.standing(&state);
+                self.spread.add(after.rating.mu);
                 let m = Move {
                     player: Arc::clone(&name),
                     before,
-                    after: state.rating(),
+                    after,
                 };
                 self.players
                     .insert(name, Arc::new(Rated { state, last_round }));
@@ -163,27 +241,27 @@ impl PoolState {
     pub fn player(&self, id: &str) -> Option<PlayerRating> {
         let (name, rated) = self.players.get_key_value(id)?;
         let rating = rated.state.rating();
-        let index = self.leaderboard.index_of(Order::Mu, rating.mu, id)?;
+        let index = self
+            .leaderboard
+            .index_of(Order::Mu, Filter::All, rating.mu, id)?;
         Some(PlayerRating {
             player: Arc::clone(name),
             mu: rating.mu,
             sigma: rating.sigma,
-            conservative: conservative(rating),
+            shown: self.show(&rated.state),
             position: index + 1,
             rounds: rated.state.rounds(),
             last_round: rated.last_round.clone(),
         })
     }
 
-    /// The 0-based index of a rated player in `order`.
+    /// The 0-based index of a rated player in `order` among those `filter` lists; `None` if
+    /// the player is not rated or not listed.
     #[must_use]
-    pub fn index_of(&self, order: Order, id: &str) -> Option<usize> {
+    pub fn index_of(&self, order: Order, filter: Filter, id: &str) -> Option<usize> {
         let rating = self.belief(id)?.rating();
-        let key = match order {
-            Order::Mu => rating.mu,
-            Order::Conservative => conservative(rating),
-        };
-        self.leaderboard.index_of(order, key, id)
+        let key = order.key(self.display.conservative_k, rating);
+        self.leaderboard.index_of(order, filter, key, id)
     }
 
     /// Every rated player's state, by id.
@@ -354,7 +432,8 @@ mod tests {
     #[test]
     fn committed_players_are_found_by_id_position_and_prefix() {
         let params = Params::default();
-        let mut state = PoolState::new(params.into()).expect("default parameters");
+        let mut state =
+            PoolState::new(params.into(), Display::default()).expect("default parameters");
         let mut strong = PlayerState::new(&params);
         strong.mu = 1800.0;
         let newcomer = || SystemState::EloMmr(PlayerState::new(&params));
@@ -375,5 +454,66 @@ mod tests {
         assert_eq!(found, ["bea", "bob"]);
         assert_eq!(state.with_prefix("b", 1).len(), 1);
         assert_eq!(state.len(), 3);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_pool_updated_round_by_round_shows_what_a_fresh_load_of_it_shows(
+            rounds in proptest::collection::vec(
+                proptest::collection::vec((0u8..12, 1_000i32..2_000, 50u8..200), 1..6), 1..12)
+        ) {
+            let params = Params::default();
+            let display: Display = serde_json::from_str(
+                r#"{"conservative_k": 1.5, "fixed_range": {"max": 1000},
+                    "provisional": {"min_rounds": 2, "max_sigma": 150}}"#,
+            )
+            .expect("valid settings");
+            let mut state = PoolState::new(params.into(), display.clone()).expect("valid");
+            let mut played = std::collections::BTreeMap::new();
+            for (r, round) in rounds.iter().enumerate() {
+                let mut seen = std::collections::HashSet::new();
+                let entrants = round
+                    .iter()
+                    .filter(|(p, _, _)| seen.insert(*p))
+                    .map(|&(p, mu, sigma)| {
+                        let rounds = played.entry(p).or_insert(0u64);
+                        *rounds += 1;
+                        let mut belief = PlayerState::new(&params);
+                        belief.mu = f64::from(mu);
+                        belief.sigma = f64::from(sigma);
+                        belief.rounds = *rounds;
+                        (format!("p{p}"), SystemState::EloMmr(belief), last(&format!("r{r}")))
+                    })
+                    .collect();
+                state.apply(entrants);
+            }
+            let stored = state
+                .beliefs()
+                .map(|(id, belief)| StoredPlayer {
+                    player: id.to_owned(),
+                    state: belief.clone(),
+                    last_round_id: "r".into(),
+                    last_round_time: None,
+                })
+                .collect();
+            let fresh = PoolState::load(params.into(), display, stored, state.applied())
+                .expect("valid");
+            proptest::prop_assert_eq!(state.spread, fresh.spread);
+            proptest::prop_assert_eq!(state.fixed_range(), fresh.fixed_range());
+            for order in [Order::Mu, Order::Conservative] {
+                for filter in [Filter::All, Filter::Established] {
+                    let page = |s: &PoolState| -> Vec<(f64, String)> {
+                        s.leaderboard()
+                            .page(order, filter, 0, usize::MAX)
+                            .map(|p| (p.key, p.player.to_string()))
+                            .collect()
+                    };
+                    proptest::prop_assert_eq!(page(&state), page(&fresh));
+                }
+            }
+            let plain = state.with_display(Display::default());
+            proptest::prop_assert_eq!(plain.leaderboard().count(Filter::Established), plain.len());
+            proptest::prop_assert_eq!(plain.fixed_range(), None);
+        }
     }
 }

@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use crate::display::Display;
 use crate::engine::{RatingChange, SystemParams, SystemState};
 
 /// Everything the storage layer can fail with.
@@ -128,6 +129,8 @@ pub struct PoolInfo {
     pub name: String,
     /// Its rating system and parameters.
     pub params: SystemParams,
+    /// How it shows ratings.
+    pub display: Display,
     /// Players who have played at least one applied round.
     pub players: u64,
     /// Rounds applied.
@@ -138,11 +141,14 @@ pub struct PoolInfo {
     pub failed: u64,
 }
 
-/// What the worker checks its memory against: the parameters and how many rounds are applied.
+/// What the worker checks its memory against: the parameters, the display settings and how
+/// many rounds are applied.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PoolProgress {
     /// The pool's rating system and parameters.
     pub params: SystemParams,
+    /// How it shows ratings.
+    pub display: Display,
     /// Rounds applied.
     pub applied: u64,
 }
@@ -308,6 +314,10 @@ pub trait Storage: Send + Sync + 'static {
     /// [`Error::ParamsLocked`] once the pool has applied or queued rounds: the worker may be
     /// rating the oldest queued round with the current parameters at this moment.
     async fn put_pool(&self, name: &str, params: &SystemParams) -> Result<PoolWrite, Error>;
+
+    /// Sets pool `name`'s display settings; [`Error::PoolNotFound`] if there is no such pool.
+    /// They may change at any time: what they show is derived from the stored ratings.
+    async fn put_display(&self, name: &str, display: &Display) -> Result<(), Error>;
 
     /// One pool with its counts.
     async fn pool(&self, name: &str) -> Result<Option<PoolInfo>, Error>;

@@ -10,6 +10,7 @@ use super::{
     Enqueued, Error, HistoryEntry, HistoryPage, PoolInfo, PoolProgress, RoundRecord, RoundResult,
     RoundStatus, StoredPlayer,
 };
+use crate::display::Display;
 use crate::engine::{
     CodeforcesState, EloState, Factor, Glicko2State, PlayerState, Rating, RatingChange,
     SystemParams, SystemState, TopcoderState, TrueSkillState, WengLinState,
@@ -49,19 +50,32 @@ pub(super) fn params_columns(system: &SystemParams) -> Result<(String, String), 
     }
 }
 
+/// A pool's display settings as stored, or [`Error::Corrupt`].
+fn decode_display(text: &str) -> Result<Display, Error> {
+    serde_json::from_str(text).map_err(|e| Error::Corrupt(format!("display settings: {e}")))
+}
+
+/// The `display` column for `display`.
+pub(super) fn display_column(display: &Display) -> Result<String, Error> {
+    serde_json::to_string(display)
+        .map_err(|e| Error::Corrupt(format!("display settings that do not encode: {e}")))
+}
+
 /// A row of `sql::SELECT_POOL_PROGRESS`.
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct ProgressRow {
     #[sqlx(flatten)]
     params: ParamsRow,
+    display: String,
     applied: i64,
 }
 
 impl ProgressRow {
-    /// The pool's parameters and applied rounds.
+    /// The pool's parameters, display settings and applied rounds.
     pub(super) fn into_progress(self) -> Result<PoolProgress, Error> {
         Ok(PoolProgress {
             params: self.params.into_params()?,
+            display: decode_display(&self.display)?,
             applied: to_u64(self.applied, "applied")?,
         })
     }
@@ -73,6 +87,7 @@ pub(super) struct PoolRow {
     name: String,
     #[sqlx(flatten)]
     params: ParamsRow,
+    display: String,
     players: i64,
     applied: i64,
     queued: i64,
@@ -85,6 +100,7 @@ impl PoolRow {
         Ok(PoolInfo {
             name: self.name,
             params: self.params.into_params()?,
+            display: decode_display(&self.display)?,
             players: to_u64(self.players, "players")?,
             applied: to_u64(self.applied, "applied")?,
             queued: to_u64(self.queued, "queued")?,

@@ -4,16 +4,21 @@
 
 /// Every pool with its counts; append a `WHERE` or an `ORDER BY`.
 pub(super) const SELECT_POOLS: &str = "
-    SELECT p.name, p.system, p.params, p.applied,
+    SELECT p.name, p.system, p.params, p.display, p.applied,
            (SELECT count(*) FROM players WHERE pool = p.name) AS players,
            (SELECT count(*) FROM rounds WHERE pool = p.name AND status = 'queued') AS queued,
            (SELECT count(*) FROM rounds WHERE pool = p.name AND status = 'failed') AS failed
     FROM pools p";
 
-/// Pool `$1`'s system, parameters and applied rounds: what the worker compares its memory
-/// with before each step (one row, where [`SELECT_POOLS`] counts players and rounds).
+/// Pool `$1`'s system, parameters, display settings and applied rounds: what the worker
+/// compares its memory with before each step (one row, where [`SELECT_POOLS`] counts players
+/// and rounds).
 pub(super) const SELECT_POOL_PROGRESS: &str = "
-    SELECT system, params, applied FROM pools WHERE name = $1";
+    SELECT system, params, display, applied FROM pools WHERE name = $1";
+
+/// Sets the display settings of pool `$1` to `$2` (JSON); returns the name if the pool exists.
+pub(super) const UPDATE_POOL_DISPLAY: &str = "
+    UPDATE pools SET display = $2 WHERE name = $1 RETURNING name";
 
 /// Pool `$1`'s system and parameters.
 pub(super) const SELECT_POOL_PARAMS: &str = "SELECT system, params FROM pools WHERE name = $1";

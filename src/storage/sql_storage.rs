@@ -12,13 +12,15 @@ use sqlx::{
 use tracing::instrument;
 
 use super::rows::{
-    content_hash, history_page, join_players, params_columns, repost_outcome, to_u64, FactorRow,
-    HistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow, RoundRow,
+    content_hash, display_column, history_page, join_players, params_columns, repost_outcome,
+    to_u64, FactorRow, HistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow,
+    ResultRow, RoundRow,
 };
 use super::{
     sql, AppliedRound, Enqueued, Error, HistoryPage, PoolInfo, PoolProgress, PoolWrite,
     QueuedRound, RoundOutcome, RoundRecord, RoundStatus, Storage, StoredPlayer,
 };
+use crate::display::Display;
 use crate::engine::SystemParams;
 
 /// What differs between the SQL backends. Every transaction of [`SqlStorage`] that writes
@@ -191,6 +193,18 @@ where
             .await?;
         tx.commit().await?;
         Ok(PoolWrite::Updated)
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
+    async fn put_display(&self, name: &str, display: &Display) -> Result<(), Error> {
+        let updated: Option<(String,)> = sqlx::query_as(sql::UPDATE_POOL_DISPLAY)
+            .bind(name)
+            .bind(display_column(display)?)
+            .fetch_optional(&self.pool)
+            .await?;
+        updated
+            .map(drop)
+            .ok_or_else(|| Error::PoolNotFound(name.to_owned()))
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]

@@ -9,13 +9,15 @@ use serde_json::json;
 use crate::support::{round, Payload, TestApp, ADMIN_KEY, POOL};
 
 /// Every route of the API, as `METHOD path`.
-const ROUTES: [&str; 15] = [
+const ROUTES: [&str; 17] = [
     "GET /healthz",
     "GET /readyz",
     "GET /openapi.json",
     "GET /v1/pools",
     "GET /v1/pools/{pool}",
     "PUT /v1/pools/{pool}",
+    "GET /v1/pools/{pool}/display",
+    "PUT /v1/pools/{pool}/display",
     "POST /v1/pools/{pool}/rounds",
     "GET /v1/pools/{pool}/rounds/{id}",
     "GET /v1/pools/{pool}/players",

@@ -15,6 +15,7 @@ const PUT_MAIN: &str = "/v1/pools/main";
 const LEADERBOARD: &str = "/v1/pools/main/leaderboard";
 const PREDICTIONS: &str = "/v1/pools/main/predictions";
 const MATCH_QUALITY: &str = "/v1/pools/main/match-quality";
+const DISPLAY: &str = "/v1/pools/main/display";
 const JSON: Option<&str> = Some("application/json");
 
 /// A second pool: no rounds, so its parameters could change (and must not, when refused).
@@ -1047,6 +1048,111 @@ fn params_cases() -> Vec<Case> {
     ]
 }
 
+/// Display settings refused with 422 `code` at `field`.
+fn bad_display(name: &str, body: Value, code: &'static str, field: Option<&str>) -> Case {
+    Case::new(
+        name,
+        put_json(DISPLAY, Some(ADMIN_KEY), &body),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        code,
+        field,
+    )
+}
+
+/// Display settings out of range or of the wrong shape, and changes nobody may make.
+fn display_cases() -> Vec<Case> {
+    let invalid = "invalid_display";
+    let shape = "invalid_request";
+    vec![
+        bad_display(
+            "a negative conservative k",
+            json!({"conservative_k": -1}),
+            invalid,
+            Some("conservative_k"),
+        ),
+        bad_display(
+            "a conservative k as text",
+            json!({"conservative_k": "three"}),
+            shape,
+            Some("conservative_k"),
+        ),
+        bad_display(
+            "a fixed range of width 0",
+            json!({"fixed_range": {"max": 0}}),
+            invalid,
+            Some("fixed_range.max"),
+        ),
+        bad_display(
+            "a negative scale",
+            json!({"fixed_range": {"scale": -5}}),
+            invalid,
+            Some("fixed_range.scale"),
+        ),
+        bad_display(
+            "a scale that is neither a number nor auto",
+            json!({"fixed_range": {"scale": "wide"}}),
+            shape,
+            Some("fixed_range.scale"),
+        ),
+        bad_display(
+            "a center of null",
+            json!({"fixed_range": {"center": null}}),
+            shape,
+            Some("fixed_range.center"),
+        ),
+        bad_display(
+            "a max sigma of 0",
+            json!({"provisional": {"max_sigma": 0}}),
+            invalid,
+            Some("provisional.max_sigma"),
+        ),
+        bad_display(
+            "a negative round count",
+            json!({"provisional": {"min_rounds": -1}}),
+            shape,
+            Some("provisional.min_rounds"),
+        ),
+        bad_display(
+            "an unknown setting",
+            json!({"conservative_k": 2, "colour": "gold"}),
+            shape,
+            Some("colour"),
+        ),
+        bad_display(
+            "an unknown fixed-range setting",
+            json!({"fixed_range": {"offset": 3}}),
+            shape,
+            Some("fixed_range.offset"),
+        ),
+        Case::new(
+            "display settings of a pool that does not exist",
+            put_json("/v1/pools/nowhere/display", Some(ADMIN_KEY), &json!({})),
+            StatusCode::NOT_FOUND,
+            "pool_not_found",
+            None,
+        ),
+        Case::new(
+            "display settings with a write key",
+            put_json(DISPLAY, Some(WRITE_KEY), &json!({"conservative_k": 1})),
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            None,
+        ),
+        Case::new(
+            "display settings with no key",
+            put_json(DISPLAY, None, &json!({"conservative_k": 1})),
+            StatusCode::UNAUTHORIZED,
+            "unauthenticated",
+            None,
+        ),
+        bad_query(
+            "an established filter that is not a boolean",
+            &format!("{LEADERBOARD}?established=maybe"),
+            "established",
+        ),
+    ]
+}
+
 /// Predictions and match qualities that cannot be computed.
 fn forecast_cases() -> Vec<Case> {
     let entrants = |players: Value| -> Value {
@@ -1270,6 +1376,7 @@ async fn every_hostile_request_gets_its_4xx_naming_the_problem_and_changes_nothi
         params_cases(),
         forecast_cases(),
         key_cases(),
+        display_cases(),
     ]
     .into_iter()
     .flatten()

@@ -1,11 +1,11 @@
 //! API tests: every route, status code and error of the HTTP API, called in process through
 //! `api::app(state)` with `tower::ServiceExt::oneshot` ([`support::TestApp`]). Each test gets
-//! its own SQLite database in a temporary directory; the tests in [`backends`] and [`bounds`]
-//! run on Postgres too (`backend_tests!`; SKIPPED when the server is unreachable, unless `CI`
-//! is set). No background worker runs: tests apply queued rounds by stepping
+//! its own SQLite database in a temporary directory; the tests in [`backends`], [`bounds`] and
+//! [`display`] run on Postgres too (`backend_tests!`; SKIPPED when the server is unreachable,
+//! unless `CI` is set). No background worker runs: tests apply queued rounds by stepping
 //! `worker::process_next`.
 //!
-//! One module per resource ([`pools`], [`rounds`], [`players`], [`leaderboard`],
+//! One module per resource ([`pools`], [`display`], [`rounds`], [`players`], [`leaderboard`],
 //! [`predictions`], [`health`]), then [`auth`] (keys and roles across routes) and [`errors`]
 //! (what no single resource owns: unknown routes, methods, the database going away, timeouts),
 //! [`hostile`] (a table of bad requests, each of which must change nothing) and [`security`]
@@ -20,6 +20,7 @@ mod db;
 mod auth;
 mod backends;
 mod bounds;
+mod display;
 mod errors;
 mod health;
 mod hostile;

@@ -516,6 +516,8 @@ impl TestApp {
             uris.push(base.clone());
             uris.push(format!("{base}/leaderboard?limit=1000&order=mu"));
             uris.push(format!("{base}/leaderboard?limit=1000&order=conservative"));
+            uris.push(format!("{base}/leaderboard?limit=1000&established=true"));
+            uris.push(format!("{base}/display"));
             uris.push(format!("{base}/players?limit=1000"));
             for player in memory.get(pool).into_iter().flat_map(|(_, _, p)| p.keys()) {
                 let player = format!("{base}/players/{}", segment(player));

@@ -1,0 +1,104 @@
+//! `/v1/pools/{pool}/display`: how a pool shows its ratings (docs/display.md). Any reader may
+//! see the settings and what they resolve to now; an admin changes them, at any time.
+
+use axum::extract::{Path, State};
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::auth::{Admin, Authorized, Read};
+use super::error::{Error, ErrorResponse};
+use super::json::JsonBody;
+use super::pool_of;
+use crate::display::Display;
+use crate::pools::leaderboard::Filter;
+use crate::pools::PoolState;
+use crate::state::AppState;
+
+/// The routes of this module.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(get_display, put_display))
+}
+
+/// The fixed-range rating's center and scale as derived now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FixedRangeNow {
+    /// The top of the range.
+    pub max: f64,
+    /// The rating shown as `max / 2`.
+    pub center: f64,
+    /// The Fermi function's temperature (0 when every rated player has the same μ).
+    pub scale: f64,
+}
+
+/// A pool's display settings and what they give now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DisplayResponse {
+    /// The pool.
+    pub pool: String,
+    /// The settings, defaults filled in.
+    pub settings: Display,
+    /// The fixed-range rating's center and scale now; `null` if the pool shows none, or its
+    /// center is `"auto"` and nobody is rated yet.
+    pub fixed_range: Option<FixedRangeNow>,
+    /// Players rated.
+    pub players: u64,
+    /// Of them, those not provisional.
+    pub established: u64,
+}
+
+fn response(pool: String, state: &PoolState) -> DisplayResponse {
+    DisplayResponse {
+        pool,
+        settings: state.display().clone(),
+        fixed_range: state.fixed_range().map(|range| FixedRangeNow {
+            max: range.max,
+            center: range.center,
+            scale: range.scale,
+        }),
+        players: state.len() as u64,
+        established: state.leaderboard().count(Filter::Established) as u64,
+    }
+}
+
+/// A pool's display settings, with the fixed-range rating's current center and scale.
+#[utoipa::path(get, path = "/v1/pools/{pool}/display", tag = "pools",
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
+    responses((status = 200, body = DisplayResponse), (status = 401, body = ErrorResponse),
+        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn get_display(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+) -> Result<Json<DisplayResponse>, Error> {
+    let found = pool_of(&state, &pool)?;
+    Ok(Json(response(pool, &found.read())))
+}
+
+/// Replaces a pool's display settings (settings left out take their defaults). Allowed at any
+/// time, rounds or not: reads derive what they show from the stored ratings.
+#[utoipa::path(put, path = "/v1/pools/{pool}/display", tag = "pools",
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
+    request_body = Display,
+    responses((status = 200, body = DisplayResponse), (status = 400, body = ErrorResponse),
+        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse), (status = 413, body = ErrorResponse),
+        (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse),
+        (status = 503, body = ErrorResponse)),
+    security(("bearer" = [])))]
+async fn put_display(
+    _: Authorized<Admin>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    JsonBody(display): JsonBody<Display>,
+) -> Result<Json<DisplayResponse>, Error> {
+    display
+        .validate()
+        .map_err(|e| Error::invalid("invalid_display", e.field, e.to_string()))?;
+    let found = pool_of(&state, &pool)?;
+    let published = state.put_display(&found, display).await?;
+    Ok(Json(response(pool, &published)))
+}

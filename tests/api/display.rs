@@ -1,0 +1,211 @@
+//! `/v1/pools/{pool}/display` on both backends: the conservative rating's k, the fixed-range
+//! rating and provisional players change what every read shows, at any time, and survive a
+//! restart; rounds applied afterwards keep the established leaderboard current.
+
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::support::{num, round, Payload, TestApp, ADMIN_KEY, POOL};
+
+backend_tests!(
+    display_settings_change_every_read_and_survive_a_restart,
+    a_player_becomes_established_when_a_round_takes_them_past_the_rule,
+);
+
+const DISPLAY: &str = "/v1/pools/main/display";
+
+async fn put_display(app: &TestApp, body: Value) -> Value {
+    app.send(Method::PUT, DISPLAY, Some(ADMIN_KEY), Payload::Json(body))
+        .await
+        .assert_status(StatusCode::OK, "put the display settings")
+        .clone()
+}
+
+async fn player(app: &TestApp, id: &str) -> Value {
+    app.get(&format!("/v1/pools/main/players/{id}"))
+        .await
+        .assert_status(StatusCode::OK, id)
+        .clone()
+}
+
+/// The players of a leaderboard page, in order, with their positions.
+async fn board(app: &TestApp, query: &str) -> (Vec<(u64, String)>, u64) {
+    let page = app
+        .get(&format!("/v1/pools/main/leaderboard?{query}"))
+        .await
+        .assert_status(StatusCode::OK, query)
+        .clone();
+    let entries = page["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            (
+                e["position"].as_u64().expect("a position"),
+                e["player"].as_str().expect("a player").to_owned(),
+            )
+        })
+        .collect();
+    (entries, page["total"].as_u64().expect("a total"))
+}
+
+/// μ and σ of every player, from the API.
+async fn ratings(app: &TestApp, ids: &[&str]) -> Vec<(f64, f64)> {
+    let mut found = Vec::new();
+    for id in ids {
+        let p = player(app, id).await;
+        found.push((num(&p["mu"]), num(&p["sigma"])));
+    }
+    found
+}
+
+async fn display_settings_change_every_read_and_survive_a_restart(app: TestApp) {
+    app.create_pool(POOL).await;
+    app.play([
+        round("r1", &["a", "b", "c", "d"]),
+        round("r2", &["b", "a", "c"]),
+        round("r3", &["a", "b"]),
+    ])
+    .await;
+    let before = player(&app, "d").await;
+    assert_eq!(before["display_rating"], Value::Null);
+    assert_eq!(before["provisional"], false);
+    assert_eq!(
+        num(&before["conservative"]),
+        num(&before["mu"]) - 3.0 * num(&before["sigma"])
+    );
+
+    let shown = put_display(
+        &app,
+        json!({"conservative_k": 2, "fixed_range": {"max": 1000}, "provisional": {"min_rounds": 2}}),
+    )
+    .await;
+    assert_eq!(
+        shown["settings"],
+        json!({
+            "conservative_k": 2.0,
+            "fixed_range": {"max": 1000.0, "center": "auto", "scale": "auto"},
+            "provisional": {"min_rounds": 2, "max_sigma": null},
+        })
+    );
+    assert_eq!(
+        (shown["players"].as_u64(), shown["established"].as_u64()),
+        (Some(4), Some(3))
+    );
+
+    let ids = ["a", "b", "c", "d"];
+    let rated = ratings(&app, &ids).await;
+    let n = rated.len() as f64;
+    let mean = rated.iter().map(|r| r.0).sum::<f64>() / n;
+    let width = (rated.iter().map(|r| (r.0 - mean).powi(2)).sum::<f64>() / n).sqrt();
+    let range = &shown["fixed_range"];
+    assert!((num(&range["center"]) - mean).abs() < 1e-4, "{range}");
+    assert!((num(&range["scale"]) - width / 2.0).abs() < 1e-4, "{range}");
+    for (id, (mu, sigma)) in ids.iter().zip(&rated) {
+        let p = player(&app, id).await;
+        assert_eq!(num(&p["conservative"]), mu - 2.0 * sigma, "{id}");
+        let expected = 1000.0 / (1.0 + (-(mu - mean) / (width / 2.0)).exp());
+        assert!(
+            (num(&p["display_rating"]) - expected).abs() < 1e-3,
+            "{id}: {p}"
+        );
+        assert_eq!(p["provisional"], *id == "d", "{id}");
+    }
+
+    let (all, total) = board(&app, "limit=10").await;
+    assert_eq!(total, 4);
+    let (established, total) = board(&app, "limit=10&established=true").await;
+    assert_eq!(total, 3);
+    let expected: Vec<(u64, String)> = all
+        .iter()
+        .filter(|(_, p)| p != "d")
+        .enumerate()
+        .map(|(i, (_, p))| (i as u64 + 1, p.clone()))
+        .collect();
+    assert_eq!(
+        established, expected,
+        "positions count established players only"
+    );
+    let (by_conservative, _) = board(&app, "order=conservative&established=true").await;
+    let mut want: Vec<(f64, &str)> = ids[..3]
+        .iter()
+        .zip(&rated)
+        .map(|(id, (mu, sigma))| (mu - 2.0 * sigma, *id))
+        .collect();
+    want.sort_by(|x, y| y.0.total_cmp(&x.0));
+    let got: Vec<&str> = by_conservative.iter().map(|(_, p)| p.as_str()).collect();
+    assert_eq!(got, want.iter().map(|w| w.1).collect::<Vec<_>>());
+    app.get("/v1/pools/main/leaderboard?established=true&around=d")
+        .await
+        .assert_error(
+            StatusCode::NOT_FOUND,
+            "player_not_found",
+            None,
+            "d is not listed",
+        );
+    let (paged, _) = board(&app, "limit=1&established=true").await;
+    assert_eq!(paged, expected[..1]);
+
+    let pool = app.pool_info(POOL).await;
+    assert_eq!(pool["display"], shown["settings"]);
+
+    let restarted = app.restarted().await;
+    for id in ids {
+        assert_eq!(player(&restarted, id).await, player(&app, id).await, "{id}");
+    }
+    assert_eq!(
+        board(&restarted, "established=true&order=conservative").await,
+        board(&app, "established=true&order=conservative").await
+    );
+    let again = restarted.get(DISPLAY).await;
+    assert_eq!(again.assert_status(StatusCode::OK, "get"), &shown);
+
+    let reset = put_display(&restarted, json!({})).await;
+    assert_eq!(reset["fixed_range"], Value::Null);
+    assert_eq!(reset["established"], 4);
+    let d = player(&restarted, "d").await;
+    assert_eq!(
+        (&d["display_rating"], &d["provisional"]),
+        (&Value::Null, &json!(false))
+    );
+    assert_eq!(
+        num(&d["conservative"]),
+        num(&d["mu"]) - 3.0 * num(&d["sigma"])
+    );
+    assert_eq!(board(&restarted, "established=true").await.1, 4);
+}
+
+async fn a_player_becomes_established_when_a_round_takes_them_past_the_rule(app: TestApp) {
+    app.create_pool(POOL).await;
+    app.play([round("r1", &["a", "b", "c"])]).await;
+    let shown = put_display(
+        &app,
+        json!({"provisional": {"min_rounds": 2, "max_sigma": 1000}, "fixed_range": {"center": 1500, "scale": 100}}),
+    )
+    .await;
+    assert_eq!(shown["established"], 0);
+    assert_eq!(
+        shown["fixed_range"],
+        json!({"max": 10000.0, "center": 1500.0, "scale": 100.0})
+    );
+    app.play([round("r2", &["c", "a"])]).await;
+    let (established, total) = board(&app, "established=true").await;
+    assert_eq!(total, 2);
+    let mut names: Vec<&str> = established.iter().map(|(_, p)| p.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["a", "c"]);
+    let c = player(&app, "c").await;
+    let expected = 10_000.0 / (1.0 + (-(num(&c["mu"]) - 1500.0) / 100.0).exp());
+    assert_eq!(num(&c["display_rating"]), expected);
+    assert_eq!(player(&app, "b").await["provisional"], true);
+    put_display(
+        &app,
+        json!({"provisional": {"min_rounds": 2, "max_sigma": 1}}),
+    )
+    .await;
+    assert_eq!(
+        board(&app, "established=true").await.1,
+        0,
+        "every σ is above 1"
+    );
+}
