@@ -1,7 +1,8 @@
 //! Criterion benchmarks of what reads cost: predictions for the largest request the API
 //! accepts (1,000 entrants or sides, ratings spread as in a real pool), and publishing a
 //! round's ratings into a pool of 1,000,000 players (the next snapshot shares all but the
-//! changed paths with the current one, so its cost grows with the round, not the pool).
+//! changed paths with the current one, so its cost grows with the round, not the pool), and
+//! matchmaking the largest waiting list the API accepts, one against one and five against five.
 
 use std::hint::black_box;
 use std::sync::atomic::AtomicBool;
@@ -10,6 +11,7 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use mmr_service::api::predictions::MAX_ENTRANTS;
 use mmr_service::display::Display;
+use mmr_service::engine::matchmaking::{matchmake, Waiting};
 use mmr_service::engine::predict::{
     expected_ranks, first_place_probabilities, match_quality, pairwise_matrix,
 };
@@ -118,5 +120,30 @@ fn publishing(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, predictions, publishing);
+fn matchmaking(c: &mut Criterion) {
+    let params = Params::default();
+    let system = SystemParams::EloMmr(params);
+    let mut rng = Lcg(0x3a7c);
+    let waiting: Vec<Waiting> = (0..mmr_service::api::matchmaking::MAX_WAITING)
+        .map(|_| {
+            let player = spread_player(&params, &mut rng);
+            Waiting {
+                performance: system.performance(&[&player]).expect("Elo-MMR states"),
+                waited: 120.0 * rng.unit(),
+            }
+        })
+        .collect();
+    let relaxation = mmr_service::api::matchmaking::DEFAULT_RELAXATION;
+    let go = AtomicBool::new(false);
+    let mut group = c.benchmark_group("matchmaking");
+    group.sample_size(10);
+    for (name, team_size, teams) in [("10k_1v1", 1, 2), ("10k_5v5", 5, 2)] {
+        group.bench_function(name, |b| {
+            b.iter(|| matchmake(black_box(&waiting), team_size, teams, &relaxation, &go))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, predictions, publishing, matchmaking);
 criterion_main!(benches);

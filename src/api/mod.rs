@@ -15,6 +15,7 @@ pub mod error;
 pub mod health;
 pub mod json;
 pub mod leaderboard;
+pub mod matchmaking;
 mod openapi;
 pub mod players;
 pub mod pools;
@@ -55,6 +56,7 @@ fn routes() -> (Router<AppState>, OpenApiDoc) {
         .merge(players::router())
         .merge(leaderboard::router())
         .merge(predictions::router())
+        .merge(matchmaking::router())
         .merge(health::router())
         .merge(openapi::router())
         .split_for_parts();

@@ -23,6 +23,7 @@ pub mod codeforces;
 pub mod elo;
 pub mod elo_mmr;
 pub mod glicko2;
+pub mod matchmaking;
 pub mod metrics;
 pub mod normal;
 pub mod params;

@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::support::{round, Payload, TestApp, ADMIN_KEY, POOL};
 
 /// Every route of the API, as `METHOD path`.
-const ROUTES: [&str; 17] = [
+const ROUTES: [&str; 18] = [
     "GET /healthz",
     "GET /readyz",
     "GET /openapi.json",
@@ -27,6 +27,7 @@ const ROUTES: [&str; 17] = [
     "GET /v1/pools/{pool}/win-probability",
     "POST /v1/pools/{pool}/predictions",
     "POST /v1/pools/{pool}/match-quality",
+    "POST /v1/pools/{pool}/matchmaking",
 ];
 
 #[tokio::test]

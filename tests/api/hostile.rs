@@ -1145,6 +1145,27 @@ fn display_cases() -> Vec<Case> {
             "unauthenticated",
             None,
         ),
+        bad_forecast(
+            "an empty waiting list",
+            "/v1/pools/main/matchmaking",
+            &json!({"waiting": []}),
+            "invalid_matchmaking",
+            "waiting",
+        ),
+        bad_forecast(
+            "a player waiting twice",
+            "/v1/pools/main/matchmaking",
+            &json!({"waiting": [{"player": "ann"}, {"player": "ann"}]}),
+            "invalid_matchmaking",
+            "waiting[1].player",
+        ),
+        bad_forecast(
+            "waiting players that do not make whole teams",
+            "/v1/pools/main/matchmaking",
+            &json!({"waiting": [{"player": "ann"}, {"player": "bob"}, {"player": "cy"}], "team_size": 2}),
+            "invalid_matchmaking",
+            "team_size",
+        ),
         bad_query(
             "an established filter that is not a boolean",
             &format!("{LEADERBOARD}?established=maybe"),

@@ -6,7 +6,7 @@
 //! `worker::process_next`.
 //!
 //! One module per resource ([`pools`], [`display`], [`rounds`], [`players`], [`leaderboard`],
-//! [`predictions`], [`health`]), then [`auth`] (keys and roles across routes) and [`errors`]
+//! [`predictions`], [`matchmaking`], [`health`]), then [`auth`] (keys and roles across routes) and [`errors`]
 //! (what no single resource owns: unknown routes, methods, the database going away, timeouts),
 //! [`hostile`] (a table of bad requests, each of which must change nothing) and [`security`]
 //! (every keyed route against every bad credential, keys kept out of the log, rate limits,
@@ -25,6 +25,7 @@ mod errors;
 mod health;
 mod hostile;
 mod leaderboard;
+mod matchmaking;
 mod players;
 mod pools;
 mod predictions;

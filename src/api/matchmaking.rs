@@ -1,0 +1,290 @@
+//! `POST /v1/pools/{pool}/matchmaking`: from a list of waiting players, the matches of the best
+//! total match quality that every player's quality floor allows (docs/matchmaking.md), and who
+//! is left waiting. Runs on the compute pool on the pool's current snapshot, like predictions;
+//! unknown players are matched as newcomers.
+
+use std::collections::HashSet;
+
+use axum::extract::{Path, State};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::auth::{Authorized, Read};
+use super::error::{Error, ErrorResponse};
+use super::json::JsonBody;
+use super::pool_of;
+use super::predictions::MAX_ENTRANTS;
+use crate::compute::Refused;
+use crate::engine::matchmaking::{matchmake, Relaxation, Waiting};
+use crate::engine::{self, Beliefs};
+use crate::state::AppState;
+
+/// Most players one request may list.
+pub const MAX_WAITING: usize = 10_000;
+
+/// Most players one match may hold (`team_size × teams`): the search keeps one state per set
+/// of matched players among the last `team_size × teams − 1` or more, 2⁹ at this bound.
+pub const MAX_MATCH_PLAYERS: usize = 10;
+
+/// The floor schedule when a request gives none: 0.5 for a player who just arrived, 0.005
+/// lower per second waited (0.3 per minute), never below 0.1.
+pub const DEFAULT_RELAXATION: Relaxation = Relaxation {
+    start: 0.5,
+    per_second: 0.005,
+    min: 0.1,
+};
+
+/// The routes of this module.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(create_matchmaking))
+}
+
+/// A player waiting for a match.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitingRequest {
+    /// The player's id.
+    #[schema(min_length = 1)]
+    pub player: String,
+    /// Seconds they have waited (0 or more; default 0).
+    #[serde(default)]
+    #[schema(minimum = 0.0)]
+    pub waited: f64,
+}
+
+/// The quality a player accepts after waiting `w` seconds: `max(min, start − per_second · w)`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RelaxationRequest {
+    /// The floor of a player who has not waited (0–1; default 0.5).
+    #[serde(default = "default_start")]
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    pub start: f64,
+    /// How much the floor falls per second waited (0 or more; default 0.005).
+    #[serde(default = "default_per_second")]
+    #[schema(minimum = 0.0)]
+    pub per_second: f64,
+    /// The lowest the floor falls (0–1; default 0.1).
+    #[serde(default = "default_min")]
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    pub min: f64,
+}
+
+fn default_start() -> f64 {
+    DEFAULT_RELAXATION.start
+}
+
+fn default_per_second() -> f64 {
+    DEFAULT_RELAXATION.per_second
+}
+
+fn default_min() -> f64 {
+    DEFAULT_RELAXATION.min
+}
+
+/// Who is waiting, and what matches to make of them.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MatchmakingRequest {
+    /// 1 to 10,000 distinct players; their number must be a multiple of `team_size`.
+    #[schema(min_items = 1, max_items = 10000)]
+    pub waiting: Vec<WaitingRequest>,
+    /// Players per team (default 1).
+    #[serde(default = "one")]
+    #[schema(minimum = 1)]
+    pub team_size: usize,
+    /// Teams per match (default 2); `team_size × teams` is at most 10.
+    #[serde(default = "two")]
+    #[schema(minimum = 2)]
+    pub teams: usize,
+    /// How each player's quality floor falls with waiting; the default schedule if absent.
+    #[serde(default)]
+    pub relaxation: Option<RelaxationRequest>,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn two() -> usize {
+    2
+}
+
+/// One match made.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MatchResponse {
+    /// Its teams, each a list of player ids.
+    pub teams: Vec<Vec<String>>,
+    /// The teams' match quality (0–1).
+    pub quality: f64,
+}
+
+/// The matches made and who is left waiting.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MatchmakingResponse {
+    /// The matches, weakest first.
+    pub matches: Vec<MatchResponse>,
+    /// Players left waiting, in the order given.
+    pub waiting: Vec<String>,
+    /// The sum of the matches' qualities: what the matching maximises.
+    pub total_quality: f64,
+}
+
+fn invalid(field: impl Into<String>, message: impl Into<String>) -> Error {
+    Error::invalid("invalid_matchmaking", field, message)
+}
+
+/// Checks the request's shape and bounds; returns the floor schedule.
+fn validate(request: &MatchmakingRequest) -> Result<Relaxation, Error> {
+    let waiting = &request.waiting;
+    if waiting.is_empty() || waiting.len() > MAX_WAITING {
+        return Err(invalid(
+            "waiting",
+            format!("1 to {MAX_WAITING} players may wait"),
+        ));
+    }
+    let mut seen = HashSet::with_capacity(waiting.len());
+    for (i, w) in waiting.iter().enumerate() {
+        if w.player.is_empty() {
+            return Err(invalid(
+                format!("waiting[{i}].player"),
+                "an empty player id",
+            ));
+        }
+        if !seen.insert(w.player.as_str()) {
+            return Err(invalid(
+                format!("waiting[{i}].player"),
+                format!("player `{}` is listed twice", w.player),
+            ));
+        }
+        if w.waited < 0.0 {
+            return Err(invalid(
+                format!("waiting[{i}].waited"),
+                "seconds waited cannot be negative",
+            ));
+        }
+    }
+    if request.team_size == 0 {
+        return Err(invalid("team_size", "a team has at least one player"));
+    }
+    if request.teams < 2 {
+        return Err(invalid("teams", "a match has at least two teams"));
+    }
+    if request.team_size.saturating_mul(request.teams) > MAX_MATCH_PLAYERS {
+        return Err(invalid(
+            "teams",
+            format!("team_size × teams is at most {MAX_MATCH_PLAYERS}"),
+        ));
+    }
+    if waiting.len() % request.team_size != 0 {
+        return Err(invalid(
+            "team_size",
+            format!(
+                "{} waiting players do not make whole teams of {}",
+                waiting.len(),
+                request.team_size
+            ),
+        ));
+    }
+    let Some(r) = &request.relaxation else {
+        return Ok(DEFAULT_RELAXATION);
+    };
+    for (field, value, top) in [
+        ("relaxation.start", r.start, 1.0),
+        ("relaxation.per_second", r.per_second, f64::MAX),
+        ("relaxation.min", r.min, 1.0),
+    ] {
+        if !(0.0..=top).contains(&value) {
+            return Err(invalid(
+                field,
+                if top == 1.0 {
+                    "must be between 0 and 1"
+                } else {
+                    "cannot be negative"
+                },
+            ));
+        }
+    }
+    Ok(Relaxation {
+        start: r.start,
+        per_second: r.per_second,
+        min: r.min,
+    })
+}
+
+/// Matches of `teams` teams of `team_size` among the waiting players that maximise the sum of
+/// their match qualities, each reaching the quality floor of every player in it; the floor falls
+/// the longer a player has waited. Deterministic: the same request on the same ratings gives
+/// the same answer.
+#[utoipa::path(post, path = "/v1/pools/{pool}/matchmaking", tag = "predictions",
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
+    request_body = MatchmakingRequest,
+    responses((status = 200, body = MatchmakingResponse), (status = 400, body = ErrorResponse),
+        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse), (status = 413, body = ErrorResponse),
+        (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn create_matchmaking(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    JsonBody(request): JsonBody<MatchmakingRequest>,
+) -> Result<Json<MatchmakingResponse>, Error> {
+    let relaxation = validate(&request)?;
+    let snapshot = pool_of(&state, &pool)?.read();
+    let (team_size, teams) = (request.team_size, request.teams);
+    let ids: Vec<String> = request.waiting.iter().map(|w| w.player.clone()).collect();
+    let waited: Vec<f64> = request.waiting.iter().map(|w| w.waited).collect();
+    let outcome = state
+        .compute
+        .run(ids.len().min(MAX_ENTRANTS), move |cancel| {
+            let system = snapshot.system();
+            let players = ids
+                .iter()
+                .zip(&waited)
+                .map(|(id, &waited)| {
+                    let state = snapshot.belief_or_newcomer(id);
+                    Ok(Waiting {
+                        performance: system.performance(&[state])?,
+                        waited,
+                    })
+                })
+                .collect::<Result<Vec<_>, engine::Error>>()?;
+            matchmake(&players, team_size, teams, &relaxation, cancel).map(|m| (m, ids))
+        })
+        .await;
+    let (matching, ids) = match outcome {
+        Ok(Ok(done)) => done,
+        Ok(Err(engine::Error::Cancelled)) => return Err(Error::Timeout),
+        Ok(Err(error)) => {
+            tracing::error!(error = %error, "matchmaking failed");
+            return Err(Error::Internal);
+        }
+        Err(Refused::Overloaded) => return Err(Error::Overloaded),
+        Err(Refused::Panicked) => return Err(Error::Internal),
+    };
+    let total_quality = matching.matches.iter().map(|m| m.quality).sum();
+    Ok(Json(MatchmakingResponse {
+        matches: matching
+            .matches
+            .into_iter()
+            .map(|m| MatchResponse {
+                teams: m
+                    .teams
+                    .into_iter()
+                    .map(|team| team.into_iter().map(|i| ids[i].clone()).collect())
+                    .collect(),
+                quality: m.quality,
+            })
+            .collect(),
+        waiting: matching
+            .waiting
+            .into_iter()
+            .map(|i| ids[i].clone())
+            .collect(),
+        total_quality,
+    }))
+}

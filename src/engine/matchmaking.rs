@@ -1,0 +1,587 @@
+//! Matchmaking (docs/matchmaking.md): from players waiting for a game, disjoint matches of
+//! `teams` teams of `team_size` players that maximise the sum of their match qualities, where
+//! a match may only be formed if its quality reaches the floor of every player in it, and each
+//! player's floor falls the longer they have waited. Deterministic: the same input gives the
+//! same matches.
+//!
+//! Players are sorted by rating and a match takes players close together in that order: a
+//! dynamic program over the sorted players forms each match at its last member, from players
+//! not yet matched among the few before it, and is exact among all matchings whose matches
+//! each lie within that reach (`reach + 1` consecutive places: 7 for one against one, 8 for
+//! two against two or three against three, 10 for five against five). Each match is split
+//! into the teams of the best quality.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::predict::{match_quality, match_quality_two};
+use super::system::Performance;
+use super::Error;
+
+/// Most ways of splitting a window into teams that are all tried; beyond, the players are
+/// dealt into teams in rating order, back and forth ("snake draft").
+const MAX_SPLITS: u64 = 1_000;
+
+/// The quality a player will accept after waiting `waited` seconds:
+/// `max(min, start − per_second · waited)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Relaxation {
+    /// The floor of a player who has not waited.
+    pub start: f64,
+    /// How much the floor falls per second waited.
+    pub per_second: f64,
+    /// The lowest the floor falls.
+    pub min: f64,
+}
+
+impl Relaxation {
+    /// The floor after `waited` seconds.
+    #[must_use]
+    pub fn floor(&self, waited: f64) -> f64 {
+        (self.start - self.per_second * waited).max(self.min)
+    }
+}
+
+/// One player waiting: their performance as a lone entrant, and how long they have waited.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Waiting {
+    /// The player's performance distribution in the pool's system.
+    pub performance: Performance,
+    /// Seconds waited.
+    pub waited: f64,
+}
+
+/// One match: its teams (indices into the waiting list) and its quality.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Match {
+    /// `teams` teams of `team_size` players each.
+    pub teams: Vec<Vec<usize>>,
+    /// The match quality of the teams.
+    pub quality: f64,
+}
+
+/// What matchmaking made of a waiting list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matching {
+    /// The matches, in rating order (strongest last).
+    pub matches: Vec<Match>,
+    /// The players left waiting, by index, in the order given.
+    pub waiting: Vec<usize>,
+}
+
+/// The best matches of `teams` teams of `team_size` for `players` (both at least 1 and 2; the
+/// caller checks), or [`Error::Cancelled`] once `cancel` is set.
+pub fn matchmake(
+    players: &[Waiting],
+    team_size: usize,
+    teams: usize,
+    relaxation: &Relaxation,
+    cancel: &AtomicBool,
+) -> Result<Matching, Error> {
+    let mut order: Vec<usize> = (0..players.len()).collect();
+    order.sort_by(|&a, &b| {
+        players[a]
+            .performance
+            .mean
+            .total_cmp(&players[b].performance.mean)
+            .then(a.cmp(&b))
+    });
+    let floors: Vec<f64> = order
+        .iter()
+        .map(|&i| relaxation.floor(players[i].waited))
+        .collect();
+    let sorted: Vec<Performance> = order.iter().map(|&i| players[i].performance).collect();
+    let matches = best_matches(&sorted, &floors, team_size, teams, cancel)?;
+    let mut matched = vec![false; players.len()];
+    let matches: Vec<Match> = matches
+        .into_iter()
+        .map(|m| Match {
+            teams: m
+                .teams
+                .into_iter()
+                .map(|team| {
+                    team.into_iter()
+                        .map(|place| {
+                            matched[order[place]] = true;
+                            order[place]
+                        })
+                        .collect()
+                })
+                .collect(),
+            quality: m.quality,
+        })
+        .collect();
+    let waiting = (0..players.len()).filter(|&i| !matched[i]).collect();
+    Ok(Matching { matches, waiting })
+}
+
+fn check(cancel: &AtomicBool) -> Result<(), Error> {
+    if cancel.load(Ordering::Relaxed) {
+        Err(Error::Cancelled)
+    } else {
+        Ok(())
+    }
+}
+
+/// The match quality of `sides`; two sides by the closed form, which allocates nothing.
+fn quality(sides: &[Performance]) -> f64 {
+    match sides {
+        [a, b] => match_quality_two(a, b),
+        _ => match_quality(sides).unwrap_or(0.0),
+    }
+}
+
+/// The quality of a match of `sides`, if it reaches `floor`.
+fn allowed(sides: &[Performance], floor: f64) -> Option<f64> {
+    let quality = quality(sides);
+    (quality >= floor).then_some(quality)
+}
+
+/// Team performances: the sums of their members'.
+fn team(members: impl Iterator<Item = Performance>) -> Performance {
+    members.fold(
+        Performance {
+            mean: 0.0,
+            variance: 0.0,
+            skill_variance: 0.0,
+            noise_variance: 0.0,
+        },
+        |sum, p| Performance {
+            mean: sum.mean + p.mean,
+            variance: sum.variance + p.variance,
+            skill_variance: sum.skill_variance + p.skill_variance,
+            noise_variance: sum.noise_variance + p.noise_variance,
+        },
+    )
+}
+
+/// Every way of splitting places `0..team_size × teams` into `teams` unordered teams of
+/// `team_size`, each team listed in increasing order and the teams by their first place.
+fn splits(team_size: usize, teams: usize) -> Vec<Vec<Vec<usize>>> {
+    fn extend(
+        left: &mut Vec<usize>,
+        team_size: usize,
+        current: &mut Vec<Vec<usize>>,
+        out: &mut Vec<Vec<Vec<usize>>>,
+    ) {
+        let Some(&first) = left.first() else {
+            out.push(current.clone());
+            return;
+        };
+        // The lowest place left leads the next team; choose its other members.
+        let rest: Vec<usize> = left[1..].to_vec();
+        let mut chosen = Vec::with_capacity(team_size);
+        choose(&rest, team_size - 1, 0, &mut chosen, &mut |members| {
+            let mut group = vec![first];
+            group.extend_from_slice(members);
+            left.retain(|p| !group.contains(p));
+            current.push(group.clone());
+            extend(left, team_size, current, out);
+            current.pop();
+            left.extend_from_slice(&group);
+            left.sort_unstable();
+        });
+    }
+    fn choose(
+        from: &[usize],
+        count: usize,
+        start: usize,
+        chosen: &mut Vec<usize>,
+        each: &mut dyn FnMut(&[usize]),
+    ) {
+        if chosen.len() == count {
+            each(chosen);
+            return;
+        }
+        for k in start..from.len() {
+            chosen.push(from[k]);
+            choose(from, count, k + 1, chosen, each);
+            chosen.pop();
+        }
+    }
+    let mut out = Vec::new();
+    let mut left: Vec<usize> = (0..team_size * teams).collect();
+    extend(&mut left, team_size, &mut Vec::new(), &mut out);
+    out
+}
+
+/// How many ways [`splits`] lists: `(s·t)! / ((s!)^t · t!)`, saturating.
+fn split_count(team_size: usize, teams: usize) -> u64 {
+    // Choose the leader's team-mates among those left, team after team.
+    let mut count: u64 = 1;
+    let mut left = (team_size * teams) as u64;
+    for _ in 0..teams {
+        let mut ways: u64 = 1;
+        for k in 0..(team_size as u64 - 1) {
+            ways = ways.saturating_mul(left - 1 - k) / (k + 1);
+        }
+        count = count.saturating_mul(ways);
+        left -= team_size as u64;
+    }
+    count
+}
+
+/// Places `0..team_size × teams` dealt into teams back and forth in rating order.
+fn snake(team_size: usize, teams: usize) -> Vec<Vec<usize>> {
+    let mut dealt = vec![Vec::with_capacity(team_size); teams];
+    for place in 0..team_size * teams {
+        let round = place / teams;
+        let seat = place % teams;
+        let t = if round % 2 == 0 {
+            seat
+        } else {
+            teams - 1 - seat
+        };
+        dealt[t].push(place);
+    }
+    dealt
+}
+
+/// Earlier places, beyond the `size − 1` a match needs at least, that a match ending at a
+/// player may draw on: as many as keep the work per player near a few hundred qualities.
+fn slack(size: usize) -> usize {
+    match size {
+        0..=2 => 5,
+        3..=4 => 4,
+        5..=6 => 2,
+        7..=8 => 1,
+        _ => 0,
+    }
+}
+
+/// The best set of disjoint matches among `sorted` players (by rating) whose members all lie
+/// within `reach + 1` consecutive places, `reach = size − 1 + slack(size)`. A match is formed
+/// at its last member, with `size − 1` players not yet matched among the `reach` before it;
+/// the state is which of those `reach` places are already matched (bit `k`: `k + 1` places
+/// back), and a player who leaves the reach unmatched stays waiting.
+fn best_matches(
+    sorted: &[Performance],
+    floors: &[f64],
+    team_size: usize,
+    teams: usize,
+    cancel: &AtomicBool,
+) -> Result<Vec<Match>, Error> {
+    let size = team_size * teams;
+    let reach = size - 1 + slack(size);
+    let states = 1usize << reach;
+    let full = states - 1;
+    let ways = if split_count(team_size, teams) <= MAX_SPLITS {
+        splits(team_size, teams)
+    } else {
+        vec![snake(team_size, teams)]
+    };
+    // The sets of earlier places a match may take besides its last member, as bit masks.
+    let groups: Vec<usize> = (0..states)
+        .filter(|g| g.count_ones() as usize == size - 1)
+        .collect();
+    let mut best = vec![f64::NEG_INFINITY; states];
+    best[0] = 0.0;
+    // For each player and state reached: the state before, and the group taken (or none).
+    let mut trail: Vec<Vec<(u16, u16)>> = Vec::with_capacity(sorted.len());
+    let mut sides = vec![team(std::iter::empty()); teams];
+    let mut members = Vec::with_capacity(size);
+    for i in 0..sorted.len() {
+        if i % 256 == 0 {
+            check(cancel)?;
+        }
+        // The best split and quality of each group with player i, if allowed.
+        let options: Vec<Option<(usize, f64)>> = groups
+            .iter()
+            .map(|&group| {
+                members.clear();
+                for back in (0..reach).rev().filter(|k| group & (1 << k) != 0) {
+                    members.push(i.checked_sub(back + 1)?);
+                }
+                members.push(i);
+                let floor = members.iter().map(|&p| floors[p]).fold(f64::MIN, f64::max);
+                let mut chosen: Option<(usize, f64)> = None;
+                for (w, split) in ways.iter().enumerate() {
+                    for (side, places) in sides.iter_mut().zip(split) {
+                        *side = team(places.iter().map(|&p| sorted[members[p]]));
+                    }
+                    if let Some(quality) = allowed(&sides, floor) {
+                        if chosen.is_none_or(|(_, q)| quality > q) {
+                            chosen = Some((w, quality));
+                        }
+                    }
+                }
+                chosen
+            })
+            .collect();
+        let mut next = vec![f64::NEG_INFINITY; states];
+        let mut step = vec![(0u16, u16::MAX); states];
+        for (mask, &value) in best.iter().enumerate() {
+            if value == f64::NEG_INFINITY {
+                continue;
+            }
+            let mut offer = |state: usize, total: f64, group: u16| {
+                if total > next[state] {
+                    next[state] = total;
+                    step[state] = (mask as u16, group);
+                }
+            };
+            offer((mask << 1) & full, value, u16::MAX);
+            for (g, option) in options.iter().enumerate() {
+                if let (Some((_, quality)), 0) = (option, mask & groups[g]) {
+                    offer(
+                        ((mask | groups[g]) << 1 | 1) & full,
+                        value + quality,
+                        g as u16,
+                    );
+                }
+            }
+        }
+        best = next;
+        trail.push(step);
+    }
+    let (mut state, _) =
+        best.iter().enumerate().fold(
+            (0, f64::NEG_INFINITY),
+            |(s, v), (t, &w)| if w > v { (t, w) } else { (s, v) },
+        );
+    let mut matches = Vec::new();
+    for i in (0..sorted.len()).rev() {
+        let (from, group) = trail[i][state];
+        if group != u16::MAX {
+            let group = groups[usize::from(group)];
+            let mut places: Vec<usize> = (0..reach)
+                .rev()
+                .filter(|k| group & (1 << k) != 0)
+                .map(|k| i - k - 1)
+                .collect();
+            places.push(i);
+            let split = ways
+                .iter()
+                .map(|split| {
+                    let sides: Vec<Performance> = split
+                        .iter()
+                        .map(|t| team(t.iter().map(|&p| sorted[places[p]])))
+                        .collect();
+                    (split, quality(&sides))
+                })
+                .fold(
+                    (&ways[0], f64::NEG_INFINITY),
+                    |a, b| if b.1 > a.1 { b } else { a },
+                );
+            matches.push(Match {
+                teams: split
+                    .0
+                    .iter()
+                    .map(|t| t.iter().map(|&p| places[p]).collect())
+                    .collect(),
+                quality: split.1,
+            });
+        }
+        state = usize::from(from);
+    }
+    matches.reverse();
+    Ok(matches)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const BETA: f64 = 200.0;
+
+    fn player(mu: f64, sigma: f64, waited: f64) -> Waiting {
+        Waiting {
+            performance: Performance {
+                mean: mu,
+                variance: sigma * sigma + BETA * BETA,
+                skill_variance: sigma * sigma,
+                noise_variance: BETA * BETA,
+            },
+            waited,
+        }
+    }
+
+    fn run(players: &[Waiting], team_size: usize, teams: usize, relax: &Relaxation) -> Matching {
+        matchmake(players, team_size, teams, relax, &AtomicBool::new(false)).expect("not cancelled")
+    }
+
+    fn total(matching: &Matching) -> f64 {
+        matching.matches.iter().map(|m| m.quality).sum()
+    }
+
+    /// The best total quality over every way to form disjoint matches, by exhaustion.
+    fn optimum(players: &[Waiting], team_size: usize, teams: usize, relax: &Relaxation) -> f64 {
+        fn best(
+            left: &[usize],
+            players: &[Waiting],
+            ways: &[Vec<Vec<usize>>],
+            size: usize,
+            relax: &Relaxation,
+        ) -> f64 {
+            let Some((&first, rest)) = left.split_first() else {
+                return 0.0;
+            };
+            let mut top = best(rest, players, ways, size, relax);
+            let mut chosen = Vec::new();
+            let mut others = |group: &[usize]| {
+                let members: Vec<usize> = std::iter::once(first)
+                    .chain(group.iter().copied())
+                    .collect();
+                let floor = members
+                    .iter()
+                    .map(|&i| relax.floor(players[i].waited))
+                    .fold(f64::MIN, f64::max);
+                let quality = ways
+                    .iter()
+                    .filter_map(|split| {
+                        let sides: Vec<Performance> = split
+                            .iter()
+                            .map(|t| team(t.iter().map(|&p| players[members[p]].performance)))
+                            .collect();
+                        allowed(&sides, floor)
+                    })
+                    .fold(f64::NEG_INFINITY, f64::max);
+                if quality > f64::NEG_INFINITY {
+                    let remaining: Vec<usize> = rest
+                        .iter()
+                        .copied()
+                        .filter(|i| !group.contains(i))
+                        .collect();
+                    top = top.max(quality + best(&remaining, players, ways, size, relax));
+                }
+            };
+            combinations(rest, size - 1, 0, &mut chosen, &mut others);
+            top
+        }
+        fn combinations(
+            from: &[usize],
+            count: usize,
+            start: usize,
+            chosen: &mut Vec<usize>,
+            each: &mut dyn FnMut(&[usize]),
+        ) {
+            if chosen.len() == count {
+                each(chosen);
+                return;
+            }
+            for k in start..from.len() {
+                chosen.push(from[k]);
+                combinations(from, count, k + 1, chosen, each);
+                chosen.pop();
+            }
+        }
+        let left: Vec<usize> = (0..players.len()).collect();
+        best(
+            &left,
+            players,
+            &splits(team_size, teams),
+            team_size * teams,
+            relax,
+        )
+    }
+
+    fn anyone() -> Relaxation {
+        Relaxation {
+            start: 0.0,
+            per_second: 0.0,
+            min: 0.0,
+        }
+    }
+
+    #[test]
+    fn every_split_of_a_window_into_teams_is_listed_once() {
+        for (team_size, teams) in [(1, 2), (2, 2), (1, 4), (3, 2), (5, 2), (3, 3), (2, 4)] {
+            let ways = splits(team_size, teams);
+            assert_eq!(
+                ways.len() as u64,
+                split_count(team_size, teams),
+                "{team_size}×{teams}"
+            );
+            let mut seen = std::collections::BTreeSet::new();
+            for split in &ways {
+                let mut places: Vec<usize> = split.concat();
+                places.sort_unstable();
+                assert_eq!(places, (0..team_size * teams).collect::<Vec<_>>());
+                assert!(split.iter().all(|t| t.len() == team_size));
+                assert!(seen.insert(split.clone()), "{split:?} twice");
+            }
+        }
+        assert_eq!(split_count(5, 2), 126);
+        assert_eq!(snake(2, 3), [vec![0, 5], vec![1, 4], vec![2, 3]]);
+    }
+
+    #[test]
+    fn a_floor_keeps_an_uneven_pair_apart_until_both_have_waited() {
+        let relax = Relaxation {
+            start: 0.6,
+            per_second: 0.01,
+            min: 0.1,
+        };
+        let quality = match_quality_two(
+            &player(1500.0, 50.0, 0.0).performance,
+            &player(1900.0, 50.0, 0.0).performance,
+        );
+        assert!((0.3..0.5).contains(&quality), "{quality}");
+        let fresh = [player(1500.0, 50.0, 0.0), player(1900.0, 50.0, 30.0)];
+        assert_eq!(run(&fresh, 1, 2, &relax).waiting, [0, 1]);
+        let waited = [player(1500.0, 50.0, 30.0), player(1900.0, 50.0, 30.0)];
+        let matched = run(&waited, 1, 2, &relax);
+        assert_eq!(matched.matches.len(), 1);
+        assert_eq!(matched.matches[0].teams, [vec![0], vec![1]]);
+        assert_eq!(matched.matches[0].quality, quality);
+        assert!(matched.waiting.is_empty());
+    }
+
+    #[test]
+    fn a_cancelled_matchmaking_stops() {
+        let players: Vec<Waiting> = (0..5000).map(|i| player(f64::from(i), 80.0, 0.0)).collect();
+        let cancelled = AtomicBool::new(true);
+        assert!(matches!(
+            matchmake(&players, 1, 2, &anyone(), &cancelled),
+            Err(Error::Cancelled)
+        ));
+    }
+
+    fn small_pool(max: usize) -> impl Strategy<Value = Vec<Waiting>> {
+        prop::collection::vec((1000.0f64..2000.0, 30.0f64..350.0, 0.0f64..120.0), 2..=max)
+            .prop_map(|v| v.into_iter().map(|(mu, s, w)| player(mu, s, w)).collect())
+    }
+
+    fn relaxation() -> impl Strategy<Value = Relaxation> {
+        (0.0f64..0.9, 0.0f64..0.02).prop_map(|(start, per_second)| Relaxation {
+            start,
+            per_second,
+            min: 0.0,
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn one_against_one_is_exactly_optimal_for_up_to_reach_plus_one_players(
+            players in small_pool(7),
+            relax in relaxation(),
+        ) {
+            let matching = run(&players, 1, 2, &relax);
+            let best = optimum(&players, 1, 2, &relax);
+            prop_assert!((total(&matching) - best).abs() <= 1e-12, "{} vs {}", total(&matching), best);
+            let mut everyone: Vec<usize> = matching.waiting.clone();
+            for m in &matching.matches {
+                everyone.extend(m.teams.concat());
+                prop_assert!(m.quality >= m.teams.concat().iter().map(|&i| relax.floor(players[i].waited)).fold(0.0, f64::max));
+            }
+            everyone.sort_unstable();
+            prop_assert_eq!(everyone, (0..players.len()).collect::<Vec<_>>());
+            prop_assert_eq!(run(&players, 1, 2, &relax), matching, "deterministic");
+        }
+
+        #[test]
+        fn teams_come_within_one_percent_of_the_optimum_on_small_waiting_lists(
+            players in small_pool(12),
+            relax in relaxation(),
+            format in prop::sample::select(vec![(2usize, 2usize), (3, 2), (1, 3), (5, 2)]),
+        ) {
+            let (team_size, teams) = format;
+            // Exhausting every way for 5 against 5 among 12 players takes long: 10 at most.
+            let players = if team_size == 5 { &players[..players.len().min(10)] } else { &players[..players.len().min(8)] };
+            let matching = run(players, team_size, teams, &relax);
+            let best = optimum(players, team_size, teams, &relax);
+            prop_assert!(total(&matching) >= 0.99 * best - 1e-12, "{} vs {}", total(&matching), best);
+        }
+    }
+}
