@@ -1,24 +1,28 @@
 //! `POST /v1/pools/{pool}/matchmaking`: from a list of waiting players, the matches of the best
 //! total match quality that every player's quality floor allows (docs/matchmaking.md), and who
-//! is left waiting. Runs on the compute pool on the pool's current snapshot, like predictions;
-//! unknown players are matched as newcomers.
+//! is left waiting; and `GET …/players/{player}/opponents`: a player's best opponents among
+//! the recently active. Both run on the compute pool on the pool's current snapshot, like
+//! predictions; unknown waiting players are matched as newcomers.
 
 use std::collections::HashSet;
 
 use axum::extract::{Path, State};
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::JsonBody;
+use super::players::{rfc3339, RoundRef};
 use super::pool_of;
 use super::predictions::MAX_ENTRANTS;
+use super::query::QueryParams;
 use crate::compute::Refused;
-use crate::engine::matchmaking::{matchmake, Relaxation, Waiting};
+use crate::engine::matchmaking::{best_opponents, matchmake, Relaxation, Waiting};
+use crate::engine::predict::head_to_head;
 use crate::engine::{self, Beliefs};
 use crate::state::AppState;
 
@@ -39,7 +43,9 @@ pub const DEFAULT_RELAXATION: Relaxation = Relaxation {
 
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(create_matchmaking))
+    OpenApiRouter::new()
+        .routes(routes!(create_matchmaking))
+        .routes(routes!(list_opponents))
 }
 
 /// A player waiting for a match.
@@ -287,4 +293,149 @@ async fn create_matchmaking(
             .collect(),
         total_quality,
     }))
+}
+
+/// Opponents listed when `limit` is not given.
+const DEFAULT_OPPONENTS: u32 = 10;
+
+/// Most opponents one request lists.
+const MAX_OPPONENTS: u32 = 100;
+
+/// `active_days` when not given.
+const DEFAULT_ACTIVE_DAYS: f64 = 30.0;
+
+/// `?limit=&active_days=`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct OpponentsQuery {
+    /// Opponents listed (1–100, default 10).
+    #[param(minimum = 1, maximum = 100)]
+    limit: Option<u32>,
+    /// Only players whose last round is at most this many days older than the pool's newest
+    /// round (default 30).
+    #[param(exclusive_minimum = 0.0)]
+    active_days: Option<f64>,
+}
+
+/// One possible opponent.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OpponentResponse {
+    /// The opponent's id.
+    pub player: String,
+    /// Their rating.
+    pub mu: f64,
+    /// Their uncertainty; `null` in a system that keeps none (Elo).
+    pub sigma: Option<f64>,
+    /// The match quality of the two, one against one.
+    pub quality: f64,
+    /// P(the player asked about beats this opponent).
+    pub p_win: f64,
+    /// The opponent's last round.
+    pub last_round: RoundRef,
+}
+
+/// A player's best opponents.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OpponentsResponse {
+    /// The player asked about.
+    pub player: String,
+    /// At most `limit` opponents, best match first (ties by id).
+    pub opponents: Vec<OpponentResponse>,
+    /// Players who were active within the window, the player excepted: those ranked.
+    pub active: u64,
+}
+
+/// A player's best opponents by match quality among the players active in the last
+/// `active_days` days of the pool's round clock (the time of its newest round). A player whose
+/// last round carried no time counts as active.
+#[utoipa::path(get, path = "/v1/pools/{pool}/players/{player}/opponents", tag = "predictions",
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
+        ("player" = String, Path, description = "Player id"), OpponentsQuery),
+    responses((status = 200, body = OpponentsResponse), (status = 400, body = ErrorResponse),
+        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn list_opponents(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path((pool, player)): Path<(String, String)>,
+    QueryParams(query): QueryParams<OpponentsQuery>,
+) -> Result<Json<OpponentsResponse>, Error> {
+    let limit = match query.limit.unwrap_or(DEFAULT_OPPONENTS) {
+        limit @ 1..=MAX_OPPONENTS => limit as usize,
+        _ => return Err(Error::query("limit", "must be between 1 and 100")),
+    };
+    let days = query.active_days.unwrap_or(DEFAULT_ACTIVE_DAYS);
+    if !(days.is_finite() && days > 0.0) {
+        return Err(Error::query("active_days", "must be a number above 0"));
+    }
+    let snapshot = pool_of(&state, &pool)?.read();
+    if snapshot.belief(&player).is_none() {
+        return Err(Error::NotFound {
+            what: "player",
+            id: player,
+        });
+    }
+    let cost = snapshot.len().min(MAX_ENTRANTS);
+    let outcome = state
+        .compute
+        .run(cost, move |_| opponents(&snapshot, player, limit, days))
+        .await;
+    match outcome {
+        Ok(Ok(found)) => Ok(Json(found)),
+        Ok(Err(error)) => {
+            tracing::error!(error = %error, "finding opponents failed");
+            Err(Error::Internal)
+        }
+        Err(Refused::Overloaded) => Err(Error::Overloaded),
+        Err(Refused::Panicked) => Err(Error::Internal),
+    }
+}
+
+/// [`list_opponents`]' computation: O(n) over the snapshot's players.
+fn opponents(
+    snapshot: &crate::pools::PoolState,
+    player: String,
+    limit: usize,
+    days: f64,
+) -> Result<OpponentsResponse, engine::Error> {
+    let system = snapshot.system();
+    let me = system.performance(&[snapshot.belief_or_newcomer(&player)])?;
+    let newest = snapshot.rated().filter_map(|(_, _, last)| last.time).max();
+    // Days as seconds, rounded down; a window past the clock's range covers everything.
+    let since = newest.map(|t| t.saturating_sub((days * 86_400.0) as i64));
+    let mut candidates = Vec::new();
+    let mut performances = Vec::new();
+    for (id, state, last) in snapshot.rated() {
+        let active = match (since, last.time) {
+            (Some(since), Some(time)) => time >= since,
+            _ => true,
+        };
+        if active && id != player {
+            performances.push(system.performance(&[state])?);
+            candidates.push((id, state, last));
+        }
+    }
+    let best = best_opponents(&me, &performances, limit);
+    let mut listed = Vec::with_capacity(best.len());
+    for (i, quality) in best {
+        let (id, state, last) = candidates[i];
+        let rating = state.rating();
+        listed.push(OpponentResponse {
+            player: id.to_owned(),
+            mu: rating.mu,
+            sigma: rating.sigma,
+            quality,
+            p_win: head_to_head(snapshot, &player, id)?.probability,
+            last_round: RoundRef {
+                id: last.id.to_string(),
+                time: rfc3339(last.time),
+            },
+        });
+    }
+    Ok(OpponentsResponse {
+        player,
+        opponents: listed,
+        active: candidates.len() as u64,
+    })
 }

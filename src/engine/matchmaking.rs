@@ -371,6 +371,28 @@ fn best_matches(
     Ok(matches)
 }
 
+/// The `limit` best opponents for `player` among `candidates` by match quality, best first
+/// (ties by index): `(index, quality)`. O(n) to select, O(limit log limit) to sort.
+#[must_use]
+pub fn best_opponents(
+    player: &Performance,
+    candidates: &[Performance],
+    limit: usize,
+) -> Vec<(usize, f64)> {
+    let mut scored: Vec<(usize, f64)> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i, match_quality_two(player, c)))
+        .collect();
+    let better = |a: &(usize, f64), b: &(usize, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if limit < scored.len() {
+        scored.select_nth_unstable_by(limit, better);
+        scored.truncate(limit);
+    }
+    scored.sort_unstable_by(better);
+    scored
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -543,6 +565,24 @@ mod tests {
             per_second,
             min: 0.0,
         })
+    }
+
+    #[test]
+    fn the_best_opponents_are_the_highest_qualities_in_order() {
+        let me = player(1500.0, 80.0, 0.0).performance;
+        let others: Vec<Performance> = [1900.0, 1510.0, 1490.0, 1500.0, 1200.0, 1510.0]
+            .iter()
+            .map(|&mu| player(mu, 80.0, 0.0).performance)
+            .collect();
+        let best = best_opponents(&me, &others, 3);
+        let order: Vec<usize> = best.iter().map(|b| b.0).collect();
+        assert_eq!(
+            order,
+            [3, 1, 2],
+            "equal rating first; 1510 and 1490 tie, by index"
+        );
+        assert_eq!(best[1].1, best[2].1);
+        assert_eq!(best_opponents(&me, &others, 10).len(), 6);
     }
 
     proptest! {

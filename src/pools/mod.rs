@@ -264,6 +264,13 @@ impl PoolState {
         self.leaderboard.index_of(order, filter, key, id)
     }
 
+    /// Every rated player's state and last round, by id.
+    pub fn rated(&self) -> impl Iterator<Item = (&str, &SystemState, &LastRound)> {
+        self.players
+            .iter()
+            .map(|(id, rated)| (&**id, &rated.state, &rated.last_round))
+    }
+
     /// Every rated player's state, by id.
     pub fn beliefs(&self) -> impl Iterator<Item = (&str, &SystemState)> {
         self.players.iter().map(|(id, rated)| (&**id, &rated.state))

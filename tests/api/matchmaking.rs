@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{num, round, TestApp, POOL};
+use crate::support::{num, round, round_at, TestApp, POOL};
 
 const MATCHMAKING: &str = "/v1/pools/main/matchmaking";
 
@@ -221,4 +221,84 @@ async fn bad_waiting_lists_and_formats_are_refused_naming_the_field() {
     )
     .await
     .assert_error(StatusCode::NOT_FOUND, "pool_not_found", None, "no pool");
+}
+
+#[tokio::test]
+async fn a_players_best_opponents_are_the_active_ones_of_highest_quality() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.play([
+        round_at("r1", "2026-01-01T00:00:00Z", &["a", "b", "c", "d"]),
+        round_at("r2", "2026-03-01T00:00:00Z", &["e", "a", "b"]),
+    ])
+    .await;
+    let recent = app.get("/v1/pools/main/players/a/opponents").await;
+    let recent = recent
+        .assert_status(StatusCode::OK, "the last 30 days")
+        .clone();
+    assert_eq!(
+        recent["active"], 2,
+        "c and d last played 59 days before the newest round"
+    );
+    let wide = app
+        .get("/v1/pools/main/players/a/opponents?active_days=100&limit=3")
+        .await;
+    let wide = wide.assert_status(StatusCode::OK, "100 days").clone();
+    assert_eq!(wide["active"], 4);
+    let listed = wide["opponents"].as_array().expect("opponents");
+    assert_eq!(listed.len(), 3);
+    let mut previous = f64::INFINITY;
+    for opponent in listed {
+        let id = opponent["player"].as_str().expect("an id");
+        let sides = json!({"sides": [["a"], [id]]});
+        let quality = app.post("/v1/pools/main/match-quality", None, sides).await;
+        let quality = num(&quality.assert_status(StatusCode::OK, id)["quality"]);
+        assert!(
+            (num(&opponent["quality"]) - quality).abs() < 1e-12,
+            "{opponent}"
+        );
+        assert!(quality <= previous, "best first");
+        previous = quality;
+        let p = app
+            .get(&format!("/v1/pools/main/win-probability?a=a&b={id}"))
+            .await;
+        assert_eq!(
+            opponent["p_win"],
+            p.assert_status(StatusCode::OK, id)["p_a"]
+        );
+    }
+    for (uri, status, code, field) in [
+        (
+            "/v1/pools/main/players/nobody/opponents",
+            StatusCode::NOT_FOUND,
+            "player_not_found",
+            None,
+        ),
+        (
+            "/v1/pools/main/players/a/opponents?limit=0",
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            Some("limit"),
+        ),
+        (
+            "/v1/pools/main/players/a/opponents?limit=101",
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            Some("limit"),
+        ),
+        (
+            "/v1/pools/main/players/a/opponents?active_days=0",
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            Some("active_days"),
+        ),
+        (
+            "/v1/pools/main/players/a/opponents?active_days=soon",
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            Some("active_days"),
+        ),
+    ] {
+        app.get(uri).await.assert_error(status, code, field, uri);
+    }
 }
