@@ -16,6 +16,9 @@ use crate::engine::Rating;
 /// `k` of the conservative rating `μ − kσ` when a pool sets none.
 pub const DEFAULT_CONSERVATIVE_K: f64 = 3.0;
 
+/// The largest `k` accepted: beyond it μ − kσ says nothing more, and a huge k would overflow.
+pub const MAX_CONSERVATIVE_K: f64 = 100.0;
+
 /// `max` of the fixed-range rating when a pool sets none: the article's 0..10,000.
 pub const DEFAULT_MAX: f64 = 10_000.0;
 
@@ -23,10 +26,10 @@ pub const DEFAULT_MAX: f64 = 10_000.0;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Display {
-    /// `k` of the conservative rating `μ − kσ` (leaderboards' `order=conservative`): 0 or more,
+    /// `k` of the conservative rating `μ − kσ` (leaderboards' `order=conservative`): 0 to 100,
     /// default 3.
     #[serde(default = "default_k")]
-    #[schema(minimum = 0.0, example = 3.0)]
+    #[schema(minimum = 0.0, maximum = 100.0, example = 3.0)]
     pub conservative_k: f64,
     /// The fixed-range rating `display_rating`; absent or `null` for none.
     #[serde(default)]
@@ -62,19 +65,19 @@ pub struct FixedRange {
     #[serde(default = "default_max")]
     #[schema(exclusive_minimum = 0.0, example = 10000.0)]
     pub max: f64,
-    /// The rating shown as `max / 2`: a number, or `"auto"` (default) for the mean μ of the
-    /// pool's rated players.
+    /// The rating shown as `max / 2`: a number, or `"auto"` (default; `null` too) for the mean
+    /// μ of the pool's rated players.
     #[serde(default)]
     #[schema(schema_with = anchor_schema)]
     pub center: Anchor,
     /// The Fermi function's temperature in rating points: a number above 0, or `"auto"`
-    /// (default) for half the standard deviation of the rated players' μ.
+    /// (default; `null` too) for half the standard deviation of the rated players' μ.
     #[serde(default)]
     #[schema(schema_with = anchor_schema)]
     pub scale: Anchor,
 }
 
-/// An [`Anchor`] in the OpenAPI document: a number or the string `"auto"` (default).
+/// An [`Anchor`] in the OpenAPI document: a number, or the string `"auto"` (default) or `null`.
 fn anchor_schema() -> Schema {
     Schema::OneOf(
         OneOfBuilder::new()
@@ -84,6 +87,7 @@ fn anchor_schema() -> Schema {
                     .schema_type(Type::String)
                     .enum_values(Some(["auto"])),
             )
+            .item(ObjectBuilder::new().schema_type(Type::Null))
             .description(Some(
                 "A number, or `\"auto\"` (the default) to derive it from the ratings.",
             ))
@@ -131,6 +135,10 @@ impl<'de> Deserialize<'de> for Anchor {
 
             fn visit_u64<E: de::Error>(self, value: u64) -> Result<Anchor, E> {
                 Ok(Anchor::Value(value as f64))
+            }
+
+            fn visit_unit<E: de::Error>(self) -> Result<Anchor, E> {
+                Ok(Anchor::Auto)
             }
 
             fn visit_str<E: de::Error>(self, value: &str) -> Result<Anchor, E> {
@@ -184,8 +192,8 @@ impl Display {
     /// Checks every setting's range.
     pub fn validate(&self) -> Result<(), InvalidDisplay> {
         let bad = |field, message| Err(InvalidDisplay { field, message });
-        if !(self.conservative_k.is_finite() && self.conservative_k >= 0.0) {
-            return bad("conservative_k", "must be a finite number of at least 0");
+        if !(0.0..=MAX_CONSERVATIVE_K).contains(&self.conservative_k) {
+            return bad("conservative_k", "must be between 0 and 100");
         }
         if let Some(range) = &self.fixed_range {
             if !(range.max.is_finite() && range.max > 0.0) {
@@ -223,6 +231,13 @@ impl Display {
     #[must_use]
     pub fn provisional(&self, rounds: u64, rating: Rating) -> bool {
         self.provisional.is_some_and(|p| p.holds(rounds, rating))
+    }
+
+    /// Whether any player can be provisional (a rule of 0 rounds and no σ bound holds nobody).
+    #[must_use]
+    pub fn has_provisional(&self) -> bool {
+        self.provisional
+            .is_some_and(|p| p.min_rounds > 0 || p.max_sigma.is_some())
     }
 
     /// The fixed-range rating's center and scale for ratings spread as `spread`; `None` with no
@@ -281,9 +296,8 @@ const STEPS_PER_POINT: f64 = 65_536.0;
 /// The count, sum and sum of squares of the rated players' μ, each μ rounded to 2⁻¹⁶, in
 /// integers: adding and removing players is exact, so the sums depend only on who is rated at
 /// what, never on the order of the updates (a reloaded pool shows the same figures to the last
-/// bit). Integer overflow wraps, which keeps the sums exact modulo 2¹²⁸; they and the
-/// variance's numerator are exact whenever the true values fit (|μ| ≤ 10⁹ and 10⁷ players
-/// keep them below 2¹²⁰).
+/// bit). Integer overflow wraps, which keeps the sums exact modulo 2¹²⁸: exact outright while
+/// the true sums fit, which holds for up to 10⁷ players with |μ| ≤ 10⁹.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Spread {
     count: i128,
@@ -313,12 +327,6 @@ impl Spread {
         self.squares = self.squares.wrapping_sub(q.wrapping_mul(q));
     }
 
-    /// Players counted.
-    #[must_use]
-    pub fn count(&self) -> u64 {
-        u64::try_from(self.count).unwrap_or(0)
-    }
-
     /// The mean μ; `None` with nobody counted.
     #[must_use]
     pub fn mean(&self) -> Option<f64> {
@@ -326,18 +334,28 @@ impl Spread {
     }
 
     /// The population standard deviation of μ (the article's "width"); `None` with nobody
-    /// counted. `n Σq² − (Σq)²` is computed exactly, so the only rounding is the last division.
+    /// counted. `n Σq² − (Σq)²` is computed exactly while it fits 128 bits (`n · max|μ|` up
+    /// to about 2·10¹⁴ points), so the only rounding is the last division; beyond, from the
+    /// sums in floating point.
     #[must_use]
     pub fn width(&self) -> Option<f64> {
         if self.count <= 0 {
             return None;
         }
-        let numerator = self
-            .count
-            .wrapping_mul(self.squares)
-            .wrapping_sub(self.sum.wrapping_mul(self.sum));
         let n = self.count as f64;
-        Some((numerator.max(0) as f64).sqrt() / n / STEPS_PER_POINT)
+        let exact = self
+            .count
+            .checked_mul(self.squares)
+            .zip(self.sum.checked_mul(self.sum))
+            .and_then(|(a, b)| a.checked_sub(b));
+        let variance_steps = match exact {
+            Some(numerator) => numerator.max(0) as f64 / (n * n),
+            None => {
+                let mean = self.sum as f64 / n;
+                (self.squares as f64 / n - mean * mean).max(0.0)
+            }
+        };
+        Some(variance_steps.sqrt() / STEPS_PER_POINT)
     }
 }
 

@@ -132,23 +132,32 @@ impl AppState {
 
     /// Sets pool `pool`'s display settings (validated by the caller) and publishes the pool
     /// shown with them; returns that snapshot. Re-sorting the leaderboards runs off the async
-    /// threads, in the pool's turn, so no round is published in between.
+    /// threads, in the pool's turn, so no round is published in between. Should the settings be
+    /// stored and this request end before the snapshot is published (a dropped connection, a
+    /// panic), the worker finds at its next step that memory's settings differ from the stored
+    /// ones and publishes them itself.
     pub async fn put_display(
         &self,
         pool: &Pool,
         display: Display,
     ) -> Result<Arc<PoolState>, storage::Error> {
-        let turn = pool.turn().await;
+        let _turn = pool.turn().await;
         self.storage.put_display(pool.name(), &display).await?;
         let current = pool.read();
-        let next = tokio::task::spawn_blocking(move || current.with_display(display))
-            .await
-            // A panic (a bug) goes on as the request's panic: a 500. The worker then finds the
-            // stored settings differ from memory's and reloads the pool.
-            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
-        drop(pool.publish(next));
-        drop(turn);
-        Ok(pool.read())
+        let next = match tokio::task::spawn_blocking(move || current.with_display(display)).await {
+            Ok(next) => Arc::new(next),
+            // A panic (a bug) goes on as the request's panic: a 500.
+            Err(error) => match error.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(error) => {
+                    return Err(storage::Error::Corrupt(format!(
+                        "re-sorting the leaderboards was cancelled: {error}"
+                    )))
+                }
+            },
+        };
+        pool.publish_shared(Arc::clone(&next));
+        Ok(next)
     }
 
     /// Stores a validated round at the end of `pool`'s queue and wakes its worker.

@@ -54,8 +54,21 @@ pub enum Settled {
 /// parameter change cannot slip in between reading the parameters and committing.
 pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed> {
     let _turn = pool.turn().await;
-    if stale(storage, pool).await? {
+    let progress = storage
+        .pool_progress(pool.name())
+        .await
+        .context("reading the pool")?
+        .with_context(|| format!("pool `{}` disappeared", pool.name()))?;
+    let state = pool.read();
+    if progress.applied != state.applied() || progress.params != *state.system() {
         return reload(storage, pool).await;
+    }
+    if progress.display != *state.display() {
+        // Another process changed only how the pool is shown: re-sort, nothing to reload.
+        let shown = tokio::task::spawn_blocking(move || state.with_display(progress.display))
+            .await
+            .context("re-sorting the leaderboards")?;
+        drop(pool.publish(shown));
     }
     let queued = storage
         .queued_rounds(pool.name(), BATCH_ROUNDS, BATCH_BYTES)
@@ -266,17 +279,4 @@ async fn reload(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed>
     drop(pool.publish(state));
     tracing::info!(pool = pool.name(), "reloaded from the database");
     Ok(Processed::Reloaded)
-}
-
-/// Whether another process applied rounds or changed parameters since memory was loaded.
-async fn stale(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<bool> {
-    let info = storage
-        .pool_progress(pool.name())
-        .await
-        .context("reading the pool")?
-        .with_context(|| format!("pool `{}` disappeared", pool.name()))?;
-    let state = pool.read();
-    Ok(info.applied != state.applied()
-        || info.params != *state.system()
-        || info.display != *state.display())
 }

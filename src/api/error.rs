@@ -8,6 +8,7 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::compute::Refused;
 use crate::storage;
 
 /// Seconds a client is asked to wait before retrying a 503.
@@ -279,6 +280,16 @@ impl IntoResponse for Error {
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
+    }
+}
+
+impl From<Refused> for Error {
+    fn from(refused: Refused) -> Self {
+        match refused {
+            Refused::Overloaded => Self::Overloaded,
+            // The panic itself was logged where it was caught.
+            Refused::Panicked => Self::Internal,
+        }
     }
 }
 

@@ -20,8 +20,9 @@ use super::players::{rfc3339, RoundRef};
 use super::pool_of;
 use super::predictions::MAX_ENTRANTS;
 use super::query::QueryParams;
-use crate::compute::Refused;
-use crate::engine::matchmaking::{best_opponents, matchmake, Relaxation, Waiting};
+use crate::engine::matchmaking::{
+    best_opponents, matchmake, work_per_player, Relaxation, Waiting, MAX_WORK_PER_PLAYER,
+};
 use crate::engine::predict::head_to_head;
 use crate::engine::{self, Beliefs};
 use crate::state::AppState;
@@ -102,7 +103,8 @@ pub struct MatchmakingRequest {
     #[serde(default = "one")]
     #[schema(minimum = 1)]
     pub team_size: usize,
-    /// Teams per match (default 2); `team_size × teams` is at most 10.
+    /// Teams per match (default 2); `team_size × teams` is at most 10, and five teams of two
+    /// (945 splits of every match to score) are refused.
     #[serde(default = "two")]
     #[schema(minimum = 2)]
     pub teams: usize,
@@ -185,6 +187,15 @@ fn validate(request: &MatchmakingRequest) -> Result<Relaxation, Error> {
             format!("team_size × teams is at most {MAX_MATCH_PLAYERS}"),
         ));
     }
+    let work = work_per_player(request.team_size, request.teams);
+    if work > MAX_WORK_PER_PLAYER {
+        return Err(invalid(
+            "teams",
+            format!(
+                "this format scores {work} team splits per waiting player; at most {MAX_WORK_PER_PLAYER}"
+            ),
+        ));
+    }
     if waiting.len() % request.team_size != 0 {
         return Err(invalid(
             "team_size",
@@ -198,20 +209,28 @@ fn validate(request: &MatchmakingRequest) -> Result<Relaxation, Error> {
     let Some(r) = &request.relaxation else {
         return Ok(DEFAULT_RELAXATION);
     };
-    for (field, value, top) in [
-        ("relaxation.start", r.start, 1.0),
-        ("relaxation.per_second", r.per_second, f64::MAX),
-        ("relaxation.min", r.min, 1.0),
+    for (field, value, range, message) in [
+        (
+            "relaxation.start",
+            r.start,
+            0.0..=1.0,
+            "must be between 0 and 1",
+        ),
+        (
+            "relaxation.per_second",
+            r.per_second,
+            0.0..=f64::MAX,
+            "cannot be negative",
+        ),
+        (
+            "relaxation.min",
+            r.min,
+            0.0..=1.0,
+            "must be between 0 and 1",
+        ),
     ] {
-        if !(0.0..=top).contains(&value) {
-            return Err(invalid(
-                field,
-                if top == 1.0 {
-                    "must be between 0 and 1"
-                } else {
-                    "cannot be negative"
-                },
-            ));
+        if !range.contains(&value) {
+            return Err(invalid(field, message));
         }
     }
     Ok(Relaxation {
@@ -262,15 +281,13 @@ async fn create_matchmaking(
             matchmake(&players, team_size, teams, &relaxation, cancel).map(|m| (m, ids))
         })
         .await;
-    let (matching, ids) = match outcome {
-        Ok(Ok(done)) => done,
-        Ok(Err(engine::Error::Cancelled)) => return Err(Error::Timeout),
-        Ok(Err(error)) => {
+    let (matching, ids) = match outcome? {
+        Ok(done) => done,
+        Err(engine::Error::Cancelled) => return Err(Error::Timeout),
+        Err(error) => {
             tracing::error!(error = %error, "matchmaking failed");
             return Err(Error::Internal);
         }
-        Err(Refused::Overloaded) => return Err(Error::Overloaded),
-        Err(Refused::Panicked) => return Err(Error::Internal),
     };
     let total_quality = matching.matches.iter().map(|m| m.quality).sum();
     Ok(Json(MatchmakingResponse {
@@ -370,37 +387,38 @@ async fn list_opponents(
         return Err(Error::query("active_days", "must be a number above 0"));
     }
     let snapshot = pool_of(&state, &pool)?.read();
-    if snapshot.belief(&player).is_none() {
-        return Err(Error::NotFound {
-            what: "player",
-            id: player,
-        });
-    }
     let cost = snapshot.len().min(MAX_ENTRANTS);
+    let asked = player.clone();
     let outcome = state
         .compute
-        .run(cost, move |_| opponents(&snapshot, player, limit, days))
+        .run(cost, move |_| opponents(&snapshot, asked, limit, days))
         .await;
-    match outcome {
-        Ok(Ok(found)) => Ok(Json(found)),
-        Ok(Err(error)) => {
+    match outcome? {
+        Ok(Some(found)) => Ok(Json(found)),
+        Ok(None) => Err(Error::NotFound {
+            what: "player",
+            id: player,
+        }),
+        Err(error) => {
             tracing::error!(error = %error, "finding opponents failed");
             Err(Error::Internal)
         }
-        Err(Refused::Overloaded) => Err(Error::Overloaded),
-        Err(Refused::Panicked) => Err(Error::Internal),
     }
 }
 
-/// [`list_opponents`]' computation: O(n) over the snapshot's players.
+/// [`list_opponents`]' computation: O(n) over the snapshot's players; `None` if `player` is
+/// not rated.
 fn opponents(
     snapshot: &crate::pools::PoolState,
     player: String,
     limit: usize,
     days: f64,
-) -> Result<OpponentsResponse, engine::Error> {
+) -> Result<Option<OpponentsResponse>, engine::Error> {
     let system = snapshot.system();
-    let me = system.performance(&[snapshot.belief_or_newcomer(&player)])?;
+    let Some(state) = snapshot.belief(&player) else {
+        return Ok(None);
+    };
+    let me = system.performance(&[state])?;
     let newest = snapshot.rated().filter_map(|(_, _, last)| last.time).max();
     // Days as seconds, rounded down; a window past the clock's range covers everything.
     let since = newest.map(|t| t.saturating_sub((days * 86_400.0) as i64));
@@ -433,9 +451,9 @@ fn opponents(
             },
         });
     }
-    Ok(OpponentsResponse {
+    Ok(Some(OpponentsResponse {
         player,
         opponents: listed,
         active: candidates.len() as u64,
-    })
+    }))
 }

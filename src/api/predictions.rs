@@ -19,7 +19,6 @@ use super::error::{Error, ErrorResponse};
 use super::json::JsonBody;
 use super::pool_of;
 use super::query::QueryParams;
-use crate::compute::Refused;
 use crate::engine;
 use crate::engine::predict::{self, Figures, Forecast};
 use crate::engine::{PredictionPath, RequestNames};
@@ -243,13 +242,11 @@ async fn forecast(
             predict::forecast(&*snapshot, &entrants, figures, cancel).map(|f| (f, entrants))
         })
         .await;
-    match outcome {
-        Ok(Ok(done)) => Ok(done),
+    match outcome? {
+        Ok(done) => Ok(done),
         // Only a request that went away is cancelled: nobody reads this answer.
-        Ok(Err(engine::Error::Cancelled)) => Err(Error::Timeout),
-        Ok(Err(error)) => Err(invalid_prediction(&error, names)),
-        Err(Refused::Overloaded) => Err(Error::Overloaded),
-        Err(Refused::Panicked) => Err(Error::Internal),
+        Err(engine::Error::Cancelled) => Err(Error::Timeout),
+        Err(error) => Err(invalid_prediction(&error, names)),
     }
 }
 

@@ -8,8 +8,7 @@
 //! dynamic program over the sorted players forms each match at its last member, from players
 //! not yet matched among the few before it, and is exact among all matchings whose matches
 //! each lie within that reach (8 consecutive places, or the match's size if larger: 10 for
-//! five against five). Each match is split
-//! into the teams of the best quality.
+//! five against five). Each match is split into the teams of the best quality.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -17,9 +16,10 @@ use super::predict::{match_quality, match_quality_two};
 use super::system::Performance;
 use super::Error;
 
-/// Most ways of splitting a window into teams that are all tried; beyond, the players are
-/// dealt into teams in rating order, back and forth ("snake draft").
-const MAX_SPLITS: u64 = 1_000;
+/// The most team splits a search may score per waiting player ([`work_per_player`]): it keeps
+/// 10,000 waiting players within a few hundred milliseconds (BENCHMARKS.md). Of the formats of
+/// up to 10 players, only five teams of two exceed it (945).
+pub const MAX_WORK_PER_PLAYER: u64 = 400;
 
 /// The quality a player will accept after waiting `waited` seconds:
 /// `max(min, start − per_second · waited)`.
@@ -170,7 +170,7 @@ fn splits(team_size: usize, teams: usize) -> Vec<Vec<Vec<usize>>> {
         // The lowest place left leads the next team; choose its other members.
         let rest: Vec<usize> = left[1..].to_vec();
         let mut chosen = Vec::with_capacity(team_size);
-        choose(&rest, team_size - 1, 0, &mut chosen, &mut |members| {
+        combinations(&rest, team_size - 1, 0, &mut chosen, &mut |members| {
             let mut group = vec![first];
             group.extend_from_slice(members);
             left.retain(|p| !group.contains(p));
@@ -181,59 +181,49 @@ fn splits(team_size: usize, teams: usize) -> Vec<Vec<Vec<usize>>> {
             left.sort_unstable();
         });
     }
-    fn choose(
-        from: &[usize],
-        count: usize,
-        start: usize,
-        chosen: &mut Vec<usize>,
-        each: &mut dyn FnMut(&[usize]),
-    ) {
-        if chosen.len() == count {
-            each(chosen);
-            return;
-        }
-        for k in start..from.len() {
-            chosen.push(from[k]);
-            choose(from, count, k + 1, chosen, each);
-            chosen.pop();
-        }
-    }
     let mut out = Vec::new();
     let mut left: Vec<usize> = (0..team_size * teams).collect();
     extend(&mut left, team_size, &mut Vec::new(), &mut out);
     out
 }
 
-/// How many ways [`splits`] lists: `(s·t)! / ((s!)^t · t!)`, saturating.
-fn split_count(team_size: usize, teams: usize) -> u64 {
-    // Choose the leader's team-mates among those left, team after team.
-    let mut count: u64 = 1;
-    let mut left = (team_size * teams) as u64;
-    for _ in 0..teams {
-        let mut ways: u64 = 1;
-        for k in 0..(team_size as u64 - 1) {
-            ways = ways.saturating_mul(left - 1 - k) / (k + 1);
-        }
-        count = count.saturating_mul(ways);
-        left -= team_size as u64;
+/// Calls `each` with every choice of `count` of `from` (in order) after those in `chosen`,
+/// taking elements from index `start` on.
+fn combinations(
+    from: &[usize],
+    count: usize,
+    start: usize,
+    chosen: &mut Vec<usize>,
+    each: &mut dyn FnMut(&[usize]),
+) {
+    if chosen.len() == count {
+        each(chosen);
+        return;
     }
-    count
+    for k in start..from.len() {
+        chosen.push(from[k]);
+        combinations(from, count, k + 1, chosen, each);
+        chosen.pop();
+    }
 }
 
-/// Places `0..team_size × teams` dealt into teams back and forth in rating order.
-fn snake(team_size: usize, teams: usize) -> Vec<Vec<usize>> {
-    let mut dealt = vec![Vec::with_capacity(team_size); teams];
-    for place in 0..team_size * teams {
-        let round = place / teams;
-        let seat = place % teams;
-        let t = if round % 2 == 0 {
-            seat
-        } else {
-            teams - 1 - seat
-        };
-        dealt[t].push(place);
-    }
-    dealt
+/// `n` choose `k`, saturating.
+fn binomial(n: u64, k: u64) -> u64 {
+    // C(n, j + 1) = C(n, j) · (n − j) / (j + 1): every step is a whole number.
+    (0..k).fold(1u64, |c, j| c.saturating_mul(n - j) / (j + 1))
+}
+
+/// How many ways [`splits`] lists: `(s·t)! / ((s!)^t · t!)`, saturating.
+fn split_count(team_size: usize, teams: usize) -> u64 {
+    // The lowest place left leads the next team; choose its team-mates among the others.
+    (0..teams as u64)
+        .map(|t| {
+            binomial(
+                (team_size * teams) as u64 - t * team_size as u64 - 1,
+                team_size as u64 - 1,
+            )
+        })
+        .fold(1u64, u64::saturating_mul)
 }
 
 /// How many places before a match's last member its other members may come from: 7, so that
@@ -241,6 +231,69 @@ fn snake(team_size: usize, teams: usize) -> Vec<Vec<usize>> {
 /// has `2^reach` values).
 fn reach(size: usize) -> usize {
     (size - 1).max(7)
+}
+
+/// The team splits the search scores per waiting player for a format: the groups of earlier
+/// players a match may take, times the ways to split a match into teams. Callers bound it by
+/// [`MAX_WORK_PER_PLAYER`].
+#[must_use]
+pub fn work_per_player(team_size: usize, teams: usize) -> u64 {
+    let size = team_size * teams;
+    binomial(reach(size) as u64, size as u64 - 1).saturating_mul(split_count(team_size, teams))
+}
+
+/// Writes into `places` the places of a match formed at player `i` with the earlier places of
+/// `group` (bit `k`: `k + 1` places back), in increasing order; false if one lies before the
+/// first player.
+fn places(i: usize, group: usize, reach: usize, places: &mut Vec<usize>) -> bool {
+    places.clear();
+    for k in (0..reach).rev().filter(|k| group & (1 << k) != 0) {
+        let Some(place) = i.checked_sub(k + 1) else {
+            return false;
+        };
+        places.push(place);
+    }
+    places.push(i);
+    true
+}
+
+/// The split of the players at `places` into teams of the best quality, as an index into
+/// `ways` with that quality, if it reaches `floor`.
+fn best_split(
+    sorted: &[Performance],
+    places: &[usize],
+    ways: &[Vec<Vec<usize>>],
+    floor: f64,
+    sides: &mut [Performance],
+) -> Option<(u16, f64)> {
+    let mut chosen: Option<(u16, f64)> = None;
+    for (w, split) in ways.iter().enumerate() {
+        for (side, members) in sides.iter_mut().zip(split) {
+            *side = team(members.iter().map(|&p| sorted[places[p]]));
+        }
+        if let Some(quality) = allowed(sides, floor) {
+            if chosen.is_none_or(|(_, q)| quality > q) {
+                chosen = Some((w as u16, quality));
+            }
+        }
+    }
+    chosen
+}
+
+/// What the search did at one player to reach one state (6 bytes: a 10,000-player search
+/// keeps 1.3 million of them for one against one).
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    /// The state before.
+    from: u16,
+    /// The group taken with the player, or [`Step::NONE`] if no match was formed at it.
+    group: u16,
+    /// The split of the match formed.
+    split: u16,
+}
+
+impl Step {
+    const NONE: u16 = u16::MAX;
 }
 
 /// The best set of disjoint matches among `sorted` players (by rating) whose members all lie
@@ -257,13 +310,10 @@ fn best_matches(
 ) -> Result<Vec<Match>, Error> {
     let size = team_size * teams;
     let reach = reach(size);
+    debug_assert!(reach <= 16, "states are kept in 16 bits");
     let states = 1usize << reach;
     let full = states - 1;
-    let ways = if split_count(team_size, teams) <= MAX_SPLITS {
-        splits(team_size, teams)
-    } else {
-        vec![snake(team_size, teams)]
-    };
+    let ways = splits(team_size, teams);
     // The sets of earlier places a match may take besides its last member, as bit masks.
     let groups: Vec<usize> = (0..states)
         .filter(|g| g.count_ones() as usize == size - 1)
@@ -271,39 +321,29 @@ fn best_matches(
     let mut best = vec![f64::NEG_INFINITY; states];
     best[0] = 0.0;
     let mut next = vec![f64::NEG_INFINITY; states];
-    // Player i's entries `i × states ..`: for each state reached, the state before and the
-    // group taken (`u16::MAX`: none).
-    let mut trail = vec![(0u16, u16::MAX); sorted.len() * states];
+    // Player i's steps are `trail[i × states ..][state]`.
+    let none = Step {
+        from: 0,
+        group: Step::NONE,
+        split: 0,
+    };
+    let mut trail = vec![none; sorted.len() * states];
     let mut sides = vec![team(std::iter::empty()); teams];
     let mut members = Vec::with_capacity(size);
-    let mut options: Vec<(usize, u16, f64)> = Vec::with_capacity(groups.len());
+    // The groups that may form a match with the current player: mask, index, split, quality.
+    let mut options: Vec<(usize, u16, u16, f64)> = Vec::with_capacity(groups.len());
     for i in 0..sorted.len() {
         if i % 256 == 0 {
             check(cancel)?;
         }
-        // The groups that may form a match with player i, with the quality of their best split.
         options.clear();
         for (g, &group) in groups.iter().enumerate() {
-            members.clear();
-            for back in (0..reach).rev().filter(|k| group & (1 << k) != 0) {
-                members.extend(i.checked_sub(back + 1));
-            }
-            if members.len() < size - 1 {
+            if !places(i, group, reach, &mut members) {
                 continue;
             }
-            members.push(i);
             let floor = members.iter().map(|&p| floors[p]).fold(f64::MIN, f64::max);
-            let mut chosen: Option<f64> = None;
-            for split in &ways {
-                for (side, places) in sides.iter_mut().zip(split) {
-                    *side = team(places.iter().map(|&p| sorted[members[p]]));
-                }
-                if let Some(quality) = allowed(&sides, floor) {
-                    chosen = Some(chosen.map_or(quality, |q| q.max(quality)));
-                }
-            }
-            if let Some(quality) = chosen {
-                options.push((group, g as u16, quality));
+            if let Some((w, quality)) = best_split(sorted, &members, &ways, floor, &mut sides) {
+                options.push((group, g as u16, w, quality));
             }
         }
         next.fill(f64::NEG_INFINITY);
@@ -312,16 +352,20 @@ fn best_matches(
             if value == f64::NEG_INFINITY {
                 continue;
             }
-            let mut offer = |state: usize, total: f64, group: u16| {
+            let mut offer = |state: usize, total: f64, group: u16, split: u16| {
                 if total > next[state] {
                     next[state] = total;
-                    step[state] = (mask as u16, group);
+                    step[state] = Step {
+                        from: mask as u16,
+                        group,
+                        split,
+                    };
                 }
             };
-            offer((mask << 1) & full, value, u16::MAX);
-            for &(group, g, quality) in &options {
+            offer((mask << 1) & full, value, Step::NONE, 0);
+            for &(group, g, w, quality) in &options {
                 if mask & group == 0 {
-                    offer(((mask | group) << 1 | 1) & full, value + quality, g);
+                    offer(((mask | group) << 1 | 1) & full, value + quality, g, w);
                 }
             }
         }
@@ -334,35 +378,20 @@ fn best_matches(
         );
     let mut matches = Vec::new();
     for i in (0..sorted.len()).rev() {
-        let (from, group) = trail[i * states + state];
-        if group != u16::MAX {
-            let group = groups[usize::from(group)];
-            let mut places: Vec<usize> = (0..reach)
-                .rev()
-                .filter(|k| group & (1 << k) != 0)
-                .map(|k| i - k - 1)
-                .collect();
-            places.push(i);
-            let split = ways
+        let Step { from, group, split } = trail[i * states + state];
+        if group != Step::NONE {
+            places(i, groups[usize::from(group)], reach, &mut members);
+            let teams: Vec<Vec<usize>> = ways[usize::from(split)]
                 .iter()
-                .map(|split| {
-                    let sides: Vec<Performance> = split
-                        .iter()
-                        .map(|t| team(t.iter().map(|&p| sorted[places[p]])))
-                        .collect();
-                    (split, quality(&sides))
-                })
-                .fold(
-                    (&ways[0], f64::NEG_INFINITY),
-                    |a, b| if b.1 > a.1 { b } else { a },
-                );
+                .map(|t| t.iter().map(|&p| members[p]).collect())
+                .collect();
+            let sides: Vec<Performance> = teams
+                .iter()
+                .map(|t| team(t.iter().map(|&p| sorted[p])))
+                .collect();
             matches.push(Match {
-                teams: split
-                    .0
-                    .iter()
-                    .map(|t| t.iter().map(|&p| places[p]).collect())
-                    .collect(),
-                quality: split.1,
+                quality: quality(&sides),
+                teams,
             });
         }
         state = usize::from(from);
@@ -465,23 +494,6 @@ mod tests {
             combinations(rest, size - 1, 0, &mut chosen, &mut others);
             top
         }
-        fn combinations(
-            from: &[usize],
-            count: usize,
-            start: usize,
-            chosen: &mut Vec<usize>,
-            each: &mut dyn FnMut(&[usize]),
-        ) {
-            if chosen.len() == count {
-                each(chosen);
-                return;
-            }
-            for k in start..from.len() {
-                chosen.push(from[k]);
-                combinations(from, count, k + 1, chosen, each);
-                chosen.pop();
-            }
-        }
         let left: Vec<usize> = (0..players.len()).collect();
         best(
             &left,
@@ -519,7 +531,11 @@ mod tests {
             }
         }
         assert_eq!(split_count(5, 2), 126);
-        assert_eq!(snake(2, 3), [vec![0, 5], vec![1, 4], vec![2, 3]]);
+        assert_eq!(split_count(2, 5), 945);
+        assert_eq!(
+            [(1, 2), (2, 2), (5, 2), (2, 5)].map(|(s, t)| work_per_player(s, t)),
+            [7, 105, 126, 945]
+        );
     }
 
     #[test]

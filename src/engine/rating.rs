@@ -14,8 +14,8 @@ pub struct Rating {
 }
 
 impl Rating {
-    /// `μ − kσ`: a rating the player's skill exceeds with high confidence (k = 3 on every
-    /// leaderboard); `μ` itself where the system keeps no σ.
+    /// `μ − kσ`: a rating the player's skill exceeds with high confidence (k = 3 unless a
+    /// pool's display settings say otherwise); `μ` itself where the system keeps no σ.
     #[must_use]
     pub fn conservative(&self, k: f64) -> f64 {
         self.mu - k * self.sigma.unwrap_or(0.0)

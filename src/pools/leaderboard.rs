@@ -305,12 +305,6 @@ impl Leaderboard {
         }
     }
 
-    /// `k` of the conservative order.
-    #[must_use]
-    pub fn conservative_k(&self) -> f64 {
-        self.k
-    }
-
     /// Players rated so far.
     #[must_use]
     pub fn len(&self) -> usize {

@@ -97,7 +97,7 @@ impl PoolState {
         Ok(Self {
             newcomer: system.newcomer(),
             system,
-            leaderboard: Leaderboard::new(display.conservative_k, display.provisional.is_some()),
+            leaderboard: Leaderboard::new(display.conservative_k, display.has_provisional()),
             display,
             players: OrdMap::new(),
             spread: Spread::default(),
@@ -151,7 +151,7 @@ impl PoolState {
     fn rebuilt_leaderboard(&self) -> Leaderboard {
         Leaderboard::from_players(
             self.display.conservative_k,
-            self.display.provisional.is_some(),
+            self.display.has_provisional(),
             self.players
                 .iter()
                 .map(|(id, rated)| (Arc::clone(id), self.standing(&rated.state))),
@@ -349,6 +349,11 @@ impl Pool {
     /// change is lost between reading the current snapshot and replacing it.
     pub fn publish(&self, state: PoolState) -> Arc<PoolState> {
         self.state.swap(Arc::new(state))
+    }
+
+    /// Like [`Pool::publish`], for a snapshot the caller keeps too.
+    pub fn publish_shared(&self, state: Arc<PoolState>) {
+        drop(self.state.swap(state));
     }
 
     /// Tells the worker a round may be waiting.

@@ -1071,6 +1071,12 @@ fn display_cases() -> Vec<Case> {
             Some("conservative_k"),
         ),
         bad_display(
+            "a conservative k so large μ − kσ would overflow",
+            json!({"conservative_k": 1e307}),
+            invalid,
+            Some("conservative_k"),
+        ),
+        bad_display(
             "a conservative k as text",
             json!({"conservative_k": "three"}),
             shape,
@@ -1095,8 +1101,8 @@ fn display_cases() -> Vec<Case> {
             Some("fixed_range.scale"),
         ),
         bad_display(
-            "a center of null",
-            json!({"fixed_range": {"center": null}}),
+            "a center that is neither a number nor auto",
+            json!({"fixed_range": {"center": "middle"}}),
             shape,
             Some("fixed_range.center"),
         ),
