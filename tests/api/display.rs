@@ -10,6 +10,7 @@ use crate::support::{num, round, Payload, TestApp, ADMIN_KEY, POOL};
 backend_tests!(
     display_settings_change_every_read_and_survive_a_restart,
     a_player_becomes_established_when_a_round_takes_them_past_the_rule,
+    a_change_made_by_another_process_is_shown_after_the_next_worker_step_without_a_reload,
 );
 
 const DISPLAY: &str = "/v1/pools/main/display";
@@ -208,4 +209,23 @@ async fn a_player_becomes_established_when_a_round_takes_them_past_the_rule(app:
         0,
         "every σ is above 1"
     );
+}
+
+async fn a_change_made_by_another_process_is_shown_after_the_next_worker_step_without_a_reload(
+    app: TestApp,
+) {
+    app.create_pool(POOL).await;
+    app.play([round("r1", &["a", "b", "c"]), round("r2", &["a", "b"])])
+        .await;
+    let other = app.restarted().await;
+    put_display(&other, json!({"provisional": {"min_rounds": 2}})).await;
+    assert_eq!(
+        player(&app, "c").await["provisional"],
+        false,
+        "not yet seen here"
+    );
+    // `apply_queued` panics if the step reloads the pool.
+    app.apply_queued(POOL).await;
+    assert_eq!(player(&app, "c").await["provisional"], true);
+    assert_eq!(board(&app, "established=true").await.1, 2);
 }
