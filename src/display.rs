@@ -178,6 +178,17 @@ impl Provisional {
     }
 }
 
+/// What a pool's display settings derive from a player's rating and rounds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shown {
+    /// μ − kσ, with the pool's k.
+    pub conservative: f64,
+    /// The fixed-range rating, if the pool shows one.
+    pub display_rating: Option<f64>,
+    /// Whether the player is still provisional.
+    pub provisional: bool,
+}
+
 /// A setting out of range, with the path of its field in the settings' JSON.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{field} {message}")]
@@ -238,6 +249,17 @@ impl Display {
     pub fn has_provisional(&self) -> bool {
         self.provisional
             .is_some_and(|p| p.min_rounds > 0 || p.max_sigma.is_some())
+    }
+
+    /// What these settings show for a player of `rounds` rounds rated `rating`, among
+    /// ratings spread as `spread`.
+    #[must_use]
+    pub fn show(&self, spread: &Spread, rating: Rating, rounds: u64) -> Shown {
+        Shown {
+            conservative: self.conservative(rating),
+            display_rating: self.resolve(spread).map(|range| range.display(rating.mu)),
+            provisional: self.provisional(rounds, rating),
+        }
     }
 
     /// The fixed-range rating's center and scale for ratings spread as `spread`; `None` with no

@@ -18,9 +18,11 @@ use super::players::limit;
 use super::pool_of;
 use super::query::QueryParams;
 use crate::engine::Beliefs;
-use crate::pools::leaderboard::{Filter, Order, Place};
-use crate::pools::PoolState;
+use crate::engine::Rating;
+use crate::pools::leaderboard::{Filter, Leaderboard, Order, Place};
+use crate::pools::{AsOfBoard, Pool, Shown};
 use crate::state::AppState;
+use crate::storage::AsOf;
 
 /// Places per page when `limit` is not given.
 const DEFAULT_LIMIT: u32 = 100;
@@ -30,7 +32,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_leaderboard))
 }
 
-/// `?limit=&cursor=&around=&order=&established=`.
+/// `?limit=&cursor=&around=&order=&established=&as_of=`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct LeaderboardQuery {
@@ -46,6 +48,9 @@ pub struct LeaderboardQuery {
     order: Option<OrderParam>,
     /// `true`: leave provisional players out; positions then count established players only.
     established: Option<bool>,
+    /// The id of an applied round: the leaderboard as it stood right after it (from history
+    /// rows, O(players); shown with today's display settings).
+    as_of: Option<String>,
 }
 
 /// The order of a leaderboard.
@@ -93,7 +98,7 @@ pub struct LeaderboardResponse {
     params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"), LeaderboardQuery),
     responses((status = 200, body = LeaderboardResponse), (status = 400, body = ErrorResponse),
         (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
-        (status = 404, body = ErrorResponse)),
+        (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn list_leaderboard(
     _: Authorized<Read>,
@@ -112,7 +117,24 @@ async fn list_leaderboard(
         Filter::All
     };
     let pool = pool_of(&state, &pool)?;
-    let state = pool.read();
+    let current = pool.read();
+    let past = match &query.as_of {
+        Some(round) => Some(board_as_of(&state, &pool, round).await?),
+        None => None,
+    };
+    let (board, lookup): (&Leaderboard, Lookup<'_>) = match &past {
+        Some(past) => (
+            past.leaderboard(),
+            Box::new(|id: &str| past.player(id).map(|(rating, shown, _, _)| (rating, shown))),
+        ),
+        None => (
+            current.leaderboard(),
+            Box::new(|id: &str| {
+                let belief = current.belief(id)?;
+                Some((belief.rating(), current.show(belief)))
+            }),
+        ),
+    };
     let start = match (&query.cursor, &query.around) {
         (Some(_), Some(_)) => {
             return Err(Error::query(
@@ -122,38 +144,75 @@ async fn list_leaderboard(
         }
         (Some(cursor), None) => {
             let (key, player) = decode_cursor(order, cursor)?;
-            state.leaderboard().index_after(order, filter, key, &player)
+            board.index_after(order, filter, key, &player)
         }
         (None, Some(player)) => {
-            let index = state
-                .index_of(order, filter, player)
-                .ok_or_else(|| Error::NotFound {
-                    what: "player",
-                    id: player.clone(),
-                })?;
+            let index = match &past {
+                Some(past) => past.index_of(order, filter, player),
+                None => current.index_of(order, filter, player),
+            };
+            let index = index.ok_or_else(|| Error::NotFound {
+                what: "player",
+                id: player.clone(),
+            })?;
             index.saturating_sub(limit / 2)
         }
         (None, None) => 0,
     };
-    Ok(Json(page(&state, order, filter, start, limit)))
+    Ok(Json(page(board, &*lookup, order, filter, start, limit)))
+}
+
+/// A player's rating and what it shows, on the leaderboard being paged.
+type Lookup<'a> = Box<dyn Fn(&str) -> Option<(Rating, Shown)> + Send + 'a>;
+
+/// The pool as it stood right after its round `round`: 404 if there is no such round, 400
+/// naming `as_of` if it was not applied.
+pub(super) async fn board_as_of(
+    state: &AppState,
+    pool: &Pool,
+    round: &str,
+) -> Result<AsOfBoard, Error> {
+    let rated = match state.storage.ratings_as_of(pool.name(), round).await? {
+        AsOf::Ratings(rated) => rated,
+        AsOf::NoSuchRound => {
+            return Err(Error::NotFound {
+                what: "round",
+                id: round.to_owned(),
+            })
+        }
+        AsOf::NotApplied(status) => {
+            return Err(Error::query(
+                "as_of",
+                format!(
+                    "round `{round}` is {}: only an applied round has ratings after it",
+                    status.as_str()
+                ),
+            ))
+        }
+    };
+    let current = pool.read();
+    tokio::task::spawn_blocking(move || current.as_of(rated))
+        .await
+        .map_err(|error| {
+            tracing::error!(error = %error, "rebuilding a past leaderboard");
+            Error::Internal
+        })
 }
 
 fn page(
-    state: &PoolState,
+    board: &Leaderboard,
+    lookup: &dyn Fn(&str) -> Option<(Rating, Shown)>,
     order: Order,
     filter: Filter,
     start: usize,
     limit: usize,
 ) -> LeaderboardResponse {
-    let board = state.leaderboard();
     let places: Vec<&Place> = board.page(order, filter, start, limit).collect();
     let entries = places
         .iter()
         .enumerate()
         .filter_map(|(i, place)| {
-            let belief = state.belief(&place.player)?;
-            let rating = belief.rating();
-            let shown = state.show(belief);
+            let (rating, shown) = lookup(&place.player)?;
             Some(EntryResponse {
                 position: (start + i + 1) as u64,
                 player: place.player.to_string(),

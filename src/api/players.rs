@@ -12,8 +12,10 @@ use utoipa_axum::routes;
 
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
+use super::leaderboard::board_as_of;
 use super::pool_of;
 use super::query::QueryParams;
+use crate::pools::leaderboard::{Filter, Order};
 use crate::pools::PlayerRating;
 use crate::state::AppState;
 
@@ -106,6 +108,15 @@ pub struct PrefixQuery {
     limit: Option<u32>,
 }
 
+/// `?as_of=`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AsOfQuery {
+    /// The id of an applied round: the player as they stood right after it (from history
+    /// rows, O(players); shown with today's display settings).
+    as_of: Option<String>,
+}
+
 /// `?limit=&before=`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -184,24 +195,47 @@ async fn list_players(
     }))
 }
 
-/// A player's current rating and leaderboard position.
+/// A player's current rating and leaderboard position, or with `as_of` those right after an
+/// applied round.
 #[utoipa::path(get, path = "/v1/pools/{pool}/players/{player}", tag = "players",
     params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
-        ("player" = String, Path, description = "Player id")),
-    responses((status = 200, body = PlayerResponse), (status = 401, body = ErrorResponse),
-        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse)),
+        ("player" = String, Path, description = "Player id"), AsOfQuery),
+    responses((status = 200, body = PlayerResponse), (status = 400, body = ErrorResponse),
+        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn get_player(
     _: Authorized<Read>,
     State(state): State<AppState>,
     Path((pool, player)): Path<(String, String)>,
+    QueryParams(query): QueryParams<AsOfQuery>,
 ) -> Result<Json<PlayerResponse>, Error> {
     let pool = pool_of(&state, &pool)?;
-    let rating = pool.read().player(&player);
-    rating.map(|p| Json(p.into())).ok_or(Error::NotFound {
+    let not_found = || Error::NotFound {
         what: "player",
-        id: player,
-    })
+        id: player.clone(),
+    };
+    let Some(round) = &query.as_of else {
+        let rating = pool.read().player(&player);
+        return rating.map(|p| Json(p.into())).ok_or_else(not_found);
+    };
+    let past = board_as_of(&state, &pool, round).await?;
+    let (rating, shown, rounds, last_round) = past.player(&player).ok_or_else(not_found)?;
+    let index = past
+        .index_of(Order::Mu, Filter::All, &player)
+        .ok_or_else(not_found)?;
+    Ok(Json(
+        PlayerRating {
+            player: player.as_str().into(),
+            mu: rating.mu,
+            sigma: rating.sigma,
+            shown,
+            position: index + 1,
+            rounds,
+            last_round: last_round.clone(),
+        }
+        .into(),
+    ))
 }
 
 /// The rounds a player played, newest first, with their rating after each.

@@ -24,9 +24,10 @@ use arc_swap::ArcSwap;
 use imbl::OrdMap;
 use tokio::sync::{Mutex, MutexGuard, Notify};
 
+pub use crate::display::Shown;
 use crate::display::{Display, Resolved, Spread};
 use crate::engine::{self, Beliefs, SystemParams, SystemState};
-use crate::storage::StoredPlayer;
+use crate::storage::{RatedAsOf, StoredPlayer};
 use leaderboard::{Filter, Leaderboard, Move, Order, Standing};
 
 /// The round a player last played.
@@ -55,17 +56,6 @@ pub struct PlayerRating {
     pub rounds: u64,
     /// The last round played.
     pub last_round: LastRound,
-}
-
-/// What a pool's display settings derive from a player's rating and rounds.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Shown {
-    /// μ − kσ, with the pool's k.
-    pub conservative: f64,
-    /// The fixed-range rating, if the pool shows one.
-    pub display_rating: Option<f64>,
-    /// Whether the player is still provisional.
-    pub provisional: bool,
 }
 
 /// What a snapshot holds for one rated player. Shared between snapshots until the player
@@ -182,11 +172,42 @@ impl PoolState {
     /// What the display settings derive from `state`.
     #[must_use]
     pub fn show(&self, state: &SystemState) -> Shown {
-        let rating = state.rating();
-        Shown {
-            conservative: self.display.conservative(rating),
-            display_rating: self.fixed_range().map(|range| range.display(rating.mu)),
-            provisional: self.display.provisional(state.rounds(), rating),
+        self.display
+            .show(&self.spread, state.rating(), state.rounds())
+    }
+
+    /// The pool as it stood after some round, from `rated` (every player rated by then), shown
+    /// with today's display settings. O(n log n).
+    #[must_use]
+    pub fn as_of(&self, rated: Vec<RatedAsOf>) -> AsOfBoard {
+        let mut spread = Spread::default();
+        let mut players = std::collections::HashMap::with_capacity(rated.len());
+        let mut standings = Vec::with_capacity(rated.len());
+        for r in rated {
+            spread.add(r.rating.mu);
+            let player: Arc<str> = Arc::from(r.player);
+            standings.push((
+                Arc::clone(&player),
+                Standing {
+                    rating: r.rating,
+                    established: !self.display.provisional(r.rounds, r.rating),
+                },
+            ));
+            let last_round = LastRound {
+                id: Arc::from(r.last_round_id),
+                time: r.last_round_time,
+            };
+            players.insert(player, (r.rating, r.rounds, last_round));
+        }
+        AsOfBoard {
+            leaderboard: Leaderboard::from_players(
+                self.display.conservative_k,
+                self.display.has_provisional(),
+                standings.into_iter(),
+            ),
+            display: self.display.clone(),
+            spread,
+            players,
         }
     }
 
@@ -305,6 +326,39 @@ impl Beliefs for PoolState {
 
     fn newcomer(&self) -> &SystemState {
         &self.newcomer
+    }
+}
+
+/// A pool as it stood after some round, rebuilt from history rows for an as-of read.
+#[derive(Debug)]
+pub struct AsOfBoard {
+    leaderboard: Leaderboard,
+    display: Display,
+    spread: Spread,
+    players: std::collections::HashMap<Arc<str>, (engine::Rating, u64, LastRound)>,
+}
+
+impl AsOfBoard {
+    /// The leaderboard then.
+    #[must_use]
+    pub fn leaderboard(&self) -> &Leaderboard {
+        &self.leaderboard
+    }
+
+    /// A player's rating, what it showed and their rounds and last round then.
+    #[must_use]
+    pub fn player(&self, id: &str) -> Option<(engine::Rating, Shown, u64, &LastRound)> {
+        let (rating, rounds, last) = self.players.get(id)?;
+        let shown = self.display.show(&self.spread, *rating, *rounds);
+        Some((*rating, shown, *rounds, last))
+    }
+
+    /// The 0-based index of a player in `order` among those `filter` lists, then.
+    #[must_use]
+    pub fn index_of(&self, order: Order, filter: Filter, id: &str) -> Option<usize> {
+        let (rating, _, _) = self.players.get(id)?;
+        let key = order.key(self.display.conservative_k, *rating);
+        self.leaderboard.index_of(order, filter, key, id)
     }
 }
 

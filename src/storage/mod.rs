@@ -266,6 +266,32 @@ pub struct RoundResult {
     pub change: RatingChange,
 }
 
+/// A player as they stood right after some round ([`Storage::ratings_as_of`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RatedAsOf {
+    /// The player's id.
+    pub player: String,
+    /// Their rating then.
+    pub rating: crate::engine::Rating,
+    /// Rounds they had played.
+    pub rounds: u64,
+    /// The last of those rounds.
+    pub last_round_id: String,
+    /// Its time, if it had one.
+    pub last_round_time: Option<i64>,
+}
+
+/// What [`Storage::ratings_as_of`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AsOf {
+    /// The pool has no round of that id.
+    NoSuchRound,
+    /// The round exists but was not applied (queued or failed): it has no "after".
+    NotApplied(RoundStatus),
+    /// Every player rated by then, by id.
+    Ratings(Vec<RatedAsOf>),
+}
+
 /// A player as stored: the belief to rebuild memory from, and their last round.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredPlayer {
@@ -318,6 +344,10 @@ pub trait Storage: Send + Sync + 'static {
     /// Sets pool `name`'s display settings; [`Error::PoolNotFound`] if there is no such pool.
     /// They may change at any time: what they show is derived from the stored ratings.
     async fn put_display(&self, name: &str, display: &Display) -> Result<(), Error>;
+
+    /// Every player of `pool` as they stood right after its round `round`, from the history
+    /// rows (one read snapshot): O(history rows up to that round).
+    async fn ratings_as_of(&self, pool: &str, round: &str) -> Result<AsOf, Error>;
 
     /// One pool with its counts.
     async fn pool(&self, name: &str) -> Result<Option<PoolInfo>, Error>;

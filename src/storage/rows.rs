@@ -7,8 +7,8 @@ use std::collections::{HashMap, VecDeque};
 use sha2::{Digest, Sha256};
 
 use super::{
-    Enqueued, Error, HistoryEntry, HistoryPage, PoolInfo, PoolProgress, RoundRecord, RoundResult,
-    RoundStatus, StoredPlayer,
+    Enqueued, Error, HistoryEntry, HistoryPage, PoolInfo, PoolProgress, RatedAsOf, RoundRecord,
+    RoundResult, RoundStatus, StoredPlayer,
 };
 use crate::display::Display;
 use crate::engine::{
@@ -64,6 +64,33 @@ fn decode_display(text: &str) -> Result<Display, Error> {
 pub(super) fn display_column(display: &Display) -> Result<String, Error> {
     serde_json::to_string(display)
         .map_err(|e| Error::Corrupt(format!("display settings that do not encode: {e}")))
+}
+
+/// A row of `sql::SELECT_RATINGS_AS_OF`.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct AsOfRow {
+    player: String,
+    mu_after: f64,
+    sigma_after: Option<f64>,
+    rounds: i64,
+    round_id: String,
+    round_time: Option<i64>,
+}
+
+impl AsOfRow {
+    /// The player as they stood.
+    pub(super) fn into_rated(self) -> Result<RatedAsOf, Error> {
+        Ok(RatedAsOf {
+            player: self.player,
+            rating: Rating {
+                mu: self.mu_after,
+                sigma: self.sigma_after,
+            },
+            rounds: to_u64(self.rounds, "rounds")?,
+            last_round_id: self.round_id,
+            last_round_time: self.round_time,
+        })
+    }
 }
 
 /// A row of `sql::SELECT_POOL_PROGRESS`.

@@ -111,5 +111,15 @@ pub(super) const SELECT_HISTORY: &str = "
     WHERE h.pool = $1 AND h.player = $2 AND h.seq < $3
     ORDER BY h.seq DESC LIMIT $4";
 
+/// Every player of pool `$1` as they stood right after the round at seq `$2`: their latest
+/// history row up to it, how many rounds they had played, and that row's round.
+pub(super) const SELECT_RATINGS_AS_OF: &str = "
+    SELECT h.player, h.mu_after, h.sigma_after, l.rounds, r.id AS round_id, r.round_time
+    FROM (SELECT player, MAX(seq) AS seq, COUNT(*) AS rounds FROM history
+          WHERE pool = $1 AND seq <= $2 GROUP BY player) l
+    JOIN history h ON h.pool = $1 AND h.player = l.player AND h.seq = l.seq
+    JOIN rounds r ON r.pool = $1 AND r.seq = l.seq
+    ORDER BY h.player";
+
 /// Rounds queued in every pool.
 pub(super) const COUNT_QUEUED: &str = "SELECT count(*) FROM rounds WHERE status = 'queued'";

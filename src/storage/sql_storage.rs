@@ -13,11 +13,11 @@ use tracing::instrument;
 
 use super::rows::{
     content_hash, display_column, history_page, join_players, params_columns, repost_outcome,
-    to_u64, FactorRow, HistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow,
-    ResultRow, RoundRow,
+    to_u64, AsOfRow, FactorRow, HistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow,
+    ProgressRow, ResultRow, RoundRow,
 };
 use super::{
-    sql, AppliedRound, Enqueued, Error, HistoryPage, PoolInfo, PoolProgress, PoolWrite,
+    sql, AppliedRound, AsOf, Enqueued, Error, HistoryPage, PoolInfo, PoolProgress, PoolWrite,
     QueuedRound, RoundOutcome, RoundRecord, RoundStatus, Storage, StoredPlayer,
 };
 use crate::display::Display;
@@ -158,6 +158,7 @@ where
     for<'r> PlayerRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> FactorRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> HistoryRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> AsOfRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
 {
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
     async fn put_pool(&self, name: &str, params: &SystemParams) -> Result<PoolWrite, Error> {
@@ -395,6 +396,33 @@ where
         };
         tx.commit().await?;
         row.into_record(results).map(Some)
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.id = %round))]
+    async fn ratings_as_of(&self, pool: &str, round: &str) -> Result<AsOf, Error> {
+        let mut tx = D::begin_snapshot(&self.pool).await?;
+        let Some(row): Option<RoundRow> = sqlx::query_as(sql::SELECT_ROUND)
+            .bind(pool)
+            .bind(round)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            return Ok(AsOf::NoSuchRound);
+        };
+        let status = row.status()?;
+        if status != RoundStatus::Applied {
+            return Ok(AsOf::NotApplied(status));
+        }
+        let rows: Vec<AsOfRow> = sqlx::query_as(sql::SELECT_RATINGS_AS_OF)
+            .bind(pool)
+            .bind(row.seq)
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        rows.into_iter()
+            .map(AsOfRow::into_rated)
+            .collect::<Result<_, _>>()
+            .map(AsOf::Ratings)
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, player.id = %player))]

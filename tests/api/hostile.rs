@@ -1172,6 +1172,18 @@ fn display_cases() -> Vec<Case> {
             "invalid_matchmaking",
             "team_size",
         ),
+        Case::new(
+            "a leaderboard as of a round that does not exist",
+            get(&format!("{LEADERBOARD}?as_of=nope")),
+            StatusCode::NOT_FOUND,
+            "round_not_found",
+            None,
+        ),
+        bad_query(
+            "a player as of a round still queued",
+            "/v1/pools/main/players/ann?as_of=r4",
+            "as_of",
+        ),
         bad_query(
             "an established filter that is not a boolean",
             &format!("{LEADERBOARD}?established=maybe"),

@@ -1,7 +1,7 @@
 //! API tests: every route, status code and error of the HTTP API, called in process through
 //! `api::app(state)` with `tower::ServiceExt::oneshot` ([`support::TestApp`]). Each test gets
-//! its own SQLite database in a temporary directory; the tests in [`backends`], [`bounds`] and
-//! [`display`] run on Postgres too (`backend_tests!`; SKIPPED when the server is unreachable,
+//! its own SQLite database in a temporary directory; the tests in [`backends`], [`bounds`],
+//! [`display`] and [`as_of`] run on Postgres too (`backend_tests!`; SKIPPED when the server is unreachable,
 //! unless `CI` is set). No background worker runs: tests apply queued rounds by stepping
 //! `worker::process_next`.
 //!
@@ -17,6 +17,7 @@
 #[path = "../common/db.rs"]
 mod db;
 
+mod as_of;
 mod auth;
 mod backends;
 mod bounds;

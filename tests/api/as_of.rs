@@ -1,0 +1,106 @@
+//! `?as_of=ROUND_ID` on a player and on the leaderboard, on both backends: what the pool
+//! showed right after an applied round, rebuilt from history rows, equals what it answered
+//! at the time.
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::support::{round, round_at, TestApp, POOL};
+
+backend_tests!(
+    as_of_reads_answer_what_the_pool_showed_right_after_the_round,
+    as_of_names_an_applied_round_of_the_pool,
+);
+
+async fn get(app: &TestApp, uri: &str) -> Value {
+    app.get(uri)
+        .await
+        .assert_status(StatusCode::OK, uri)
+        .clone()
+}
+
+async fn as_of_reads_answer_what_the_pool_showed_right_after_the_round(app: TestApp) {
+    app.create_pool(POOL).await;
+    app.play([
+        round_at("r1", "2026-01-01T00:00:00Z", &["a", "b", "c"]),
+        round("r2", &["c", "a", "d"]),
+    ])
+    .await;
+    let reads = [
+        "/v1/pools/main/players/a",
+        "/v1/pools/main/players/c",
+        "/v1/pools/main/leaderboard",
+        "/v1/pools/main/leaderboard?order=conservative&limit=2",
+        "/v1/pools/main/leaderboard?around=a&limit=1",
+    ];
+    let mut then = Vec::new();
+    for uri in reads {
+        then.push(get(&app, uri).await);
+    }
+    app.play([round("r3", &["d", "b", "a", "e"])]).await;
+    for (uri, answer) in reads.iter().zip(&then) {
+        let joiner = if uri.contains('?') { '&' } else { '?' };
+        let past = get(&app, &format!("{uri}{joiner}as_of=r2")).await;
+        assert_eq!(&past, answer, "{uri} as of r2");
+        let now = get(&app, &format!("{uri}{joiner}as_of=r3")).await;
+        assert_eq!(now, get(&app, uri).await, "{uri} as of the newest round");
+    }
+    let first = get(&app, "/v1/pools/main/players/b?as_of=r1").await;
+    assert_eq!(
+        (first["rounds"].as_u64(), first["mu"].as_f64().is_some()),
+        (Some(1), true)
+    );
+    assert_eq!(
+        first["last_round"],
+        json!({"id": "r1", "time": "2026-01-01T00:00:00Z"})
+    );
+    app.get("/v1/pools/main/players/e?as_of=r2")
+        .await
+        .assert_error(
+            StatusCode::NOT_FOUND,
+            "player_not_found",
+            None,
+            "e had not played by r2",
+        );
+    put_provisional(&app).await;
+    let established = get(&app, "/v1/pools/main/leaderboard?established=true&as_of=r1").await;
+    assert_eq!(established["total"], 0, "everyone had one round after r1");
+    let established = get(&app, "/v1/pools/main/leaderboard?established=true&as_of=r2").await;
+    assert_eq!(established["total"], 2, "a and c had two");
+}
+
+async fn put_provisional(app: &TestApp) {
+    app.send(
+        axum::http::Method::PUT,
+        "/v1/pools/main/display",
+        Some(crate::support::ADMIN_KEY),
+        crate::support::Payload::Json(json!({"provisional": {"min_rounds": 2}})),
+    )
+    .await
+    .assert_status(StatusCode::OK, "display");
+}
+
+async fn as_of_names_an_applied_round_of_the_pool(app: TestApp) {
+    app.create_pool(POOL).await;
+    app.play([round("r1", &["a", "b"])]).await;
+    app.queue_round(round("r2", &["b", "a"])).await;
+    for uri in [
+        "/v1/pools/main/players/a?as_of=nope",
+        "/v1/pools/main/leaderboard?as_of=nope",
+    ] {
+        app.get(uri)
+            .await
+            .assert_error(StatusCode::NOT_FOUND, "round_not_found", None, uri);
+    }
+    for uri in [
+        "/v1/pools/main/players/a?as_of=r2",
+        "/v1/pools/main/leaderboard?as_of=r2",
+    ] {
+        app.get(uri).await.assert_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            Some("as_of"),
+            uri,
+        );
+    }
+}
