@@ -12,6 +12,7 @@
 pub mod auth;
 pub mod display;
 pub mod error;
+pub mod export;
 pub mod health;
 pub mod json;
 pub mod leaderboard;

@@ -25,7 +25,7 @@ use crate::wire::{FieldError, RoundRequest};
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(create_round))
+        .routes(routes!(create_round, super::export::list_rounds))
         .routes(routes!(get_round))
 }
 

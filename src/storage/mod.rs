@@ -266,6 +266,17 @@ pub struct RoundResult {
     pub change: RatingChange,
 }
 
+/// An applied round as it was accepted ([`Storage::applied_rounds`]).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct AppliedRecord {
+    /// Its place in the pool's order.
+    pub seq: i64,
+    /// Its id.
+    pub id: String,
+    /// Its canonical JSON body: one line of the JSON Lines round format.
+    pub body: String,
+}
+
 /// A player as they stood right after some round ([`Storage::ratings_as_of`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RatedAsOf {
@@ -344,6 +355,14 @@ pub trait Storage: Send + Sync + 'static {
     /// Sets pool `name`'s display settings; [`Error::PoolNotFound`] if there is no such pool.
     /// They may change at any time: what they show is derived from the stored ratings.
     async fn put_display(&self, name: &str, display: &Display) -> Result<(), Error>;
+
+    /// Up to `limit` applied rounds of `pool` after seq `after`, in the order they were applied.
+    async fn applied_rounds(
+        &self,
+        pool: &str,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<AppliedRecord>, Error>;
 
     /// Every player of `pool` as they stood right after its round `round`, from the history
     /// rows (one read snapshot): O(history rows up to that round).

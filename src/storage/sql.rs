@@ -121,5 +121,11 @@ pub(super) const SELECT_RATINGS_AS_OF: &str = "
     JOIN rounds r ON r.pool = $1 AND r.seq = l.seq
     ORDER BY h.player";
 
+/// Up to `$3` applied rounds of pool `$1` after seq `$2`, in order.
+pub(super) const SELECT_APPLIED_ROUNDS: &str = "
+    SELECT seq, id, body FROM rounds
+    WHERE pool = $1 AND status = 'applied' AND seq > $2
+    ORDER BY seq LIMIT $3";
+
 /// Rounds queued in every pool.
 pub(super) const COUNT_QUEUED: &str = "SELECT count(*) FROM rounds WHERE status = 'queued'";

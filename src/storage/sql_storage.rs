@@ -17,8 +17,8 @@ use super::rows::{
     ProgressRow, ResultRow, RoundRow,
 };
 use super::{
-    sql, AppliedRound, AsOf, Enqueued, Error, HistoryPage, PoolInfo, PoolProgress, PoolWrite,
-    QueuedRound, RoundOutcome, RoundRecord, RoundStatus, Storage, StoredPlayer,
+    sql, AppliedRecord, AppliedRound, AsOf, Enqueued, Error, HistoryPage, PoolInfo, PoolProgress,
+    PoolWrite, QueuedRound, RoundOutcome, RoundRecord, RoundStatus, Storage, StoredPlayer,
 };
 use crate::display::Display;
 use crate::engine::SystemParams;
@@ -159,6 +159,7 @@ where
     for<'r> FactorRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> HistoryRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> AsOfRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> AppliedRecord: sqlx::FromRow<'r, <D::Db as Database>::Row>,
 {
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
     async fn put_pool(&self, name: &str, params: &SystemParams) -> Result<PoolWrite, Error> {
@@ -396,6 +397,21 @@ where
         };
         tx.commit().await?;
         row.into_record(results).map(Some)
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
+    async fn applied_rounds(
+        &self,
+        pool: &str,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<AppliedRecord>, Error> {
+        Ok(sqlx::query_as(sql::SELECT_APPLIED_ROUNDS)
+            .bind(pool)
+            .bind(after)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.id = %round))]

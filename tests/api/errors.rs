@@ -59,10 +59,10 @@ async fn a_method_a_route_does_not_take_returns_405_as_json_with_allow() {
             "posting to the pool list",
         ),
         (
-            Method::GET,
+            Method::DELETE,
             "/v1/pools/main/rounds",
-            &["POST"][..],
-            "listing rounds",
+            &["GET", "POST"][..],
+            "deleting the round list",
         ),
         (
             Method::PUT,

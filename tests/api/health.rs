@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::support::{round, Payload, TestApp, ADMIN_KEY, POOL};
 
 /// Every route of the API, as `METHOD path`.
-const ROUTES: [&str; 19] = [
+const ROUTES: [&str; 20] = [
     "GET /healthz",
     "GET /readyz",
     "GET /openapi.json",
@@ -19,6 +19,7 @@ const ROUTES: [&str; 19] = [
     "GET /v1/pools/{pool}/display",
     "PUT /v1/pools/{pool}/display",
     "POST /v1/pools/{pool}/rounds",
+    "GET /v1/pools/{pool}/rounds",
     "GET /v1/pools/{pool}/rounds/{id}",
     "GET /v1/pools/{pool}/players",
     "GET /v1/pools/{pool}/players/{player}",

@@ -1,7 +1,7 @@
 //! API tests: every route, status code and error of the HTTP API, called in process through
 //! `api::app(state)` with `tower::ServiceExt::oneshot` ([`support::TestApp`]). Each test gets
 //! its own SQLite database in a temporary directory; the tests in [`backends`], [`bounds`],
-//! [`display`] and [`as_of`] run on Postgres too (`backend_tests!`; SKIPPED when the server is unreachable,
+//! [`display`], [`as_of`] and [`export`] run on Postgres too (`backend_tests!`; SKIPPED when the server is unreachable,
 //! unless `CI` is set). No background worker runs: tests apply queued rounds by stepping
 //! `worker::process_next`.
 //!
@@ -23,6 +23,7 @@ mod backends;
 mod bounds;
 mod display;
 mod errors;
+mod export;
 mod health;
 mod hostile;
 mod leaderboard;

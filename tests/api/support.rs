@@ -222,6 +222,34 @@ impl TestApp {
         self.send_request(request).await
     }
 
+    /// `GET uri` with `accept`: the status, the content type and the body as text.
+    pub async fn get_text(&self, uri: &str, accept: &str) -> (StatusCode, String, String) {
+        let request = Request::builder()
+            .uri(uri)
+            .header(header::ACCEPT, accept)
+            .body(Body::empty())
+            .expect("a valid request");
+        let response = self
+            .router
+            .clone()
+            .oneshot(request)
+            .await
+            .expect("the router is infallible");
+        let (parts, body) = response.into_parts();
+        let bytes = body.collect().await.expect("read the body").to_bytes();
+        let content_type = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        (
+            parts.status,
+            content_type,
+            String::from_utf8(bytes.to_vec()).expect("UTF-8"),
+        )
+    }
+
     /// Sends a request built by the caller.
     pub async fn send_request(&self, request: Request<Body>) -> TestResponse {
         let response = self

@@ -1,0 +1,165 @@
+//! `GET /v1/pools/{pool}/rounds`: the applied rounds in the order they were applied, as they
+//! were accepted, so that a pool can be replayed or moved elsewhere. A page at a time as JSON,
+//! or with `Accept: application/x-ndjson` every one of them as JSON Lines (the round format
+//! `replay` reads and `POST …/rounds` takes), streamed as they are read.
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use tokio::io::AsyncWriteExt;
+use tokio_util::io::ReaderStream;
+use utoipa::{IntoParams, ToSchema};
+
+use super::auth::{Authorized, Read};
+use super::error::{Error, ErrorResponse};
+use super::players::limit;
+use super::pool_of;
+use super::query::QueryParams;
+use crate::state::AppState;
+use crate::storage::Storage;
+
+/// Rounds per page when `limit` is not given.
+const DEFAULT_LIMIT: u32 = 100;
+
+/// Rounds read from the database at a time while streaming.
+const STREAM_BATCH: u32 = 500;
+
+/// The media type of the streamed form.
+pub const NDJSON: &str = "application/x-ndjson";
+
+/// `?after=&limit=`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ExportQuery {
+    /// Only rounds applied after this one (a `seq`; a previous page's `next_after`).
+    after: Option<i64>,
+    /// Rounds per page (1–1000, default 100); the streamed form ignores it.
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<u32>,
+}
+
+/// One applied round.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportedRound {
+    /// Its place in the pool's order.
+    pub seq: i64,
+    /// The round as accepted (canonical form of the posted body).
+    #[schema(value_type = Object)]
+    pub round: serde_json::Value,
+}
+
+/// A page of applied rounds.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportResponse {
+    /// The rounds, in the order they were applied.
+    pub rounds: Vec<ExportedRound>,
+    /// Pass as `after` for the next page; `null` on the last page.
+    pub next_after: Option<i64>,
+}
+
+/// Whether the client asked for the JSON Lines form.
+fn wants_ndjson(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|media| media.split(';').next().is_some_and(|m| m.trim() == NDJSON))
+}
+
+/// The pool's applied rounds in order, a page at a time, or all of them as JSON Lines with
+/// `Accept: application/x-ndjson`.
+#[utoipa::path(get, path = "/v1/pools/{pool}/rounds", tag = "rounds",
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
+        ExportQuery),
+    responses((status = 200, body = ExportResponse,
+            description = "A page; with `Accept: application/x-ndjson`, every round as one JSON line"),
+        (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
+        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
+        (status = 503, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+pub(super) async fn list_rounds(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    QueryParams(query): QueryParams<ExportQuery>,
+    headers: HeaderMap,
+) -> Result<Response, Error> {
+    let limit = limit(query.limit, DEFAULT_LIMIT)?;
+    let pool = pool_of(&state, &pool)?;
+    let after = query.after.unwrap_or(0);
+    if wants_ndjson(&headers) {
+        // Read the first batch before answering, so that a database error is a proper status.
+        let first = state
+            .storage
+            .applied_rounds(pool.name(), after, STREAM_BATCH)
+            .await?;
+        let body = stream(
+            std::sync::Arc::clone(&state.storage),
+            pool.name().to_owned(),
+            first,
+        );
+        let mut response = body.into_response();
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(NDJSON));
+        return Ok(response);
+    }
+    // One row more than asked tells whether a later page exists.
+    let mut rows = state
+        .storage
+        .applied_rounds(pool.name(), after, limit + 1)
+        .await?;
+    let next_after = (rows.len() > limit as usize).then(|| rows[limit as usize - 1].seq);
+    rows.truncate(limit as usize);
+    let rounds = rows
+        .into_iter()
+        .map(|row| {
+            let round = serde_json::from_str(&row.body).map_err(|error| {
+                tracing::error!(error = %error, round.id = row.id, "a stored round does not parse");
+                Error::Internal
+            })?;
+            Ok(ExportedRound {
+                seq: row.seq,
+                round,
+            })
+        })
+        .collect::<Result<_, Error>>()?;
+    Ok(Json(ExportResponse { rounds, next_after }).into_response())
+}
+
+/// Every applied round from `first` on, one per line, written into a pipe by a task that
+/// reads the database a batch at a time; the body reads the other end. A database error
+/// midway ends the body early (the client sees a truncated stream, and may resume with
+/// `after` set to the last `seq` it received).
+fn stream(
+    storage: std::sync::Arc<dyn Storage>,
+    pool: String,
+    first: Vec<crate::storage::AppliedRecord>,
+) -> Body {
+    let (reader, mut writer) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        let mut batch = first;
+        while let Some(last) = batch.last().map(|row| row.seq) {
+            for row in &batch {
+                let line = format!("{}\n", row.body);
+                if writer.write_all(line.as_bytes()).await.is_err() {
+                    // The client went away.
+                    return;
+                }
+            }
+            match storage.applied_rounds(&pool, last, STREAM_BATCH).await {
+                Ok(next) => batch = next,
+                Err(error) => {
+                    tracing::error!(error = %error, "the round export stopped");
+                    return;
+                }
+            }
+        }
+        let _ = writer.shutdown().await;
+    });
+    Body::from_stream(ReaderStream::new(reader))
+}
