@@ -7,7 +7,8 @@
 //! [`query`] (request parsing with errors that name the field), [`request_id`] (the id every
 //! answer and log line of a request carries), `openapi` (the document's
 //! header, the errors every route can give, `/openapi.json`), then one module per resource:
-//! [`pools`], [`rounds`], [`players`], [`leaderboard`], [`predictions`], [`health`].
+//! [`pools`], [`display`], [`rounds`] and [`export`], [`players`], [`leaderboard`],
+//! [`predictions`], [`matchmaking`], [`health`].
 
 pub mod auth;
 pub mod display;
