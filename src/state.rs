@@ -156,7 +156,7 @@ impl AppState {
                 }
             },
         };
-        pool.publish_shared(Arc::clone(&next));
+        drop(pool.publish(Arc::clone(&next)));
         Ok(next)
     }
 

@@ -347,6 +347,19 @@ impl Leaderboard {
         (places.get(index).is_some_and(|p| &*p.player == player)).then_some(index)
     }
 
+    /// 0-based index among those `filter` lists of `player`, rated `rating`; `None` if they
+    /// are not there.
+    #[must_use]
+    pub fn position_of(
+        &self,
+        order: Order,
+        filter: Filter,
+        rating: Rating,
+        player: &str,
+    ) -> Option<usize> {
+        self.index_of(order, filter, order.key(self.k, rating), player)
+    }
+
     /// Up to `limit` places from 0-based `start`.
     pub fn page(
         &self,

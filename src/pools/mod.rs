@@ -149,10 +149,13 @@ impl PoolState {
     }
 
     fn standing(&self, state: &SystemState) -> Standing {
-        let rating = state.rating();
+        self.standing_of(state.rating(), state.rounds())
+    }
+
+    fn standing_of(&self, rating: engine::Rating, rounds: u64) -> Standing {
         Standing {
             rating,
-            established: !self.display.provisional(state.rounds(), rating),
+            established: !self.display.provisional(rounds, rating),
         }
     }
 
@@ -186,13 +189,7 @@ impl PoolState {
         for r in rated {
             spread.add(r.rating.mu);
             let player: Arc<str> = Arc::from(r.player);
-            standings.push((
-                Arc::clone(&player),
-                Standing {
-                    rating: r.rating,
-                    established: !self.display.provisional(r.rounds, r.rating),
-                },
-            ));
+            standings.push((Arc::clone(&player), self.standing_of(r.rating, r.rounds)));
             let last_round = LastRound {
                 id: Arc::from(r.last_round_id),
                 time: r.last_round_time,
@@ -281,8 +278,7 @@ impl PoolState {
     #[must_use]
     pub fn index_of(&self, order: Order, filter: Filter, id: &str) -> Option<usize> {
         let rating = self.belief(id)?.rating();
-        let key = order.key(self.display.conservative_k, rating);
-        self.leaderboard.index_of(order, filter, key, id)
+        self.leaderboard.position_of(order, filter, rating, id)
     }
 
     /// Every rated player's state and last round, by id.
@@ -357,8 +353,7 @@ impl AsOfBoard {
     #[must_use]
     pub fn index_of(&self, order: Order, filter: Filter, id: &str) -> Option<usize> {
         let (rating, _, _) = self.players.get(id)?;
-        let key = order.key(self.display.conservative_k, *rating);
-        self.leaderboard.index_of(order, filter, key, id)
+        self.leaderboard.position_of(order, filter, *rating, id)
     }
 }
 
@@ -401,13 +396,8 @@ impl Pool {
     /// Makes `state` the snapshot that reads see, and returns the one it replaces (readers may
     /// still hold it). Only the holder of the pool's [`turn`](Self::turn) publishes, so no
     /// change is lost between reading the current snapshot and replacing it.
-    pub fn publish(&self, state: PoolState) -> Arc<PoolState> {
-        self.state.swap(Arc::new(state))
-    }
-
-    /// Like [`Pool::publish`], for a snapshot the caller keeps too.
-    pub fn publish_shared(&self, state: Arc<PoolState>) {
-        drop(self.state.swap(state));
+    pub fn publish(&self, state: impl Into<Arc<PoolState>>) -> Arc<PoolState> {
+        self.state.swap(state.into())
     }
 
     /// Tells the worker a round may be waiting.

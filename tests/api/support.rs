@@ -12,7 +12,7 @@ use std::io::Write;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
@@ -229,14 +229,7 @@ impl TestApp {
             .header(header::ACCEPT, accept)
             .body(Body::empty())
             .expect("a valid request");
-        let response = self
-            .router
-            .clone()
-            .oneshot(request)
-            .await
-            .expect("the router is infallible");
-        let (parts, body) = response.into_parts();
-        let bytes = body.collect().await.expect("read the body").to_bytes();
+        let (parts, bytes) = self.call(request).await;
         let content_type = parts
             .headers
             .get(header::CONTENT_TYPE)
@@ -250,8 +243,8 @@ impl TestApp {
         )
     }
 
-    /// Sends a request built by the caller.
-    pub async fn send_request(&self, request: Request<Body>) -> TestResponse {
+    /// The router's answer to `request`: its head and its whole body.
+    async fn call(&self, request: Request<Body>) -> (axum::http::response::Parts, Bytes) {
         let response = self
             .router
             .clone()
@@ -259,7 +252,15 @@ impl TestApp {
             .await
             .expect("the router is infallible");
         let (parts, body) = response.into_parts();
-        let bytes = body.collect().await.expect("read the body").to_bytes();
+        (
+            parts,
+            body.collect().await.expect("read the body").to_bytes(),
+        )
+    }
+
+    /// Sends a request built by the caller.
+    pub async fn send_request(&self, request: Request<Body>) -> TestResponse {
+        let (parts, bytes) = self.call(request).await;
         let body = if bytes.is_empty() {
             Value::Null
         } else {
