@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use mmr_service::api::predictions::MAX_ENTRANTS;
-use mmr_service::display::Display;
+use mmr_service::display::{Display, Placement};
 use mmr_service::engine::matchmaking::{matchmake, Waiting};
 use mmr_service::engine::predict::{
     expected_ranks, first_place_probabilities, match_quality, pairwise_matrix,
@@ -18,7 +18,7 @@ use mmr_service::engine::predict::{
 use mmr_service::engine::{
     EloMmr, Params, Performance, PlayerState, RatingSystem, SystemParams, SystemState,
 };
-use mmr_service::pools::{LastRound, PoolState};
+use mmr_service::pools::{LastRound, Played, PoolState};
 use mmr_service::storage::StoredPlayer;
 
 /// Players in the pool that rounds are published into.
@@ -87,29 +87,74 @@ fn publishing(c: &mut Criterion) {
             state: spread_player(&params, &mut rng),
             last_round_id: "r0".to_owned(),
             last_round_time: None,
+            league: None,
         })
         .collect();
-    let pool = Arc::new(
-        PoolState::load(params.into(), Display::default(), stored, 1).expect("valid parameters"),
-    );
+    // Five leagues of divisions of 100, every player placed as placement would place them.
+    let leagues: Display = serde_json::from_value(serde_json::json!({"leagues": {
+        "tiers": [{"name": "bronze"}, {"name": "silver", "threshold": 1200},
+            {"name": "gold", "threshold": 1700}, {"name": "platinum", "threshold": 2200},
+            {"name": "master", "threshold": 2700}]}}))
+    .expect("valid settings");
+    let settings = leagues.leagues.as_ref().expect("leagues");
+    let mut seated = vec![0u32; settings.tiers.len()];
+    let placed = stored
+        .iter()
+        .map(|p| {
+            let league = settings
+                .next_league(None, p.state.rating(), 1)
+                .expect("placed");
+            seated[league] += 1;
+            let placement = Placement {
+                league: Arc::from(settings.tiers[league].name.as_str()),
+                division: seated[league].div_ceil(settings.division_size),
+            };
+            StoredPlayer {
+                league: Some(placement),
+                ..p.clone()
+            }
+        })
+        .collect();
+    let pools = [
+        ("", Display::default(), stored),
+        (" with leagues", leagues, placed),
+    ];
     let mut group = c.benchmark_group("publish a round into a pool of 1,000,000 players");
+    for (label, display, stored) in pools {
+        let pool =
+            Arc::new(PoolState::load(params.into(), display, stored, 1).expect("valid parameters"));
+        publish_rounds(&mut group, &pool, label, &params, &mut rng);
+    }
+    group.finish();
+}
+
+/// Benchmarks publishing rounds of 10 to 10,000 entrants into `pool`.
+fn publish_rounds(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    pool: &Arc<PoolState>,
+    label: &str,
+    params: &Params,
+    rng: &mut Lcg,
+) {
     for entrants in [10, 1_000, 10_000] {
         let last = LastRound {
             id: Arc::from("r1"),
             time: None,
         };
-        let round: Vec<(String, SystemState, LastRound)> = (0..entrants)
-            .map(|i| {
-                let player = format!("player-{:07}", (i * 7919) % POOL_PLAYERS);
-                (player, spread_player(&params, &mut rng), last.clone())
+        let round: Vec<Played> = (0..entrants)
+            .map(|i| Played {
+                player: format!("player-{:07}", (i * 7919) % POOL_PLAYERS),
+                rank: i as u64 + 1,
+                state: spread_player(params, rng),
+                last_round: last.clone(),
             })
             .collect();
-        group.bench_function(format!("{entrants} entrants"), |b| {
+        group.bench_function(format!("{entrants} entrants{label}"), |b| {
             b.iter_batched(
                 || round.clone(),
                 |round| {
                     // What the worker does: derive the next snapshot from the current one.
-                    let mut next = PoolState::clone(&pool);
+                    let mut next = PoolState::clone(pool);
                     next.apply(round);
                     next
                 },
@@ -117,7 +162,6 @@ fn publishing(c: &mut Criterion) {
             );
         });
     }
-    group.finish();
 }
 
 fn matchmaking(c: &mut Criterion) {

@@ -4,12 +4,13 @@
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{Overrides, Settings};
+use crate::display::Display;
 use crate::engine::metrics::Opponents;
 use crate::engine::{
     CodeforcesParams, EloParams, Glicko2Params, Params, SystemParams, TopcoderParams,
@@ -66,9 +67,14 @@ pub struct ReplayArgs {
     /// The rounds: a JSON Lines file, or a directory with `--input-format elo-mmr-dir`.
     #[arg(long)]
     pub input: PathBuf,
-    /// Write the final ratings here as CSV `player,mu,sigma,rounds`, sorted by player.
+    /// Write the final ratings here as CSV `player,mu,sigma,rounds`, sorted by player (with
+    /// `--display`, also `conservative,display_rating,provisional,league,division`).
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// A pool's display settings, as `PUT /v1/pools/{pool}/display` takes them (JSON): its
+    /// leagues are followed round by round, as the service follows them.
+    #[arg(long, value_name = "FILE")]
+    pub display: Option<PathBuf>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -373,7 +379,20 @@ fn run_serve(args: &ServeArgs) -> anyhow::Result<()> {
     })
 }
 
+/// The display settings in `path`, validated.
+fn read_display(path: &Path) -> anyhow::Result<Display> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let display: Display = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not display settings", path.display()))?;
+    display
+        .validate()
+        .with_context(|| format!("{}: invalid display settings", path.display()))?;
+    Ok(display)
+}
+
 fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
+    let display = args.display.as_deref().map(read_display).transpose()?;
     let options = replay::Options {
         input: args.input.clone(),
         format: args.input_format,
@@ -381,10 +400,12 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         min_history: args.min_history,
         opponents: args.metric_opponents,
         progress: std::io::stderr().is_terminal(),
+        display,
     };
     let outcome = replay::run(&options)?;
     if let Some(path) = &args.output {
-        replay::output::write_ratings(&outcome.population, path)?;
+        let shown = options.display.as_ref().map(|d| (d, &outcome.leagues));
+        replay::output::write_ratings(&outcome.population, shown, path)?;
     }
     if args.json {
         let json = serde_json::to_string(&outcome.summary).context("serializing the summary")?;

@@ -12,11 +12,12 @@ use tokio_util::task::TaskTracker;
 
 use crate::compute::Compute;
 use crate::config::{ParamsOverrides, Settings};
-use crate::display::Display;
+use crate::display::leagues::{recompute, Entrant, HistoryPoint};
+use crate::display::{Display, LeagueTable, Leagues};
 use crate::engine::{self, SystemParams};
 use crate::pools::{Pool, PoolState, Pools};
 use crate::rate_limit::RateLimits;
-use crate::storage::{self, Enqueued, PoolWrite, Storage};
+use crate::storage::{self, Enqueued, LeagueHistory, PoolWrite, Recomputed, Storage};
 use crate::worker;
 
 /// Shared by every handler and worker; cheap to clone.
@@ -136,26 +137,47 @@ impl AppState {
     /// stored and this request end before the snapshot is published (a dropped connection, a
     /// panic), the worker finds at its next step that memory's settings differ from the stored
     /// ones and publishes them itself.
+    ///
+    /// New leagues are state: every player's league is recomputed from the history rows
+    /// (no re-rating) and stored with the settings in one transaction.
     pub async fn put_display(
         &self,
         pool: &Pool,
         display: Display,
     ) -> Result<Arc<PoolState>, storage::Error> {
         let _turn = pool.turn().await;
-        self.storage.put_display(pool.name(), &display).await?;
         let current = pool.read();
-        let next = match tokio::task::spawn_blocking(move || current.with_display(display)).await {
-            Ok(next) => Arc::new(next),
-            // A panic (a bug) goes on as the request's panic: a 500.
-            Err(error) => match error.try_into_panic() {
-                Ok(panic) => std::panic::resume_unwind(panic),
-                Err(error) => {
-                    return Err(storage::Error::Corrupt(format!(
-                        "re-sorting the leaderboards was cancelled: {error}"
-                    )))
-                }
-            },
+        if display.leagues == current.display().leagues {
+            self.storage.put_display(pool.name(), &display).await?;
+            let next = Arc::new(blocking(move || current.with_display(display)).await?);
+            drop(pool.publish(Arc::clone(&next)));
+            return Ok(next);
+        }
+        // Another process may apply a round between the read and the write: then again.
+        let mut attempts = 0;
+        let (recomputed, table) = loop {
+            attempts += 1;
+            let history = self.storage.league_rows(pool.name()).await?;
+            let leagues = display.leagues.clone();
+            let (recomputed, table) =
+                blocking(move || recompute_leagues(leagues.as_ref(), history)).await?;
+            match self
+                .storage
+                .put_leagues(pool.name(), &display, &recomputed)
+                .await
+            {
+                Err(storage::Error::Stale { .. }) if attempts < 3 => continue,
+                Err(error) => return Err(error),
+                Ok(()) => break (recomputed, table),
+            }
         };
+        if recomputed.applied != current.applied() {
+            // Memory is behind the database (another process applied rounds): the worker
+            // reloads the pool, leagues and all, at its next step.
+            pool.wake();
+            return Ok(current);
+        }
+        let next = Arc::new(blocking(move || current.with_leagues(display, table)).await?);
         drop(pool.publish(Arc::clone(&next)));
         Ok(next)
     }
@@ -200,4 +222,58 @@ impl AppState {
         self.workers.close();
         self.workers.wait().await;
     }
+}
+
+/// Runs `work` on a blocking thread. A panic in it (a bug) goes on as the caller's panic.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, storage::Error> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(done) => Ok(done),
+        Err(error) => match error.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(error) => Err(storage::Error::Corrupt(format!(
+                "work on a blocking thread was cancelled: {error}"
+            ))),
+        },
+    }
+}
+
+/// Every player's league under `leagues`, from a pool's history: what to store, and the
+/// table to publish.
+fn recompute_leagues(
+    leagues: Option<&Leagues>,
+    history: LeagueHistory,
+) -> (Recomputed, LeagueTable) {
+    let points: Vec<HistoryPoint<'_>> = history
+        .rows
+        .iter()
+        .map(|row| HistoryPoint {
+            round: row.seq,
+            entrant: Entrant {
+                player: &row.player,
+                rank: row.rank,
+                rating: row.rating,
+                rounds: 0,
+            },
+        })
+        .collect();
+    let (table, moves) = recompute(leagues, &points);
+    let rows = history
+        .rows
+        .iter()
+        .zip(moves)
+        .filter(|(_, moved)| moved.before.is_some() || moved.after.is_some())
+        .map(|(row, moved)| (row.player.clone(), row.seq, moved))
+        .collect();
+    let players = table
+        .placements()
+        .map(|(player, placement)| (player.to_string(), placement))
+        .collect();
+    let recomputed = Recomputed {
+        applied: history.applied,
+        rows,
+        players,
+    };
+    (recomputed, table)
 }

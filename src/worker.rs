@@ -18,8 +18,9 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 use tracing::{info_span, Instrument};
 
+use crate::display::LeagueMove;
 use crate::engine::{Applied, Beliefs, Round, SystemState};
-use crate::pools::{LastRound, Pool, PoolState};
+use crate::pools::{LastRound, Played, Pool, PoolState};
 use crate::storage::{self, AppliedEntrant, AppliedRound, QueuedRound, RoundOutcome, Storage};
 use crate::wire::RoundRequest;
 
@@ -60,7 +61,11 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
         .context("reading the pool")?
         .with_context(|| format!("pool `{}` disappeared", pool.name()))?;
     let state = pool.read();
-    if progress.applied != state.applied() || progress.params != *state.system() {
+    if progress.applied != state.applied()
+        || progress.params != *state.system()
+        || progress.display.leagues != state.display().leagues
+    {
+        // Leagues are state too: new ones were recomputed in the database.
         return reload(storage, pool).await;
     }
     if progress.display != *state.display() {
@@ -213,18 +218,26 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>) -> Batch {
                 }
             });
             let outcome = match outcome {
-                Ok(applied) => {
+                Ok(mut applied) => {
                     let last = LastRound {
                         id: Arc::from(queued.id.as_str()),
                         time: applied.time,
                     };
-                    next.apply(
+                    let moves = next.apply(
                         applied
                             .entrants
                             .iter()
-                            .map(|e| (e.player.clone(), e.state.clone(), last.clone()))
+                            .map(|e| Played {
+                                player: e.player.clone(),
+                                rank: e.rank,
+                                state: e.state.clone(),
+                                last_round: last.clone(),
+                            })
                             .collect(),
                     );
+                    for (entrant, moved) in applied.entrants.iter_mut().zip(moves) {
+                        entrant.league = moved;
+                    }
                     entrants += applied.entrants.len();
                     Outcome::Applied(applied)
                 }
@@ -258,6 +271,7 @@ fn applied_round(round: &Round, applied: Vec<Applied>) -> AppliedRound {
                 player: standing.player.clone(),
                 rank: standing.rank,
                 change,
+                league: LeagueMove::default(),
                 state,
             })
             .collect(),

@@ -1,5 +1,6 @@
 //! `/v1/pools/{pool}/display`: how a pool shows its ratings (docs/display.md). Any reader may
 //! see the settings and what they resolve to now; an admin changes them, at any time.
+//! `/v1/pools/{pool}/leagues`: the pool's leagues with their players and divisions.
 
 use axum::extract::{Path, State};
 use axum::Json;
@@ -12,14 +13,16 @@ use super::auth::{Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::JsonBody;
 use super::pool_of;
-use crate::display::Display;
+use crate::display::{Display, Leagues};
 use crate::pools::leaderboard::Filter;
 use crate::pools::PoolState;
 use crate::state::AppState;
 
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(get_display, put_display))
+    OpenApiRouter::new()
+        .routes(routes!(get_display, put_display))
+        .routes(routes!(get_leagues))
 }
 
 /// The fixed-range rating's center and scale as derived now.
@@ -97,8 +100,68 @@ async fn put_display(
 ) -> Result<Json<DisplayResponse>, Error> {
     display
         .validate()
-        .map_err(|e| Error::invalid("invalid_display", e.field, e.to_string()))?;
+        .map_err(|e| Error::invalid("invalid_display", e.field.clone(), e.to_string()))?;
     let found = pool_of(&state, &pool)?;
     let published = state.put_display(&found, display).await?;
     Ok(Json(response(pool, &published)))
+}
+
+/// One league and how many players it holds now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LeagueResponse {
+    /// Its name.
+    pub name: String,
+    /// Its lowest rating; `null` for the lowest league.
+    pub threshold: Option<f64>,
+    /// Players placed in it.
+    pub players: u64,
+    /// Its divisions: the highest division number holding a player (a lower one may have
+    /// emptied since).
+    pub divisions: u64,
+}
+
+/// A pool's leagues, lowest first, with their counts.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LeaguesResponse {
+    /// The pool.
+    pub pool: String,
+    /// The league settings; `null` if the pool has none.
+    pub settings: Option<Leagues>,
+    /// Each league, lowest first; empty if the pool has none.
+    pub leagues: Vec<LeagueResponse>,
+    /// Rated players not placed yet (still in their placement rounds, or no leagues).
+    pub unplaced: u64,
+}
+
+/// A pool's leagues with the players and divisions of each.
+#[utoipa::path(get, path = "/v1/pools/{pool}/leagues", tag = "pools",
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
+    responses((status = 200, body = LeaguesResponse), (status = 401, body = ErrorResponse),
+        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn get_leagues(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+) -> Result<Json<LeaguesResponse>, Error> {
+    let current = pool_of(&state, &pool)?.read();
+    let settings = current.display().leagues.clone();
+    let leagues: Vec<LeagueResponse> = settings
+        .iter()
+        .flat_map(|s| &s.tiers)
+        .zip(current.league_counts())
+        .map(|(tier, count)| LeagueResponse {
+            name: tier.name.clone(),
+            threshold: tier.threshold,
+            players: count.players,
+            divisions: count.divisions,
+        })
+        .collect();
+    let placed: u64 = leagues.iter().map(|l| l.players).sum();
+    Ok(Json(LeaguesResponse {
+        pool,
+        settings,
+        leagues,
+        unplaced: (current.len() as u64).saturating_sub(placed),
+    }))
 }

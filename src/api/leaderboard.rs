@@ -17,6 +17,7 @@ use super::error::{Error, ErrorResponse};
 use super::players::limit;
 use super::pool_of;
 use super::query::QueryParams;
+use crate::display::Placement;
 use crate::engine::Beliefs;
 use crate::engine::Rating;
 use crate::pools::leaderboard::{Filter, Leaderboard, Order, Place};
@@ -32,7 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_leaderboard))
 }
 
-/// `?limit=&cursor=&around=&order=&established=&as_of=`.
+/// `?limit=&cursor=&around=&order=&established=&league=&as_of=`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct LeaderboardQuery {
@@ -48,6 +49,8 @@ pub struct LeaderboardQuery {
     order: Option<OrderParam>,
     /// `true`: leave provisional players out; positions then count established players only.
     established: Option<bool>,
+    /// A league's name: its players only; positions then count that league's players.
+    league: Option<String>,
     /// The id of an applied round: the leaderboard as it stood right after it (from history
     /// rows, O(players); shown with today's display settings).
     as_of: Option<String>,
@@ -80,6 +83,9 @@ pub struct EntryResponse {
     pub display_rating: Option<f64>,
     /// Whether the player is still provisional.
     pub provisional: bool,
+    /// The player's league and division; `null` if the pool has no leagues or has not placed
+    /// them yet.
+    pub league: Option<Placement>,
 }
 
 /// A page of the leaderboard.
@@ -87,7 +93,8 @@ pub struct EntryResponse {
 pub struct LeaderboardResponse {
     /// The places, best first.
     pub entries: Vec<EntryResponse>,
-    /// Players on the whole leaderboard (established ones only with `established=true`).
+    /// Players on the whole leaderboard (established ones only with `established=true`, the
+    /// league's only with `league`).
     pub total: u64,
     /// Pass as `cursor` for the next page; `null` on the last page.
     pub next_cursor: Option<String>,
@@ -111,13 +118,29 @@ async fn list_leaderboard(
         None | Some(OrderParam::Mu) => Order::Mu,
         Some(OrderParam::Conservative) => Order::Conservative,
     };
-    let filter = if query.established == Some(true) {
-        Filter::Established
-    } else {
-        Filter::All
-    };
     let pool = pool_of(&state, &pool)?;
     let current = pool.read();
+    let filter = match (&query.league, query.established) {
+        (Some(_), Some(true)) => {
+            return Err(Error::query(
+                "established",
+                "cannot be combined with `league`: give one filter",
+            ))
+        }
+        (Some(league), _) => {
+            let index = current
+                .display()
+                .leagues
+                .as_ref()
+                .and_then(|leagues| leagues.index(league))
+                .ok_or_else(|| {
+                    Error::query("league", format!("the pool has no league `{league}`"))
+                })?;
+            Filter::League(u16::try_from(index).unwrap_or(u16::MAX))
+        }
+        (None, Some(true)) => Filter::Established,
+        (None, _) => Filter::All,
+    };
     let past = match &query.as_of {
         Some(round) => Some(board_as_of(&state, &pool, round).await?),
         None => None,
@@ -125,13 +148,17 @@ async fn list_leaderboard(
     let (board, lookup): (&Leaderboard, Lookup<'_>) = match &past {
         Some(past) => (
             past.leaderboard(),
-            Box::new(|id: &str| past.player(id).map(|(rating, shown, _, _)| (rating, shown))),
+            Box::new(|id: &str| {
+                past.player(id)
+                    .map(|(rating, shown, _, _, league)| (rating, shown, league.cloned()))
+            }),
         ),
         None => (
             current.leaderboard(),
             Box::new(|id: &str| {
                 let belief = current.belief(id)?;
-                Some((belief.rating(), current.show(belief)))
+                let league = current.leagues().placement_of(id);
+                Some((belief.rating(), current.show(belief), league))
             }),
         ),
     };
@@ -162,8 +189,11 @@ async fn list_leaderboard(
     Ok(Json(page(board, &*lookup, order, filter, start, limit)))
 }
 
-/// A player's rating and what it shows, on the leaderboard being paged.
-type Lookup<'a> = Box<dyn Fn(&str) -> Option<(Rating, Shown)> + Send + 'a>;
+/// A player's rating, what it shows and their league.
+type Standing = (Rating, Shown, Option<Placement>);
+
+/// A player's [`Standing`] on the leaderboard being paged.
+type Lookup<'a> = Box<dyn Fn(&str) -> Option<Standing> + Send + 'a>;
 
 /// The pool as it stood right after its round `round`: 404 if there is no such round, 400
 /// naming `as_of` if it was not applied.
@@ -201,7 +231,7 @@ pub(super) async fn board_as_of(
 
 fn page(
     board: &Leaderboard,
-    lookup: &dyn Fn(&str) -> Option<(Rating, Shown)>,
+    lookup: &dyn Fn(&str) -> Option<Standing>,
     order: Order,
     filter: Filter,
     start: usize,
@@ -212,7 +242,7 @@ fn page(
         .iter()
         .enumerate()
         .filter_map(|(i, place)| {
-            let (rating, shown) = lookup(&place.player)?;
+            let (rating, shown, league) = lookup(&place.player)?;
             Some(EntryResponse {
                 position: (start + i + 1) as u64,
                 player: place.player.to_string(),
@@ -221,6 +251,7 @@ fn page(
                 conservative: shown.conservative,
                 display_rating: shown.display_rating,
                 provisional: shown.provisional,
+                league,
             })
         })
         .collect();

@@ -15,6 +15,7 @@ use super::error::{Error, ErrorResponse};
 use super::leaderboard::board_as_of;
 use super::pool_of;
 use super::query::QueryParams;
+use crate::display::Placement;
 use crate::pools::leaderboard::{Filter, Order};
 use crate::pools::PlayerRating;
 use crate::state::AppState;
@@ -63,6 +64,9 @@ pub struct PlayerResponse {
     pub rounds: u64,
     /// The last round played.
     pub last_round: RoundRef,
+    /// The player's league and division; `null` if the pool has no leagues or has not placed
+    /// them yet.
+    pub league: Option<Placement>,
 }
 
 /// Formats Unix seconds as RFC 3339.
@@ -86,6 +90,7 @@ impl From<PlayerRating> for PlayerResponse {
                 id: p.last_round.id.to_string(),
                 time: rfc3339(p.last_round.time),
             },
+            league: p.league,
         }
     }
 }
@@ -151,6 +156,10 @@ pub struct HistoryEntryResponse {
     pub sigma: Option<f64>,
     /// `mu − mu_before`.
     pub delta: f64,
+    /// The player's league before the round; `null` when not placed (or no leagues).
+    pub league_before: Option<Placement>,
+    /// Their league after it.
+    pub league_after: Option<Placement>,
 }
 
 /// A page of a player's history, newest first.
@@ -220,7 +229,7 @@ async fn get_player(
         return rating.map(|p| Json(p.into())).ok_or_else(not_found);
     };
     let past = board_as_of(&state, &pool, round).await?;
-    let (rating, shown, rounds, last_round) = past.player(&player).ok_or_else(not_found)?;
+    let (rating, shown, rounds, last_round, league) = past.player(&player).ok_or_else(not_found)?;
     let index = past
         .index_of(Order::Mu, Filter::All, &player)
         .ok_or_else(not_found)?;
@@ -233,6 +242,7 @@ async fn get_player(
             position: index + 1,
             rounds,
             last_round: last_round.clone(),
+            league: league.cloned(),
         }
         .into(),
     ))
@@ -280,6 +290,8 @@ async fn get_player_history(
                 mu: e.change.after.mu,
                 sigma: e.change.after.sigma,
                 delta: e.change.delta(),
+                league_before: e.league.before,
+                league_after: e.league.after,
             })
             .collect(),
         next_before: page.next_before,

@@ -16,6 +16,7 @@ use super::auth::{Authorized, Read, Write};
 use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
 use super::pool_of;
+use crate::display::Placement;
 use crate::engine::{Beliefs, SystemParams};
 use crate::names;
 use crate::state::AppState;
@@ -77,6 +78,10 @@ pub struct ResultResponse {
     pub sigma_after: Option<f64>,
     /// `mu_after − mu_before`.
     pub delta: f64,
+    /// The player's league before the round; `null` when not placed (or no leagues).
+    pub league_before: Option<Placement>,
+    /// Their league after it: the round may have placed, promoted or demoted them.
+    pub league_after: Option<Placement>,
 }
 
 /// The round body, as documented for clients (validation is by hand, see `wire`).
@@ -256,6 +261,8 @@ async fn get_round(
                     mu_after: r.change.after.mu,
                     sigma_before: r.change.before.sigma,
                     sigma_after: r.change.after.sigma,
+                    league_before: r.league.before,
+                    league_after: r.league.after,
                 })
                 .collect()
         }),

@@ -136,6 +136,7 @@ pub fn run(options: &Options) -> Result<Evaluation, replay::Error> {
         min_history: options.min_history,
         opponents: options.opponents,
         judged_from,
+        leagues: None,
     };
     let evaluate = |system: &SystemParams| -> Result<Row, replay::Error> {
         let chosen = match options.tuning {

@@ -3,8 +3,9 @@
 //! is a binary search, a page is a slice, and a round's k changes copy only the chunks they
 //! touch (copy on write), so the previous snapshot's lists stay as they were. Each changed
 //! player's old place is found by binary search from their old rating. When a pool has
-//! provisional players, a second pair of lists holds the established players only, so that
-//! their positions and pages cost the same.
+//! provisional players, a second pair of lists holds the established players only, and when it
+//! has leagues, one pair per league holds that league's players, so that their positions and
+//! pages cost the same.
 //! Knows nothing of HTTP or storage.
 
 use std::cmp::Ordering;
@@ -47,6 +48,17 @@ pub enum Filter {
     All,
     /// Players who are not provisional.
     Established,
+    /// Players placed in the league of this index.
+    League(u16),
+}
+
+/// Which lists a leaderboard keeps besides every player's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Kept {
+    /// The established players apart (some players may be provisional).
+    pub established: bool,
+    /// Each of this many leagues' players apart.
+    pub leagues: usize,
 }
 
 /// What a leaderboard sorts a player by.
@@ -56,6 +68,8 @@ pub struct Standing {
     pub rating: Rating,
     /// Whether the player is established (not provisional).
     pub established: bool,
+    /// The index of the player's league, if they are placed in one.
+    pub league: Option<u16>,
 }
 
 /// One place on a leaderboard: the key it is sorted by and the player. Ties on the key are
@@ -98,6 +112,12 @@ struct Places {
 }
 
 impl Places {
+    const EMPTY: Self = Self {
+        chunks: Vec::new(),
+        starts: Vec::new(),
+        len: 0,
+    };
+
     fn from_sorted(places: Vec<Place>) -> Self {
         let mut list = Self {
             chunks: places
@@ -254,8 +274,8 @@ impl Orders {
     }
 }
 
-/// Every rated player of a pool, in both orders, and the established ones apart when some
-/// are provisional. Cloning copies one pointer per chunk.
+/// Every rated player of a pool, in both orders, the established ones apart when some are
+/// provisional, and each league's apart. Cloning copies one pointer per chunk.
 #[derive(Debug, Clone)]
 pub struct Leaderboard {
     /// `k` of the conservative order.
@@ -263,34 +283,32 @@ pub struct Leaderboard {
     all: Orders,
     /// The established players; `None` when every player is.
     established: Option<Orders>,
+    /// Each league's players, lowest league first.
+    leagues: Vec<Orders>,
 }
 
 impl Default for Leaderboard {
     fn default() -> Self {
-        Self::new(DEFAULT_CONSERVATIVE_K, false)
+        Self::new(DEFAULT_CONSERVATIVE_K, Kept::default())
     }
 }
 
 impl Leaderboard {
-    /// An empty leaderboard whose conservative order is μ − `k`σ, keeping the established
-    /// players apart if `provisional` (some players may be provisional).
+    /// An empty leaderboard whose conservative order is μ − `k`σ, keeping the lists `kept`
+    /// says apart.
     #[must_use]
-    pub fn new(k: f64, provisional: bool) -> Self {
-        Self {
-            k,
-            all: Orders::default(),
-            established: provisional.then(Orders::default),
-        }
+    pub fn new(k: f64, kept: Kept) -> Self {
+        Self::from_players(k, kept, std::iter::empty())
     }
 
     /// Like [`Self::new`], holding `(player, standing)`, each player once. O(n log n).
     pub fn from_players(
         k: f64,
-        provisional: bool,
+        kept: Kept,
         players: impl Iterator<Item = (Arc<str>, Standing)>,
     ) -> Self {
         let players: Vec<(Arc<str>, Standing)> = players.collect();
-        let orders = |keep: fn(&Standing) -> bool| {
+        let orders = |keep: &dyn Fn(&Standing) -> bool| {
             let ratings: Vec<(Arc<str>, Rating)> = players
                 .iter()
                 .filter(|(_, standing)| keep(standing))
@@ -300,8 +318,13 @@ impl Leaderboard {
         };
         Self {
             k,
-            all: orders(|_| true),
-            established: provisional.then(|| orders(|standing| standing.established)),
+            all: orders(&|_| true),
+            established: kept
+                .established
+                .then(|| orders(&|standing| standing.established)),
+            leagues: (0..kept.leagues)
+                .map(|league| orders(&|standing| standing.league == Some(league as u16)))
+                .collect(),
         }
     }
 
@@ -324,8 +347,13 @@ impl Leaderboard {
     }
 
     fn orders(&self, filter: Filter) -> &Orders {
+        static NOBODY: Orders = Orders {
+            by_mu: Places::EMPTY,
+            by_conservative: Places::EMPTY,
+        };
         match (filter, &self.established) {
             (Filter::Established, Some(established)) => established,
+            (Filter::League(league), _) => self.leagues.get(usize::from(league)).unwrap_or(&NOBODY),
             _ => &self.all,
         }
     }
@@ -335,6 +363,15 @@ impl Leaderboard {
         self.all.relocate(self.k, moves, |_| true);
         if let Some(established) = &mut self.established {
             established.relocate(self.k, moves, |standing| standing.established);
+        }
+        for (league, orders) in self.leagues.iter_mut().enumerate() {
+            let league = Some(league as u16);
+            if moves
+                .iter()
+                .any(|m| m.after.league == league || m.before.is_some_and(|b| b.league == league))
+            {
+                orders.relocate(self.k, moves, |standing| standing.league == league);
+            }
         }
     }
 
@@ -394,6 +431,7 @@ mod tests {
                 sigma: Some(sigma),
             },
             established: sigma < 100.0,
+            league: Some(u16::from(mu >= 0.0)),
         }
     }
 
@@ -469,7 +507,7 @@ mod tests {
             board.update(&moves);
             let fresh = Leaderboard::from_players(
                 DEFAULT_CONSERVATIVE_K,
-                false,
+                Kept::default(),
                 current
                     .iter()
                     .map(|(p, &rating)| (Arc::from(p.as_str()), standing(rating))),
@@ -510,7 +548,8 @@ mod tests {
             rounds in prop::collection::vec(
                 prop::collection::vec((0u8..40, -50i32..50, 50u8..150), 1..15), 1..20)
         ) {
-            let mut board = Leaderboard::new(k, true);
+            let kept = Kept { established: true, leagues: 2 };
+            let mut board = Leaderboard::new(k, kept);
             let mut current = std::collections::BTreeMap::new();
             for round in rounds {
                 let mut seen = std::collections::HashSet::new();
@@ -530,11 +569,15 @@ mod tests {
                 board.update(&moves);
             }
             for order in [Order::Mu, Order::Conservative] {
-                for filter in [Filter::All, Filter::Established] {
+                for filter in [Filter::All, Filter::Established, Filter::League(0), Filter::League(1)] {
                     let mut expected: Vec<(f64, &str)> = current
                         .iter()
                         .map(|(p, &rating)| (standing(rating), p.as_str()))
-                        .filter(|(s, _)| filter == Filter::All || s.established)
+                        .filter(|(s, _)| match filter {
+                            Filter::All => true,
+                            Filter::Established => s.established,
+                            Filter::League(league) => s.league == Some(league),
+                        })
                         .map(|(s, p)| (order.key(k, s.rating), p))
                         .collect();
                     expected.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));

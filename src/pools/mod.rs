@@ -11,7 +11,7 @@
 //! leaderboards in chunks of a few hundred places copied only where a round changes them
 //! ([`leaderboard`]). Publishing a round never copies the pool; BENCHMARKS.md has its cost.
 //! The pool's [`Display`] settings are part of the snapshot: what a read shows (μ − kσ, the
-//! fixed-range rating, provisional flags) always matches the leaderboard it came with.
+//! fixed-range rating, provisional flags, leagues) always matches the leaderboard it came with.
 
 pub mod leaderboard;
 
@@ -24,11 +24,36 @@ use arc_swap::ArcSwap;
 use imbl::OrdMap;
 use tokio::sync::{Mutex, MutexGuard, Notify};
 
+use crate::display::leagues::{Entrant, LeagueCount};
 pub use crate::display::Shown;
-use crate::display::{Display, Resolved, Spread};
+use crate::display::{Display, LeagueMove, LeagueTable, Placement, Resolved, Spread};
 use crate::engine::{self, Beliefs, SystemParams, SystemState};
 use crate::storage::{RatedAsOf, StoredPlayer};
-use leaderboard::{Filter, Leaderboard, Move, Order, Standing};
+use leaderboard::{Filter, Kept, Leaderboard, Move, Order, Standing};
+
+/// Why stored players could not be loaded into a pool.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The pool's parameters are out of range.
+    #[error(transparent)]
+    Params(#[from] engine::Error),
+    /// A stored league or division does not fit the pool's leagues.
+    #[error("{0}")]
+    Leagues(String),
+}
+
+/// One player's part in a committed round.
+#[derive(Debug, Clone)]
+pub struct Played {
+    /// The player.
+    pub player: String,
+    /// Their rank in the round.
+    pub rank: u64,
+    /// Their state after it.
+    pub state: SystemState,
+    /// The round.
+    pub last_round: LastRound,
+}
 
 /// The round a player last played.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +81,8 @@ pub struct PlayerRating {
     pub rounds: u64,
     /// The last round played.
     pub last_round: LastRound,
+    /// The player's league and division, if the pool has leagues and has placed them.
+    pub league: Option<Placement>,
 }
 
 /// What a snapshot holds for one rated player. Shared between snapshots until the player
@@ -77,7 +104,17 @@ pub struct PoolState {
     leaderboard: Leaderboard,
     /// The rated players' μ, for the fixed-range rating's automatic center and scale.
     spread: Spread,
+    /// Every placed player's league and division.
+    leagues: LeagueTable,
     applied: u64,
+}
+
+/// The leaderboard lists `display` needs.
+fn kept(display: &Display) -> Kept {
+    Kept {
+        established: display.has_provisional(),
+        leagues: display.leagues.as_ref().map_or(0, |l| l.tiers.len()),
+    }
 }
 
 impl PoolState {
@@ -87,7 +124,8 @@ impl PoolState {
         Ok(Self {
             newcomer: system.newcomer(),
             system,
-            leaderboard: Leaderboard::new(display.conservative_k, display.has_provisional()),
+            leaderboard: Leaderboard::new(display.conservative_k, kept(&display)),
+            leagues: LeagueTable::new(display.leagues.as_ref()),
             display,
             players: OrdMap::new(),
             spread: Spread::default(),
@@ -101,8 +139,9 @@ impl PoolState {
         display: Display,
         stored: Vec<StoredPlayer>,
         applied: u64,
-    ) -> Result<Self, engine::Error> {
+    ) -> Result<Self, LoadError> {
         let mut state = Self::new(system, display)?;
+        let mut placements = Vec::new();
         let players: Vec<(Arc<str>, Arc<Rated>)> = stored
             .into_iter()
             .map(|p| {
@@ -114,9 +153,20 @@ impl PoolState {
                     state: p.state,
                     last_round,
                 };
-                (Arc::from(p.player), Arc::new(rated))
+                let player: Arc<str> = Arc::from(p.player);
+                if let Some(placement) = p.league {
+                    placements.push((Arc::clone(&player), placement));
+                }
+                (player, Arc::new(rated))
             })
             .collect();
+        state.leagues = LeagueTable::from_placements(
+            state.display.leagues.as_ref(),
+            placements
+                .iter()
+                .map(|(player, placement)| (player, placement)),
+        )
+        .map_err(LoadError::Leagues)?;
         for (_, rated) in &players {
             state.spread.add(rated.state.rating().mu);
         }
@@ -126,12 +176,26 @@ impl PoolState {
         Ok(state)
     }
 
-    /// This snapshot shown with `display` instead (validated by the caller): the same players,
-    /// the leaderboards sorted again. O(n log n).
+    /// This snapshot shown with `display` instead (validated by the caller), whose leagues
+    /// must be this snapshot's: the same players, the leaderboards sorted again. O(n log n).
     #[must_use]
     pub fn with_display(&self, display: Display) -> Self {
+        debug_assert_eq!(display.leagues, self.display.leagues);
         let mut state = Self {
             display,
+            ..self.clone()
+        };
+        state.leaderboard = state.rebuilt_leaderboard();
+        state
+    }
+
+    /// This snapshot shown with `display`, its players placed as `leagues` says (recomputed
+    /// for `display`'s leagues). O(n log n).
+    #[must_use]
+    pub fn with_leagues(&self, display: Display, leagues: LeagueTable) -> Self {
+        let mut state = Self {
+            display,
+            leagues,
             ..self.clone()
         };
         state.leaderboard = state.rebuilt_leaderboard();
@@ -141,21 +205,26 @@ impl PoolState {
     fn rebuilt_leaderboard(&self) -> Leaderboard {
         Leaderboard::from_players(
             self.display.conservative_k,
-            self.display.has_provisional(),
+            kept(&self.display),
             self.players
                 .iter()
-                .map(|(id, rated)| (Arc::clone(id), self.standing(&rated.state))),
+                .map(|(id, rated)| (Arc::clone(id), self.standing(id, &rated.state))),
         )
     }
 
-    fn standing(&self, state: &SystemState) -> Standing {
-        self.standing_of(state.rating(), state.rounds())
+    fn standing(&self, player: &str, state: &SystemState) -> Standing {
+        self.standing_of(
+            state.rating(),
+            state.rounds(),
+            self.leagues.league_of(player).map(|(league, _)| league),
+        )
     }
 
-    fn standing_of(&self, rating: engine::Rating, rounds: u64) -> Standing {
+    fn standing_of(&self, rating: engine::Rating, rounds: u64, league: Option<u16>) -> Standing {
         Standing {
             rating,
             established: !self.display.provisional(rounds, rating),
+            league,
         }
     }
 
@@ -189,17 +258,24 @@ impl PoolState {
         for r in rated {
             spread.add(r.rating.mu);
             let player: Arc<str> = Arc::from(r.player);
-            standings.push((Arc::clone(&player), self.standing_of(r.rating, r.rounds)));
+            let league = r.league.as_ref().and_then(|placement| {
+                let index = self.display.leagues.as_ref()?.index(&placement.league)?;
+                u16::try_from(index).ok()
+            });
+            standings.push((
+                Arc::clone(&player),
+                self.standing_of(r.rating, r.rounds, league),
+            ));
             let last_round = LastRound {
                 id: Arc::from(r.last_round_id),
                 time: r.last_round_time,
             };
-            players.insert(player, (r.rating, r.rounds, last_round));
+            players.insert(player, (r.rating, r.rounds, last_round, r.league));
         }
         AsOfBoard {
             leaderboard: Leaderboard::from_players(
                 self.display.conservative_k,
-                self.display.has_provisional(),
+                kept(&self.display),
                 standings.into_iter(),
             ),
             display: self.display.clone(),
@@ -214,32 +290,67 @@ impl PoolState {
         self.applied
     }
 
-    /// Records a committed round: its players' states. O(k log n) for k players.
-    pub fn apply(&mut self, players: Vec<(String, SystemState, LastRound)>) {
+    /// Records a committed round: its players' states, and the leagues they move to, which it
+    /// returns in the order given. O(k log n) for k players.
+    pub fn apply(&mut self, players: Vec<Played>) -> Vec<LeagueMove> {
+        let befores: Vec<Option<Standing>> = players
+            .iter()
+            .map(|p| {
+                let old = self.players.get(p.player.as_str())?;
+                Some(self.standing(&p.player, &old.state))
+            })
+            .collect();
+        let entrants: Vec<Entrant<'_>> = players
+            .iter()
+            .map(|p| Entrant {
+                player: &p.player,
+                rank: p.rank,
+                rating: p.state.rating(),
+                rounds: p.state.rounds(),
+            })
+            .collect();
+        let league_moves = self.leagues.settle(&entrants);
         let moves: Vec<Move> = players
             .into_iter()
-            .map(|(player, state, last_round)| {
-                let (name, before) = match self.players.get_key_value(player.as_str()) {
-                    Some((name, old)) => (Arc::clone(name), Some(self.standing(&old.state))),
-                    None => (Arc::from(player), None),
+            .zip(befores)
+            .map(|(played, before)| {
+                let name = match self.players.get_key_value(played.player.as_str()) {
+                    Some((name, _)) => Arc::clone(name),
+                    None => Arc::from(played.player),
                 };
                 if let Some(before) = before {
                     self.spread.remove(before.rating.mu);
                 }
-                let after = self.standing(&state);
+                let after = self.standing(&name, &played.state);
                 self.spread.add(after.rating.mu);
                 let m = Move {
                     player: Arc::clone(&name),
                     before,
                     after,
                 };
-                self.players
-                    .insert(name, Arc::new(Rated { state, last_round }));
+                let rated = Rated {
+                    state: played.state,
+                    last_round: played.last_round,
+                };
+                self.players.insert(name, Arc::new(rated));
                 m
             })
             .collect();
         self.leaderboard.update(&moves);
         self.applied += 1;
+        league_moves
+    }
+
+    /// Every placed player's league and division.
+    #[must_use]
+    pub fn leagues(&self) -> &LeagueTable {
+        &self.leagues
+    }
+
+    /// Players and divisions per league of the pool's leagues, lowest first.
+    #[must_use]
+    pub fn league_counts(&self) -> Vec<LeagueCount> {
+        self.leagues.counts()
     }
 
     /// Players rated so far.
@@ -270,6 +381,7 @@ impl PoolState {
             position: index + 1,
             rounds: rated.state.rounds(),
             last_round: rated.last_round.clone(),
+            league: self.leagues.placement_of(id),
         })
     }
 
@@ -331,8 +443,11 @@ pub struct AsOfBoard {
     leaderboard: Leaderboard,
     display: Display,
     spread: Spread,
-    players: std::collections::HashMap<Arc<str>, (engine::Rating, u64, LastRound)>,
+    players: std::collections::HashMap<Arc<str>, AsOfPlayer>,
 }
+
+/// A player in an [`AsOfBoard`]: rating, rounds, last round and league then.
+type AsOfPlayer = (engine::Rating, u64, LastRound, Option<Placement>);
 
 impl AsOfBoard {
     /// The leaderboard then.
@@ -341,18 +456,21 @@ impl AsOfBoard {
         &self.leaderboard
     }
 
-    /// A player's rating, what it showed and their rounds and last round then.
+    /// A player's rating, what it showed, their rounds, last round and league then.
     #[must_use]
-    pub fn player(&self, id: &str) -> Option<(engine::Rating, Shown, u64, &LastRound)> {
-        let (rating, rounds, last) = self.players.get(id)?;
+    pub fn player(
+        &self,
+        id: &str,
+    ) -> Option<(engine::Rating, Shown, u64, &LastRound, Option<&Placement>)> {
+        let (rating, rounds, last, league) = self.players.get(id)?;
         let shown = self.display.show(&self.spread, *rating, *rounds);
-        Some((*rating, shown, *rounds, last))
+        Some((*rating, shown, *rounds, last, league.as_ref()))
     }
 
     /// The 0-based index of a player in `order` among those `filter` lists, then.
     #[must_use]
     pub fn index_of(&self, order: Order, filter: Filter, id: &str) -> Option<usize> {
-        let (rating, _, _) = self.players.get(id)?;
+        let (rating, _, _, _) = self.players.get(id)?;
         self.leaderboard.position_of(order, filter, *rating, id)
     }
 }
@@ -485,6 +603,15 @@ mod tests {
         }
     }
 
+    fn played(player: &str, rank: u64, state: SystemState, round: &str) -> Played {
+        Played {
+            player: player.to_owned(),
+            rank,
+            state,
+            last_round: last(round),
+        }
+    }
+
     #[test]
     fn committed_players_are_found_by_id_position_and_prefix() {
         let params = Params::default();
@@ -494,9 +621,9 @@ mod tests {
         strong.mu = 1800.0;
         let newcomer = || SystemState::EloMmr(PlayerState::new(&params));
         state.apply(vec![
-            ("bob".into(), newcomer(), last("r1")),
-            ("bea".into(), SystemState::EloMmr(strong), last("r1")),
-            ("al".into(), newcomer(), last("r1")),
+            played("bob", 2, newcomer(), "r1"),
+            played("bea", 1, SystemState::EloMmr(strong), "r1"),
+            played("al", 2, newcomer(), "r1"),
         ]);
         let bea = state.player("bea").expect("rated");
         assert_eq!((bea.position, bea.mu), (1, 1800.0));
@@ -521,7 +648,10 @@ mod tests {
             let params = Params::default();
             let display: Display = serde_json::from_str(
                 r#"{"conservative_k": 1.5, "fixed_range": {"max": 1000},
-                    "provisional": {"min_rounds": 2, "max_sigma": 150}}"#,
+                    "provisional": {"min_rounds": 2, "max_sigma": 150},
+                    "leagues": {"k": 1, "placement_rounds": 1, "division_size": 2, "tiers": [
+                        {"name": "low"}, {"name": "mid", "threshold": 1300},
+                        {"name": "high", "threshold": 1600}]}}"#,
             )
             .expect("valid settings");
             let mut state = PoolState::new(params.into(), display.clone()).expect("valid");
@@ -531,14 +661,20 @@ mod tests {
                 let entrants = round
                     .iter()
                     .filter(|(p, _, _)| seen.insert(*p))
-                    .map(|&(p, mu, sigma)| {
+                    .enumerate()
+                    .map(|(rank, &(p, mu, sigma))| {
                         let rounds = played.entry(p).or_insert(0u64);
                         *rounds += 1;
                         let mut belief = PlayerState::new(&params);
                         belief.mu = f64::from(mu);
                         belief.sigma = f64::from(sigma);
                         belief.rounds = *rounds;
-                        (format!("p{p}"), SystemState::EloMmr(belief), last(&format!("r{r}")))
+                        super::Played {
+                            player: format!("p{p}"),
+                            rank: rank as u64,
+                            state: SystemState::EloMmr(belief),
+                            last_round: last(&format!("r{r}")),
+                        }
                     })
                     .collect();
                 state.apply(entrants);
@@ -550,6 +686,7 @@ mod tests {
                     state: belief.clone(),
                     last_round_id: "r".into(),
                     last_round_time: None,
+                    league: state.leagues().placement_of(id),
                 })
                 .collect();
             let fresh = PoolState::load(params.into(), display, stored, state.applied())
@@ -557,7 +694,7 @@ mod tests {
             proptest::prop_assert_eq!(state.spread, fresh.spread);
             proptest::prop_assert_eq!(state.fixed_range(), fresh.fixed_range());
             for order in [Order::Mu, Order::Conservative] {
-                for filter in [Filter::All, Filter::Established] {
+                for filter in [Filter::All, Filter::Established, Filter::League(0), Filter::League(2)] {
                     let page = |s: &PoolState| -> Vec<(f64, String)> {
                         s.leaderboard()
                             .page(order, filter, 0, usize::MAX)
@@ -567,7 +704,8 @@ mod tests {
                     proptest::prop_assert_eq!(page(&state), page(&fresh));
                 }
             }
-            let plain = state.with_display(Display::default());
+            proptest::prop_assert_eq!(state.leagues(), fresh.leagues());
+            let plain = state.with_leagues(Display::default(), LeagueTable::default());
             proptest::prop_assert_eq!(plain.leaderboard().count(Filter::Established), plain.len());
             proptest::prop_assert_eq!(plain.fixed_range(), None);
         }

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::display::leagues::Entrant;
+use crate::display::{Display, LeagueTable, Leagues};
 use crate::engine::metrics::{round_metrics, MetricsSum, Opponents};
 use crate::engine::{self, Beliefs, Population, SystemParams, SystemState};
 use crate::wire::FieldError;
@@ -36,6 +38,9 @@ pub struct Options {
     pub opponents: Opponents,
     /// Whether to draw a progress bar on stderr.
     pub progress: bool,
+    /// The pool's display settings (validated by the caller): their leagues are followed
+    /// round by round, as the service follows them.
+    pub display: Option<Display>,
 }
 
 /// Everything that can stop a replay.
@@ -77,6 +82,8 @@ pub struct Replay {
     pub summary: Summary,
     /// Every player's final belief.
     pub population: Population,
+    /// Every player's final league, under the display settings' leagues.
+    pub leagues: LeagueTable,
 }
 
 /// Reads every round, then applies them in order. Nothing is applied unless the whole input
@@ -91,6 +98,7 @@ pub fn run(options: &Options) -> Result<Replay, Error> {
         min_history: options.min_history,
         opponents: options.opponents,
         judged_from: 0,
+        leagues: options.display.as_ref().and_then(|d| d.leagues.as_ref()),
     };
     let rated = pass.run(population, &progress)?;
     progress.finish_and_clear();
@@ -105,6 +113,7 @@ pub fn run(options: &Options) -> Result<Replay, Error> {
             &rated.metrics,
         ),
         population: rated.population,
+        leagues: rated.leagues,
     })
 }
 
@@ -133,6 +142,8 @@ pub(crate) struct Pass<'a> {
     pub opponents: Opponents,
     /// Rounds before this index are applied without being judged.
     pub judged_from: usize,
+    /// Leagues to follow, if any.
+    pub leagues: Option<&'a Leagues>,
 }
 
 /// What a [`Pass`] leaves.
@@ -148,6 +159,8 @@ pub(crate) struct Rated {
     pub metrics_time: Duration,
     /// The judged participations' metrics.
     pub metrics: MetricsSum,
+    /// Every player's league after the last round.
+    pub leagues: LeagueTable,
 }
 
 impl Pass<'_> {
@@ -161,6 +174,7 @@ impl Pass<'_> {
         let mut metrics_time = Duration::ZERO;
         let mut participations = 0;
         let mut metrics = MetricsSum::default();
+        let mut leagues = LeagueTable::new(self.leagues);
         for (index, sourced) in self.rounds.iter().enumerate() {
             let round = &sourced.round;
             let in_round = |error: engine::Error| Error::Input {
@@ -190,8 +204,24 @@ impl Pass<'_> {
                 metrics_time += started.elapsed();
             }
             let started = Instant::now();
-            population.apply(round).map_err(in_round)?;
+            let changes = population.apply(round).map_err(in_round)?;
             rating_time += started.elapsed();
+            if self.leagues.is_some() {
+                let entrants: Vec<Entrant<'_>> = round
+                    .standings
+                    .iter()
+                    .zip(&changes)
+                    .map(|(standing, change)| Entrant {
+                        player: &standing.player,
+                        rank: standing.rank,
+                        rating: change.after,
+                        rounds: population
+                            .belief(&standing.player)
+                            .map_or(0, SystemState::rounds),
+                    })
+                    .collect();
+                leagues.settle(&entrants);
+            }
             progress.inc(1);
         }
         Ok(Rated {
@@ -200,6 +230,7 @@ impl Pass<'_> {
             rating_time,
             metrics_time,
             metrics,
+            leagues,
         })
     }
 }

@@ -1,36 +1,76 @@
 //! The ratings file a replay writes: CSV `player,mu,sigma,rounds`, sorted by player, floats in
-//! Rust's shortest round-tripping form so two runs can be compared bit for bit. Player names
-//! may hold commas and quotes, hence a real CSV writer.
+//! Rust's shortest round-tripping form so two runs can be compared bit for bit. With display
+//! settings, each row also gives what the pool would show: `conservative,display_rating,
+//! provisional,league,division` (empty where there is nothing to show). Player names may hold
+//! commas and quotes, hence a real CSV writer.
 
 use std::path::Path;
 
 use super::Error;
+use crate::display::{Display, LeagueTable, Spread};
 use crate::engine::Population;
 
-/// Writes every player of `population` to `path`. The file is built in memory and written in
-/// one go, so a failure leaves no half-written ratings behind the caller's back.
-pub fn write_ratings(population: &Population, path: &Path) -> Result<(), Error> {
+/// Writes every player of `population` to `path`, with what `display` shows of them when given
+/// (their leagues from `leagues`). The file is built in memory and written in one go, so a
+/// failure leaves no half-written ratings behind the caller's back.
+pub fn write_ratings(
+    population: &Population,
+    display: Option<(&Display, &LeagueTable)>,
+    path: &Path,
+) -> Result<(), Error> {
     let write_error = |source| Error::Write {
         path: path.to_owned(),
         source,
     };
     let mut players: Vec<_> = population.players().collect();
     players.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut spread = Spread::default();
+    for (_, state) in &players {
+        spread.add(state.rating().mu);
+    }
     let mut writer = csv::Writer::from_writer(Vec::new());
-    let mut record = |fields: [&str; 4]| {
+    let mut record = |fields: &[&str]| {
         writer
             .write_record(fields)
             .map_err(|e| write_error(e.into()))
     };
-    record(["player", "mu", "sigma", "rounds"])?;
+    let mut header = vec!["player", "mu", "sigma", "rounds"];
+    if display.is_some() {
+        header.extend([
+            "conservative",
+            "display_rating",
+            "provisional",
+            "league",
+            "division",
+        ]);
+    }
+    record(&header)?;
     for (player, state) in players {
         let rating = state.rating();
-        record([
-            player,
-            &rating.mu.to_string(),
-            &rating.sigma.map_or_else(String::new, |s| s.to_string()),
-            &state.rounds().to_string(),
-        ])?;
+        let mut fields = vec![
+            rating.mu.to_string(),
+            rating.sigma.map_or_else(String::new, |s| s.to_string()),
+            state.rounds().to_string(),
+        ];
+        if let Some((display, leagues)) = display {
+            let shown = display.show(&spread, rating, state.rounds());
+            let placement = leagues.placement_of(player);
+            fields.extend([
+                shown.conservative.to_string(),
+                shown
+                    .display_rating
+                    .map_or_else(String::new, |d| d.to_string()),
+                shown.provisional.to_string(),
+                placement
+                    .as_ref()
+                    .map_or_else(String::new, |p| p.league.to_string()),
+                placement.map_or_else(String::new, |p| p.division.to_string()),
+            ]);
+        }
+        let row: Vec<&str> = std::iter::once(player)
+            .chain(fields.iter().map(String::as_str))
+            .collect();
+        record(&row)?;
     }
     let bytes = writer
         .into_inner()

@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::display::Display;
-use crate::engine::{RatingChange, SystemParams, SystemState};
+use crate::display::{Display, LeagueMove, Placement};
+use crate::engine::{Rating, RatingChange, SystemParams, SystemState};
 
 /// Everything the storage layer can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +47,13 @@ pub enum Error {
         pool: String,
         /// The round named by the caller.
         round: String,
+    },
+    /// Pool `pool` applied rounds after the caller read what it computed from (another
+    /// process's worker, say); nothing changed. Worth computing again.
+    #[error("pool `{pool}` changed meanwhile")]
+    Stale {
+        /// The pool.
+        pool: String,
     },
     /// A number does not fit the database's signed 64-bit integers.
     #[error("{what} is too large to store")]
@@ -79,6 +86,9 @@ impl Error {
     /// SQL error, a row that does not decode) is a bug or corrupt data, not an outage.
     #[must_use]
     pub fn is_unavailable(&self) -> bool {
+        if matches!(self, Self::Stale { .. }) {
+            return true;
+        }
         let Self::Database(cause) = self else {
             return false;
         };
@@ -236,6 +246,8 @@ pub struct AppliedEntrant {
     pub rank: u64,
     /// What the round did to their rating.
     pub change: RatingChange,
+    /// What it did to their league.
+    pub league: LeagueMove,
     /// Their whole state after the round.
     pub state: SystemState,
 }
@@ -264,6 +276,8 @@ pub struct RoundResult {
     pub rank: u64,
     /// What the round did to their rating.
     pub change: RatingChange,
+    /// What it did to their league.
+    pub league: LeagueMove,
 }
 
 /// An applied round as it was accepted ([`Storage::applied_rounds`]).
@@ -290,6 +304,8 @@ pub struct RatedAsOf {
     pub last_round_id: String,
     /// Its time, if it had one.
     pub last_round_time: Option<i64>,
+    /// Their league then.
+    pub league: Option<Placement>,
 }
 
 /// What [`Storage::ratings_as_of`] found.
@@ -314,6 +330,8 @@ pub struct StoredPlayer {
     pub last_round_id: String,
     /// That round's time, if it had one.
     pub last_round_time: Option<i64>,
+    /// Their league and division, if placed.
+    pub league: Option<Placement>,
 }
 
 /// One round in a player's history.
@@ -331,6 +349,42 @@ pub struct HistoryEntry {
     pub entrants: u64,
     /// What the round did to the player's rating.
     pub change: RatingChange,
+    /// What it did to their league.
+    pub league: LeagueMove,
+}
+
+/// One history row as leagues are recomputed from it ([`Storage::league_rows`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeagueRow {
+    /// The round's place in the pool's order.
+    pub seq: i64,
+    /// The player.
+    pub player: String,
+    /// Their rank in the round.
+    pub rank: u64,
+    /// Their rating after it.
+    pub rating: Rating,
+}
+
+/// A pool's history as leagues see it, read in one snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeagueHistory {
+    /// Rounds applied when it was read.
+    pub applied: u64,
+    /// Every history row, in the order rounds were applied, each round's by rank and player.
+    pub rows: Vec<LeagueRow>,
+}
+
+/// Leagues recomputed for new settings ([`Storage::put_leagues`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recomputed {
+    /// Rounds applied when the history they come from was read.
+    pub applied: u64,
+    /// Each history row's leagues before and after, by `(player, seq)`; rows left out are
+    /// outside every league.
+    pub rows: Vec<(String, i64, LeagueMove)>,
+    /// Every placed player's league now.
+    pub players: Vec<(String, Placement)>,
 }
 
 /// A page of a player's history, newest first.
@@ -355,6 +409,20 @@ pub trait Storage: Send + Sync + 'static {
     /// Sets pool `name`'s display settings; [`Error::PoolNotFound`] if there is no such pool.
     /// They may change at any time: what they show is derived from the stored ratings.
     async fn put_display(&self, name: &str, display: &Display) -> Result<(), Error>;
+
+    /// Every history row of `pool` with the applied count, in one snapshot: what leagues are
+    /// recomputed from.
+    async fn league_rows(&self, pool: &str) -> Result<LeagueHistory, Error>;
+
+    /// Sets pool `name`'s display settings and, in the same transaction, every player's and
+    /// history row's league to `recomputed` (for the settings' leagues). Refused with
+    /// [`Error::Stale`] if the pool applied rounds since `recomputed.applied`.
+    async fn put_leagues(
+        &self,
+        name: &str,
+        display: &Display,
+        recomputed: &Recomputed,
+    ) -> Result<(), Error>;
 
     /// Up to `limit` applied rounds of `pool` after seq `after`, in the order they were applied.
     async fn applied_rounds(

@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::{PgConnection, Postgres, Transaction};
 
-use super::rows::{to_i64, StateColumns};
+use super::rows::{placement_columns, to_i64, StateColumns};
 use super::sql_storage::{Dialect, SqlStorage};
-use super::{AppliedEntrant, AppliedRound, Error};
+use super::{AppliedEntrant, AppliedRound, Error, Recomputed};
 use crate::engine::Factor;
 
 /// First key of every advisory lock this service takes (the ASCII of "mmr"), so that its
@@ -32,17 +32,19 @@ const LOCK_APPLY: &str = "SELECT pg_advisory_xact_lock($1, hashtext($2))";
 /// Upserts the beliefs of every entrant of a round, without their factors, in one statement.
 const UPSERT_PLAYERS: &str = "
     INSERT INTO players (pool, player, mu, sigma, rounds, last_round_id, last_round_time,
-                         p0, w0, log_decay, last_time, volatility)
+                         p0, w0, log_decay, last_time, volatility, league, division)
     SELECT $1, u.player, u.mu, u.sigma, u.rounds, $2, $3, u.p0, u.w0, u.log_decay, u.last_time,
-           u.volatility
+           u.volatility, u.league, u.division
     FROM UNNEST($4::TEXT[], $5::FLOAT8[], $6::FLOAT8[], $7::INT8[], $8::FLOAT8[], $9::FLOAT8[],
-                $10::FLOAT8[], $11::INT8[], $12::FLOAT8[])
-         AS u (player, mu, sigma, rounds, p0, w0, log_decay, last_time, volatility)
+                $10::FLOAT8[], $11::INT8[], $12::FLOAT8[], $13::TEXT[], $14::INT8[])
+         AS u (player, mu, sigma, rounds, p0, w0, log_decay, last_time, volatility, league,
+               division)
     ON CONFLICT (pool, player) DO UPDATE SET
         mu = EXCLUDED.mu, sigma = EXCLUDED.sigma, rounds = EXCLUDED.rounds,
         last_round_id = EXCLUDED.last_round_id, last_round_time = EXCLUDED.last_round_time,
         p0 = EXCLUDED.p0, w0 = EXCLUDED.w0, log_decay = EXCLUDED.log_decay,
-        last_time = EXCLUDED.last_time, volatility = EXCLUDED.volatility";
+        last_time = EXCLUDED.last_time, volatility = EXCLUDED.volatility,
+        league = EXCLUDED.league, division = EXCLUDED.division";
 
 /// Inserts the factors a round added, in one statement.
 const INSERT_FACTORS: &str = "
@@ -63,12 +65,32 @@ const REPEATABLE_READ: &str = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ";
 /// Inserts the history rows of every entrant of a round in one statement.
 const INSERT_HISTORY: &str = "
     INSERT INTO history (pool, player, seq, rank, performance, mu_before, sigma_before,
-                         mu_after, sigma_after)
+                         mu_after, sigma_after, league_before, division_before, league_after,
+                         division_after)
     SELECT $1, u.player, $2, u.rank, u.performance, u.mu_before, u.sigma_before,
-           u.mu_after, u.sigma_after
+           u.mu_after, u.sigma_after, u.league_before, u.division_before, u.league_after,
+           u.division_after
     FROM UNNEST($3::TEXT[], $4::INT8[], $5::FLOAT8[], $6::FLOAT8[], $7::FLOAT8[],
-                $8::FLOAT8[], $9::FLOAT8[])
-         AS u (player, rank, performance, mu_before, sigma_before, mu_after, sigma_after)";
+                $8::FLOAT8[], $9::FLOAT8[], $10::TEXT[], $11::INT8[], $12::TEXT[], $13::INT8[])
+         AS u (player, rank, performance, mu_before, sigma_before, mu_after, sigma_after,
+               league_before, division_before, league_after, division_after)";
+
+/// Rows written per statement when a pool's leagues are recomputed.
+const LEAGUE_ROWS_PER_STATEMENT: usize = 20_000;
+
+/// Puts players in their recomputed leagues, in one statement.
+const UPDATE_PLAYER_LEAGUES: &str = "
+    UPDATE players p SET league = u.league, division = u.division
+    FROM UNNEST($2::TEXT[], $3::TEXT[], $4::INT8[]) AS u (player, league, division)
+    WHERE p.pool = $1 AND p.player = u.player";
+
+/// Sets history rows' recomputed leagues, in one statement.
+const UPDATE_HISTORY_LEAGUES: &str = "
+    UPDATE history h SET league_before = u.league_before, division_before = u.division_before,
+                         league_after = u.league_after, division_after = u.division_after
+    FROM UNNEST($2::TEXT[], $3::INT8[], $4::TEXT[], $5::INT8[], $6::TEXT[], $7::INT8[])
+         AS u (player, seq, league_before, division_before, league_after, division_after)
+    WHERE h.pool = $1 AND h.player = u.player AND h.seq = u.seq";
 
 /// Factors as one vector per column, for bulk writes.
 #[derive(Debug, Default)]
@@ -116,6 +138,8 @@ struct StateArrays<'a> {
     log_decays: Vec<Option<f64>>,
     last_times: Vec<Option<i64>>,
     volatilities: Vec<Option<f64>>,
+    leagues: Vec<Option<&'a str>>,
+    divisions: Vec<Option<i64>>,
 }
 
 impl<'a> StateArrays<'a> {
@@ -130,6 +154,8 @@ impl<'a> StateArrays<'a> {
             log_decays: Vec::with_capacity(n),
             last_times: Vec::with_capacity(n),
             volatilities: Vec::with_capacity(n),
+            leagues: Vec::with_capacity(n),
+            divisions: Vec::with_capacity(n),
         }
     }
 
@@ -144,6 +170,9 @@ impl<'a> StateArrays<'a> {
         self.log_decays.push(columns.log_decay);
         self.last_times.push(columns.last_time);
         self.volatilities.push(columns.volatility);
+        let (league, division) = placement_columns(entrant.league.after.as_ref());
+        self.leagues.push(league);
+        self.divisions.push(division);
     }
 }
 
@@ -190,6 +219,54 @@ impl Dialect for Pg {
         Ok(())
     }
 
+    async fn write_leagues(
+        tx: &mut PgConnection,
+        pool: &str,
+        recomputed: &Recomputed,
+    ) -> Result<(), Error> {
+        for chunk in recomputed.players.chunks(LEAGUE_ROWS_PER_STATEMENT) {
+            let (players, (leagues, divisions)): (Vec<&str>, (Vec<&str>, Vec<i64>)) = chunk
+                .iter()
+                .map(|(player, p)| (player.as_str(), (&*p.league, i64::from(p.division))))
+                .unzip();
+            sqlx::query(UPDATE_PLAYER_LEAGUES)
+                .bind(pool)
+                .bind(&players)
+                .bind(&leagues)
+                .bind(&divisions)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for chunk in recomputed.rows.chunks(LEAGUE_ROWS_PER_STATEMENT) {
+            let n = chunk.len();
+            let mut players = Vec::with_capacity(n);
+            let mut seqs = Vec::with_capacity(n);
+            let (mut leagues_before, mut divisions_before) = (Vec::with_capacity(n), Vec::new());
+            let (mut leagues_after, mut divisions_after) = (Vec::with_capacity(n), Vec::new());
+            for (player, seq, moved) in chunk {
+                players.push(player.as_str());
+                seqs.push(*seq);
+                let (league, division) = placement_columns(moved.before.as_ref());
+                leagues_before.push(league);
+                divisions_before.push(division);
+                let (league, division) = placement_columns(moved.after.as_ref());
+                leagues_after.push(league);
+                divisions_after.push(division);
+            }
+            sqlx::query(UPDATE_HISTORY_LEAGUES)
+                .bind(pool)
+                .bind(&players)
+                .bind(&seqs)
+                .bind(&leagues_before)
+                .bind(&divisions_before)
+                .bind(&leagues_after)
+                .bind(&divisions_after)
+                .execute(&mut *tx)
+                .await?;
+        }
+        Ok(())
+    }
+
     async fn write_entrants(
         tx: &mut PgConnection,
         pool: &str,
@@ -206,6 +283,10 @@ impl Dialect for Pg {
         let mut sigmas_before = Vec::with_capacity(n);
         let mut mus_after = Vec::with_capacity(n);
         let mut sigmas_after = Vec::with_capacity(n);
+        let mut leagues_before = Vec::with_capacity(n);
+        let mut divisions_before = Vec::with_capacity(n);
+        let mut leagues_after = Vec::with_capacity(n);
+        let mut divisions_after = Vec::with_capacity(n);
         let mut states = StateArrays::with_capacity(n);
         let mut added = FactorColumns::with_capacity(n);
         let mut pruned_players = Vec::new();
@@ -220,6 +301,12 @@ impl Dialect for Pg {
             sigmas_before.push(change.before.sigma);
             mus_after.push(change.after.mu);
             sigmas_after.push(change.after.sigma);
+            let (league, division) = placement_columns(entrant.league.before.as_ref());
+            leagues_before.push(league);
+            divisions_before.push(division);
+            let (league, division) = placement_columns(entrant.league.after.as_ref());
+            leagues_after.push(league);
+            divisions_after.push(division);
             if !superseded {
                 states.push(entrant, &columns);
             }
@@ -247,6 +334,8 @@ impl Dialect for Pg {
             .bind(&states.log_decays)
             .bind(&states.last_times)
             .bind(&states.volatilities)
+            .bind(&states.leagues)
+            .bind(&states.divisions)
             .execute(&mut *tx)
             .await?;
         if !added.players.is_empty() {
@@ -279,6 +368,10 @@ impl Dialect for Pg {
             .bind(&sigmas_before)
             .bind(&mus_after)
             .bind(&sigmas_after)
+            .bind(&leagues_before)
+            .bind(&divisions_before)
+            .bind(&leagues_after)
+            .bind(&divisions_after)
             .execute(&mut *tx)
             .await?;
         Ok(())

@@ -7,10 +7,10 @@ use std::collections::{HashMap, VecDeque};
 use sha2::{Digest, Sha256};
 
 use super::{
-    Enqueued, Error, HistoryEntry, HistoryPage, PoolInfo, PoolProgress, RatedAsOf, RoundRecord,
-    RoundResult, RoundStatus, StoredPlayer,
+    Enqueued, Error, HistoryEntry, HistoryPage, LeagueRow, PoolInfo, PoolProgress, RatedAsOf,
+    RoundRecord, RoundResult, RoundStatus, StoredPlayer,
 };
-use crate::display::Display;
+use crate::display::{Display, LeagueMove, Placement};
 use crate::engine::{
     CodeforcesState, EloState, Factor, Glicko2State, PlayerState, Rating, RatingChange,
     SystemParams, SystemState, TopcoderState, TrueSkillState, WengLinState,
@@ -66,6 +66,71 @@ pub(super) fn display_column(display: &Display) -> Result<String, Error> {
         .map_err(|e| Error::Corrupt(format!("display settings that do not encode: {e}")))
 }
 
+/// A league and division as stored: both NULL for a player outside every league.
+fn placement(league: Option<String>, division: Option<i64>) -> Result<Option<Placement>, Error> {
+    match (league, division) {
+        (None, None) => Ok(None),
+        (Some(league), Some(division)) => Ok(Some(Placement {
+            league: league.into(),
+            division: u32::try_from(division)
+                .map_err(|_| Error::Corrupt(format!("division {division}")))?,
+        })),
+        (league, division) => Err(Error::Corrupt(format!(
+            "league {league:?} with division {division:?}"
+        ))),
+    }
+}
+
+/// The columns of a [`Placement`] as written: NULLs for none.
+pub(super) fn placement_columns(placement: Option<&Placement>) -> (Option<&str>, Option<i64>) {
+    placement.map_or((None, None), |p| {
+        (Some(&*p.league), Some(i64::from(p.division)))
+    })
+}
+
+/// A history row's leagues before and after.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct LeagueColumns {
+    league_before: Option<String>,
+    division_before: Option<i64>,
+    league_after: Option<String>,
+    division_after: Option<i64>,
+}
+
+impl LeagueColumns {
+    fn into_move(self) -> Result<LeagueMove, Error> {
+        Ok(LeagueMove {
+            before: placement(self.league_before, self.division_before)?,
+            after: placement(self.league_after, self.division_after)?,
+        })
+    }
+}
+
+/// A row of `sql::SELECT_LEAGUE_ROWS`.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct LeagueHistoryRow {
+    seq: i64,
+    player: String,
+    rank: i64,
+    mu_after: f64,
+    sigma_after: Option<f64>,
+}
+
+impl LeagueHistoryRow {
+    /// The row as leagues see it.
+    pub(super) fn into_row(self) -> Result<LeagueRow, Error> {
+        Ok(LeagueRow {
+            seq: self.seq,
+            player: self.player,
+            rank: to_u64(self.rank, "rank")?,
+            rating: Rating {
+                mu: self.mu_after,
+                sigma: self.sigma_after,
+            },
+        })
+    }
+}
+
 /// A row of `sql::SELECT_RATINGS_AS_OF`.
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct AsOfRow {
@@ -75,6 +140,8 @@ pub(super) struct AsOfRow {
     rounds: i64,
     round_id: String,
     round_time: Option<i64>,
+    league: Option<String>,
+    division: Option<i64>,
 }
 
 impl AsOfRow {
@@ -89,6 +156,7 @@ impl AsOfRow {
             rounds: to_u64(self.rounds, "rounds")?,
             last_round_id: self.round_id,
             last_round_time: self.round_time,
+            league: placement(self.league, self.division)?,
         })
     }
 }
@@ -202,6 +270,8 @@ pub(super) struct ResultRow {
     sigma_before: Option<f64>,
     mu_after: f64,
     sigma_after: Option<f64>,
+    #[sqlx(flatten)]
+    league: LeagueColumns,
 }
 
 impl ResultRow {
@@ -215,6 +285,7 @@ impl ResultRow {
                 (self.mu_before, self.sigma_before),
                 (self.mu_after, self.sigma_after),
             ),
+            league: self.league.into_move()?,
         })
     }
 }
@@ -234,6 +305,8 @@ pub(super) struct PlayerRow {
     volatility: Option<f64>,
     last_round_id: String,
     last_round_time: Option<i64>,
+    league: Option<String>,
+    division: Option<i64>,
 }
 
 /// A row of `sql::SELECT_FACTORS`.
@@ -337,6 +410,7 @@ pub(super) fn join_players(
             };
             Ok(StoredPlayer {
                 state,
+                league: placement(row.league, row.division)?,
                 player: row.player,
                 last_round_id: row.last_round_id,
                 last_round_time: row.last_round_time,
@@ -439,6 +513,8 @@ pub(super) struct HistoryRow {
     sigma_before: Option<f64>,
     mu_after: f64,
     sigma_after: Option<f64>,
+    #[sqlx(flatten)]
+    league: LeagueColumns,
 }
 
 impl HistoryRow {
@@ -456,6 +532,7 @@ impl HistoryRow {
                 (self.mu_before, self.sigma_before),
                 (self.mu_after, self.sigma_after),
             ),
+            league: self.league.into_move()?,
         })
     }
 }

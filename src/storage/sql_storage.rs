@@ -13,12 +13,13 @@ use tracing::instrument;
 
 use super::rows::{
     content_hash, display_column, history_page, join_players, params_columns, repost_outcome,
-    to_u64, AsOfRow, FactorRow, HistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow,
-    ProgressRow, ResultRow, RoundRow,
+    to_u64, AsOfRow, FactorRow, HistoryRow, LeagueHistoryRow, ParamsRow, PlayerRow, PoolRoundsRow,
+    PoolRow, ProgressRow, ResultRow, RoundRow,
 };
 use super::{
-    sql, AppliedRecord, AppliedRound, AsOf, Enqueued, Error, HistoryPage, PoolInfo, PoolProgress,
-    PoolWrite, QueuedRound, RoundOutcome, RoundRecord, RoundStatus, Storage, StoredPlayer,
+    sql, AppliedRecord, AppliedRound, AsOf, Enqueued, Error, HistoryPage, LeagueHistory, PoolInfo,
+    PoolProgress, PoolWrite, QueuedRound, Recomputed, RoundOutcome, RoundRecord, RoundStatus,
+    Storage, StoredPlayer,
 };
 use crate::display::Display;
 use crate::engine::SystemParams;
@@ -65,6 +66,14 @@ pub(super) trait Dialect: Send + Sync + 'static {
         seq: i64,
         round: &AppliedRound,
         superseded: &[bool],
+    ) -> Result<(), Error>;
+
+    /// Writes the recomputed leagues of every placed player and every history row of pool
+    /// `pool`, whose league columns the caller has cleared.
+    async fn write_leagues(
+        tx: &mut <Self::Db as Database>::Connection,
+        pool: &str,
+        recomputed: &Recomputed,
     ) -> Result<(), Error>;
 }
 
@@ -159,6 +168,7 @@ where
     for<'r> FactorRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> HistoryRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> AsOfRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> LeagueHistoryRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> AppliedRecord: sqlx::FromRow<'r, <D::Db as Database>::Row>,
 {
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
@@ -207,6 +217,65 @@ where
         updated
             .map(drop)
             .ok_or_else(|| Error::PoolNotFound(name.to_owned()))
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
+    async fn league_rows(&self, pool: &str) -> Result<LeagueHistory, Error> {
+        let mut tx = D::begin_snapshot(&self.pool).await?;
+        let Some((applied,)): Option<(i64,)> = sqlx::query_as(sql::SELECT_POOL_APPLIED)
+            .bind(pool)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            return Err(Error::PoolNotFound(pool.to_owned()));
+        };
+        let rows: Vec<LeagueHistoryRow> = sqlx::query_as(sql::SELECT_LEAGUE_ROWS)
+            .bind(pool)
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(LeagueHistory {
+            applied: to_u64(applied, "applied")?,
+            rows: rows
+                .into_iter()
+                .map(LeagueHistoryRow::into_row)
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name, rows = recomputed.rows.len()))]
+    async fn put_leagues(
+        &self,
+        name: &str,
+        display: &Display,
+        recomputed: &Recomputed,
+    ) -> Result<(), Error> {
+        let mut tx = D::begin_write(&self.pool).await?;
+        // Taken as the worker takes it: no round is settled until the leagues are written.
+        D::lock_queue(&mut tx, name).await?;
+        let Some((applied,)): Option<(i64,)> = sqlx::query_as(sql::SELECT_POOL_APPLIED)
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            return Err(Error::PoolNotFound(name.to_owned()));
+        };
+        if to_u64(applied, "applied")? != recomputed.applied {
+            return Err(Error::Stale {
+                pool: name.to_owned(),
+            });
+        }
+        sqlx::query(sql::UPDATE_POOL_DISPLAY)
+            .bind(name)
+            .bind(display_column(display)?)
+            .execute(&mut *tx)
+            .await?;
+        for clear in [sql::CLEAR_PLAYER_LEAGUES, sql::CLEAR_HISTORY_LEAGUES] {
+            sqlx::query(clear).bind(name).execute(&mut *tx).await?;
+        }
+        D::write_leagues(&mut tx, name, recomputed).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]

@@ -13,21 +13,21 @@ use sqlx::sqlite::{
 };
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, Transaction};
 
-use super::rows::{to_i64, StateColumns};
+use super::rows::{placement_columns, to_i64, StateColumns};
 use super::sql_storage::{Dialect, SqlStorage};
-use super::{sql, AppliedEntrant, AppliedRound, Error};
+use super::{sql, AppliedEntrant, AppliedRound, Error, Recomputed};
 
 /// Most parameters one statement may bind (SQLite's `SQLITE_MAX_VARIABLE_NUMBER` since 3.32).
 const MAX_BOUND_PARAMETERS: usize = 32_766;
 
 /// Columns bound per row of `players`.
-const PLAYER_COLUMNS: usize = 12;
+const PLAYER_COLUMNS: usize = 14;
 
 /// Columns bound per row of `factors`.
 const FACTOR_COLUMNS: usize = 7;
 
 /// Columns bound per row of `history`.
-const HISTORY_COLUMNS: usize = 9;
+const HISTORY_COLUMNS: usize = 13;
 
 /// How long a write waits for another connection's write lock before giving up: longer than
 /// the largest round takes to commit.
@@ -41,14 +41,15 @@ const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 /// Upserts entrants' beliefs; the `VALUES` rows go between this and [`UPSERT_PLAYERS_TAIL`].
 const UPSERT_PLAYERS_HEAD: &str = "INSERT INTO players
     (pool, player, mu, sigma, rounds, last_round_id, last_round_time, p0, w0, log_decay,
-     last_time, volatility) ";
+     last_time, volatility, league, division) ";
 
 /// See [`UPSERT_PLAYERS_HEAD`].
 const UPSERT_PLAYERS_TAIL: &str = " ON CONFLICT (pool, player) DO UPDATE SET
     mu = excluded.mu, sigma = excluded.sigma, rounds = excluded.rounds,
     last_round_id = excluded.last_round_id, last_round_time = excluded.last_round_time,
     p0 = excluded.p0, w0 = excluded.w0, log_decay = excluded.log_decay,
-    last_time = excluded.last_time, volatility = excluded.volatility";
+    last_time = excluded.last_time, volatility = excluded.volatility,
+    league = excluded.league, division = excluded.division";
 
 /// Inserts factors; the `VALUES` rows follow.
 const INSERT_FACTORS_HEAD: &str = "INSERT INTO factors
@@ -70,7 +71,8 @@ const DELETE_FACTORS_TAIL: &str = ")
 
 /// Inserts entrants' history rows; the `VALUES` rows follow.
 const INSERT_HISTORY_HEAD: &str = "INSERT INTO history
-    (pool, player, seq, rank, performance, mu_before, sigma_before, mu_after, sigma_after) ";
+    (pool, player, seq, rank, performance, mu_before, sigma_before, mu_after, sigma_after,
+     league_before, division_before, league_after, division_after) ";
 
 /// The SQLite dialect.
 pub(super) struct Lite;
@@ -141,6 +143,39 @@ impl Dialect for Lite {
         write_factors(tx, pool, &states).await?;
         insert_history(tx, pool, seq, &round.entrants).await
     }
+
+    async fn write_leagues(
+        tx: &mut SqliteConnection,
+        pool: &str,
+        recomputed: &Recomputed,
+    ) -> Result<(), Error> {
+        // One prepared statement per row: SQLite runs them in-process, without round trips.
+        for (player, placement) in &recomputed.players {
+            let (league, division) = placement_columns(Some(placement));
+            sqlx::query(sql::UPDATE_PLAYER_LEAGUE)
+                .bind(pool)
+                .bind(player)
+                .bind(league)
+                .bind(division)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for (player, seq, moved) in &recomputed.rows {
+            let (league_before, division_before) = placement_columns(moved.before.as_ref());
+            let (league_after, division_after) = placement_columns(moved.after.as_ref());
+            sqlx::query(sql::UPDATE_HISTORY_LEAGUE)
+                .bind(pool)
+                .bind(player)
+                .bind(seq)
+                .bind(league_before)
+                .bind(division_before)
+                .bind(league_after)
+                .bind(division_after)
+                .execute(&mut *tx)
+                .await?;
+        }
+        Ok(())
+    }
 }
 
 /// Upserts the entrants' beliefs without their factors, one statement per chunk of rows.
@@ -154,6 +189,7 @@ async fn upsert_players(
     for chunk in states.chunks(MAX_BOUND_PARAMETERS / PLAYER_COLUMNS) {
         let mut query = QueryBuilder::<Sqlite>::new(UPSERT_PLAYERS_HEAD);
         query.push_values(chunk, |mut row, &(e, columns)| {
+            let (league, division) = placement_columns(e.league.after.as_ref());
             row.push_bind(pool)
                 .push_bind(e.player.as_str())
                 .push_bind(e.change.after.mu)
@@ -165,7 +201,9 @@ async fn upsert_players(
                 .push_bind(columns.w0)
                 .push_bind(columns.log_decay)
                 .push_bind(columns.last_time)
-                .push_bind(columns.volatility);
+                .push_bind(columns.volatility)
+                .push_bind(league)
+                .push_bind(division);
         });
         query.push(UPSERT_PLAYERS_TAIL);
         query.build().execute(&mut *tx).await?;
@@ -233,6 +271,8 @@ async fn insert_history(
             .collect::<Result<Vec<_>, Error>>()?;
         let mut query = QueryBuilder::<Sqlite>::new(INSERT_HISTORY_HEAD);
         query.push_values(&rows, |mut row, (e, rank)| {
+            let (league_before, division_before) = placement_columns(e.league.before.as_ref());
+            let (league_after, division_after) = placement_columns(e.league.after.as_ref());
             row.push_bind(pool)
                 .push_bind(e.player.as_str())
                 .push_bind(seq)
@@ -241,7 +281,11 @@ async fn insert_history(
                 .push_bind(e.change.before.mu)
                 .push_bind(e.change.before.sigma)
                 .push_bind(e.change.after.mu)
-                .push_bind(e.change.after.sigma);
+                .push_bind(e.change.after.sigma)
+                .push_bind(league_before)
+                .push_bind(division_before)
+                .push_bind(league_after)
+                .push_bind(division_after);
         });
         query.build().execute(&mut *tx).await?;
     }

@@ -87,6 +87,7 @@ async fn display_settings_change_every_read_and_survive_a_restart(app: TestApp) 
             "conservative_k": 2.0,
             "fixed_range": {"max": 1000.0, "center": "auto", "scale": "auto"},
             "provisional": {"min_rounds": 2, "max_sigma": null},
+            "leagues": null,
         })
     );
     assert_eq!(

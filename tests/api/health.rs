@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::support::{round, Payload, TestApp, ADMIN_KEY, POOL};
 
 /// Every route of the API, as `METHOD path`.
-const ROUTES: [&str; 20] = [
+const ROUTES: [&str; 21] = [
     "GET /healthz",
     "GET /readyz",
     "GET /openapi.json",
@@ -18,6 +18,7 @@ const ROUTES: [&str; 20] = [
     "PUT /v1/pools/{pool}",
     "GET /v1/pools/{pool}/display",
     "PUT /v1/pools/{pool}/display",
+    "GET /v1/pools/{pool}/leagues",
     "POST /v1/pools/{pool}/rounds",
     "GET /v1/pools/{pool}/rounds",
     "GET /v1/pools/{pool}/rounds/{id}",

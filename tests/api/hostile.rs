@@ -1125,6 +1125,61 @@ fn display_cases() -> Vec<Case> {
             Some("colour"),
         ),
         bad_display(
+            "no leagues in a league list",
+            json!({"leagues": {"tiers": []}}),
+            invalid,
+            Some("leagues.tiers"),
+        ),
+        bad_display(
+            "league thresholds out of order",
+            json!({"leagues": {"tiers": [{"name": "bronze"}, {"name": "silver", "threshold": 1500},
+                {"name": "gold", "threshold": 1400}]}}),
+            invalid,
+            Some("leagues.tiers[2].threshold"),
+        ),
+        bad_display(
+            "a league without a threshold above the lowest",
+            json!({"leagues": {"tiers": [{"name": "bronze"}, {"name": "silver"}]}}),
+            invalid,
+            Some("leagues.tiers[1].threshold"),
+        ),
+        bad_display(
+            "a threshold on the lowest league",
+            json!({"leagues": {"tiers": [{"name": "bronze", "threshold": 0}]}}),
+            invalid,
+            Some("leagues.tiers[0].threshold"),
+        ),
+        bad_display(
+            "two leagues of one name",
+            json!({"leagues": {"tiers": [{"name": "gold"}, {"name": "gold", "threshold": 1}]}}),
+            invalid,
+            Some("leagues.tiers[1].name"),
+        ),
+        bad_display(
+            "a league name with a space",
+            json!({"leagues": {"tiers": [{"name": "Gold League"}]}}),
+            invalid,
+            Some("leagues.tiers[0].name"),
+        ),
+        bad_display(
+            "a division size of 0",
+            json!({"leagues": {"division_size": 0, "tiers": [{"name": "bronze"}]}}),
+            invalid,
+            Some("leagues.division_size"),
+        ),
+        bad_display(
+            "a negative league k",
+            json!({"leagues": {"k": -1, "tiers": [{"name": "bronze"}]}}),
+            invalid,
+            Some("leagues.k"),
+        ),
+        bad_display(
+            "a league list without its leagues",
+            json!({"leagues": {"division_size": 10}}),
+            shape,
+            Some("leagues.tiers"),
+        ),
+        bad_display(
             "an unknown fixed-range setting",
             json!({"fixed_range": {"offset": 3}}),
             shape,
@@ -1187,6 +1242,16 @@ fn display_cases() -> Vec<Case> {
         bad_query(
             "an established filter that is not a boolean",
             &format!("{LEADERBOARD}?established=maybe"),
+            "established",
+        ),
+        bad_query(
+            "a league the pool does not have",
+            &format!("{LEADERBOARD}?league=gold"),
+            "league",
+        ),
+        bad_query(
+            "a league filter with the established filter",
+            &format!("{LEADERBOARD}?league=gold&established=true"),
             "established",
         ),
     ]

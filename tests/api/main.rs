@@ -27,6 +27,7 @@ mod export;
 mod health;
 mod hostile;
 mod leaderboard;
+mod leagues;
 mod matchmaking;
 mod players;
 mod pools;

@@ -461,6 +461,8 @@ async fn a_round_reads_as_queued_then_as_applied_with_every_entrants_results() {
             keys,
             [
                 "delta",
+                "league_after",
+                "league_before",
                 "mu_after",
                 "mu_before",
                 "performance",

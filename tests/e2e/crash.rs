@@ -4,6 +4,9 @@
 //! end every acknowledged round is applied exactly once, in the order of its first 2xx, every
 //! stored round is whole (applied, one history row per entrant), and every rating equals
 //! `mmr-service replay` of the stored rounds, bit for bit, before and after one more restart.
+//! The pool has leagues whose players move every few rounds, so kills land in rounds that place,
+//! promote and demote players: every player's league and division equal those of
+//! `mmr-service replay --display` too.
 //!
 //! The seed comes from `MMR_CRASH_SEED` or the clock and is printed: run again with it to
 //! draw the same kill points and abandonments (timing still varies from run to run).
@@ -14,7 +17,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::rounds::{self, Rng, Round};
 use crate::server::{Backend, Server, ADMIN_KEY};
 use crate::stream::{self, Target};
-use crate::{assert_same_ratings, formula1, replayed, served, wait_until_applied, POOL};
+use crate::{
+    assert_same_ratings, formula1, replayed, replayed_leagues, served, served_leagues,
+    wait_until_applied, POOL,
+};
 
 /// SIGKILLs per run, at least 20 by the issue.
 const KILLS: usize = 24;
@@ -28,6 +34,12 @@ const ABANDON_ONE_IN: u64 = 4;
 
 /// Rounds streamed when `../shared/data/formula1` is absent.
 const SYNTHETIC_ROUNDS: usize = 600;
+
+/// The pool's display settings: leagues narrow enough (k = 1, thresholds 150 apart, divisions
+/// of 3) that rounds keep moving players between leagues and divisions.
+const DISPLAY: &str = r#"{"leagues": {"k": 1, "placement_rounds": 2, "division_size": 3,
+    "tiers": [{"name": "bronze"}, {"name": "silver", "threshold": 1350},
+              {"name": "gold", "threshold": 1500}, {"name": "diamond", "threshold": 1650}]}}"#;
 
 fn seed() -> u64 {
     match std::env::var("MMR_CRASH_SEED") {
@@ -59,6 +71,10 @@ fn applied_exactly_once_in_order_through_random_kills(backend: Backend) {
     assert_eq!(
         server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY),
         201
+    );
+    assert_eq!(
+        server.put(&format!("/v1/pools/{POOL}/display"), DISPLAY, ADMIN_KEY),
+        200
     );
 
     // Distinct points in the stream, so that every kill comes after the client moved on.
@@ -110,11 +126,30 @@ fn applied_exactly_once_in_order_through_random_kills(backend: Backend) {
     let order: Vec<String> = order.into_iter().map(|r| r.body.clone()).collect();
     let expected = replayed(server.dir(), &order);
     assert_same_ratings(&served(&server), &expected);
+    let leagues = replayed_leagues(server.dir(), &order, DISPLAY);
+    let moved = leagues
+        .values()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    assert!(
+        moved > 10,
+        "players are spread over leagues and divisions: {leagues:?}"
+    );
+    assert_eq!(
+        served_leagues(&server),
+        leagues,
+        "leagues as replay places them"
+    );
 
     // A cold start reads every belief back from the database alone.
     server.kill();
     server.restart();
     assert_same_ratings(&served(&server), &expected);
+    assert_eq!(
+        served_leagues(&server),
+        leagues,
+        "leagues after a cold start"
+    );
     assert_eq!(server.terminate(), Some(0), "SIGTERM exits 0");
     eprintln!(
         "crash test on {backend:?}: {kills} kills ({kills_with_rounds_queued} left rounds \

@@ -51,34 +51,64 @@ fn formula1(count: usize) -> Option<Vec<String>> {
     )
 }
 
-/// `player → (mu, sigma)` as `mmr-service replay --output` computes them from `rounds`.
-fn replayed(dir: &Path, rounds: &[String]) -> BTreeMap<String, (f64, f64)> {
+/// The rows of `mmr-service replay --output` of `rounds`, with `--display` when given.
+fn replay_rows(dir: &Path, rounds: &[String], display: Option<&str>) -> Vec<csv::StringRecord> {
     let input = dir.join(format!("replay-{}.jsonl", rounds.len()));
     std::fs::write(&input, rounds.join("\n")).expect("write the replay input");
     let output = dir.join(format!("replay-{}.csv", rounds.len()));
-    let status = std::process::Command::new(env!("CARGO_BIN_EXE_mmr-service"))
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mmr-service"));
+    command
         .arg("replay")
         .arg("--input")
         .arg(&input)
         .arg("--output")
-        .arg(&output)
+        .arg(&output);
+    if let Some(display) = display {
+        let settings = dir.join("display.json");
+        std::fs::write(&settings, display).expect("write the display settings");
+        command.arg("--display").arg(&settings);
+    }
+    let status = command
         .stdout(std::process::Stdio::null())
         .status()
         .expect("replay runs");
     assert!(status.success(), "replay failed");
-    let mut ratings = BTreeMap::new();
     let mut reader = csv::Reader::from_path(&output).expect("replay wrote its CSV");
-    for record in reader.records() {
-        let record = record.expect("a CSV row");
-        let number = |i: usize| record[i].parse::<f64>().expect("a float");
-        ratings.insert(record[0].to_owned(), (number(1), number(2)));
-    }
-    ratings
+    reader
+        .records()
+        .map(|record| record.expect("a CSV row"))
+        .collect()
 }
 
-/// Every rated player of the pool, read page by page from the leaderboard.
-fn served(server: &Server) -> BTreeMap<String, (f64, f64)> {
-    let mut ratings = BTreeMap::new();
+/// `player → (mu, sigma)` as `mmr-service replay --output` computes them from `rounds`.
+fn replayed(dir: &Path, rounds: &[String]) -> BTreeMap<String, (f64, f64)> {
+    replay_rows(dir, rounds, None)
+        .iter()
+        .map(|record| {
+            let number = |i: usize| record[i].parse::<f64>().expect("a float");
+            (record[0].to_owned(), (number(1), number(2)))
+        })
+        .collect()
+}
+
+/// `player → "league/division"` (empty when not placed) as `mmr-service replay --display`
+/// places them after `rounds`.
+fn replayed_leagues(dir: &Path, rounds: &[String], display: &str) -> BTreeMap<String, String> {
+    replay_rows(dir, rounds, Some(display))
+        .iter()
+        .map(|record| {
+            let placement = match (&record[7], &record[8]) {
+                ("", "") => String::new(),
+                (league, division) => format!("{league}/{division}"),
+            };
+            (record[0].to_owned(), placement)
+        })
+        .collect()
+}
+
+/// Every entry of the pool's leaderboard, read page by page.
+fn served_entries(server: &Server) -> Vec<serde_json::Value> {
+    let mut entries = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
         let mut url = format!("/v1/pools/{POOL}/leaderboard?limit=1000");
@@ -86,17 +116,41 @@ fn served(server: &Server) -> BTreeMap<String, (f64, f64)> {
             url.push_str(&format!("&cursor={cursor}"));
         }
         let page = server.get_json(&url);
-        for entry in page["entries"].as_array().expect("entries") {
+        entries.extend(page["entries"].as_array().expect("entries").iter().cloned());
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return entries,
+        }
+    }
+}
+
+/// Every rated player of the pool with their rating.
+fn served(server: &Server) -> BTreeMap<String, (f64, f64)> {
+    served_entries(server)
+        .iter()
+        .map(|entry| {
             let player = entry["player"].as_str().expect("player").to_owned();
             let mu = entry["mu"].as_f64().expect("mu");
             let sigma = entry["sigma"].as_f64().expect("sigma");
-            ratings.insert(player, (mu, sigma));
-        }
-        match page["next_cursor"].as_str() {
-            Some(next) => cursor = Some(next.to_owned()),
-            None => return ratings,
-        }
-    }
+            (player, (mu, sigma))
+        })
+        .collect()
+}
+
+/// Every rated player of the pool with their `"league/division"`, empty when not placed.
+fn served_leagues(server: &Server) -> BTreeMap<String, String> {
+    served_entries(server)
+        .iter()
+        .map(|entry| {
+            let player = entry["player"].as_str().expect("player").to_owned();
+            let league = &entry["league"];
+            let placement = match league["league"].as_str() {
+                Some(name) => format!("{name}/{}", league["division"]),
+                None => String::new(),
+            };
+            (player, placement)
+        })
+        .collect()
 }
 
 /// Waits until the pool has applied `applied` rounds and has none queued.

@@ -128,6 +128,7 @@ fn a_formula1_replay_scores_as_the_reference_scores_its_own_ratings() {
     let input = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/data/formula1/rounds.jsonl");
     let ours = replay::run(&replay::Options {
+        display: None,
         input,
         format: InputFormat::Jsonl,
         params: SystemParams::EloMmr(params),

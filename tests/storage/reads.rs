@@ -1,5 +1,6 @@
 //! Reads: player states bit for bit, round status and results, history pages, queue depth.
 
+use mmr_service::display::{LeagueMove, Placement};
 use mmr_service::engine::{Factor, PlayerState, Rating, RatingChange, SystemState};
 use mmr_service::storage::{AppliedEntrant, AppliedRound, RoundStatus};
 
@@ -90,6 +91,7 @@ async fn player_states_round_trip_bit_for_bit(db: Db) {
                         sigma: Some(state.sigma),
                     },
                 },
+                league: league_move(i, round),
                 state: SystemState::EloMmr(state.clone()),
             })
             .collect();
@@ -118,6 +120,23 @@ async fn player_states_round_trip_bit_for_bit(db: Db) {
             "{who}"
         );
         assert_eq!(stored.last_round_time, None, "{who}: the round had no time");
+        let index = players.iter().position(|p| p == who).expect("a player");
+        assert_eq!(stored.league, league_move(index, ROUNDS).after, "{who}");
+    }
+}
+
+/// Player `i`'s league before and after round `round` (from 1): some never placed, some
+/// placed from round 3, some moving between divisions and leagues every round.
+fn league_move(i: usize, round: usize) -> LeagueMove {
+    let placement = |round: usize| {
+        (i % 3 != 0 && (i % 3 == 1 || round >= 3)).then(|| Placement {
+            league: ["bronze", "silver", "gold"][(i + round) % 3].into(),
+            division: u32::try_from(round * 1000 + i).expect("small"),
+        })
+    };
+    LeagueMove {
+        before: placement(round - 1),
+        after: placement(round),
     }
 }
 
@@ -140,6 +159,7 @@ async fn assert_results_stored(db: &Db, id: &str, applied: &AppliedRound) {
                 c.after.sigma.unwrap_or(f64::NAN),
             ]
         };
+        assert_eq!(result.league, entrant.league, "{}", entrant.player);
         let (got, want) = (floats(&result.change), floats(&entrant.change));
         assert_eq!(
             got.map(f64::to_bits),

@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use mmr_service::display::LeagueMove;
 use mmr_service::engine::{Beliefs, Params, Population, Round, Standing, SystemParams};
 use mmr_service::storage::{self, AppliedEntrant, AppliedRound, RoundRecord, Storage};
 
@@ -113,6 +114,7 @@ pub fn rate(population: &mut Population, players: &[&str], time: Option<i64>) ->
             player: standing.player.clone(),
             rank: standing.rank,
             change,
+            league: LeagueMove::default(),
             state: population
                 .belief(&standing.player)
                 .expect("a rated player has a state")

@@ -13,6 +13,10 @@ use utoipa::ToSchema;
 
 use crate::engine::Rating;
 
+pub mod leagues;
+
+pub use leagues::{LeagueMove, LeagueTable, Leagues, Placement};
+
 /// `k` of the conservative rating `μ − kσ` when a pool sets none.
 pub const DEFAULT_CONSERVATIVE_K: f64 = 3.0;
 
@@ -37,6 +41,10 @@ pub struct Display {
     /// When a player counts as provisional; absent or `null` for nobody.
     #[serde(default)]
     pub provisional: Option<Provisional>,
+    /// The pool's leagues and divisions; absent or `null` for none. Unlike the other settings,
+    /// leagues are state: changing them recomputes every player's league from the history.
+    #[serde(default)]
+    pub leagues: Option<Leagues>,
 }
 
 fn default_k() -> f64 {
@@ -53,6 +61,7 @@ impl Default for Display {
             conservative_k: DEFAULT_CONSERVATIVE_K,
             fixed_range: None,
             provisional: None,
+            leagues: None,
         }
     }
 }
@@ -194,7 +203,7 @@ pub struct Shown {
 #[error("{field} {message}")]
 pub struct InvalidDisplay {
     /// The field, e.g. `fixed_range.scale`.
-    pub field: &'static str,
+    pub field: String,
     /// What is wrong with it.
     pub message: &'static str,
 }
@@ -202,7 +211,12 @@ pub struct InvalidDisplay {
 impl Display {
     /// Checks every setting's range.
     pub fn validate(&self) -> Result<(), InvalidDisplay> {
-        let bad = |field, message| Err(InvalidDisplay { field, message });
+        let bad = |field: &str, message| {
+            Err(InvalidDisplay {
+                field: field.to_owned(),
+                message,
+            })
+        };
         if !(0.0..=MAX_CONSERVATIVE_K).contains(&self.conservative_k) {
             return bad("conservative_k", "must be between 0 and 100");
         }
@@ -229,7 +243,7 @@ impl Display {
                 return bad("provisional.max_sigma", "must be a finite number above 0");
             }
         }
-        Ok(())
+        self.leagues.as_ref().map_or(Ok(()), Leagues::validate)
     }
 
     /// `μ − kσ` with this pool's `k`.
@@ -487,21 +501,19 @@ mod tests {
                 .validate()
                 .err()
                 .map(|e| e.field)
+                .unwrap_or_default()
         };
-        assert_eq!(field(r#"{"conservative_k": -1}"#), Some("conservative_k"));
-        assert_eq!(
-            field(r#"{"fixed_range": {"max": 0}}"#),
-            Some("fixed_range.max")
-        );
+        assert_eq!(field(r#"{"conservative_k": -1}"#), "conservative_k");
+        assert_eq!(field(r#"{"fixed_range": {"max": 0}}"#), "fixed_range.max");
         assert_eq!(
             field(r#"{"fixed_range": {"scale": 0}}"#),
-            Some("fixed_range.scale")
+            "fixed_range.scale"
         );
         assert_eq!(
             field(r#"{"provisional": {"max_sigma": -3}}"#),
-            Some("provisional.max_sigma")
+            "provisional.max_sigma"
         );
-        assert_eq!(field(r#"{"conservative_k": 0, "fixed_range": {}}"#), None);
+        assert_eq!(field(r#"{"conservative_k": 0, "fixed_range": {}}"#), "");
     }
 
     proptest! {

@@ -1,0 +1,680 @@
+//! Leagues and divisions (docs/display.md, "Leagues"): an ordered list of leagues with rating
+//! thresholds, entered by placement, left by promotion when the conservative rating μ − kσ
+//! reaches a higher league's threshold, and by demotion only when the optimistic rating μ + kσ
+//! falls below the player's own league's threshold, so a player near a threshold does not
+//! bounce between two leagues. Inside a league, players sit in divisions of at most
+//! `division_size`, filled in order of arrival.
+//!
+//! Unlike the rest of the display settings, a player's league depends on the order of their
+//! rounds, not only on their rating now: it is state, changed only when a round is applied,
+//! by [`LeagueTable::settle`]. The same fold over the same rounds gives the same leagues, which
+//! is how the service, `replay` and a recomputation from history rows agree. Pure: no I/O.
+
+use std::sync::Arc;
+
+use imbl::{HashMap, OrdSet, Vector};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::InvalidDisplay;
+use crate::engine::Rating;
+
+/// Most leagues a pool may have.
+pub const MAX_LEAGUES: usize = 64;
+
+/// Longest league name, in bytes.
+pub const MAX_LEAGUE_NAME: usize = 64;
+
+/// A pool's leagues.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Leagues {
+    /// `k` of μ − kσ (promotion and placement) and μ + kσ (demotion): 0 to 100, default 3
+    /// (the SC2 ladder's 99% confidence).
+    #[serde(default = "default_k")]
+    #[schema(minimum = 0.0, maximum = 100.0, example = 3.0)]
+    pub k: f64,
+    /// Rounds a player plays before being placed in a league (default 0: placed after their
+    /// first round).
+    #[serde(default)]
+    pub placement_rounds: u64,
+    /// Most players in one division (default 100).
+    #[serde(default = "default_division_size")]
+    #[schema(minimum = 1, example = 100)]
+    pub division_size: u32,
+    /// The leagues, lowest first: 1 to 64, names unique.
+    #[schema(min_items = 1, max_items = 64)]
+    pub tiers: Vec<Tier>,
+}
+
+/// One league.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Tier {
+    /// Its name, as `?league=` takes it: 1 to 64 bytes of letters, digits, `_` and `-`.
+    #[schema(example = "gold")]
+    pub name: String,
+    /// The lowest rating of the league: `null` (or absent) for the lowest league, which takes
+    /// every placed player below the others; a number above the previous league's for every
+    /// other.
+    #[serde(default)]
+    #[schema(example = 1500.0)]
+    pub threshold: Option<f64>,
+}
+
+fn default_k() -> f64 {
+    super::DEFAULT_CONSERVATIVE_K
+}
+
+fn default_division_size() -> u32 {
+    100
+}
+
+/// A player's league and division.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Placement {
+    /// The league's name.
+    #[schema(value_type = String, example = "gold")]
+    pub league: Arc<str>,
+    /// The division, from 1.
+    #[schema(minimum = 1, example = 3)]
+    pub division: u32,
+}
+
+/// What a round did to a player's league: `None` before placement.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeagueMove {
+    /// Before the round.
+    pub before: Option<Placement>,
+    /// After the round.
+    pub after: Option<Placement>,
+}
+
+/// One player's part in a round, as leagues see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Entrant<'a> {
+    /// The player.
+    pub player: &'a str,
+    /// Their rank in the round: arrivals take division places in rank order, then by id.
+    pub rank: u64,
+    /// Their rating after the round.
+    pub rating: Rating,
+    /// Rounds they have played, this one included.
+    pub rounds: u64,
+}
+
+impl Leagues {
+    /// Checks every setting, naming the first bad field (`leagues.tiers[2].threshold`, …).
+    pub fn validate(&self) -> Result<(), InvalidDisplay> {
+        let bad = |field: String, message: &'static str| Err(InvalidDisplay { field, message });
+        if !(0.0..=super::MAX_CONSERVATIVE_K).contains(&self.k) {
+            return bad("leagues.k".into(), "must be between 0 and 100");
+        }
+        if self.division_size == 0 {
+            return bad("leagues.division_size".into(), "must be at least 1");
+        }
+        if self.tiers.is_empty() || self.tiers.len() > MAX_LEAGUES {
+            return bad("leagues.tiers".into(), "must list 1 to 64 leagues");
+        }
+        for (i, tier) in self.tiers.iter().enumerate() {
+            let name_ok = (1..=MAX_LEAGUE_NAME).contains(&tier.name.len())
+                && tier
+                    .name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !name_ok {
+                return bad(
+                    format!("leagues.tiers[{i}].name"),
+                    "must be 1 to 64 letters, digits, `_` or `-`",
+                );
+            }
+            if self.tiers[..i].iter().any(|t| t.name == tier.name) {
+                return bad(format!("leagues.tiers[{i}].name"), "is already used");
+            }
+            let threshold = format!("leagues.tiers[{i}].threshold");
+            match (i, tier.threshold) {
+                (0, None) => {}
+                (0, Some(_)) => {
+                    return bad(
+                        threshold,
+                        "must be null: the lowest league has no threshold",
+                    )
+                }
+                (_, None) => return bad(threshold, "must be a number"),
+                (_, Some(t)) if !t.is_finite() => return bad(threshold, "must be finite"),
+                (_, Some(t)) if i > 1 && self.tiers[i - 1].threshold >= Some(t) => {
+                    return bad(threshold, "must be above the previous league's")
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The index of the league called `name`.
+    #[must_use]
+    pub fn index(&self, name: &str) -> Option<usize> {
+        self.tiers.iter().position(|t| t.name == name)
+    }
+
+    /// The highest league whose threshold is at most `rating`.
+    fn reached(&self, rating: f64) -> usize {
+        self.tiers
+            .iter()
+            .rposition(|t| t.threshold.is_none_or(|threshold| threshold <= rating))
+            .unwrap_or(0)
+    }
+
+    /// The league a player in league `current` (`None`: not placed) moves to after a round
+    /// that left them rated `rating` with `rounds` rounds played.
+    #[must_use]
+    pub fn next_league(
+        &self,
+        current: Option<usize>,
+        rating: Rating,
+        rounds: u64,
+    ) -> Option<usize> {
+        let spread = self.k * rating.sigma.unwrap_or(0.0);
+        let (low, high) = (rating.mu - spread, rating.mu + spread);
+        let Some(current) = current else {
+            return (rounds >= self.placement_rounds).then(|| self.reached(low));
+        };
+        let promoted = self.reached(low);
+        if promoted > current {
+            return Some(promoted);
+        }
+        match self.tiers[current].threshold {
+            Some(threshold) if high < threshold => Some(self.reached(high)),
+            _ => Some(current),
+        }
+    }
+}
+
+/// One league's divisions: how many players each holds, and which have room.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Divisions {
+    /// Players in division `d + 1`.
+    counts: Vector<u32>,
+    /// The divisions (from 1) with fewer than `division_size` players.
+    open: OrdSet<u32>,
+}
+
+impl Divisions {
+    /// Seats a player in the lowest-numbered division with room, opening a new one when
+    /// every division is full.
+    fn arrive(&mut self, size: u32) -> u32 {
+        let division = match self.open.get_min() {
+            Some(&open) => open,
+            None => {
+                self.counts.push_back(0);
+                let opened = u32::try_from(self.counts.len()).unwrap_or(u32::MAX);
+                self.open.insert(opened);
+                opened
+            }
+        };
+        self.seat(division, size);
+        division
+    }
+
+    /// Seats a player in `division` (from 1), whatever its count.
+    fn seat(&mut self, division: u32, size: u32) {
+        let index = division as usize - 1;
+        while self.counts.len() <= index {
+            self.counts.push_back(0);
+            self.open
+                .insert(u32::try_from(self.counts.len()).unwrap_or(u32::MAX));
+        }
+        self.counts[index] += 1;
+        if self.counts[index] >= size {
+            self.open.remove(&division);
+        }
+    }
+
+    /// Frees a place in `division`. Empty divisions at the end close, so the divisions are
+    /// exactly those up to the highest one holding a player, whatever the order of arrivals
+    /// and departures that led there (a reloaded table equals the one it was stored from).
+    fn leave(&mut self, division: u32) {
+        let index = division as usize - 1;
+        self.counts[index] -= 1;
+        self.open.insert(division);
+        while self.counts.last() == Some(&0) {
+            self.counts.pop_back();
+            self.open
+                .remove(&u32::try_from(self.counts.len() + 1).unwrap_or(u32::MAX));
+        }
+    }
+
+    fn players(&self) -> u64 {
+        self.counts.iter().map(|&c| u64::from(c)).sum()
+    }
+}
+
+/// Every placed player's league and division under one set of [`Leagues`]. Cloning is O(1)
+/// (persistent maps), so a pool's snapshot carries one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LeagueTable {
+    leagues: Option<Arc<Leagues>>,
+    placed: HashMap<Arc<str>, (u16, u32)>,
+    divisions: Vec<Divisions>,
+}
+
+/// Players and divisions of one league.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeagueCount {
+    /// Players placed in it.
+    pub players: u64,
+    /// Its divisions: the highest division number holding a player (a lower one may have
+    /// emptied since).
+    pub divisions: u64,
+}
+
+impl LeagueTable {
+    /// Nobody placed yet under `leagues` (validated by the caller); `None` for a pool without
+    /// leagues, where [`Self::settle`] places nobody.
+    #[must_use]
+    pub fn new(leagues: Option<&Leagues>) -> Self {
+        Self {
+            divisions: vec![Divisions::default(); leagues.map_or(0, |l| l.tiers.len())],
+            leagues: leagues.cloned().map(Arc::new),
+            placed: HashMap::new(),
+        }
+    }
+
+    /// A table holding `placements` as stored (each player once); fails on a league these
+    /// settings do not have.
+    pub fn from_placements<'a>(
+        leagues: Option<&Leagues>,
+        placements: impl Iterator<Item = (&'a Arc<str>, &'a Placement)>,
+    ) -> Result<Self, String> {
+        let mut table = Self::new(leagues);
+        for (player, placement) in placements {
+            let (Some(settings), Some(league)) = (
+                &table.leagues,
+                table
+                    .leagues
+                    .as_ref()
+                    .and_then(|l| l.index(&placement.league)),
+            ) else {
+                return Err(format!(
+                    "player `{player}` is in league `{}`, which the pool does not have",
+                    placement.league
+                ));
+            };
+            if placement.division == 0 {
+                return Err(format!("player `{player}` is in division 0"));
+            }
+            let size = settings.division_size;
+            table.divisions[league].seat(placement.division, size);
+            table
+                .placed
+                .insert(Arc::clone(player), (league as u16, placement.division));
+        }
+        Ok(table)
+    }
+
+    /// The leagues this table places players in.
+    #[must_use]
+    pub fn leagues(&self) -> Option<&Leagues> {
+        self.leagues.as_deref()
+    }
+
+    fn placement(&self, league: u16, division: u32) -> Option<Placement> {
+        let leagues = self.leagues.as_ref()?;
+        Some(Placement {
+            league: Arc::from(leagues.tiers[usize::from(league)].name.as_str()),
+            division,
+        })
+    }
+
+    /// A player's league index and division.
+    #[must_use]
+    pub fn league_of(&self, player: &str) -> Option<(u16, u32)> {
+        self.placed.get(player).copied()
+    }
+
+    /// A player's league and division.
+    #[must_use]
+    pub fn placement_of(&self, player: &str) -> Option<Placement> {
+        let (league, division) = self.league_of(player)?;
+        self.placement(league, division)
+    }
+
+    /// Every placed player and their league, in no particular order.
+    pub fn placements(&self) -> impl Iterator<Item = (&Arc<str>, Placement)> + '_ {
+        self.placed
+            .iter()
+            .filter_map(|(player, &(league, division))| {
+                Some((player, self.placement(league, division)?))
+            })
+    }
+
+    /// Players and divisions per league, lowest league first.
+    #[must_use]
+    pub fn counts(&self) -> Vec<LeagueCount> {
+        self.divisions
+            .iter()
+            .map(|d| LeagueCount {
+                players: d.players(),
+                divisions: d.counts.len() as u64,
+            })
+            .collect()
+    }
+
+    /// Moves the entrants of one applied round between leagues, in rank order (then by id),
+    /// and returns what happened to each, in the order given. A player who changes league
+    /// leaves their division and takes the first free place in the new league's.
+    pub fn settle(&mut self, entrants: &[Entrant<'_>]) -> Vec<LeagueMove> {
+        let Some(leagues) = self.leagues.clone() else {
+            return vec![LeagueMove::default(); entrants.len()];
+        };
+        let mut order: Vec<usize> = (0..entrants.len()).collect();
+        order.sort_by(|&a, &b| {
+            (entrants[a].rank, entrants[a].player).cmp(&(entrants[b].rank, entrants[b].player))
+        });
+        let mut moves = vec![LeagueMove::default(); entrants.len()];
+        for i in order {
+            let entrant = &entrants[i];
+            let current = self.placed.get(entrant.player).copied();
+            let next = leagues.next_league(
+                current.map(|(league, _)| usize::from(league)),
+                entrant.rating,
+                entrant.rounds,
+            );
+            let after = match (current, next) {
+                (Some((league, division)), Some(next)) if usize::from(league) == next => {
+                    Some((league, division))
+                }
+                (_, Some(next)) => {
+                    if let Some((league, division)) = current {
+                        self.divisions[usize::from(league)].leave(division);
+                    }
+                    let division = self.divisions[next].arrive(leagues.division_size);
+                    let league = next as u16;
+                    self.placed
+                        .insert(Arc::from(entrant.player), (league, division));
+                    Some((league, division))
+                }
+                (_, None) => None,
+            };
+            moves[i] = LeagueMove {
+                before: current.and_then(|(l, d)| self.placement(l, d)),
+                after: after.and_then(|(l, d)| self.placement(l, d)),
+            };
+        }
+        moves
+    }
+}
+
+/// One history row as [`recompute`] takes it.
+#[derive(Debug, Clone, Copy)]
+pub struct HistoryPoint<'a> {
+    /// The round's place in the pool's order.
+    pub round: i64,
+    /// The player, their rank and their rating after the round.
+    pub entrant: Entrant<'a>,
+}
+
+/// Places every player under `leagues` again from a pool's history: `rows` in the order the
+/// rounds were applied (each point's `entrant.rounds` is ignored: it is counted here). Gives
+/// the table after the last round and each row's move, in `rows`' order: what applying the
+/// rounds one by one with these leagues would have given.
+#[must_use]
+pub fn recompute(
+    leagues: Option<&Leagues>,
+    rows: &[HistoryPoint<'_>],
+) -> (LeagueTable, Vec<LeagueMove>) {
+    let mut table = LeagueTable::new(leagues);
+    let mut played: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    let mut moves = Vec::with_capacity(rows.len());
+    for round in rows.chunk_by(|a, b| a.round == b.round) {
+        let entrants: Vec<Entrant<'_>> = round
+            .iter()
+            .map(|point| {
+                let rounds = played.entry(point.entrant.player).or_default();
+                *rounds += 1;
+                Entrant {
+                    rounds: *rounds,
+                    ..point.entrant
+                }
+            })
+            .collect();
+        moves.extend(table.settle(&entrants));
+    }
+    (table, moves)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn leagues(division_size: u32) -> Leagues {
+        serde_json::from_value(serde_json::json!({
+            "k": 2,
+            "placement_rounds": 2,
+            "division_size": division_size,
+            "tiers": [
+                {"name": "bronze"},
+                {"name": "silver", "threshold": 1000},
+                {"name": "gold", "threshold": 1500},
+                {"name": "master", "threshold": 2000}
+            ]
+        }))
+        .expect("valid settings")
+    }
+
+    fn rating(mu: f64, sigma: f64) -> Rating {
+        Rating {
+            mu,
+            sigma: Some(sigma),
+        }
+    }
+
+    #[test]
+    fn placement_waits_for_the_rounds_then_uses_the_conservative_rating() {
+        let l = leagues(10);
+        assert_eq!(l.next_league(None, rating(1900.0, 10.0), 1), None);
+        assert_eq!(l.next_league(None, rating(1900.0, 10.0), 2), Some(2));
+        assert_eq!(l.next_league(None, rating(1900.0, 250.0), 2), Some(1));
+        assert_eq!(l.next_league(None, rating(1900.0, 500.0), 2), Some(0));
+        assert_eq!(l.next_league(None, rating(2100.0, 50.0), 3), Some(3));
+    }
+
+    #[test]
+    fn promotion_needs_the_low_end_and_demotion_the_high_end() {
+        let l = leagues(10);
+        let gold = Some(2);
+        // Inside the band between the two ends: stays.
+        assert_eq!(l.next_league(gold, rating(1990.0, 10.0), 5), gold);
+        assert_eq!(l.next_league(gold, rating(1480.0, 20.0), 5), gold);
+        // μ − 2σ reaches master's 2000.
+        assert_eq!(l.next_league(gold, rating(2020.0, 10.0), 5), Some(3));
+        // μ + 2σ below gold's 1500: down to the league μ + 2σ reaches.
+        assert_eq!(l.next_league(gold, rating(1470.0, 10.0), 5), Some(1));
+        assert_eq!(l.next_league(gold, rating(900.0, 10.0), 5), Some(0));
+        // The lowest league has no threshold to fall below.
+        assert_eq!(l.next_league(Some(0), rating(-1e9, 1.0), 5), Some(0));
+        // No σ (Elo): both ends are μ.
+        let elo = Rating {
+            mu: 1499.0,
+            sigma: None,
+        };
+        assert_eq!(l.next_league(gold, elo, 5), Some(1));
+    }
+
+    #[test]
+    fn the_articles_diamond_example() {
+        // sc2-ladder-analysis: MMR 2500 with σ 100 is not promoted to Diamond (threshold 2300),
+        // since 2500 − 3·100 = 2200; a Diamond player with σ 50 is demoted only below 2150.
+        let ladder: Leagues = serde_json::from_value(serde_json::json!({"tiers": [
+            {"name": "platinum"}, {"name": "diamond", "threshold": 2300}]}))
+        .expect("valid settings");
+        let (platinum, diamond) = (Some(0), Some(1));
+        assert_eq!(ladder.k, 3.0);
+        assert_eq!(
+            ladder.next_league(platinum, rating(2500.0, 100.0), 9),
+            platinum
+        );
+        assert_eq!(
+            ladder.next_league(platinum, rating(2600.0, 100.0), 9),
+            diamond
+        );
+        assert_eq!(
+            ladder.next_league(diamond, rating(2151.0, 50.0), 9),
+            diamond
+        );
+        assert_eq!(
+            ladder.next_league(diamond, rating(2149.0, 50.0), 9),
+            platinum
+        );
+    }
+
+    #[test]
+    fn divisions_fill_in_order_and_reuse_freed_places() {
+        let mut d = Divisions::default();
+        assert_eq!([d.arrive(2), d.arrive(2), d.arrive(2)], [1, 1, 2]);
+        d.leave(1);
+        assert_eq!([d.arrive(2), d.arrive(2)], [1, 2]);
+        assert_eq!(d.arrive(2), 3);
+        assert_eq!(d.players(), 5);
+        d.leave(3);
+        assert_eq!(d.counts.len(), 2, "an empty last division closes");
+        assert_eq!(d.arrive(2), 3);
+    }
+
+    #[test]
+    fn bad_settings_name_their_field() {
+        let field = |json: serde_json::Value| {
+            serde_json::from_value::<Leagues>(json)
+                .expect("well-formed")
+                .validate()
+                .err()
+                .map(|e| e.field)
+        };
+        let tiers = |t: serde_json::Value| serde_json::json!({ "tiers": t });
+        assert_eq!(
+            field(tiers(serde_json::json!([]))).as_deref(),
+            Some("leagues.tiers")
+        );
+        assert_eq!(
+            field(tiers(serde_json::json!([{"name": "a", "threshold": 1}]))).as_deref(),
+            Some("leagues.tiers[0].threshold")
+        );
+        assert_eq!(
+            field(tiers(
+                serde_json::json!([{"name": "a"}, {"name": "b", "threshold": 5}, {"name": "c", "threshold": 5}])
+            ))
+            .as_deref(),
+            Some("leagues.tiers[2].threshold")
+        );
+        assert_eq!(
+            field(tiers(
+                serde_json::json!([{"name": "a"}, {"name": "a", "threshold": 5}])
+            ))
+            .as_deref(),
+            Some("leagues.tiers[1].name")
+        );
+        assert_eq!(
+            field(tiers(serde_json::json!([{"name": "a b"}]))).as_deref(),
+            Some("leagues.tiers[0].name")
+        );
+        assert_eq!(
+            field(serde_json::json!({"division_size": 0, "tiers": [{"name": "a"}]})).as_deref(),
+            Some("leagues.division_size")
+        );
+        assert_eq!(field(tiers(serde_json::json!([{"name": "a"}]))), None);
+    }
+
+    /// Random rounds of up to 8 players out of 12: `(player, μ, σ)`, ranks by position.
+    fn rounds() -> impl Strategy<Value = Vec<Vec<(u8, f64, f64)>>> {
+        prop::collection::vec(
+            prop::collection::vec((0u8..12, 500.0f64..2500.0, 0.0f64..300.0), 1..8),
+            1..30,
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn leagues_follow_the_rule_and_divisions_never_overflow(
+            rounds in rounds(), size in 1u32..4
+        ) {
+            let settings = leagues(size);
+            let mut table = LeagueTable::new(Some(&settings));
+            let mut played = std::collections::HashMap::new();
+            let names: Vec<String> = (0..12).map(|p| format!("p{p}")).collect();
+            let mut history = Vec::new();
+            let mut incremental = Vec::new();
+            for (index, round) in rounds.iter().enumerate() {
+                let mut seen = std::collections::HashSet::new();
+                let entrants: Vec<Entrant<'_>> = round
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (p, _, _))| seen.insert(*p))
+                    .map(|(rank, (p, mu, sigma))| {
+                        let rounds = played.entry(*p).or_insert(0u64);
+                        *rounds += 1;
+                        Entrant {
+                            player: &names[usize::from(*p)],
+                            rank: (rank / 2) as u64,
+                            rating: rating(*mu, *sigma),
+                            rounds: *rounds,
+                        }
+                    })
+                    .collect();
+                let mut sorted = entrants.clone();
+                sorted.sort_by_key(|e| (e.rank, e.player));
+                history.extend(sorted.into_iter().map(|entrant| HistoryPoint { round: index as i64, entrant }));
+                let moves = table.settle(&entrants);
+                incremental.extend(entrants.iter().zip(&moves).map(|(e, m)| ((index, e.rank, e.player), m.clone())));
+                for (entrant, m) in entrants.iter().zip(&moves) {
+                    let index = |p: &Option<Placement>| p.as_ref().and_then(|p| settings.index(&p.league));
+                    let (before, after) = (index(&m.before), index(&m.after));
+                    prop_assert_eq!(after.is_some(), entrant.rounds >= settings.placement_rounds);
+                    let low = entrant.rating.mu - 2.0 * entrant.rating.sigma.unwrap_or(0.0);
+                    let high = entrant.rating.mu + 2.0 * entrant.rating.sigma.unwrap_or(0.0);
+                    let threshold = |i: usize| settings.tiers[i].threshold.unwrap_or(f64::NEG_INFINITY);
+                    match (before, after) {
+                        (Some(b), Some(a)) if a > b => prop_assert!(low >= threshold(a)),
+                        (Some(b), Some(a)) if a < b => prop_assert!(high < threshold(b)),
+                        (Some(b), Some(a)) => {
+                            prop_assert!(low < settings.tiers.get(b + 1).map_or(f64::INFINITY, |t| t.threshold.unwrap_or(0.0)));
+                            prop_assert!(high >= threshold(a));
+                            prop_assert_eq!(&m.before, &m.after, "no move, same division");
+                        }
+                        _ => {}
+                    }
+                }
+                for (league, divisions) in table.divisions.iter().enumerate() {
+                    for (d, &count) in divisions.counts.iter().enumerate() {
+                        prop_assert!(count <= size);
+                        let seated = table
+                            .placed
+                            .values()
+                            .filter(|&&(l, div)| usize::from(l) == league && div as usize == d + 1)
+                            .count();
+                        prop_assert_eq!(seated, count as usize);
+                        prop_assert_eq!(divisions.open.contains(&(d as u32 + 1)), count < size);
+                    }
+                }
+            }
+            let (recomputed, moves) = recompute(Some(&settings), &history);
+            prop_assert_eq!(&recomputed, &table);
+            incremental.sort_by(|a, b| a.0.cmp(&b.0));
+            let incremental: Vec<LeagueMove> = incremental.into_iter().map(|(_, m)| m).collect();
+            prop_assert_eq!(moves, incremental);
+            let stored: Vec<(Arc<str>, Placement)> = table
+                .placed
+                .keys()
+                .map(|p| (Arc::clone(p), table.placement_of(p).expect("placed")))
+                .collect();
+            let reloaded = LeagueTable::from_placements(
+                Some(&settings),
+                stored.iter().map(|(p, placement)| (p, placement)),
+            )
+            .expect("valid placements");
+            prop_assert_eq!(reloaded.counts(), table.counts());
+            prop_assert_eq!(&reloaded.divisions, &table.divisions);
+        }
+    }
+}
