@@ -9,6 +9,8 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use mmr_service::engine::predict::expected_places;
+use mmr_service::engine::Beliefs;
 use mmr_service::engine::{
     rate_round, CodeforcesParams, CodeforcesState, EloParams, EloState, Factor, Glicko2Params,
     Glicko2State, Params, PlayerState, Population, Round, Standing, SystemParams, SystemState,
@@ -97,6 +99,16 @@ fn single_rounds(c: &mut Criterion) {
                 BatchSize::PerIteration,
             )
         });
+        if history == 0 && n <= 100_000 {
+            // What the worker adds to each round so a result can say where it was expected.
+            let system = SystemParams::EloMmr(params);
+            let states: Vec<SystemState> =
+                priors.iter().cloned().map(SystemState::EloMmr).collect();
+            let refs: Vec<&SystemState> = states.iter().collect();
+            group.bench_function(format!("{name}/expected_places"), |b| {
+                b.iter(|| black_box(expected_places(&system, &round, &refs)));
+            });
+        }
     }
     group.finish();
 }
@@ -124,10 +136,19 @@ fn shared_dataset(group: &str, name: &str) -> Option<(Vec<Round>, Vec<Contest>)>
     Some((rounds, contests))
 }
 
-/// Replays `rounds` in a fresh population of `system`; returns the players rated.
-fn replay(system: &SystemParams, rounds: &[Round]) -> usize {
+/// Replays `rounds` in a fresh population of `system`, each round's expected places first
+/// when `explained` (as the service's worker does); returns the players rated.
+fn replay(system: &SystemParams, rounds: &[Round], explained: bool) -> usize {
     let mut population = Population::new(system.clone()).expect("valid parameters");
     for round in rounds {
+        if explained {
+            let priors: Vec<&SystemState> = round
+                .standings
+                .iter()
+                .map(|s| population.belief_or_newcomer(&s.player))
+                .collect();
+            black_box(expected_places(system, round, &priors).expect("valid rounds"));
+        }
         black_box(population.apply(round).expect("dataset rounds are valid"));
     }
     population.len()
@@ -188,7 +209,10 @@ fn replays(c: &mut Criterion) {
         };
         let system = SystemParams::from(params);
         group.bench_function(format!("{name}/exact"), |b| {
-            b.iter(|| replay(&system, &rounds))
+            b.iter(|| replay(&system, &rounds, false))
+        });
+        group.bench_function(format!("{name}/exact_with_expected_places"), |b| {
+            b.iter(|| replay(&system, &rounds, true))
         });
         let reference = EloMMR::from_limit(
             params.beta,
@@ -295,7 +319,7 @@ fn systems(c: &mut Criterion) {
         };
         for (system_name, system, _) in other_systems() {
             group.bench_function(format!("{system_name}/replay/{name}"), |b| {
-                b.iter(|| replay(&system, &rounds))
+                b.iter(|| replay(&system, &rounds, false))
             });
         }
         let reference = TrueSkillSPb {

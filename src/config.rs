@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use anyhow::Context;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::openapi::schema::{Object, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type};
 use utoipa::ToSchema;
@@ -104,8 +104,11 @@ pub struct QueueSettings {
 pub struct AuthSettings {
     /// Whether reads need a key too.
     pub read_key_required: bool,
-    /// The accepted keys.
+    /// The accepted keys, beside those kept in the database (`/v1/keys`).
     pub keys: Vec<KeySettings>,
+    /// Whether the first start with no key configured and none in the database creates an
+    /// admin key and prints it once.
+    pub bootstrap: bool,
 }
 
 /// `[rate_limit]`: budgets per client, each a sustained rate and a burst; a rate of 0 is no
@@ -124,7 +127,7 @@ pub struct RateLimitSettings {
 }
 
 /// What a key may do; each role may do everything the ones before it may.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Read ratings and predictions (needed only when `read_key_required`).
@@ -133,6 +136,26 @@ pub enum Role {
     Write,
     /// Create pools and change their parameters.
     Admin,
+}
+
+impl Role {
+    /// The role as configured, stored and shown.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Write => "write",
+            Self::Admin => "admin",
+        }
+    }
+
+    /// The role called `name`.
+    #[must_use]
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Read, Self::Write, Self::Admin]
+            .into_iter()
+            .find(|role| role.as_str() == name)
+    }
 }
 
 /// One `[[auth.keys]]` entry.

@@ -29,7 +29,18 @@ impl Application {
         let declared = settings.pools.clone();
         let addr = settings.server.addr;
         let state = AppState::new(storage, settings).context("starting the compute pool")?;
-        state.load_pools(true).await.context("loading the pools")?;
+        state
+            .load_pools(true)
+            .await
+            .context("loading the pools and keys")?;
+        if let Some(key) = state
+            .bootstrap_key()
+            .await
+            .context("creating the first key")?
+        {
+            print_first_key(&key, addr);
+        }
+        state.start_key_refresh();
         for (name, overrides) in &declared {
             if state.pools.get(name).is_none() {
                 state
@@ -78,6 +89,21 @@ impl Application {
         tracing::info!("stopped");
         Ok(())
     }
+}
+
+/// Shows the first start's admin key, once, on stderr (never in the log).
+fn print_first_key(key: &str, addr: SocketAddr) {
+    let url = if addr.ip().is_unspecified() {
+        format!("http://127.0.0.1:{}", addr.port())
+    } else {
+        format!("http://{addr}")
+    };
+    eprintln!(
+        "\nNo key is configured, so this first start created an admin key (named `admin`). It is \
+         shown only now; the database keeps only its hash. Create more, or revoke it, at /v1/keys.\n\n    \
+         {key}\n\nTry it:\n\n    curl -X PUT {url}/v1/pools/main -H 'Authorization: Bearer {key}' \
+         -H 'Content-Type: application/json' -d '{{}}'\n"
+    );
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -11,13 +11,18 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::compute::Compute;
-use crate::config::{ParamsOverrides, Settings};
+use arc_swap::ArcSwap;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+
+use crate::api::auth::hash_key;
+use crate::config::{KeySettings, ParamsOverrides, Role, Settings};
 use crate::display::leagues::{recompute, Entrant, HistoryPoint};
 use crate::display::{Display, LeagueTable, Leagues};
 use crate::engine::{self, SystemParams};
 use crate::pools::{Pool, PoolState, Pools};
 use crate::rate_limit::RateLimits;
-use crate::storage::{self, Enqueued, LeagueHistory, PoolWrite, Recomputed, Storage};
+use crate::storage::{self, Enqueued, LeagueHistory, PoolWrite, Recomputed, Storage, StoredKey};
 use crate::worker;
 
 /// Shared by every handler and worker; cheap to clone.
@@ -33,12 +38,45 @@ pub struct AppState {
     pub rate_limits: Arc<RateLimits>,
     /// Where compute-heavy requests run.
     pub compute: Arc<Compute>,
+    /// The keys kept in the database that still work, as requests are checked against them
+    /// (beside `settings.auth.keys`): replaced whole when a key is created or revoked here,
+    /// and re-read every second for changes made by another process.
+    pub keys: Arc<ArcSwap<Vec<KeySettings>>>,
     workers: TaskTracker,
     /// Whether pools get a worker loop: set by [`AppState::load_pools`], so that a pool
     /// created later (by a `PUT`) gets one exactly when the loaded ones did. Tests that step
     /// the worker themselves leave it off.
     run_workers: Arc<AtomicBool>,
     shutdown: CancellationToken,
+}
+
+/// What [`AppState::create_key`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NewKey {
+    /// Stored (its hash only); the key, to show once.
+    Created(String),
+    /// A configured key or a stored one (revoked or not) has the name; nothing stored.
+    NameTaken,
+}
+
+/// How often a process re-reads the database's keys, so that a key created or revoked through
+/// another process sharing the database works, or stops working, here too.
+pub const KEY_REFRESH: Duration = Duration::from_secs(1);
+
+/// The name of the admin key the first start creates.
+pub const FIRST_KEY_NAME: &str = "admin";
+
+/// A new random key: `mmr_` and 256 bits from the operating system's generator, base64url.
+fn new_secret() -> Result<String, storage::Error> {
+    let mut bytes = [0u8; 32];
+    getrandom::getrandom(&mut bytes)
+        .map_err(|error| storage::Error::Corrupt(format!("no randomness for a key: {error}")))?;
+    Ok(format!("mmr_{}", URL_SAFE_NO_PAD.encode(bytes)))
+}
+
+/// Seconds since the Unix epoch.
+fn now() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
 }
 
 /// Why a pool could not be created or changed.
@@ -70,6 +108,7 @@ impl AppState {
             pools: Arc::new(Pools::default()),
             rate_limits: Arc::new(RateLimits::new(&settings.rate_limit)),
             compute: Arc::new(compute),
+            keys: Arc::new(ArcSwap::from_pointee(Vec::new())),
             settings: Arc::new(settings),
             workers: TaskTracker::new(),
             run_workers: Arc::new(AtomicBool::new(false)),
@@ -77,10 +116,12 @@ impl AppState {
         })
     }
 
-    /// Loads every stored pool into memory and starts its worker (`start_workers`), or leaves
-    /// workers to the caller (tests drive [`worker::process_next`] themselves).
+    /// Loads the database's keys, and every stored pool into memory and starts its worker
+    /// (`start_workers`), or leaves workers to the caller (tests drive
+    /// [`worker::process_next`] themselves).
     pub async fn load_pools(&self, start_workers: bool) -> anyhow::Result<()> {
         self.run_workers.store(start_workers, Ordering::Relaxed);
+        self.refresh_keys().await?;
         for info in self.storage.pools().await? {
             let players = self.storage.load_players(&info.name).await?;
             let (applied, display) = (info.applied, info.display);
@@ -180,6 +221,95 @@ impl AppState {
         let next = Arc::new(blocking(move || current.with_leagues(display, table)).await?);
         drop(pool.publish(Arc::clone(&next)));
         Ok(next)
+    }
+
+    /// Re-reads the database's keys: those not revoked are accepted from now on, and a
+    /// revoked one no longer is.
+    pub async fn refresh_keys(&self) -> Result<(), storage::Error> {
+        let active: Vec<KeySettings> = self
+            .storage
+            .keys()
+            .await?
+            .into_iter()
+            .filter(|key| key.revoked_at.is_none())
+            .map(|key| KeySettings {
+                name: key.name,
+                role: key.role,
+                sha256: key.sha256,
+            })
+            .collect();
+        self.keys.store(Arc::new(active));
+        Ok(())
+    }
+
+    /// Creates a key kept in the database (its name checked by the caller), working at once.
+    pub async fn create_key(&self, name: &str, role: Role) -> Result<NewKey, storage::Error> {
+        if self.settings.auth.keys.iter().any(|key| key.name == name) {
+            return Ok(NewKey::NameTaken);
+        }
+        let secret = new_secret()?;
+        let key = StoredKey {
+            name: name.to_owned(),
+            role,
+            sha256: hash_key(&secret),
+            created_at: now(),
+            revoked_at: None,
+        };
+        if !self.storage.create_key(&key).await? {
+            return Ok(NewKey::NameTaken);
+        }
+        self.refresh_keys().await?;
+        tracing::info!(key.name = name, key.role = role.as_str(), "key created");
+        Ok(NewKey::Created(secret))
+    }
+
+    /// Revokes the database's key `name`: it stops working here at once (in other processes
+    /// within [`KEY_REFRESH`]). `false` if there is no such key not yet revoked.
+    pub async fn revoke_key(&self, name: &str) -> Result<bool, storage::Error> {
+        let revoked = self.storage.revoke_key(name, now()).await?;
+        self.refresh_keys().await?;
+        if revoked {
+            tracing::info!(key.name = name, "key revoked");
+        }
+        Ok(revoked)
+    }
+
+    /// On a first start (no key configured, none in the database, and `auth.bootstrap`),
+    /// creates an admin key and returns it, to be shown once; otherwise `None`.
+    pub async fn bootstrap_key(&self) -> Result<Option<String>, storage::Error> {
+        let auth = &self.settings.auth;
+        if !auth.bootstrap || !auth.keys.is_empty() {
+            return Ok(None);
+        }
+        let secret = new_secret()?;
+        let key = StoredKey {
+            name: FIRST_KEY_NAME.to_owned(),
+            role: Role::Admin,
+            sha256: hash_key(&secret),
+            created_at: now(),
+            revoked_at: None,
+        };
+        let created = self.storage.create_first_key(&key).await?;
+        self.refresh_keys().await?;
+        Ok(created.then_some(secret))
+    }
+
+    /// Re-reads the database's keys every [`KEY_REFRESH`] until shutdown.
+    pub fn start_key_refresh(&self) {
+        let state = self.clone();
+        self.workers.spawn(async move {
+            let mut tick = tokio::time::interval(KEY_REFRESH);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    () = state.shutdown.cancelled() => return,
+                }
+                if let Err(error) = state.refresh_keys().await {
+                    tracing::warn!(%error, "re-reading the keys failed; keeping the last ones");
+                }
+            }
+        });
     }
 
     /// Stores a validated round at the end of `pool`'s queue and wakes its worker.

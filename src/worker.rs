@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info_span, Instrument};
 
 use crate::display::LeagueMove;
+use crate::engine::predict::expected_places;
 use crate::engine::{Applied, Beliefs, Round, SystemState};
 use crate::pools::{LastRound, Played, Pool, PoolState};
 use crate::storage::{self, AppliedEntrant, AppliedRound, QueuedRound, RoundOutcome, Storage};
@@ -206,10 +207,16 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>) -> Batch {
                         .iter()
                         .map(|s| next.belief_or_newcomer(&s.player))
                         .collect();
-                    next.system().apply(&round, &priors)
+                    let expected = next
+                        .display()
+                        .expected_ranks
+                        .then(|| expected_places(next.system(), &round, &priors).ok())
+                        .flatten();
+                    let applied = next.system().apply(&round, &priors)?;
+                    Ok::<_, crate::engine::Error>((applied, expected))
                 }));
                 match applied {
-                    Ok(Ok(applied)) => Ok(applied_round(&round, applied)),
+                    Ok(Ok((applied, expected))) => Ok(applied_round(&round, applied, expected)),
                     Ok(Err(error)) => Err(error.to_string()),
                     Err(_) => {
                         tracing::error!(round.id = queued.id, "the engine panicked");
@@ -259,21 +266,30 @@ fn parse(queued: &QueuedRound) -> Result<Round, String> {
     request.to_round().map_err(|e| e.to_string())
 }
 
-/// The outcome of a round as storage takes it.
-fn applied_round(round: &Round, applied: Vec<Applied>) -> AppliedRound {
+/// The outcome of a round as storage takes it, with each standing's expected place when the
+/// pool records them.
+fn applied_round(round: &Round, applied: Vec<Applied>, expected: Option<Vec<f64>>) -> AppliedRound {
+    let expected = expected.map_or_else(
+        || vec![None; applied.len()],
+        |e| e.into_iter().map(Some).collect(),
+    );
     AppliedRound {
         time: round.time,
         entrants: round
             .standings
             .iter()
             .zip(applied)
-            .map(|(standing, Applied { state, change })| AppliedEntrant {
-                player: standing.player.clone(),
-                rank: standing.rank,
-                change,
-                league: LeagueMove::default(),
-                state,
-            })
+            .zip(expected)
+            .map(
+                |((standing, Applied { state, change }), expected_rank)| AppliedEntrant {
+                    player: standing.player.clone(),
+                    rank: standing.rank,
+                    change,
+                    league: LeagueMove::default(),
+                    expected_rank,
+                    state,
+                },
+            )
             .collect(),
     }
 }

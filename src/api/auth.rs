@@ -1,5 +1,5 @@
-//! Who may do what: `Authorization: Bearer <key>` checked against the configured keys' SHA-256
-//! hashes. The presented key is hashed and compared with every configured hash in constant
+//! Who may do what: `Authorization: Bearer <key>` checked against the SHA-256 hashes of the
+//! configured keys and of those kept in the database (`/v1/keys`). The presented key is hashed and compared with every configured hash in constant
 //! time (`subtle::ConstantTimeEq`), so neither a wrong key nor a near miss answers faster. A
 //! key never reaches a log: only its configured name does. An authorized request then draws
 //! on its client's budget (`rate_limit`): the key's, or for an anonymous read its address's.
@@ -27,9 +27,12 @@ pub fn hash_key(key: &str) -> String {
         .collect()
 }
 
-/// The role of the configured key matching `presented`, if any (the highest, should two
+/// The role of the key of `keys` matching `presented`, if any (the highest, should two
 /// entries share a key), with its name.
-fn role_of<'a>(keys: &'a [KeySettings], presented: &str) -> Option<(Role, &'a str)> {
+fn role_of<'a>(
+    keys: impl IntoIterator<Item = &'a KeySettings>,
+    presented: &str,
+) -> Option<(Role, &'a str)> {
     let digest = hash_key(presented);
     let mut found = None;
     // Every entry is compared, matched or not, so the time taken does not tell which matched.
@@ -110,12 +113,16 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
             .and_then(bearer_token)
             .filter(|key| !key.is_empty())
             .ok_or(Error::Unauthenticated)?;
-        let (role, name) = role_of(&auth.keys, presented).ok_or(Error::Unauthenticated)?;
+        let stored = state.keys.load();
+        let (role, name) = role_of(auth.keys.iter().chain(stored.iter()), presented)
+            .ok_or(Error::Unauthenticated)?;
         tracing::debug!(key.name = name, "authenticated");
         if role < R::ROLE {
             return Err(Error::Forbidden);
         }
-        draw(state, budget, &Client::Key(name.to_owned()))?;
+        let client = Client::Key(name.to_owned());
+        drop(stored);
+        draw(state, budget, &client)?;
         Ok(Self(PhantomData))
     }
 }

@@ -43,6 +43,13 @@ pub enum Error {
     RoundConflict(String),
     /// The pool's parameters cannot change: it has rounds.
     ParamsLocked(String),
+    /// A key of this name exists, or the key named is one the configuration holds.
+    KeyConflict {
+        /// The key's name.
+        name: String,
+        /// Why the request cannot be done.
+        message: String,
+    },
     /// The body is larger than `[server] body_limit_bytes`.
     PayloadTooLarge,
     /// The body is not `application/json`.
@@ -166,6 +173,7 @@ impl Error {
                     "pool" => "pool_not_found",
                     "round" => "round_not_found",
                     "player" => "player_not_found",
+                    "key" => "key_not_found",
                     _ => "route_not_found",
                 },
                 if id.is_empty() {
@@ -192,6 +200,12 @@ impl Error {
                 "params_locked",
                 format!("pool `{pool}` has queued or applied rounds: its parameters cannot change"),
                 None,
+            ),
+            Self::KeyConflict { name, message } => (
+                StatusCode::CONFLICT,
+                "key_conflict",
+                format!("key `{name}`: {message}"),
+                Some("name"),
             ),
             Self::PayloadTooLarge => (
                 StatusCode::PAYLOAD_TOO_LARGE,

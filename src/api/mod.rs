@@ -8,7 +8,7 @@
 //! answer and log line of a request carries), `openapi` (the document's
 //! header, the errors every route can give, `/openapi.json`), then one module per resource:
 //! [`pools`], [`display`], [`rounds`] and [`export`], [`players`], [`leaderboard`],
-//! [`predictions`], [`matchmaking`], [`health`].
+//! [`predictions`], [`matchmaking`], [`keys`], [`health`].
 
 pub mod auth;
 pub mod display;
@@ -16,6 +16,7 @@ pub mod error;
 pub mod export;
 pub mod health;
 pub mod json;
+pub mod keys;
 pub mod leaderboard;
 pub mod matchmaking;
 mod openapi;
@@ -59,6 +60,7 @@ fn routes() -> (Router<AppState>, OpenApiDoc) {
         .merge(leaderboard::router())
         .merge(predictions::router())
         .merge(matchmaking::router())
+        .merge(keys::router())
         .merge(health::router())
         .merge(openapi::router())
         .split_for_parts();

@@ -15,6 +15,7 @@ use super::error::{Error, ErrorResponse};
 use super::leaderboard::board_as_of;
 use super::pool_of;
 use super::query::QueryParams;
+use super::rounds::ShownChange;
 use crate::display::Placement;
 use crate::pools::leaderboard::{Filter, Order};
 use crate::pools::PlayerRating;
@@ -160,6 +161,10 @@ pub struct HistoryEntryResponse {
     pub league_before: Option<Placement>,
     /// Their league after it.
     pub league_after: Option<Placement>,
+    /// Why the rating moved: what the round's priors expected and what it showed before and
+    /// after.
+    #[serde(flatten)]
+    pub shown: ShownChange,
 }
 
 /// A page of a player's history, newest first.
@@ -274,12 +279,14 @@ async fn get_player_history(
         .storage
         .player_history(pool.name(), &player, limit, query.before)
         .await?;
+    let current = pool.read();
     Ok(Json(HistoryResponse {
         player,
         entries: page
             .entries
             .into_iter()
             .map(|e| HistoryEntryResponse {
+                shown: ShownChange::of(&current, &e.change, e.expected_rank),
                 round_id: e.round_id,
                 time: rfc3339(e.time),
                 rank: e.rank,

@@ -17,8 +17,9 @@ use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
 use super::pool_of;
 use crate::display::Placement;
-use crate::engine::{Beliefs, SystemParams};
+use crate::engine::{Beliefs, RatingChange, SystemParams};
 use crate::names;
+use crate::pools::PoolState;
 use crate::state::AppState;
 use crate::storage::{Enqueued, RoundStatus};
 use crate::wire::{FieldError, RoundRequest};
@@ -82,6 +83,45 @@ pub struct ResultResponse {
     pub league_before: Option<Placement>,
     /// Their league after it: the round may have placed, promoted or demoted them.
     pub league_after: Option<Placement>,
+    /// Why the rating moved: what the round's priors expected and what it showed before and
+    /// after.
+    #[serde(flatten)]
+    pub shown: ShownChange,
+}
+
+/// What a round's change looks like beside the expectation and through the pool's display
+/// settings, so that a frontend can say "3rd, 7th was expected, +42".
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShownChange {
+    /// The place the player (their team, in a team round) was expected to take among the
+    /// round's entrants before it was played, from the ratings then: `1 + Σ P(another entrant
+    /// finishes ahead)`, between 1 and the number of entrants; `null` for rounds applied
+    /// before the service recorded it.
+    pub expected_rank: Option<f64>,
+    /// μ − kσ before the round, with the pool's current `conservative_k`.
+    pub conservative_before: f64,
+    /// μ − kσ after the round.
+    pub conservative_after: f64,
+    /// The fixed-range rating of `mu_before` under the pool's current display settings;
+    /// `null` if it shows none.
+    pub display_rating_before: Option<f64>,
+    /// The same of `mu_after`.
+    pub display_rating_after: Option<f64>,
+}
+
+impl ShownChange {
+    /// `change` (expected to be `expected_rank`) as `state`'s display settings show it.
+    pub(super) fn of(state: &PoolState, change: &RatingChange, expected_rank: Option<f64>) -> Self {
+        let display = state.display();
+        let range = state.fixed_range();
+        Self {
+            expected_rank,
+            conservative_before: display.conservative(change.before),
+            conservative_after: display.conservative(change.after),
+            display_rating_before: range.map(|r| r.display(change.before.mu)),
+            display_rating_after: range.map(|r| r.display(change.after.mu)),
+        }
+    }
 }
 
 /// The round body, as documented for clients (validation is by hand, see `wire`).
@@ -245,6 +285,7 @@ async fn get_round(
         .round(pool.name(), &id)
         .await?
         .ok_or(Error::NotFound { what: "round", id })?;
+    let current = pool.read();
     Ok(Json(RoundResponse {
         id: record.id,
         status: record.status.as_str(),
@@ -253,6 +294,7 @@ async fn get_round(
             results
                 .into_iter()
                 .map(|r| ResultResponse {
+                    shown: ShownChange::of(&current, &r.change, r.expected_rank),
                     delta: r.change.delta(),
                     player: r.player,
                     rank: r.rank,

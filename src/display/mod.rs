@@ -45,6 +45,12 @@ pub struct Display {
     /// leagues are state: changing them recomputes every player's league from the history.
     #[serde(default)]
     pub leagues: Option<Leagues>,
+    /// Whether each applied round records every entrant's expected place before it
+    /// (`expected_rank` in results and histories; default `false`). Computing it costs about
+    /// three times the round's rating (BENCHMARKS.md), so a pool asks for it; rounds applied
+    /// while it is off show `null`.
+    #[serde(default)]
+    pub expected_ranks: bool,
 }
 
 fn default_k() -> f64 {
@@ -62,6 +68,7 @@ impl Default for Display {
             fixed_range: None,
             provisional: None,
             leagues: None,
+            expected_ranks: false,
         }
     }
 }

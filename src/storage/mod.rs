@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use crate::config::Role;
 use crate::display::{Display, LeagueMove, Placement};
 use crate::engine::{Rating, RatingChange, SystemParams, SystemState};
 
@@ -248,6 +249,9 @@ pub struct AppliedEntrant {
     pub change: RatingChange,
     /// What it did to their league.
     pub league: LeagueMove,
+    /// The place they were expected to take, before the round (`None` if it could not be
+    /// computed).
+    pub expected_rank: Option<f64>,
     /// Their whole state after the round.
     pub state: SystemState,
 }
@@ -278,6 +282,9 @@ pub struct RoundResult {
     pub change: RatingChange,
     /// What it did to their league.
     pub league: LeagueMove,
+    /// The place they were expected to take, before the round; `None` for rounds applied
+    /// before it was recorded.
+    pub expected_rank: Option<f64>,
 }
 
 /// An applied round as it was accepted ([`Storage::applied_rounds`]).
@@ -351,6 +358,24 @@ pub struct HistoryEntry {
     pub change: RatingChange,
     /// What it did to their league.
     pub league: LeagueMove,
+    /// The place they were expected to take, before the round; `None` for rounds applied
+    /// before it was recorded.
+    pub expected_rank: Option<f64>,
+}
+
+/// A key kept in the database (`/v1/keys`): only its hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredKey {
+    /// Its name, unique among the database's keys.
+    pub name: String,
+    /// What it may do.
+    pub role: Role,
+    /// The hex SHA-256 of the key.
+    pub sha256: String,
+    /// When it was created (seconds since the Unix epoch).
+    pub created_at: i64,
+    /// When it was revoked, if it was.
+    pub revoked_at: Option<i64>,
 }
 
 /// One history row as leagues are recomputed from it ([`Storage::league_rows`]).
@@ -423,6 +448,19 @@ pub trait Storage: Send + Sync + 'static {
         display: &Display,
         recomputed: &Recomputed,
     ) -> Result<(), Error>;
+
+    /// Every key kept in the database, revoked ones included, by name.
+    async fn keys(&self) -> Result<Vec<StoredKey>, Error>;
+
+    /// Stores `key`; `false` (and nothing stored) if a key of its name exists, revoked or not.
+    async fn create_key(&self, key: &StoredKey) -> Result<bool, Error>;
+
+    /// Stores `key` only if the database holds no key at all, revoked ones included: the first
+    /// start's admin key. Whether it was stored (another process may have been first).
+    async fn create_first_key(&self, key: &StoredKey) -> Result<bool, Error>;
+
+    /// Marks key `name` revoked at `at`; `false` if there is no such key not yet revoked.
+    async fn revoke_key(&self, name: &str, at: i64) -> Result<bool, Error>;
 
     /// Up to `limit` applied rounds of `pool` after seq `after`, in the order they were applied.
     async fn applied_rounds(

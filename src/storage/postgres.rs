@@ -66,14 +66,15 @@ const REPEATABLE_READ: &str = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ";
 const INSERT_HISTORY: &str = "
     INSERT INTO history (pool, player, seq, rank, performance, mu_before, sigma_before,
                          mu_after, sigma_after, league_before, division_before, league_after,
-                         division_after)
+                         division_after, expected_rank)
     SELECT $1, u.player, $2, u.rank, u.performance, u.mu_before, u.sigma_before,
            u.mu_after, u.sigma_after, u.league_before, u.division_before, u.league_after,
-           u.division_after
+           u.division_after, u.expected_rank
     FROM UNNEST($3::TEXT[], $4::INT8[], $5::FLOAT8[], $6::FLOAT8[], $7::FLOAT8[],
-                $8::FLOAT8[], $9::FLOAT8[], $10::TEXT[], $11::INT8[], $12::TEXT[], $13::INT8[])
+                $8::FLOAT8[], $9::FLOAT8[], $10::TEXT[], $11::INT8[], $12::TEXT[], $13::INT8[],
+                $14::FLOAT8[])
          AS u (player, rank, performance, mu_before, sigma_before, mu_after, sigma_after,
-               league_before, division_before, league_after, division_after)";
+               league_before, division_before, league_after, division_after, expected_rank)";
 
 /// Rows written per statement when a pool's leagues are recomputed.
 const LEAGUE_ROWS_PER_STATEMENT: usize = 20_000;
@@ -287,6 +288,7 @@ impl Dialect for Pg {
         let mut divisions_before = Vec::with_capacity(n);
         let mut leagues_after = Vec::with_capacity(n);
         let mut divisions_after = Vec::with_capacity(n);
+        let mut expected_ranks = Vec::with_capacity(n);
         let mut states = StateArrays::with_capacity(n);
         let mut added = FactorColumns::with_capacity(n);
         let mut pruned_players = Vec::new();
@@ -307,6 +309,7 @@ impl Dialect for Pg {
             let (league, division) = placement_columns(entrant.league.after.as_ref());
             leagues_after.push(league);
             divisions_after.push(division);
+            expected_ranks.push(entrant.expected_rank);
             if !superseded {
                 states.push(entrant, &columns);
             }
@@ -372,6 +375,7 @@ impl Dialect for Pg {
             .bind(&divisions_before)
             .bind(&leagues_after)
             .bind(&divisions_after)
+            .bind(&expected_ranks)
             .execute(&mut *tx)
             .await?;
         Ok(())

@@ -8,8 +8,9 @@ use sha2::{Digest, Sha256};
 
 use super::{
     Enqueued, Error, HistoryEntry, HistoryPage, LeagueRow, PoolInfo, PoolProgress, RatedAsOf,
-    RoundRecord, RoundResult, RoundStatus, StoredPlayer,
+    RoundRecord, RoundResult, RoundStatus, StoredKey, StoredPlayer,
 };
+use crate::config::Role;
 use crate::display::{Display, LeagueMove, Placement};
 use crate::engine::{
     CodeforcesState, EloState, Factor, Glicko2State, PlayerState, Rating, RatingChange,
@@ -272,6 +273,7 @@ pub(super) struct ResultRow {
     sigma_after: Option<f64>,
     #[sqlx(flatten)]
     league: LeagueColumns,
+    expected_rank: Option<f64>,
 }
 
 impl ResultRow {
@@ -286,6 +288,7 @@ impl ResultRow {
                 (self.mu_after, self.sigma_after),
             ),
             league: self.league.into_move()?,
+            expected_rank: self.expected_rank,
         })
     }
 }
@@ -515,6 +518,7 @@ pub(super) struct HistoryRow {
     sigma_after: Option<f64>,
     #[sqlx(flatten)]
     league: LeagueColumns,
+    expected_rank: Option<f64>,
 }
 
 impl HistoryRow {
@@ -533,6 +537,7 @@ impl HistoryRow {
                 (self.mu_after, self.sigma_after),
             ),
             league: self.league.into_move()?,
+            expected_rank: self.expected_rank,
         })
     }
 }
@@ -598,5 +603,30 @@ pub(super) fn history_page(mut entries: Vec<HistoryEntry>, limit: u32) -> Histor
             None
         },
         entries,
+    }
+}
+
+/// A row of `sql::SELECT_KEYS`.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct KeyRow {
+    name: String,
+    role: String,
+    sha256: String,
+    created_at: i64,
+    revoked_at: Option<i64>,
+}
+
+impl KeyRow {
+    /// The key, or [`Error::Corrupt`] for an unknown role.
+    pub(super) fn into_key(self) -> Result<StoredKey, Error> {
+        Ok(StoredKey {
+            role: Role::parse(&self.role).ok_or_else(|| {
+                Error::Corrupt(format!("key `{}`: role `{}`", self.name, self.role))
+            })?,
+            name: self.name,
+            sha256: self.sha256,
+            created_at: self.created_at,
+            revoked_at: self.revoked_at,
+        })
     }
 }

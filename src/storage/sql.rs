@@ -89,7 +89,7 @@ pub(super) const SELECT_ROUND: &str = "
 /// The results of the round at seq `$2` of pool `$1`, best rank first.
 pub(super) const SELECT_RESULTS: &str = "
     SELECT player, rank, performance, mu_before, sigma_before, mu_after, sigma_after,
-           league_before, division_before, league_after, division_after
+           league_before, division_before, league_after, division_after, expected_rank
     FROM history WHERE pool = $1 AND seq = $2
     ORDER BY rank, player";
 
@@ -108,7 +108,8 @@ pub(super) const SELECT_FACTORS: &str = "
 pub(super) const SELECT_HISTORY: &str = "
     SELECT h.seq, r.id AS round_id, r.round_time, h.rank, r.entrants, h.performance,
            h.mu_before, h.sigma_before, h.mu_after, h.sigma_after,
-           h.league_before, h.division_before, h.league_after, h.division_after
+           h.league_before, h.division_before, h.league_after, h.division_after,
+           h.expected_rank
     FROM history h JOIN rounds r ON r.pool = h.pool AND r.seq = h.seq
     WHERE h.pool = $1 AND h.player = $2 AND h.seq < $3
     ORDER BY h.seq DESC LIMIT $4";
@@ -158,6 +159,26 @@ pub(super) const UPDATE_HISTORY_LEAGUE: &str = "
     UPDATE history SET league_before = $4, division_before = $5, league_after = $6,
                        division_after = $7
     WHERE pool = $1 AND player = $2 AND seq = $3";
+
+/// Every key kept in the database, by name.
+pub(super) const SELECT_KEYS: &str = "
+    SELECT name, role, sha256, created_at, revoked_at FROM api_keys ORDER BY name";
+
+/// Stores key `$1` (role `$2`, hash `$3`, created at `$4`) unless its name is taken; returns
+/// the name only if it stored it.
+pub(super) const INSERT_KEY: &str = "
+    INSERT INTO api_keys (name, role, sha256, created_at) VALUES ($1, $2, $3, $4)
+    ON CONFLICT (name) DO NOTHING RETURNING name";
+
+/// Like [`INSERT_KEY`], only into an empty table.
+pub(super) const INSERT_FIRST_KEY: &str = "
+    INSERT INTO api_keys (name, role, sha256, created_at)
+    SELECT $1, $2, $3, $4 WHERE NOT EXISTS (SELECT 1 FROM api_keys)
+    ON CONFLICT (name) DO NOTHING RETURNING name";
+
+/// Revokes key `$1` at `$2` unless it is revoked already; returns its name if it did.
+pub(super) const REVOKE_KEY: &str = "
+    UPDATE api_keys SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL RETURNING name";
 
 /// Rounds queued in every pool.
 pub(super) const COUNT_QUEUED: &str = "SELECT count(*) FROM rounds WHERE status = 'queued'";

@@ -13,13 +13,13 @@ use tracing::instrument;
 
 use super::rows::{
     content_hash, display_column, history_page, join_players, params_columns, repost_outcome,
-    to_u64, AsOfRow, FactorRow, HistoryRow, LeagueHistoryRow, ParamsRow, PlayerRow, PoolRoundsRow,
-    PoolRow, ProgressRow, ResultRow, RoundRow,
+    to_u64, AsOfRow, FactorRow, HistoryRow, KeyRow, LeagueHistoryRow, ParamsRow, PlayerRow,
+    PoolRoundsRow, PoolRow, ProgressRow, ResultRow, RoundRow,
 };
 use super::{
     sql, AppliedRecord, AppliedRound, AsOf, Enqueued, Error, HistoryPage, LeagueHistory, PoolInfo,
     PoolProgress, PoolWrite, QueuedRound, Recomputed, RoundOutcome, RoundRecord, RoundStatus,
-    Storage, StoredPlayer,
+    Storage, StoredKey, StoredPlayer,
 };
 use crate::display::Display;
 use crate::engine::SystemParams;
@@ -121,6 +121,30 @@ where
     .collect()
 }
 
+/// Runs `statement` (`sql::INSERT_KEY` or `sql::INSERT_FIRST_KEY`) for `key`; whether it
+/// stored it.
+async fn insert_key<D: Dialect>(
+    pool: &Pool<D::Db>,
+    statement: &str,
+    key: &StoredKey,
+) -> Result<bool, Error>
+where
+    for<'c> &'c Pool<D::Db>: Executor<'c, Database = D::Db>,
+    for<'q> <D::Db as Database>::Arguments<'q>: IntoArguments<'q, D::Db>,
+    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
+    for<'q> i64: Encode<'q, D::Db> + Type<D::Db>,
+    for<'r> (String,): sqlx::FromRow<'r, <D::Db as Database>::Row>,
+{
+    let stored: Option<(String,)> = sqlx::query_as(statement)
+        .bind(key.name.as_str())
+        .bind(key.role.as_str())
+        .bind(key.sha256.as_str())
+        .bind(key.created_at)
+        .fetch_optional(pool)
+        .await?;
+    Ok(stored.is_some())
+}
+
 /// For each entrant of each applied round, whether a later round of `rounds` has the same
 /// player: only a player's last state in a batch is written to `players`.
 fn superseded_states(rounds: &[(&str, RoundOutcome<'_>)]) -> Vec<Vec<bool>> {
@@ -169,6 +193,7 @@ where
     for<'r> HistoryRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> AsOfRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> LeagueHistoryRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> KeyRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> AppliedRecord: sqlx::FromRow<'r, <D::Db as Database>::Row>,
 {
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
@@ -217,6 +242,34 @@ where
         updated
             .map(drop)
             .ok_or_else(|| Error::PoolNotFound(name.to_owned()))
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME))]
+    async fn keys(&self) -> Result<Vec<StoredKey>, Error> {
+        let rows: Vec<KeyRow> = sqlx::query_as(sql::SELECT_KEYS)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.into_iter().map(KeyRow::into_key).collect()
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, key.name = %key.name))]
+    async fn create_key(&self, key: &StoredKey) -> Result<bool, Error> {
+        insert_key::<D>(&self.pool, sql::INSERT_KEY, key).await
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, key.name = %key.name))]
+    async fn create_first_key(&self, key: &StoredKey) -> Result<bool, Error> {
+        insert_key::<D>(&self.pool, sql::INSERT_FIRST_KEY, key).await
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, key.name = %name))]
+    async fn revoke_key(&self, name: &str, at: i64) -> Result<bool, Error> {
+        let revoked: Option<(String,)> = sqlx::query_as(sql::REVOKE_KEY)
+            .bind(name)
+            .bind(at)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(revoked.is_some())
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]

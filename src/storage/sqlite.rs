@@ -27,7 +27,7 @@ const PLAYER_COLUMNS: usize = 14;
 const FACTOR_COLUMNS: usize = 7;
 
 /// Columns bound per row of `history`.
-const HISTORY_COLUMNS: usize = 13;
+const HISTORY_COLUMNS: usize = 14;
 
 /// How long a write waits for another connection's write lock before giving up: longer than
 /// the largest round takes to commit.
@@ -72,7 +72,7 @@ const DELETE_FACTORS_TAIL: &str = ")
 /// Inserts entrants' history rows; the `VALUES` rows follow.
 const INSERT_HISTORY_HEAD: &str = "INSERT INTO history
     (pool, player, seq, rank, performance, mu_before, sigma_before, mu_after, sigma_after,
-     league_before, division_before, league_after, division_after) ";
+     league_before, division_before, league_after, division_after, expected_rank) ";
 
 /// The SQLite dialect.
 pub(super) struct Lite;
@@ -285,7 +285,8 @@ async fn insert_history(
                 .push_bind(league_before)
                 .push_bind(division_before)
                 .push_bind(league_after)
-                .push_bind(division_after);
+                .push_bind(division_after)
+                .push_bind(e.expected_rank);
         });
         query.build().execute(&mut *tx).await?;
     }

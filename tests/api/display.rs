@@ -11,6 +11,7 @@ backend_tests!(
     display_settings_change_every_read_and_survive_a_restart,
     a_player_becomes_established_when_a_round_takes_them_past_the_rule,
     a_change_made_by_another_process_is_shown_after_the_next_worker_step_without_a_reload,
+    each_result_says_where_the_player_was_expected_and_what_it_showed,
 );
 
 const DISPLAY: &str = "/v1/pools/main/display";
@@ -88,6 +89,7 @@ async fn display_settings_change_every_read_and_survive_a_restart(app: TestApp) 
             "fixed_range": {"max": 1000.0, "center": "auto", "scale": "auto"},
             "provisional": {"min_rounds": 2, "max_sigma": null},
             "leagues": null,
+            "expected_ranks": false,
         })
     );
     assert_eq!(
@@ -229,4 +231,101 @@ async fn a_change_made_by_another_process_is_shown_after_the_next_worker_step_wi
     app.apply_queued(POOL).await;
     assert_eq!(player(&app, "c").await["provisional"], true);
     assert_eq!(board(&app, "established=true").await.1, 2);
+}
+
+async fn each_result_says_where_the_player_was_expected_and_what_it_showed(app: TestApp) {
+    app.create_pool(POOL).await;
+    app.play([round("r0", &["zed", "yan"])]).await;
+    put_display(
+        &app,
+        json!({"conservative_k": 2, "fixed_range": {"max": 1000, "center": 1500, "scale": 100},
+               "expected_ranks": true}),
+    )
+    .await;
+    // Five newcomers are all expected in the middle; after ann won twice, she is expected
+    // ahead of everyone in the third round, and the upset moves her down.
+    app.play([
+        round("r1", &["ann", "bob", "cy", "dee", "eve"]),
+        round("r2", &["ann", "cy", "bob"]),
+        round("r3", &["eve", "bob", "ann"]),
+    ])
+    .await;
+    let results = |id: &str| {
+        let app = &app;
+        let id = id.to_owned();
+        async move {
+            app.get(&format!("/v1/pools/main/rounds/{id}"))
+                .await
+                .assert_status(StatusCode::OK, &id)["results"]
+                .as_array()
+                .expect("results")
+                .clone()
+        }
+    };
+    for result in results("r0").await {
+        assert_eq!(
+            result["expected_rank"],
+            Value::Null,
+            "applied before it was asked for"
+        );
+    }
+    for result in results("r1").await {
+        assert!(
+            (num(&result["expected_rank"]) - 3.0).abs() < 1e-9,
+            "{result}"
+        );
+    }
+    let third = results("r3").await;
+    let expected: Vec<(String, f64)> = third
+        .iter()
+        .map(|r| {
+            (
+                r["player"].as_str().expect("a player").to_owned(),
+                num(&r["expected_rank"]),
+            )
+        })
+        .collect();
+    let of = |who: &str| expected.iter().find(|(p, _)| p == who).expect("played").1;
+    assert!(
+        of("ann") < of("bob") && of("bob") < of("eve"),
+        "{expected:?}"
+    );
+    let sum: f64 = expected.iter().map(|(_, e)| e).sum();
+    assert!(
+        (sum - 6.0).abs() < 1e-9,
+        "expected places of 3 entrants sum to 1 + 2 + 3"
+    );
+    for result in &third {
+        let (mu_before, mu_after) = (num(&result["mu_before"]), num(&result["mu_after"]));
+        let (sigma_before, sigma_after) =
+            (num(&result["sigma_before"]), num(&result["sigma_after"]));
+        assert_eq!(
+            num(&result["conservative_before"]),
+            mu_before - 2.0 * sigma_before
+        );
+        assert_eq!(
+            num(&result["conservative_after"]),
+            mu_after - 2.0 * sigma_after
+        );
+        let shown = |mu: f64| 1000.0 / (1.0 + (-(mu - 1500.0) / 100.0).exp());
+        assert!((num(&result["display_rating_before"]) - shown(mu_before)).abs() < 1e-9);
+        assert!((num(&result["display_rating_after"]) - shown(mu_after)).abs() < 1e-9);
+        if result["player"] == "ann" {
+            assert!(
+                mu_after < mu_before,
+                "the favourite finished last: {result}"
+            );
+        }
+    }
+    let history = app
+        .get("/v1/pools/main/players/ann/history")
+        .await
+        .assert_status(StatusCode::OK, "history")
+        .clone();
+    let last = &history["entries"][0];
+    assert_eq!(num(&last["expected_rank"]), of("ann"));
+    assert_eq!(
+        last["display_rating_after"],
+        third.iter().find(|r| r["player"] == "ann").expect("ann")["display_rating_after"]
+    );
 }

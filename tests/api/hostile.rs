@@ -1059,6 +1059,64 @@ fn bad_display(name: &str, body: Value, code: &'static str, field: Option<&str>)
     )
 }
 
+/// Keys that cannot be created (`POST /v1/keys`).
+fn new_key_cases() -> Vec<Case> {
+    let bad = |name: &str, body: Value, field: &str| {
+        Case::new(
+            name,
+            post_json("/v1/keys", Some(ADMIN_KEY), &body),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            Some(field),
+        )
+    };
+    vec![
+        bad(
+            "a key name with a space",
+            json!({"name": "my key", "role": "read"}),
+            "name",
+        ),
+        bad(
+            "a key name of 65 characters",
+            json!({"name": "k".repeat(65), "role": "read"}),
+            "name",
+        ),
+        bad(
+            "a role that does not exist",
+            json!({"name": "k", "role": "owner"}),
+            "role",
+        ),
+        bad("a key without a role", json!({"name": "k"}), "role"),
+        bad(
+            "a key with a chosen secret",
+            json!({"name": "k", "role": "read", "key": "x"}),
+            "key",
+        ),
+        Case::new(
+            "a key named like a configured one",
+            post_json(
+                "/v1/keys",
+                Some(ADMIN_KEY),
+                &json!({"name": "ops", "role": "read"}),
+            ),
+            StatusCode::CONFLICT,
+            "key_conflict",
+            Some("name"),
+        ),
+        Case::new(
+            "a key made with a write key",
+            post_json(
+                "/v1/keys",
+                Some(WRITE_KEY),
+                &json!({"name": "k", "role": "admin"}),
+            ),
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            None,
+        ),
+    ]
+}
+
 /// Display settings out of range or of the wrong shape, and changes nobody may make.
 fn display_cases() -> Vec<Case> {
     let invalid = "invalid_display";
@@ -1481,6 +1539,7 @@ async fn every_hostile_request_gets_its_4xx_naming_the_problem_and_changes_nothi
         forecast_cases(),
         key_cases(),
         display_cases(),
+        new_key_cases(),
     ]
     .into_iter()
     .flatten()

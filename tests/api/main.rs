@@ -26,6 +26,7 @@ mod errors;
 mod export;
 mod health;
 mod hostile;
+mod keys;
 mod leaderboard;
 mod leagues;
 mod matchmaking;

@@ -460,7 +460,12 @@ async fn a_round_reads_as_queued_then_as_applied_with_every_entrants_results() {
         assert_eq!(
             keys,
             [
+                "conservative_after",
+                "conservative_before",
                 "delta",
+                "display_rating_after",
+                "display_rating_before",
+                "expected_rank",
                 "league_after",
                 "league_before",
                 "mu_after",

@@ -30,6 +30,14 @@ fn keyed_routes() -> Vec<(Method, &'static str, Value, &'static str)> {
             "admin",
         ),
         (
+            Method::POST,
+            "/v1/keys",
+            json!({"name": "new", "role": "read"}),
+            "admin",
+        ),
+        (Method::GET, "/v1/keys", Value::Null, "admin"),
+        (Method::DELETE, "/v1/keys/new", Value::Null, "admin"),
+        (
             Method::PUT,
             "/v1/pools/main/display",
             json!({"conservative_k": 2.0}),
@@ -56,7 +64,7 @@ async fn the_routes_listed_here_are_every_route_the_api_document_says_needs_a_ke
                 keyed.insert(format!(
                     "{} {}",
                     method.to_uppercase(),
-                    path.replace("{pool}", POOL)
+                    path.replace("{pool}", POOL).replace("{name}", "new")
                 ));
             }
         }

@@ -183,7 +183,12 @@ impl TestApp {
     /// The service as it would start again on the same database: a new state that loads every
     /// pool from storage, beside this one.
     pub async fn restarted(&self) -> Self {
-        let settings = Settings::clone(&self.state.settings);
+        self.restarted_with(Settings::clone(&self.state.settings))
+            .await
+    }
+
+    /// [`Self::restarted`] with `settings` instead of this app's.
+    pub async fn restarted_with(&self, settings: Settings) -> Self {
         let state = AppState::new(Arc::clone(&self.state.storage), settings).expect("the state");
         state.load_pools(false).await.expect("load pools");
         Self {

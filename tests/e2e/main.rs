@@ -252,8 +252,8 @@ fn postgres_ratings_equal_replay_through_a_kill_and_a_restart() {
 }
 
 #[test]
-fn with_no_configuration_the_service_serves_on_an_embedded_sqlite_file() {
-    let Some(server) = Server::start(Backend::Default) else {
+fn with_no_configuration_the_service_serves_on_an_embedded_sqlite_file_and_makes_its_first_key() {
+    let Some(mut server) = Server::start(Backend::Default) else {
         return;
     };
     assert_eq!(server.get_json("/readyz")["status"], "ready");
@@ -261,4 +261,19 @@ fn with_no_configuration_the_service_serves_on_an_embedded_sqlite_file() {
         server.dir().join("data/mmr.sqlite3").exists(),
         "the default database is ./data/mmr.sqlite3"
     );
+    // The README's first command is enough to take rounds: the first start printed a key.
+    let key = server
+        .first_key()
+        .expect("the first start prints an admin key");
+    assert_eq!(server.put(&format!("/v1/pools/{POOL}"), "{}", &key), 201);
+    let round = r#"{"id": "r1", "standings": [{"player": "ann", "rank": 1}, {"player": "bob", "rank": 2}]}"#;
+    assert_eq!(
+        server.post(&format!("/v1/pools/{POOL}/rounds"), round, &key),
+        202
+    );
+    wait_until_applied(&server, 1);
+    server.kill();
+    server.restart();
+    assert_eq!(server.first_key(), None, "only the first start makes a key");
+    assert_eq!(server.put(&format!("/v1/pools/{POOL}"), "{}", &key), 200);
 }

@@ -7,7 +7,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sqlx::Connection;
@@ -82,6 +82,8 @@ pub struct Server {
     base: String,
     client: reqwest::blocking::Client,
     postgres: Option<PgDatabase>,
+    /// The admin key the last start printed, if it created one (a first start).
+    first_key: Arc<Mutex<Option<String>>>,
 }
 
 fn block_on<F: std::future::Future>(future: F) -> F::Output {
@@ -187,6 +189,7 @@ impl Server {
             base: String::new(),
             client: reqwest::blocking::Client::new(),
             postgres,
+            first_key: Arc::default(),
         };
         server.restart();
         Some(server)
@@ -245,11 +248,17 @@ impl Server {
             .expect("the service starts");
         let stderr = child.stderr.take().expect("piped stderr");
         let (addr_tx, addr_rx) = mpsc::channel();
+        let first_key = Arc::clone(&self.first_key);
+        *first_key.lock().expect("not poisoned") = None;
         // Drains the log for the child's whole life, so it never blocks on a full pipe.
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if let Some((_, addr)) = line.split_once(SERVING) {
                     let _ = addr_tx.send(addr.trim().to_owned());
+                }
+                // The first start's key is printed alone on an indented line, before serving.
+                if line.starts_with("    mmr_") {
+                    *first_key.lock().expect("not poisoned") = Some(line.trim().to_owned());
                 }
                 eprintln!("[service] {line}");
             }
@@ -259,6 +268,11 @@ impl Server {
             .expect("the service listens");
         self.base = format!("http://{addr}");
         self.child = Some(child);
+    }
+
+    /// The admin key the last start printed on stderr, if it created one.
+    pub fn first_key(&self) -> Option<String> {
+        self.first_key.lock().expect("not poisoned").clone()
     }
 
     /// SIGKILL: no chance to finish anything.

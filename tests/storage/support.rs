@@ -115,6 +115,7 @@ pub fn rate(population: &mut Population, players: &[&str], time: Option<i64>) ->
             rank: standing.rank,
             change,
             league: LeagueMove::default(),
+            expected_rank: None,
             state: population
                 .belief(&standing.player)
                 .expect("a rated player has a state")

@@ -5,8 +5,9 @@
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 
-use super::super::any::SystemState;
+use super::super::any::{SystemParams, SystemState};
 use super::super::population::Beliefs;
+use super::super::round::{Layout, Round};
 use super::super::system::Performance;
 use super::super::{Error, PredictionPath, PredictionProblem};
 use super::{expected_ranks, first_place_probabilities, match_quality, pairwise_matrix};
@@ -187,6 +188,37 @@ where
         pairwise,
         quality,
     })
+}
+
+/// Each standing's expected place in `round` before it was played, from `priors` (aligned
+/// with `round.standings`, as [`SystemParams::apply`] takes them): the place its entrant (a
+/// team or a lone player) would take on average among the round's entrants, `1 + Σ P(another
+/// entrant finishes ahead)`, between 1 and the number of entrants. What "7th was expected"
+/// means beside a round's result.
+pub fn expected_places(
+    system: &SystemParams,
+    round: &Round,
+    priors: &[&SystemState],
+) -> Result<Vec<f64>, Error> {
+    let layout = Layout::of(round)?;
+    let performances: Vec<(f64, f64)> = layout
+        .entrants
+        .iter()
+        .map(|members| {
+            let states: Vec<&SystemState> = members.iter().map(|&i| priors[i]).collect();
+            let p = system.performance(&states)?;
+            Ok((p.mean, p.variance))
+        })
+        .collect::<Result<_, Error>>()?;
+    // Nobody cancels the worker's rating of a round.
+    let places = expected_ranks(system.model(), &performances, &AtomicBool::new(false))?;
+    let mut by_standing = vec![1.0; round.standings.len()];
+    for (members, place) in layout.entrants.iter().zip(places) {
+        for &i in members {
+            by_standing[i] = place;
+        }
+    }
+    Ok(by_standing)
 }
 
 /// Refuses a request that is not a set of at least two disjoint, non-empty entrants.
@@ -381,6 +413,55 @@ mod tests {
             prop_assert!(f.quality > 0.0 && f.quality <= 1.0);
             let beta2 = Params::default().beta.powi(2);
             prop_assert!(f.entrants[0].variance > split as f64 * beta2);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn expected_places_are_the_entrants_expected_ranks_shared_by_team_members(
+            mus in prop::collection::vec(1000.0f64..2000.0, 3..9),
+            teamed in any::<bool>(),
+        ) {
+            let system = SystemParams::EloMmr(Params::default());
+            let newcomer = system.newcomer();
+            let states: Vec<SystemState> = mus
+                .iter()
+                .map(|&mu| {
+                    let SystemState::EloMmr(mut state) = newcomer.clone() else {
+                        unreachable!("an Elo-MMR pool")
+                    };
+                    state.mu = mu;
+                    SystemState::EloMmr(state)
+                })
+                .collect();
+            // With `teamed`, players 0 and 1 form one team; the others play alone.
+            let standings: Vec<Standing> = (0..mus.len())
+                .map(|i| match i {
+                    0 | 1 if teamed => Standing::member(format!("p{i}"), 1, "duo"),
+                    _ => Standing::solo(format!("p{i}"), i as u64 + 1),
+                })
+                .collect();
+            let round = Round::new(standings);
+            let priors: Vec<&SystemState> = states.iter().collect();
+            let places = expected_places(&system, &round, &priors).expect("a valid round");
+            let entrants = if teamed { mus.len() - 1 } else { mus.len() };
+            let mut distinct: Vec<f64> = places.clone();
+            if teamed {
+                prop_assert_eq!(places[0], places[1]);
+                distinct.remove(1);
+            }
+            let sum: f64 = distinct.iter().sum();
+            let n = entrants as f64;
+            prop_assert!((sum - n * (n + 1.0) / 2.0).abs() < 1e-6, "{:?}", places);
+            prop_assert!(places.iter().all(|&p| (1.0..=n).contains(&p)));
+            // A stronger lone player is expected to finish ahead of a weaker one.
+            for i in 2..mus.len() {
+                for j in 2..mus.len() {
+                    if mus[i] > mus[j] + 1e-6 {
+                        prop_assert!(places[i] < places[j]);
+                    }
+                }
+            }
         }
     }
 }

@@ -18,7 +18,8 @@ use super::system::Model;
 use super::LOGISTIC_SCALE;
 
 pub use forecast::{
-    forecast, head_to_head, resolve, EntrantForecast, Figures, Forecast, HeadToHead, Member,
+    expected_places, forecast, head_to_head, resolve, EntrantForecast, Figures, Forecast,
+    HeadToHead, Member,
 };
 pub use placing::{expected_ranks, first_place_probabilities, pairwise_matrix};
 pub use quality::{match_quality, match_quality_two};

@@ -1,0 +1,219 @@
+//! `/v1/keys` and the first start on both backends: keys kept in the database are created
+//! (shown once, stored as a hash), listed without secrets, work at once, and stop working at
+//! once when revoked; a first start with no key anywhere creates one admin key, once.
+
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::support::{round, settings, Payload, TestApp, ADMIN_KEY, POOL, WRITE_KEY};
+
+backend_tests!(
+    keys_are_created_listed_used_and_revoked_at_once,
+    a_first_start_with_no_key_creates_one_admin_key_once,
+);
+
+async fn create(app: &TestApp, key: &str, body: Value) -> crate::support::TestResponse {
+    app.send(Method::POST, "/v1/keys", Some(key), Payload::Json(body))
+        .await
+}
+
+async fn revoke(app: &TestApp, name: &str) -> crate::support::TestResponse {
+    app.send(
+        Method::DELETE,
+        &format!("/v1/keys/{name}"),
+        Some(ADMIN_KEY),
+        Payload::Empty,
+    )
+    .await
+}
+
+async fn post_round_with(app: &TestApp, key: &str, id: &str) -> StatusCode {
+    app.send(
+        Method::POST,
+        "/v1/pools/main/rounds",
+        Some(key),
+        Payload::Json(round(id, &["a", "b"])),
+    )
+    .await
+    .status
+}
+
+async fn keys_are_created_listed_used_and_revoked_at_once(app: TestApp) {
+    app.create_pool(POOL).await;
+    let created = create(
+        &app,
+        ADMIN_KEY,
+        json!({"name": "scoreboard", "role": "write"}),
+    )
+    .await;
+    let created = created
+        .assert_status(StatusCode::CREATED, "create a key")
+        .clone();
+    assert_eq!(
+        (&created["name"], &created["role"]),
+        (&json!("scoreboard"), &json!("write"))
+    );
+    let key = created["key"].as_str().expect("the key").to_owned();
+    assert!(key.starts_with("mmr_") && key.len() > 40, "{key}");
+
+    assert_eq!(
+        post_round_with(&app, &key, "r1").await,
+        StatusCode::ACCEPTED
+    );
+    create(&app, &key, json!({"name": "x", "role": "admin"}))
+        .await
+        .assert_error(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            None,
+            "a write key makes no keys",
+        );
+
+    let listed = app
+        .send(Method::GET, "/v1/keys", Some(ADMIN_KEY), Payload::Empty)
+        .await
+        .assert_status(StatusCode::OK, "list")
+        .clone();
+    let text = listed.to_string();
+    assert!(
+        !text.contains(&key) && !text.contains("sha256"),
+        "no secret is listed: {text}"
+    );
+    let names: Vec<(&str, &str)> = listed["keys"]
+        .as_array()
+        .expect("keys")
+        .iter()
+        .map(|k| {
+            (
+                k["name"].as_str().expect("a name"),
+                k["source"].as_str().expect("a source"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("ops", "configuration"),
+            ("judge", "configuration"),
+            ("frontend", "configuration"),
+            ("scoreboard", "database")
+        ]
+    );
+
+    for (name, why) in [
+        ("scoreboard", "a stored key's name"),
+        ("judge", "a configured key's name"),
+    ] {
+        create(&app, ADMIN_KEY, json!({"name": name, "role": "read"}))
+            .await
+            .assert_error(StatusCode::CONFLICT, "key_conflict", Some("name"), why);
+    }
+
+    // A restarted service knows the key from the database.
+    let restarted = app.restarted().await;
+    assert_eq!(
+        post_round_with(&restarted, &key, "r2").await,
+        StatusCode::ACCEPTED
+    );
+
+    assert_eq!(
+        revoke(&app, "scoreboard").await.status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        post_round_with(&app, &key, "r3").await,
+        StatusCode::UNAUTHORIZED
+    );
+    // The other process sees it within a refresh.
+    restarted
+        .state
+        .refresh_keys()
+        .await
+        .expect("re-read the keys");
+    assert_eq!(
+        post_round_with(&restarted, &key, "r3").await,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        post_round_with(&app, WRITE_KEY, "r3").await,
+        StatusCode::ACCEPTED
+    );
+
+    revoke(&app, "scoreboard").await.assert_error(
+        StatusCode::NOT_FOUND,
+        "key_not_found",
+        None,
+        "revoked already",
+    );
+    revoke(&app, "ops").await.assert_error(
+        StatusCode::CONFLICT,
+        "key_conflict",
+        Some("name"),
+        "a configured key",
+    );
+    let listed = app
+        .send(Method::GET, "/v1/keys", Some(ADMIN_KEY), Payload::Empty)
+        .await
+        .assert_status(StatusCode::OK, "list")
+        .clone();
+    assert!(listed["keys"][3]["revoked_at"].is_string(), "{listed}");
+}
+
+async fn a_first_start_with_no_key_creates_one_admin_key_once(app: TestApp) {
+    let mut bare = settings(&[]);
+    bare.auth.keys.clear();
+    let mut off = bare.clone();
+    off.auth.bootstrap = false;
+
+    let refused = app.restarted_with(off.clone()).await;
+    assert_eq!(
+        refused.state.bootstrap_key().await.expect("bootstrap"),
+        None,
+        "turned off"
+    );
+
+    let first = app.restarted_with(bare.clone()).await;
+    let key = first
+        .state
+        .bootstrap_key()
+        .await
+        .expect("bootstrap")
+        .expect("a first start creates a key");
+    first
+        .send(
+            Method::PUT,
+            "/v1/pools/main",
+            Some(&key),
+            Payload::Json(json!({})),
+        )
+        .await
+        .assert_status(StatusCode::CREATED, "the first key is an admin's");
+    assert_eq!(
+        post_round_with(&first, &key, "r1").await,
+        StatusCode::ACCEPTED
+    );
+
+    let again = app.restarted_with(bare.clone()).await;
+    assert_eq!(
+        again.state.bootstrap_key().await.expect("bootstrap"),
+        None,
+        "once only"
+    );
+    assert_eq!(
+        post_round_with(&again, &key, "r2").await,
+        StatusCode::ACCEPTED
+    );
+
+    // Revoking every key does not make the next start create another: only the first does.
+    let with_config = app.restarted().await;
+    assert_eq!(
+        revoke(&with_config, "admin").await.status,
+        StatusCode::NO_CONTENT
+    );
+    let after = app.restarted_with(bare).await;
+    assert_eq!(after.state.bootstrap_key().await.expect("bootstrap"), None);
+    assert_eq!(
+        post_round_with(&after, &key, "r3").await,
+        StatusCode::UNAUTHORIZED
+    );
+}
