@@ -88,6 +88,7 @@ fn publishing(c: &mut Criterion) {
             last_round_id: "r0".to_owned(),
             last_round_time: None,
             league: None,
+            bonus_spent: 0.0,
         })
         .collect();
     // Five leagues of divisions of 100, every player placed as placement would place them.
@@ -108,6 +109,7 @@ fn publishing(c: &mut Criterion) {
             let placement = Placement {
                 league: Arc::from(settings.tiers[league].name.as_str()),
                 division: seated[league].div_ceil(settings.division_size),
+                points: None,
             };
             StoredPlayer {
                 league: Some(placement),
@@ -145,6 +147,7 @@ fn publish_rounds(
             .map(|i| Played {
                 player: format!("player-{:07}", (i * 7919) % POOL_PLAYERS),
                 rank: i as u64 + 1,
+                prior: 1500.0,
                 state: spread_player(params, rng),
                 last_round: last.clone(),
             })

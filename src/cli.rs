@@ -68,7 +68,7 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub input: PathBuf,
     /// Write the final ratings here as CSV `player,mu,sigma,rounds`, sorted by player (with
-    /// `--display`, also `conservative,display_rating,provisional,league,division`).
+    /// `--display`, also `conservative,display_rating,provisional,league,division,points`).
     #[arg(long)]
     pub output: Option<PathBuf>,
     /// A pool's display settings, as `PUT /v1/pools/{pool}/display` takes them (JSON): its

@@ -42,6 +42,8 @@ pub struct AppState {
     /// (beside `settings.auth.keys`): replaced whole when a key is created or revoked here,
     /// and re-read every second for changes made by another process.
     pub keys: Arc<ArcSwap<Vec<KeySettings>>>,
+    /// Held while the keys are re-read and replaced.
+    keys_turn: Arc<tokio::sync::Mutex<()>>,
     workers: TaskTracker,
     /// Whether pools get a worker loop: set by [`AppState::load_pools`], so that a pool
     /// created later (by a `PUT`) gets one exactly when the loaded ones did. Tests that step
@@ -109,6 +111,7 @@ impl AppState {
             rate_limits: Arc::new(RateLimits::new(&settings.rate_limit)),
             compute: Arc::new(compute),
             keys: Arc::new(ArcSwap::from_pointee(Vec::new())),
+            keys_turn: Arc::default(),
             settings: Arc::new(settings),
             workers: TaskTracker::new(),
             run_workers: Arc::new(AtomicBool::new(false)),
@@ -213,10 +216,14 @@ impl AppState {
             }
         };
         if recomputed.applied != current.applied() {
-            // Memory is behind the database (another process applied rounds): the worker
-            // reloads the pool, leagues and all, at its next step.
-            pool.wake();
-            return Ok(current);
+            // Memory is behind the database (another process applied rounds): reload the pool,
+            // leagues and all, so that the answer shows what was stored.
+            worker::reload(self.storage.as_ref(), pool)
+                .await
+                .map_err(|error| {
+                    storage::Error::Corrupt(format!("reloading the pool: {error:#}"))
+                })?;
+            return Ok(pool.read());
         }
         let next = Arc::new(blocking(move || current.with_leagues(display, table)).await?);
         drop(pool.publish(Arc::clone(&next)));
@@ -224,8 +231,10 @@ impl AppState {
     }
 
     /// Re-reads the database's keys: those not revoked are accepted from now on, and a
-    /// revoked one no longer is.
+    /// revoked one no longer is. Refreshes take turns, so a read taken before a revocation
+    /// cannot be stored after it.
     pub async fn refresh_keys(&self) -> Result<(), storage::Error> {
+        let _turn = self.keys_turn.lock().await;
         let active: Vec<KeySettings> = self
             .storage
             .keys()
@@ -267,8 +276,17 @@ impl AppState {
     /// within [`KEY_REFRESH`]). `false` if there is no such key not yet revoked.
     pub async fn revoke_key(&self, name: &str) -> Result<bool, storage::Error> {
         let revoked = self.storage.revoke_key(name, now()).await?;
-        self.refresh_keys().await?;
         if revoked {
+            // Dropped from memory without a read that could fail: the revocation is stored.
+            let _turn = self.keys_turn.lock().await;
+            let kept: Vec<KeySettings> = self
+                .keys
+                .load()
+                .iter()
+                .filter(|key| key.name != name)
+                .cloned()
+                .collect();
+            self.keys.store(Arc::new(kept));
             tracing::info!(key.name = name, "key revoked");
         }
         Ok(revoked)
@@ -384,7 +402,9 @@ fn recompute_leagues(
                 player: &row.player,
                 rank: row.rank,
                 rating: row.rating,
+                prior: row.prior,
                 rounds: 0,
+                time: row.time,
             },
         })
         .collect();
@@ -398,7 +418,7 @@ fn recompute_leagues(
         .collect();
     let players = table
         .placements()
-        .map(|(player, placement)| (player.to_string(), placement))
+        .map(|(player, placement, spent)| (player.to_string(), placement, spent))
         .collect();
     let recomputed = Recomputed {
         applied: history.applied,

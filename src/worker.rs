@@ -237,6 +237,7 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>) -> Batch {
                             .map(|e| Played {
                                 player: e.player.clone(),
                                 rank: e.rank,
+                                prior: e.change.before.mu,
                                 state: e.state.clone(),
                                 last_round: last.clone(),
                             })
@@ -244,6 +245,7 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>) -> Batch {
                     );
                     for (entrant, moved) in applied.entrants.iter_mut().zip(moves) {
                         entrant.league = moved;
+                        entrant.bonus_spent = next.leagues().bonus_spent(&entrant.player);
                     }
                     entrants += applied.entrants.len();
                     Outcome::Applied(applied)
@@ -286,6 +288,7 @@ fn applied_round(round: &Round, applied: Vec<Applied>, expected: Option<Vec<f64>
                     rank: standing.rank,
                     change,
                     league: LeagueMove::default(),
+                    bonus_spent: 0.0,
                     expected_rank,
                     state,
                 },
@@ -295,7 +298,7 @@ fn applied_round(round: &Round, applied: Vec<Applied>, expected: Option<Vec<f64>
 }
 
 /// Rebuilds the pool's memory from the database, after another process changed it.
-async fn reload(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed> {
+pub(crate) async fn reload(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed> {
     let info = storage
         .pool_progress(pool.name())
         .await?

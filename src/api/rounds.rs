@@ -95,8 +95,8 @@ pub struct ResultResponse {
 pub struct ShownChange {
     /// The place the player (their team, in a team round) was expected to take among the
     /// round's entrants before it was played, from the ratings then: `1 + Σ P(another entrant
-    /// finishes ahead)`, between 1 and the number of entrants; `null` for rounds applied
-    /// before the service recorded it.
+    /// finishes ahead)`, between 1 and the number of entrants; `null` unless the pool's display
+    /// settings asked for `expected_ranks` when the round was applied.
     pub expected_rank: Option<f64>,
     /// μ − kσ before the round, with the pool's current `conservative_k`.
     pub conservative_before: f64,

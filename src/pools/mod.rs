@@ -49,6 +49,8 @@ pub struct Played {
     pub player: String,
     /// Their rank in the round.
     pub rank: u64,
+    /// Their μ before it.
+    pub prior: f64,
     /// Their state after it.
     pub state: SystemState,
     /// The round.
@@ -155,7 +157,7 @@ impl PoolState {
                 };
                 let player: Arc<str> = Arc::from(p.player);
                 if let Some(placement) = p.league {
-                    placements.push((Arc::clone(&player), placement));
+                    placements.push((Arc::clone(&player), placement, p.bonus_spent));
                 }
                 (player, Arc::new(rated))
             })
@@ -164,7 +166,7 @@ impl PoolState {
             state.display.leagues.as_ref(),
             placements
                 .iter()
-                .map(|(player, placement)| (player, placement)),
+                .map(|(player, placement, spent)| (player, placement, *spent)),
         )
         .map_err(LoadError::Leagues)?;
         for (_, rated) in &players {
@@ -216,7 +218,7 @@ impl PoolState {
         self.standing_of(
             state.rating(),
             state.rounds(),
-            self.leagues.league_of(player).map(|(league, _)| league),
+            self.leagues.league_of(player),
         )
     }
 
@@ -306,7 +308,9 @@ impl PoolState {
                 player: &p.player,
                 rank: p.rank,
                 rating: p.state.rating(),
+                prior: p.prior,
                 rounds: p.state.rounds(),
+                time: p.last_round.time,
             })
             .collect();
         let league_moves = self.leagues.settle(&entrants);
@@ -607,6 +611,7 @@ mod tests {
         Played {
             player: player.to_owned(),
             rank,
+            prior: 1500.0,
             state,
             last_round: last(round),
         }
@@ -672,6 +677,7 @@ mod tests {
                         super::Played {
                             player: format!("p{p}"),
                             rank: rank as u64,
+                            prior: f64::from(mu) - 30.0,
                             state: SystemState::EloMmr(belief),
                             last_round: last(&format!("r{r}")),
                         }
@@ -687,6 +693,7 @@ mod tests {
                     last_round_id: "r".into(),
                     last_round_time: None,
                     league: state.leagues().placement_of(id),
+                    bonus_spent: state.leagues().bonus_spent(id),
                 })
                 .collect();
             let fresh = PoolState::load(params.into(), display, stored, state.applied())

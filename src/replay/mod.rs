@@ -215,6 +215,8 @@ impl Pass<'_> {
                         player: &standing.player,
                         rank: standing.rank,
                         rating: change.after,
+                        prior: change.before.mu,
+                        time: round.time,
                         rounds: population
                             .belief(&standing.player)
                             .map_or(0, SystemState::rounds),

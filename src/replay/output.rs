@@ -1,7 +1,7 @@
 //! The ratings file a replay writes: CSV `player,mu,sigma,rounds`, sorted by player, floats in
 //! Rust's shortest round-tripping form so two runs can be compared bit for bit. With display
 //! settings, each row also gives what the pool would show: `conservative,display_rating,
-//! provisional,league,division` (empty where there is nothing to show). Player names may hold
+//! provisional,league,division,points` (empty where there is nothing to show). Player names may hold
 //! commas and quotes, hence a real CSV writer.
 
 use std::path::Path;
@@ -42,6 +42,7 @@ pub fn write_ratings(
             "provisional",
             "league",
             "division",
+            "points",
         ]);
     }
     record(&header)?;
@@ -64,7 +65,12 @@ pub fn write_ratings(
                 placement
                     .as_ref()
                     .map_or_else(String::new, |p| p.league.to_string()),
-                placement.map_or_else(String::new, |p| p.division.to_string()),
+                placement
+                    .as_ref()
+                    .map_or_else(String::new, |p| p.division.to_string()),
+                placement
+                    .and_then(|p| p.points)
+                    .map_or_else(String::new, |p| p.to_string()),
             ]);
         }
         let row: Vec<&str> = std::iter::once(player)

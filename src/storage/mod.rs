@@ -249,6 +249,8 @@ pub struct AppliedEntrant {
     pub change: RatingChange,
     /// What it did to their league.
     pub league: LeagueMove,
+    /// The ladder bonus points they have spent, this round included.
+    pub bonus_spent: f64,
     /// The place they were expected to take, before the round (`None` if it could not be
     /// computed).
     pub expected_rank: Option<f64>,
@@ -339,6 +341,8 @@ pub struct StoredPlayer {
     pub last_round_time: Option<i64>,
     /// Their league and division, if placed.
     pub league: Option<Placement>,
+    /// Ladder bonus points they have spent.
+    pub bonus_spent: f64,
 }
 
 /// One round in a player's history.
@@ -389,6 +393,10 @@ pub struct LeagueRow {
     pub rank: u64,
     /// Their rating after it.
     pub rating: Rating,
+    /// Their μ before it.
+    pub prior: f64,
+    /// The round's time, if it had one.
+    pub time: Option<i64>,
 }
 
 /// A pool's history as leagues see it, read in one snapshot.
@@ -408,8 +416,8 @@ pub struct Recomputed {
     /// Each history row's leagues before and after, by `(player, seq)`; rows left out are
     /// outside every league.
     pub rows: Vec<(String, i64, LeagueMove)>,
-    /// Every placed player's league now.
-    pub players: Vec<(String, Placement)>,
+    /// Every placed player's league now, with the bonus points they spent.
+    pub players: Vec<(String, Placement, f64)>,
 }
 
 /// A page of a player's history, newest first.

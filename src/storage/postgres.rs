@@ -12,6 +12,7 @@ use sqlx::{PgConnection, Postgres, Transaction};
 use super::rows::{placement_columns, to_i64, StateColumns};
 use super::sql_storage::{Dialect, SqlStorage};
 use super::{AppliedEntrant, AppliedRound, Error, Recomputed};
+use crate::display::Placement;
 use crate::engine::Factor;
 
 /// First key of every advisory lock this service takes (the ASCII of "mmr"), so that its
@@ -32,19 +33,22 @@ const LOCK_APPLY: &str = "SELECT pg_advisory_xact_lock($1, hashtext($2))";
 /// Upserts the beliefs of every entrant of a round, without their factors, in one statement.
 const UPSERT_PLAYERS: &str = "
     INSERT INTO players (pool, player, mu, sigma, rounds, last_round_id, last_round_time,
-                         p0, w0, log_decay, last_time, volatility, league, division)
+                         p0, w0, log_decay, last_time, volatility, league, division, points,
+                         bonus_spent)
     SELECT $1, u.player, u.mu, u.sigma, u.rounds, $2, $3, u.p0, u.w0, u.log_decay, u.last_time,
-           u.volatility, u.league, u.division
+           u.volatility, u.league, u.division, u.points, u.bonus_spent
     FROM UNNEST($4::TEXT[], $5::FLOAT8[], $6::FLOAT8[], $7::INT8[], $8::FLOAT8[], $9::FLOAT8[],
-                $10::FLOAT8[], $11::INT8[], $12::FLOAT8[], $13::TEXT[], $14::INT8[])
+                $10::FLOAT8[], $11::INT8[], $12::FLOAT8[], $13::TEXT[], $14::INT8[],
+                $15::FLOAT8[], $16::FLOAT8[])
          AS u (player, mu, sigma, rounds, p0, w0, log_decay, last_time, volatility, league,
-               division)
+               division, points, bonus_spent)
     ON CONFLICT (pool, player) DO UPDATE SET
         mu = EXCLUDED.mu, sigma = EXCLUDED.sigma, rounds = EXCLUDED.rounds,
         last_round_id = EXCLUDED.last_round_id, last_round_time = EXCLUDED.last_round_time,
         p0 = EXCLUDED.p0, w0 = EXCLUDED.w0, log_decay = EXCLUDED.log_decay,
         last_time = EXCLUDED.last_time, volatility = EXCLUDED.volatility,
-        league = EXCLUDED.league, division = EXCLUDED.division";
+        league = EXCLUDED.league, division = EXCLUDED.division, points = EXCLUDED.points,
+        bonus_spent = EXCLUDED.bonus_spent";
 
 /// Inserts the factors a round added, in one statement.
 const INSERT_FACTORS: &str = "
@@ -65,33 +69,67 @@ const REPEATABLE_READ: &str = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ";
 /// Inserts the history rows of every entrant of a round in one statement.
 const INSERT_HISTORY: &str = "
     INSERT INTO history (pool, player, seq, rank, performance, mu_before, sigma_before,
-                         mu_after, sigma_after, league_before, division_before, league_after,
-                         division_after, expected_rank)
+                         mu_after, sigma_after, league_before, division_before, points_before,
+                         league_after, division_after, points_after, expected_rank)
     SELECT $1, u.player, $2, u.rank, u.performance, u.mu_before, u.sigma_before,
-           u.mu_after, u.sigma_after, u.league_before, u.division_before, u.league_after,
-           u.division_after, u.expected_rank
+           u.mu_after, u.sigma_after, u.league_before, u.division_before, u.points_before,
+           u.league_after, u.division_after, u.points_after, u.expected_rank
     FROM UNNEST($3::TEXT[], $4::INT8[], $5::FLOAT8[], $6::FLOAT8[], $7::FLOAT8[],
-                $8::FLOAT8[], $9::FLOAT8[], $10::TEXT[], $11::INT8[], $12::TEXT[], $13::INT8[],
-                $14::FLOAT8[])
+                $8::FLOAT8[], $9::FLOAT8[], $10::TEXT[], $11::INT8[], $12::FLOAT8[],
+                $13::TEXT[], $14::INT8[], $15::FLOAT8[], $16::FLOAT8[])
          AS u (player, rank, performance, mu_before, sigma_before, mu_after, sigma_after,
-               league_before, division_before, league_after, division_after, expected_rank)";
+               league_before, division_before, points_before, league_after, division_after,
+               points_after, expected_rank)";
 
 /// Rows written per statement when a pool's leagues are recomputed.
 const LEAGUE_ROWS_PER_STATEMENT: usize = 20_000;
 
 /// Puts players in their recomputed leagues, in one statement.
 const UPDATE_PLAYER_LEAGUES: &str = "
-    UPDATE players p SET league = u.league, division = u.division
-    FROM UNNEST($2::TEXT[], $3::TEXT[], $4::INT8[]) AS u (player, league, division)
+    UPDATE players p SET league = u.league, division = u.division, points = u.points,
+                         bonus_spent = u.bonus_spent
+    FROM UNNEST($2::TEXT[], $3::TEXT[], $4::INT8[], $5::FLOAT8[], $6::FLOAT8[])
+         AS u (player, league, division, points, bonus_spent)
     WHERE p.pool = $1 AND p.player = u.player";
 
 /// Sets history rows' recomputed leagues, in one statement.
 const UPDATE_HISTORY_LEAGUES: &str = "
     UPDATE history h SET league_before = u.league_before, division_before = u.division_before,
-                         league_after = u.league_after, division_after = u.division_after
-    FROM UNNEST($2::TEXT[], $3::INT8[], $4::TEXT[], $5::INT8[], $6::TEXT[], $7::INT8[])
-         AS u (player, seq, league_before, division_before, league_after, division_after)
+                         points_before = u.points_before, league_after = u.league_after,
+                         division_after = u.division_after, points_after = u.points_after
+    FROM UNNEST($2::TEXT[], $3::INT8[], $4::TEXT[], $5::INT8[], $6::FLOAT8[], $7::TEXT[],
+                $8::INT8[], $9::FLOAT8[])
+         AS u (player, seq, league_before, division_before, points_before, league_after,
+               division_after, points_after)
     WHERE h.pool = $1 AND h.player = u.player AND h.seq = u.seq";
+
+/// Placements as one vector per column (league, division, points), for bulk writes.
+#[derive(Debug, Default)]
+struct PlacementArrays<'a> {
+    leagues: Vec<Option<&'a str>>,
+    divisions: Vec<Option<i64>>,
+    points: Vec<Option<f64>>,
+}
+
+impl<'a> PlacementArrays<'a> {
+    fn push(&mut self, placement: Option<&'a Placement>) {
+        let (league, division, points) = placement_columns(placement);
+        self.leagues.push(league);
+        self.divisions.push(division);
+        self.points.push(points);
+    }
+
+    /// Binds the three columns, in order.
+    fn bind<'q>(
+        &'q self,
+        query: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+        query
+            .bind(&self.leagues)
+            .bind(&self.divisions)
+            .bind(&self.points)
+    }
+}
 
 /// Factors as one vector per column, for bulk writes.
 #[derive(Debug, Default)]
@@ -139,8 +177,8 @@ struct StateArrays<'a> {
     log_decays: Vec<Option<f64>>,
     last_times: Vec<Option<i64>>,
     volatilities: Vec<Option<f64>>,
-    leagues: Vec<Option<&'a str>>,
-    divisions: Vec<Option<i64>>,
+    placements: PlacementArrays<'a>,
+    bonus_spent: Vec<f64>,
 }
 
 impl<'a> StateArrays<'a> {
@@ -155,8 +193,8 @@ impl<'a> StateArrays<'a> {
             log_decays: Vec::with_capacity(n),
             last_times: Vec::with_capacity(n),
             volatilities: Vec::with_capacity(n),
-            leagues: Vec::with_capacity(n),
-            divisions: Vec::with_capacity(n),
+            placements: PlacementArrays::default(),
+            bonus_spent: Vec::with_capacity(n),
         }
     }
 
@@ -171,9 +209,8 @@ impl<'a> StateArrays<'a> {
         self.log_decays.push(columns.log_decay);
         self.last_times.push(columns.last_time);
         self.volatilities.push(columns.volatility);
-        let (league, division) = placement_columns(entrant.league.after.as_ref());
-        self.leagues.push(league);
-        self.divisions.push(division);
+        self.placements.push(entrant.league.after.as_ref());
+        self.bonus_spent.push(entrant.bonus_spent);
     }
 }
 
@@ -226,44 +263,36 @@ impl Dialect for Pg {
         recomputed: &Recomputed,
     ) -> Result<(), Error> {
         for chunk in recomputed.players.chunks(LEAGUE_ROWS_PER_STATEMENT) {
-            let (players, (leagues, divisions)): (Vec<&str>, (Vec<&str>, Vec<i64>)) = chunk
-                .iter()
-                .map(|(player, p)| (player.as_str(), (&*p.league, i64::from(p.division))))
-                .unzip();
-            sqlx::query(UPDATE_PLAYER_LEAGUES)
-                .bind(pool)
-                .bind(&players)
-                .bind(&leagues)
-                .bind(&divisions)
+            let mut players = Vec::with_capacity(chunk.len());
+            let mut placements = PlacementArrays::default();
+            let mut spent = Vec::with_capacity(chunk.len());
+            for (player, placement, bonus_spent) in chunk {
+                players.push(player.as_str());
+                placements.push(Some(placement));
+                spent.push(*bonus_spent);
+            }
+            let query = sqlx::query(UPDATE_PLAYER_LEAGUES).bind(pool).bind(&players);
+            placements
+                .bind(query)
+                .bind(&spent)
                 .execute(&mut *tx)
                 .await?;
         }
         for chunk in recomputed.rows.chunks(LEAGUE_ROWS_PER_STATEMENT) {
-            let n = chunk.len();
-            let mut players = Vec::with_capacity(n);
-            let mut seqs = Vec::with_capacity(n);
-            let (mut leagues_before, mut divisions_before) = (Vec::with_capacity(n), Vec::new());
-            let (mut leagues_after, mut divisions_after) = (Vec::with_capacity(n), Vec::new());
+            let mut players = Vec::with_capacity(chunk.len());
+            let mut seqs = Vec::with_capacity(chunk.len());
+            let (mut before, mut after) = (PlacementArrays::default(), PlacementArrays::default());
             for (player, seq, moved) in chunk {
                 players.push(player.as_str());
                 seqs.push(*seq);
-                let (league, division) = placement_columns(moved.before.as_ref());
-                leagues_before.push(league);
-                divisions_before.push(division);
-                let (league, division) = placement_columns(moved.after.as_ref());
-                leagues_after.push(league);
-                divisions_after.push(division);
+                before.push(moved.before.as_ref());
+                after.push(moved.after.as_ref());
             }
-            sqlx::query(UPDATE_HISTORY_LEAGUES)
+            let query = sqlx::query(UPDATE_HISTORY_LEAGUES)
                 .bind(pool)
                 .bind(&players)
-                .bind(&seqs)
-                .bind(&leagues_before)
-                .bind(&divisions_before)
-                .bind(&leagues_after)
-                .bind(&divisions_after)
-                .execute(&mut *tx)
-                .await?;
+                .bind(&seqs);
+            after.bind(before.bind(query)).execute(&mut *tx).await?;
         }
         Ok(())
     }
@@ -284,10 +313,7 @@ impl Dialect for Pg {
         let mut sigmas_before = Vec::with_capacity(n);
         let mut mus_after = Vec::with_capacity(n);
         let mut sigmas_after = Vec::with_capacity(n);
-        let mut leagues_before = Vec::with_capacity(n);
-        let mut divisions_before = Vec::with_capacity(n);
-        let mut leagues_after = Vec::with_capacity(n);
-        let mut divisions_after = Vec::with_capacity(n);
+        let (mut before, mut after) = (PlacementArrays::default(), PlacementArrays::default());
         let mut expected_ranks = Vec::with_capacity(n);
         let mut states = StateArrays::with_capacity(n);
         let mut added = FactorColumns::with_capacity(n);
@@ -303,12 +329,8 @@ impl Dialect for Pg {
             sigmas_before.push(change.before.sigma);
             mus_after.push(change.after.mu);
             sigmas_after.push(change.after.sigma);
-            let (league, division) = placement_columns(entrant.league.before.as_ref());
-            leagues_before.push(league);
-            divisions_before.push(division);
-            let (league, division) = placement_columns(entrant.league.after.as_ref());
-            leagues_after.push(league);
-            divisions_after.push(division);
+            before.push(entrant.league.before.as_ref());
+            after.push(entrant.league.after.as_ref());
             expected_ranks.push(entrant.expected_rank);
             if !superseded {
                 states.push(entrant, &columns);
@@ -337,8 +359,10 @@ impl Dialect for Pg {
             .bind(&states.log_decays)
             .bind(&states.last_times)
             .bind(&states.volatilities)
-            .bind(&states.leagues)
-            .bind(&states.divisions)
+            .bind(&states.placements.leagues)
+            .bind(&states.placements.divisions)
+            .bind(&states.placements.points)
+            .bind(&states.bonus_spent)
             .execute(&mut *tx)
             .await?;
         if !added.players.is_empty() {
@@ -361,7 +385,7 @@ impl Dialect for Pg {
                 .execute(&mut *tx)
                 .await?;
         }
-        sqlx::query(INSERT_HISTORY)
+        let query = sqlx::query(INSERT_HISTORY)
             .bind(pool)
             .bind(seq)
             .bind(&players)
@@ -370,11 +394,9 @@ impl Dialect for Pg {
             .bind(&mus_before)
             .bind(&sigmas_before)
             .bind(&mus_after)
-            .bind(&sigmas_after)
-            .bind(&leagues_before)
-            .bind(&divisions_before)
-            .bind(&leagues_after)
-            .bind(&divisions_after)
+            .bind(&sigmas_after);
+        after
+            .bind(before.bind(query))
             .bind(&expected_ranks)
             .execute(&mut *tx)
             .await?;

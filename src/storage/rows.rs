@@ -67,14 +67,20 @@ pub(super) fn display_column(display: &Display) -> Result<String, Error> {
         .map_err(|e| Error::Corrupt(format!("display settings that do not encode: {e}")))
 }
 
-/// A league and division as stored: both NULL for a player outside every league.
-fn placement(league: Option<String>, division: Option<i64>) -> Result<Option<Placement>, Error> {
+/// A league, division and points as stored: league and division both NULL for a player
+/// outside every league, points NULL where the pool keeps none.
+fn placement(
+    league: Option<String>,
+    division: Option<i64>,
+    points: Option<f64>,
+) -> Result<Option<Placement>, Error> {
     match (league, division) {
         (None, None) => Ok(None),
         (Some(league), Some(division)) => Ok(Some(Placement {
             league: league.into(),
             division: u32::try_from(division)
                 .map_err(|_| Error::Corrupt(format!("division {division}")))?,
+            points,
         })),
         (league, division) => Err(Error::Corrupt(format!(
             "league {league:?} with division {division:?}"
@@ -82,10 +88,12 @@ fn placement(league: Option<String>, division: Option<i64>) -> Result<Option<Pla
     }
 }
 
-/// The columns of a [`Placement`] as written: NULLs for none.
-pub(super) fn placement_columns(placement: Option<&Placement>) -> (Option<&str>, Option<i64>) {
-    placement.map_or((None, None), |p| {
-        (Some(&*p.league), Some(i64::from(p.division)))
+/// The columns of a [`Placement`] as written (league, division, points): NULLs for none.
+pub(super) fn placement_columns(
+    placement: Option<&Placement>,
+) -> (Option<&str>, Option<i64>, Option<f64>) {
+    placement.map_or((None, None, None), |p| {
+        (Some(&*p.league), Some(i64::from(p.division)), p.points)
     })
 }
 
@@ -96,13 +104,15 @@ pub(super) struct LeagueColumns {
     division_before: Option<i64>,
     league_after: Option<String>,
     division_after: Option<i64>,
+    points_before: Option<f64>,
+    points_after: Option<f64>,
 }
 
 impl LeagueColumns {
     fn into_move(self) -> Result<LeagueMove, Error> {
         Ok(LeagueMove {
-            before: placement(self.league_before, self.division_before)?,
-            after: placement(self.league_after, self.division_after)?,
+            before: placement(self.league_before, self.division_before, self.points_before)?,
+            after: placement(self.league_after, self.division_after, self.points_after)?,
         })
     }
 }
@@ -113,8 +123,10 @@ pub(super) struct LeagueHistoryRow {
     seq: i64,
     player: String,
     rank: i64,
+    mu_before: f64,
     mu_after: f64,
     sigma_after: Option<f64>,
+    round_time: Option<i64>,
 }
 
 impl LeagueHistoryRow {
@@ -128,6 +140,8 @@ impl LeagueHistoryRow {
                 mu: self.mu_after,
                 sigma: self.sigma_after,
             },
+            prior: self.mu_before,
+            time: self.round_time,
         })
     }
 }
@@ -143,6 +157,7 @@ pub(super) struct AsOfRow {
     round_time: Option<i64>,
     league: Option<String>,
     division: Option<i64>,
+    points: Option<f64>,
 }
 
 impl AsOfRow {
@@ -157,7 +172,7 @@ impl AsOfRow {
             rounds: to_u64(self.rounds, "rounds")?,
             last_round_id: self.round_id,
             last_round_time: self.round_time,
-            league: placement(self.league, self.division)?,
+            league: placement(self.league, self.division, self.points)?,
         })
     }
 }
@@ -310,6 +325,8 @@ pub(super) struct PlayerRow {
     last_round_time: Option<i64>,
     league: Option<String>,
     division: Option<i64>,
+    points: Option<f64>,
+    bonus_spent: f64,
 }
 
 /// A row of `sql::SELECT_FACTORS`.
@@ -413,7 +430,8 @@ pub(super) fn join_players(
             };
             Ok(StoredPlayer {
                 state,
-                league: placement(row.league, row.division)?,
+                league: placement(row.league, row.division, row.points)?,
+                bonus_spent: row.bonus_spent,
                 player: row.player,
                 last_round_id: row.last_round_id,
                 last_round_time: row.last_round_time,

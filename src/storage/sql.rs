@@ -89,14 +89,15 @@ pub(super) const SELECT_ROUND: &str = "
 /// The results of the round at seq `$2` of pool `$1`, best rank first.
 pub(super) const SELECT_RESULTS: &str = "
     SELECT player, rank, performance, mu_before, sigma_before, mu_after, sigma_after,
-           league_before, division_before, league_after, division_after, expected_rank
+           league_before, division_before, league_after, division_after, expected_rank,
+           points_before, points_after
     FROM history WHERE pool = $1 AND seq = $2
     ORDER BY rank, player";
 
 /// Every player of pool `$1`, their belief without its factors.
 pub(super) const SELECT_PLAYERS: &str = "
     SELECT player, mu, sigma, rounds, p0, w0, log_decay, last_time, volatility, last_round_id,
-           last_round_time, league, division
+           last_round_time, league, division, points, bonus_spent
     FROM players WHERE pool = $1 ORDER BY player";
 
 /// Every factor of every player of pool `$1`, each player's by `n`.
@@ -109,7 +110,7 @@ pub(super) const SELECT_HISTORY: &str = "
     SELECT h.seq, r.id AS round_id, r.round_time, h.rank, r.entrants, h.performance,
            h.mu_before, h.sigma_before, h.mu_after, h.sigma_after,
            h.league_before, h.division_before, h.league_after, h.division_after,
-           h.expected_rank
+           h.expected_rank, h.points_before, h.points_after
     FROM history h JOIN rounds r ON r.pool = h.pool AND r.seq = h.seq
     WHERE h.pool = $1 AND h.player = $2 AND h.seq < $3
     ORDER BY h.seq DESC LIMIT $4";
@@ -118,7 +119,7 @@ pub(super) const SELECT_HISTORY: &str = "
 /// history row up to it, how many rounds they had played, and that row's round.
 pub(super) const SELECT_RATINGS_AS_OF: &str = "
     SELECT h.player, h.mu_after, h.sigma_after, l.rounds, r.id AS round_id, r.round_time,
-           h.league_after AS league, h.division_after AS division
+           h.league_after AS league, h.division_after AS division, h.points_after AS points
     FROM (SELECT player, MAX(seq) AS seq, COUNT(*) AS rounds FROM history
           WHERE pool = $1 AND seq <= $2 GROUP BY player) l
     JOIN history h ON h.pool = $1 AND h.player = l.player AND h.seq = l.seq
@@ -134,30 +135,35 @@ pub(super) const SELECT_APPLIED_ROUNDS: &str = "
 /// Every history row of pool `$1` as leagues are recomputed from it: in the order the rounds
 /// were applied, each round's by rank and player.
 pub(super) const SELECT_LEAGUE_ROWS: &str = "
-    SELECT seq, player, rank, mu_after, sigma_after FROM history
-    WHERE pool = $1 ORDER BY seq, rank, player";
+    SELECT h.seq, h.player, h.rank, h.mu_before, h.mu_after, h.sigma_after, r.round_time
+    FROM history h JOIN rounds r ON r.pool = h.pool AND r.seq = h.seq
+    WHERE h.pool = $1 ORDER BY h.seq, h.rank, h.player";
 
 /// Pool `$1`'s applied rounds.
 pub(super) const SELECT_POOL_APPLIED: &str = "SELECT applied FROM pools WHERE name = $1";
 
 /// Takes every player of pool `$1` out of the leagues.
 pub(super) const CLEAR_PLAYER_LEAGUES: &str = "
-    UPDATE players SET league = NULL, division = NULL WHERE pool = $1 AND league IS NOT NULL";
+    UPDATE players SET league = NULL, division = NULL, points = NULL, bonus_spent = 0
+    WHERE pool = $1 AND (league IS NOT NULL OR bonus_spent <> 0)";
 
 /// Takes every history row of pool `$1` out of the leagues.
 pub(super) const CLEAR_HISTORY_LEAGUES: &str = "
     UPDATE history SET league_before = NULL, division_before = NULL, league_after = NULL,
-                       division_after = NULL
+                       division_after = NULL, points_before = NULL, points_after = NULL
     WHERE pool = $1 AND (league_before IS NOT NULL OR league_after IS NOT NULL)";
 
-/// Puts player `$2` of pool `$1` in league `$3`, division `$4`.
+/// Puts player `$2` of pool `$1` in league `$3`, division `$4`, with points `$5` and bonus
+/// spent `$6`.
 pub(super) const UPDATE_PLAYER_LEAGUE: &str = "
-    UPDATE players SET league = $3, division = $4 WHERE pool = $1 AND player = $2";
+    UPDATE players SET league = $3, division = $4, points = $5, bonus_spent = $6
+    WHERE pool = $1 AND player = $2";
 
-/// Sets the leagues before and after of player `$2`'s history row at seq `$3` of pool `$1`.
+/// Sets the leagues (and points) before and after of player `$2`'s history row at seq `$3` of
+/// pool `$1`.
 pub(super) const UPDATE_HISTORY_LEAGUE: &str = "
     UPDATE history SET league_before = $4, division_before = $5, league_after = $6,
-                       division_after = $7
+                       division_after = $7, points_before = $8, points_after = $9
     WHERE pool = $1 AND player = $2 AND seq = $3";
 
 /// Every key kept in the database, by name.

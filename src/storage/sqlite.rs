@@ -21,13 +21,13 @@ use super::{sql, AppliedEntrant, AppliedRound, Error, Recomputed};
 const MAX_BOUND_PARAMETERS: usize = 32_766;
 
 /// Columns bound per row of `players`.
-const PLAYER_COLUMNS: usize = 14;
+const PLAYER_COLUMNS: usize = 16;
 
 /// Columns bound per row of `factors`.
 const FACTOR_COLUMNS: usize = 7;
 
 /// Columns bound per row of `history`.
-const HISTORY_COLUMNS: usize = 14;
+const HISTORY_COLUMNS: usize = 16;
 
 /// How long a write waits for another connection's write lock before giving up: longer than
 /// the largest round takes to commit.
@@ -41,7 +41,7 @@ const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 /// Upserts entrants' beliefs; the `VALUES` rows go between this and [`UPSERT_PLAYERS_TAIL`].
 const UPSERT_PLAYERS_HEAD: &str = "INSERT INTO players
     (pool, player, mu, sigma, rounds, last_round_id, last_round_time, p0, w0, log_decay,
-     last_time, volatility, league, division) ";
+     last_time, volatility, league, division, points, bonus_spent) ";
 
 /// See [`UPSERT_PLAYERS_HEAD`].
 const UPSERT_PLAYERS_TAIL: &str = " ON CONFLICT (pool, player) DO UPDATE SET
@@ -49,7 +49,8 @@ const UPSERT_PLAYERS_TAIL: &str = " ON CONFLICT (pool, player) DO UPDATE SET
     last_round_id = excluded.last_round_id, last_round_time = excluded.last_round_time,
     p0 = excluded.p0, w0 = excluded.w0, log_decay = excluded.log_decay,
     last_time = excluded.last_time, volatility = excluded.volatility,
-    league = excluded.league, division = excluded.division";
+    league = excluded.league, division = excluded.division, points = excluded.points,
+    bonus_spent = excluded.bonus_spent";
 
 /// Inserts factors; the `VALUES` rows follow.
 const INSERT_FACTORS_HEAD: &str = "INSERT INTO factors
@@ -72,7 +73,8 @@ const DELETE_FACTORS_TAIL: &str = ")
 /// Inserts entrants' history rows; the `VALUES` rows follow.
 const INSERT_HISTORY_HEAD: &str = "INSERT INTO history
     (pool, player, seq, rank, performance, mu_before, sigma_before, mu_after, sigma_after,
-     league_before, division_before, league_after, division_after, expected_rank) ";
+     league_before, division_before, league_after, division_after, expected_rank,
+     points_before, points_after) ";
 
 /// The SQLite dialect.
 pub(super) struct Lite;
@@ -150,19 +152,23 @@ impl Dialect for Lite {
         recomputed: &Recomputed,
     ) -> Result<(), Error> {
         // One prepared statement per row: SQLite runs them in-process, without round trips.
-        for (player, placement) in &recomputed.players {
-            let (league, division) = placement_columns(Some(placement));
+        for (player, placement, spent) in &recomputed.players {
+            let (league, division, points) = placement_columns(Some(placement));
             sqlx::query(sql::UPDATE_PLAYER_LEAGUE)
                 .bind(pool)
                 .bind(player)
                 .bind(league)
                 .bind(division)
+                .bind(points)
+                .bind(spent)
                 .execute(&mut *tx)
                 .await?;
         }
         for (player, seq, moved) in &recomputed.rows {
-            let (league_before, division_before) = placement_columns(moved.before.as_ref());
-            let (league_after, division_after) = placement_columns(moved.after.as_ref());
+            let (league_before, division_before, points_before) =
+                placement_columns(moved.before.as_ref());
+            let (league_after, division_after, points_after) =
+                placement_columns(moved.after.as_ref());
             sqlx::query(sql::UPDATE_HISTORY_LEAGUE)
                 .bind(pool)
                 .bind(player)
@@ -171,6 +177,8 @@ impl Dialect for Lite {
                 .bind(division_before)
                 .bind(league_after)
                 .bind(division_after)
+                .bind(points_before)
+                .bind(points_after)
                 .execute(&mut *tx)
                 .await?;
         }
@@ -189,7 +197,7 @@ async fn upsert_players(
     for chunk in states.chunks(MAX_BOUND_PARAMETERS / PLAYER_COLUMNS) {
         let mut query = QueryBuilder::<Sqlite>::new(UPSERT_PLAYERS_HEAD);
         query.push_values(chunk, |mut row, &(e, columns)| {
-            let (league, division) = placement_columns(e.league.after.as_ref());
+            let (league, division, points) = placement_columns(e.league.after.as_ref());
             row.push_bind(pool)
                 .push_bind(e.player.as_str())
                 .push_bind(e.change.after.mu)
@@ -203,7 +211,9 @@ async fn upsert_players(
                 .push_bind(columns.last_time)
                 .push_bind(columns.volatility)
                 .push_bind(league)
-                .push_bind(division);
+                .push_bind(division)
+                .push_bind(points)
+                .push_bind(e.bonus_spent);
         });
         query.push(UPSERT_PLAYERS_TAIL);
         query.build().execute(&mut *tx).await?;
@@ -271,8 +281,10 @@ async fn insert_history(
             .collect::<Result<Vec<_>, Error>>()?;
         let mut query = QueryBuilder::<Sqlite>::new(INSERT_HISTORY_HEAD);
         query.push_values(&rows, |mut row, (e, rank)| {
-            let (league_before, division_before) = placement_columns(e.league.before.as_ref());
-            let (league_after, division_after) = placement_columns(e.league.after.as_ref());
+            let (league_before, division_before, points_before) =
+                placement_columns(e.league.before.as_ref());
+            let (league_after, division_after, points_after) =
+                placement_columns(e.league.after.as_ref());
             row.push_bind(pool)
                 .push_bind(e.player.as_str())
                 .push_bind(seq)
@@ -286,7 +298,9 @@ async fn insert_history(
                 .push_bind(division_before)
                 .push_bind(league_after)
                 .push_bind(division_after)
-                .push_bind(e.expected_rank);
+                .push_bind(e.expected_rank)
+                .push_bind(points_before)
+                .push_bind(points_after);
         });
         query.build().execute(&mut *tx).await?;
     }

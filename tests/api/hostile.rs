@@ -1226,6 +1226,19 @@ fn display_cases() -> Vec<Case> {
             Some("leagues.division_size"),
         ),
         bad_display(
+            "ladder points moving by 0",
+            json!({"leagues": {"tiers": [{"name": "bronze"}], "points": {"k": 0}}}),
+            invalid,
+            Some("leagues.points.k"),
+        ),
+        bad_display(
+            "a bonus pool starting at no time",
+            json!({"leagues": {"tiers": [{"name": "bronze"}],
+                "points": {"bonus_per_day": 5, "bonus_since": "last monday"}}}),
+            invalid,
+            Some("leagues.points.bonus_since"),
+        ),
+        bad_display(
             "a negative league k",
             json!({"leagues": {"k": -1, "tiers": [{"name": "bronze"}]}}),
             invalid,

@@ -6,7 +6,7 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{num, round, Payload, TestApp, ADMIN_KEY, POOL};
+use crate::support::{num, round, round_at, Payload, TestApp, ADMIN_KEY, POOL};
 
 backend_tests!(
     leagues_place_players_as_rounds_are_applied_and_survive_a_restart,
@@ -195,7 +195,9 @@ fn ladder() -> Value {
             {"name": "silver", "threshold": 1400},
             {"name": "gold", "threshold": 1550},
             {"name": "master", "threshold": 1700}
-        ]
+        ],
+        "points": {"k": 24, "lowest_floor": 1000, "bonus_per_day": 10,
+                   "bonus_since": "2026-01-01T00:00:00Z"}
     })
 }
 
@@ -208,7 +210,8 @@ fn ladder_rounds() -> (Vec<String>, Vec<Value>) {
             let mut order: Vec<&str> = players.iter().map(String::as_str).collect();
             order.rotate_left(if r < 6 { r % 2 } else { 4 + r % 3 });
             order.truncate(8 - r % 3);
-            round(&format!("r{r}"), &order)
+            let time = format!("2026-02-{:02}T12:00:00Z", r + 1);
+            round_at(&format!("r{r}"), &time, &order)
         })
         .collect();
     (players, rounds)
@@ -236,6 +239,16 @@ async fn new_leagues_are_recomputed_from_history_as_if_set_from_the_start(app: T
         moved.contains("master") && moved.contains("iron"),
         "{moved}"
     );
+    let points: Vec<f64> = players
+        .iter()
+        .filter_map(|p| from_the_start[p.as_str()]["points"].as_f64())
+        .collect();
+    assert_eq!(
+        points.len(),
+        players.len(),
+        "every placed player has points: {moved}"
+    );
+    assert!(points.iter().any(|&p| p > 0.0), "{points:?}");
 
     put_leagues(&app, POOL, leagues).await;
     assert_eq!(
@@ -249,7 +262,7 @@ async fn new_leagues_are_recomputed_from_history_as_if_set_from_the_start(app: T
     );
 
     // And a round after the change goes on from the recomputed leagues.
-    let next = round("r10", &["p7", "p6", "p5"]);
+    let next = round_at("r10", "2026-03-01T12:00:00Z", &["p7", "p6", "p5"]);
     app.play([next.clone()]).await;
     app.post_round("other", next.clone())
         .await
@@ -323,7 +336,9 @@ async fn replay_with_the_pools_display_settings_gives_the_leagues_the_service_gi
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("player,mu,sigma,rounds,conservative,display_rating,provisional,league,division")
+        Some(
+            "player,mu,sigma,rounds,conservative,display_rating,provisional,league,division,points"
+        )
     );
     let mut replayed = Vec::new();
     for line in lines {
@@ -333,6 +348,7 @@ async fn replay_with_the_pools_display_settings_gives_the_leagues_the_service_gi
             (league, division) => json!({
                 "league": league,
                 "division": division.parse::<u64>().expect("a division"),
+                "points": fields[9].parse::<f64>().expect("points"),
             }),
         };
         replayed.push((

@@ -92,6 +92,7 @@ async fn player_states_round_trip_bit_for_bit(db: Db) {
                     },
                 },
                 league: league_move(i, round),
+                bonus_spent: bonus_spent(i, round),
                 expected_rank: (i % 5 != 0).then(|| doubles.next()),
                 state: SystemState::EloMmr(state.clone()),
             })
@@ -123,6 +124,16 @@ async fn player_states_round_trip_bit_for_bit(db: Db) {
         assert_eq!(stored.last_round_time, None, "{who}: the round had no time");
         let index = players.iter().position(|p| p == who).expect("a player");
         assert_eq!(stored.league, league_move(index, ROUNDS).after, "{who}");
+        assert_eq!(stored.bonus_spent, bonus_spent(index, ROUNDS), "{who}");
+    }
+}
+
+/// The ladder bonus player `i` has spent after round `round`.
+fn bonus_spent(i: usize, round: usize) -> f64 {
+    if i % 2 == 0 {
+        (i * round) as f64 * 0.25
+    } else {
+        0.0
     }
 }
 
@@ -133,6 +144,7 @@ fn league_move(i: usize, round: usize) -> LeagueMove {
         (i % 3 != 0 && (i % 3 == 1 || round >= 3)).then(|| Placement {
             league: ["bronze", "silver", "gold"][(i + round) % 3].into(),
             division: u32::try_from(round * 1000 + i).expect("small"),
+            points: (i % 4 == 1).then(|| (round * i) as f64 / 7.0),
         })
     };
     LeagueMove {

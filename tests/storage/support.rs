@@ -115,6 +115,7 @@ pub fn rate(population: &mut Population, players: &[&str], time: Option<i64>) ->
             rank: standing.rank,
             change,
             league: LeagueMove::default(),
+            bonus_spent: 0.0,
             expected_rank: None,
             state: population
                 .belief(&standing.player)
