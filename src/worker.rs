@@ -110,9 +110,12 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
                 (id.as_str(), outcome)
             })
             .collect();
-        match storage.settle_rounds(pool.name(), &outcomes).await {
+        let leagues = batch.next.display().leagues.as_ref();
+        match storage.settle_rounds(pool.name(), &outcomes, leagues).await {
             Ok(()) => {}
-            Err(storage::Error::NotNextRound { .. }) => return reload(storage, pool).await,
+            Err(storage::Error::NotNextRound { .. } | storage::Error::Stale { .. }) => {
+                return reload(storage, pool).await
+            }
             Err(error) => return Err(error).context("committing the rounds"),
         }
         let commit_ms = started.elapsed().as_secs_f64() * 1e3 - rating_ms;

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::config::Role;
-use crate::display::{Display, LeagueMove, Placement};
+use crate::display::{Display, LeagueMove, Leagues, Placement};
 use crate::engine::{Rating, RatingChange, SystemParams, SystemState};
 
 /// Everything the storage layer can fail with.
@@ -440,7 +440,9 @@ pub trait Storage: Send + Sync + 'static {
     async fn put_pool(&self, name: &str, params: &SystemParams) -> Result<PoolWrite, Error>;
 
     /// Sets pool `name`'s display settings; [`Error::PoolNotFound`] if there is no such pool.
-    /// They may change at any time: what they show is derived from the stored ratings.
+    /// They may change at any time: what they show is derived from the stored ratings. Their
+    /// leagues must be the stored ones ([`Error::Stale`] otherwise): leagues change only with
+    /// their recomputation, [`Self::put_leagues`].
     async fn put_display(&self, name: &str, display: &Display) -> Result<(), Error>;
 
     /// Every history row of `pool` with the applied count, in one snapshot: what leagues are
@@ -519,10 +521,14 @@ pub trait Storage: Send + Sync + 'static {
     /// each failed one failed with its reason. Each entrant's state must be their belief right
     /// after that round: of its factors only the newest (that round's) is written; older ones
     /// were written with their own rounds, and those the belief no longer holds are deleted.
+    /// The entrants' leagues must have been worked out under `leagues`: if the pool's stored
+    /// leagues are others (another process changed them meanwhile), [`Error::Stale`] and
+    /// nothing changes.
     async fn settle_rounds(
         &self,
         pool: &str,
         rounds: &[(&str, RoundOutcome<'_>)],
+        leagues: Option<&Leagues>,
     ) -> Result<(), Error>;
 
     /// The pool's oldest queued round, if any.
@@ -530,15 +536,16 @@ pub trait Storage: Send + Sync + 'static {
         Ok(self.queued_rounds(pool, 1, 0).await?.pop())
     }
 
-    /// [`Self::settle_rounds`] for the one round `id`, applied.
+    /// [`Self::settle_rounds`] for the one round `id`, applied, in a pool without leagues.
     async fn apply_round(&self, pool: &str, id: &str, round: &AppliedRound) -> Result<(), Error> {
-        self.settle_rounds(pool, &[(id, RoundOutcome::Applied(round))])
+        self.settle_rounds(pool, &[(id, RoundOutcome::Applied(round))], None)
             .await
     }
 
-    /// [`Self::settle_rounds`] for the one round `id`, failed with `error`.
+    /// [`Self::settle_rounds`] for the one round `id`, failed with `error`, in a pool without
+    /// leagues.
     async fn fail_round(&self, pool: &str, id: &str, error: &str) -> Result<(), Error> {
-        self.settle_rounds(pool, &[(id, RoundOutcome::Failed(error))])
+        self.settle_rounds(pool, &[(id, RoundOutcome::Failed(error))], None)
             .await
     }
 

@@ -52,7 +52,7 @@ pub(super) fn params_columns(system: &SystemParams) -> Result<(String, String), 
 }
 
 /// A pool's display settings as stored, or [`Error::Corrupt`].
-fn decode_display(text: &str) -> Result<Display, Error> {
+pub(super) fn decode_display(text: &str) -> Result<Display, Error> {
     let display: Display =
         serde_json::from_str(text).map_err(|e| Error::Corrupt(format!("display settings: {e}")))?;
     display

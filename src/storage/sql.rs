@@ -139,6 +139,9 @@ pub(super) const SELECT_LEAGUE_ROWS: &str = "
     FROM history h JOIN rounds r ON r.pool = h.pool AND r.seq = h.seq
     WHERE h.pool = $1 ORDER BY h.seq, h.rank, h.player";
 
+/// Pool `$1`'s display settings, which hold its leagues.
+pub(super) const SELECT_POOL_DISPLAY: &str = "SELECT display FROM pools WHERE name = $1";
+
 /// Pool `$1`'s applied rounds.
 pub(super) const SELECT_POOL_APPLIED: &str = "SELECT applied FROM pools WHERE name = $1";
 

@@ -12,16 +12,16 @@ use sqlx::{
 use tracing::instrument;
 
 use super::rows::{
-    content_hash, display_column, history_page, join_players, params_columns, repost_outcome,
-    to_u64, AsOfRow, FactorRow, HistoryRow, KeyRow, LeagueHistoryRow, ParamsRow, PlayerRow,
-    PoolRoundsRow, PoolRow, ProgressRow, ResultRow, RoundRow,
+    content_hash, decode_display, display_column, history_page, join_players, params_columns,
+    repost_outcome, to_u64, AsOfRow, FactorRow, HistoryRow, KeyRow, LeagueHistoryRow, ParamsRow,
+    PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow, RoundRow,
 };
 use super::{
     sql, AppliedRecord, AppliedRound, AsOf, Enqueued, Error, HistoryPage, LeagueHistory, PoolInfo,
     PoolProgress, PoolWrite, QueuedRound, Recomputed, RoundOutcome, RoundRecord, RoundStatus,
     Storage, StoredKey, StoredPlayer,
 };
-use crate::display::Display;
+use crate::display::{Display, Leagues};
 use crate::engine::SystemParams;
 
 /// What differs between the SQL backends. Every transaction of [`SqlStorage`] that writes
@@ -234,14 +234,29 @@ where
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
     async fn put_display(&self, name: &str, display: &Display) -> Result<(), Error> {
-        let updated: Option<(String,)> = sqlx::query_as(sql::UPDATE_POOL_DISPLAY)
+        let mut tx = D::begin_write(&self.pool).await?;
+        D::lock_queue(&mut tx, name).await?;
+        let Some((stored,)): Option<(String,)> = sqlx::query_as(sql::SELECT_POOL_DISPLAY)
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            return Err(Error::PoolNotFound(name.to_owned()));
+        };
+        // Leagues change only with their recomputation (`put_leagues`): settings built on a
+        // stale view of them would undo another process's change.
+        if decode_display(&stored)?.leagues != display.leagues {
+            return Err(Error::Stale {
+                pool: name.to_owned(),
+            });
+        }
+        sqlx::query(sql::UPDATE_POOL_DISPLAY)
             .bind(name)
             .bind(display_column(display)?)
-            .fetch_optional(&self.pool)
+            .execute(&mut *tx)
             .await?;
-        updated
-            .map(drop)
-            .ok_or_else(|| Error::PoolNotFound(name.to_owned()))
+        tx.commit().await?;
+        Ok(())
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME))]
@@ -428,9 +443,21 @@ where
         &self,
         pool: &str,
         rounds: &[(&str, RoundOutcome<'_>)],
+        leagues: Option<&Leagues>,
     ) -> Result<(), Error> {
         let mut tx = D::begin_write(&self.pool).await?;
         let seqs = lock_next_rounds::<D>(&mut tx, pool, rounds.iter().map(|(id, _)| *id)).await?;
+        // Under the queue's lock, which `put_leagues` takes too: leagues changed after the
+        // rounds were rated would store placements the new leagues do not have.
+        let (display,): (String,) = sqlx::query_as(sql::SELECT_POOL_DISPLAY)
+            .bind(pool)
+            .fetch_one(&mut *tx)
+            .await?;
+        if decode_display(&display)?.leagues.as_ref() != leagues {
+            return Err(Error::Stale {
+                pool: pool.to_owned(),
+            });
+        }
         let superseded = superseded_states(rounds);
         let mut applied = 0i64;
         for ((&(id, outcome), seq), superseded) in rounds.iter().zip(seqs).zip(&superseded) {

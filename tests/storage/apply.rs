@@ -20,6 +20,7 @@ backend_tests!(
     beliefs_reload_exactly_when_factors_are_dropped,
     several_rounds_settle_in_one_transaction_in_order,
     settling_rounds_that_are_not_the_oldest_in_order_changes_nothing,
+    rounds_rated_under_other_leagues_than_those_stored_are_refused,
 );
 
 async fn applying_the_oldest_round_stores_states_history_and_results(db: Db) {
@@ -293,6 +294,7 @@ async fn several_rounds_settle_in_one_transaction_in_order(db: Db) {
                 ("r2", RoundOutcome::Failed("refused")),
                 ("r3", RoundOutcome::Applied(&third)),
             ],
+            None,
         )
         .await
         .expect("settle");
@@ -356,10 +358,47 @@ async fn settling_rounds_that_are_not_the_oldest_in_order_changes_nothing(db: Db
             .into_iter()
             .map(|(id, round)| (id, RoundOutcome::Applied(round)))
             .collect();
-        match db.storage.settle_rounds(POOL, &rounds).await {
+        match db.storage.settle_rounds(POOL, &rounds, None).await {
             Err(Error::NotNextRound { round, .. }) => assert_eq!(round, refused),
             other => panic!("expected NotNextRound for {refused}, got {other:?}"),
         }
         assert_nothing_applied(&db, &["r1", "r2"]).await;
     }
+}
+
+/// Another process changed the pool's leagues after this one rated a round: its placements
+/// would name leagues the pool no longer has, so the round is refused (and rated again after a
+/// reload).
+async fn rounds_rated_under_other_leagues_than_those_stored_are_refused(db: Db) {
+    create_pool(&db).await;
+    enqueue(&db, "r1", &["a", "b"]).await;
+    let round = support::rate(&mut population(), &["a", "b"], None);
+    let display: mmr_service::display::Display = serde_json::from_value(serde_json::json!(
+        {"leagues": {"tiers": [{"name": "bronze"}, {"name": "gold", "threshold": 1500}]}}
+    ))
+    .expect("valid settings");
+    match db.storage.put_display(POOL, &display).await {
+        Err(Error::Stale { .. }) => {}
+        other => panic!("leagues change only with their placements, got {other:?}"),
+    }
+    let nobody_placed = mmr_service::storage::Recomputed {
+        applied: 0,
+        rows: Vec::new(),
+        players: Vec::new(),
+    };
+    db.storage
+        .put_leagues(POOL, &display, &nobody_placed)
+        .await
+        .expect("store the leagues");
+    let outcome = [("r1", RoundOutcome::Applied(&round))];
+    match db.storage.settle_rounds(POOL, &outcome, None).await {
+        Err(Error::Stale { .. }) => {}
+        other => panic!("expected Stale, got {other:?}"),
+    }
+    assert_eq!(stored_round(&db, "r1").await.status, RoundStatus::Queued);
+    db.storage
+        .settle_rounds(POOL, &outcome, display.leagues.as_ref())
+        .await
+        .expect("rated under the stored leagues");
+    assert_eq!(stored_round(&db, "r1").await.status, RoundStatus::Applied);
 }
