@@ -96,6 +96,8 @@ impl AppState {
     /// State over `storage` with no pools loaded yet; fails only if the compute pool's
     /// threads cannot be started.
     pub fn new(storage: Arc<dyn Storage>, settings: Settings) -> anyhow::Result<Self> {
+        // Recording starts with the first service of the process, not at the first scrape.
+        crate::instruments::handle();
         // The budget is counted in entrants: this many of the largest requests at once.
         let budget = settings
             .server

@@ -21,6 +21,7 @@ use tracing::{info_span, Instrument};
 use crate::display::LeagueMove;
 use crate::engine::predict::expected_places;
 use crate::engine::{Applied, Beliefs, Round, SystemState};
+use crate::instruments;
 use crate::pools::{LastRound, Played, Pool, PoolState};
 use crate::storage::{self, AppliedEntrant, AppliedRound, QueuedRound, RoundOutcome, Storage};
 use crate::wire::RoundRequest;
@@ -119,6 +120,18 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
             Err(error) => return Err(error).context("committing the rounds"),
         }
         let commit_ms = started.elapsed().as_secs_f64() * 1e3 - rating_ms;
+        let failed = batch
+            .rounds
+            .iter()
+            .filter(|(_, outcome)| matches!(outcome, Outcome::Failed(_)))
+            .count() as u64;
+        instruments::settled(
+            pool.name(),
+            batch.rounds.len() as u64 - failed,
+            failed,
+            Duration::from_secs_f64(rating_ms / 1e3),
+            Duration::from_secs_f64(commit_ms.max(0.0) / 1e3),
+        );
         let previous = pool.publish(batch.next);
         // Freeing a snapshot can mean freeing millions of shared places: not on the runtime's
         // threads (when a reader still holds it, that reader frees it later instead).

@@ -1,17 +1,23 @@
-//! `/healthz` (the process answers), `/readyz` (the database answers and every worker runs)
-//! and `/openapi.json`. None of these needs a key.
+//! `/healthz` (the process answers), `/readyz` (the database answers and every worker runs),
+//! `/metrics` (Prometheus) and `/openapi.json`. Only `/metrics` may need a key (a read key, when
+//! reads need one).
 
 use std::future::Future;
 use std::time::Duration;
 
 use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
 use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::auth::{Authorized, Read};
+use super::error::{Error, ErrorResponse};
+use crate::instruments;
 use crate::state::AppState;
 
 /// Longest `/readyz` waits for each database check: a probe that hangs for as long as the
@@ -24,6 +30,33 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(get_health))
         .routes(routes!(get_readiness))
+        .routes(routes!(get_metrics))
+}
+
+/// Every metric in the Prometheus text format (README "Metrics"); a key when reads need one.
+/// The gauges are read now: each pool's queue from the database, its players from memory.
+#[utoipa::path(get, path = "/metrics", tag = "health",
+    responses((status = 200, description = "Prometheus text exposition format 0.0.4",
+        content_type = "text/plain; version=0.0.4", body = String),
+        (status = 401, body = ErrorResponse), (status = 503, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn get_metrics(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+) -> Result<impl IntoResponse, Error> {
+    for info in state.storage.pools().await? {
+        instruments::pool_gauge(instruments::QUEUE_DEPTH, &info.name, info.queued as f64);
+    }
+    for pool in state.pools.all() {
+        instruments::pool_gauge(instruments::PLAYERS, pool.name(), pool.read().len() as f64);
+    }
+    let (open, idle) = state.storage.connections();
+    instruments::gauge(instruments::DB_CONNECTIONS, f64::from(open));
+    instruments::gauge(instruments::DB_CONNECTIONS_IDLE, idle as f64);
+    Ok((
+        [(CONTENT_TYPE, "text/plain; version=0.0.4")],
+        instruments::render(),
+    ))
 }
 
 /// The process is alive.

@@ -105,6 +105,7 @@ pub fn app(state: AppState) -> Router {
             Duration::from_secs(server.request_timeout_secs),
         ))
         .layer(axum::middleware::map_response(json_errors))
+        .layer(axum::middleware::from_fn(count_request))
         .layer(option_layer(cors))
         .layer(CatchPanicLayer::custom(|_| {
             tracing::error!("a handler panicked");
@@ -135,6 +136,27 @@ pub fn app(state: AppState) -> Router {
         .layer(SetRequestIdLayer::new(REQUEST_ID, RequestIds::new()))
         .layer(MapRequestLayer::new(request_id::drop_malformed))
         .with_state(state)
+}
+
+/// Records every answer's route, method, status and latency (README "Metrics"). Above the
+/// body limit, the timeout and the JSON errors, so their answers are counted with the status
+/// the client got; routes are counted by pattern, unmatched ones as `unmatched`.
+async fn count_request(request: Request, next: axum::middleware::Next) -> Response {
+    let started = std::time::Instant::now();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", MatchedPath::as_str)
+        .to_owned();
+    let method = request.method().clone();
+    let response = next.run(request).await;
+    crate::instruments::request(
+        &route,
+        method.as_str(),
+        response.status().as_u16(),
+        started.elapsed(),
+    );
+    response
 }
 
 /// Gives a JSON error body to error responses made below the handlers (the router's 405,

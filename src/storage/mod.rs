@@ -571,6 +571,9 @@ pub trait Storage: Send + Sync + 'static {
     /// Checks that the database answers.
     async fn ping(&self) -> Result<(), Error>;
 
+    /// Connections open to the database, and of them those idle.
+    fn connections(&self) -> (u32, usize);
+
     /// Waits for open connections to finish and closes them.
     async fn close(&self);
 }

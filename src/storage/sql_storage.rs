@@ -627,6 +627,10 @@ where
         Ok(())
     }
 
+    fn connections(&self) -> (u32, usize) {
+        (self.pool.size(), self.pool.num_idle())
+    }
+
     async fn close(&self) {
         self.pool.close().await;
     }

@@ -9,10 +9,11 @@ use serde_json::json;
 use crate::support::{round, Payload, TestApp, ADMIN_KEY, POOL};
 
 /// Every route of the API, as `METHOD path`.
-const ROUTES: [&str; 24] = [
+const ROUTES: [&str; 25] = [
     "GET /healthz",
     "GET /readyz",
     "GET /openapi.json",
+    "GET /metrics",
     "GET /v1/pools",
     "GET /v1/pools/{pool}",
     "PUT /v1/pools/{pool}",
@@ -191,6 +192,12 @@ async fn every_documented_route_is_served_by_the_router() {
             .replace("{pool}", "main")
             .replace("{id}", "r1")
             .replace("{player}", "a");
+        if path == "/metrics" {
+            // The one answer that is not JSON.
+            let (status, _, _) = app.get_text(path, "text/plain").await;
+            assert_eq!(status, StatusCode::OK, "{route}");
+            continue;
+        }
         let method: Method = method.parse().expect("a method");
         let payload = if method == Method::GET {
             Payload::Empty

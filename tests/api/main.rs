@@ -30,6 +30,7 @@ mod keys;
 mod leaderboard;
 mod leagues;
 mod matchmaking;
+mod metrics;
 mod players;
 mod pools;
 mod predictions;

@@ -1,0 +1,96 @@
+//! Prometheus metrics (README "Metrics"): what the code records through the `metrics` facade,
+//! and the text `GET /metrics` serves. Counters and histograms are recorded where things
+//! happen (a request answered, rounds settled); gauges that describe the present (queue depth,
+//! players, database connections) are read when scraped, so they are never stale.
+//!
+//! The recorder is process-wide, installed once however many services a process builds (the
+//! tests build many): series of different pools never mix, since every series carries its
+//! pool's name.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+/// Requests answered, by route (its pattern, `/v1/pools/{pool}/…`), method and status.
+pub const REQUESTS: &str = "mmr_http_requests_total";
+/// Seconds from a request's arrival to its answer, by route and method.
+pub const REQUEST_SECONDS: &str = "mmr_http_request_duration_seconds";
+/// Rounds applied, by pool.
+pub const ROUNDS_APPLIED: &str = "mmr_rounds_applied_total";
+/// Rounds the worker could not rate, by pool.
+pub const ROUNDS_FAILED: &str = "mmr_rounds_failed_total";
+/// Seconds a worker step spent rating its rounds, by pool.
+pub const RATING_SECONDS: &str = "mmr_apply_rating_seconds";
+/// Seconds a worker step spent committing its rounds, by pool.
+pub const COMMIT_SECONDS: &str = "mmr_apply_commit_seconds";
+/// Rounds waiting in a pool's queue, when scraped.
+pub const QUEUE_DEPTH: &str = "mmr_queue_depth";
+/// Rated players of a pool, when scraped.
+pub const PLAYERS: &str = "mmr_players";
+/// Database connections open, when scraped.
+pub const DB_CONNECTIONS: &str = "mmr_db_connections";
+/// Of them, those idle.
+pub const DB_CONNECTIONS_IDLE: &str = "mmr_db_connections_idle";
+
+/// Histogram buckets in seconds: 1 ms to 60 s.
+const BUCKETS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0,
+];
+
+/// The process's recorder, installed on first use; `None` if another recorder was installed
+/// first (then nothing is recorded here and `/metrics` serves an empty document).
+pub fn handle() -> Option<&'static PrometheusHandle> {
+    static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let builder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &BUCKETS)
+                .ok()?;
+            match builder.install_recorder() {
+                Ok(handle) => Some(handle),
+                Err(error) => {
+                    tracing::warn!(%error, "metrics recorder not installed");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// Records one answered request.
+pub fn request(route: &str, method: &str, status: u16, took: Duration) {
+    let labels = [("route", route.to_owned()), ("method", method.to_owned())];
+    metrics::histogram!(REQUEST_SECONDS, &labels).record(took.as_secs_f64());
+    let mut labels = labels.to_vec();
+    labels.push(("status", status.to_string()));
+    metrics::counter!(REQUESTS, &labels).increment(1);
+}
+
+/// Records a worker step that settled `applied` and `failed` rounds of `pool`.
+pub fn settled(pool: &str, applied: u64, failed: u64, rating: Duration, commit: Duration) {
+    let labels = [("pool", pool.to_owned())];
+    metrics::counter!(ROUNDS_APPLIED, &labels).increment(applied);
+    metrics::counter!(ROUNDS_FAILED, &labels).increment(failed);
+    metrics::histogram!(RATING_SECONDS, &labels).record(rating.as_secs_f64());
+    metrics::histogram!(COMMIT_SECONDS, &labels).record(commit.as_secs_f64());
+}
+
+/// Sets a gauge of `pool` to `value`.
+pub fn pool_gauge(name: &'static str, pool: &str, value: f64) {
+    metrics::gauge!(name, "pool" => pool.to_owned()).set(value);
+}
+
+/// Sets a gauge without labels to `value`.
+pub fn gauge(name: &'static str, value: f64) {
+    metrics::gauge!(name).set(value);
+}
+
+/// Every series in the Prometheus text format.
+#[must_use]
+pub fn render() -> String {
+    handle().map_or_else(String::new, |handle| {
+        handle.run_upkeep();
+        handle.render()
+    })
+}
