@@ -7,15 +7,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
-
-use crate::compute::Compute;
 use arc_swap::ArcSwap;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::api::auth::hash_key;
+use crate::compute::Compute;
 use crate::config::{KeySettings, ParamsOverrides, Role, Settings};
 use crate::display::leagues::{recompute, Entrant, HistoryPoint};
 use crate::display::{Display, LeagueTable, Leagues};

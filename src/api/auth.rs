@@ -1,7 +1,7 @@
 //! Who may do what: `Authorization: Bearer <key>` checked against the SHA-256 hashes of the
-//! configured keys and of those kept in the database (`/v1/keys`). The presented key is hashed and compared with every configured hash in constant
-//! time (`subtle::ConstantTimeEq`), so neither a wrong key nor a near miss answers faster. A
-//! key never reaches a log: only its configured name does. An authorized request then draws
+//! configured keys and of those kept in the database (`/v1/keys`). The presented key is hashed
+//! and compared with every known hash in constant time (`subtle::ConstantTimeEq`), so neither
+//! a wrong key nor a near miss answers faster. A key never reaches a log: only its name does. An authorized request then draws
 //! on its client's budget (`rate_limit`): the key's, or for an anonymous read its address's.
 
 use std::marker::PhantomData;
