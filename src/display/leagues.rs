@@ -73,7 +73,7 @@ pub struct Points {
     pub bonus_per_day: f64,
     /// When the bonus pool starts filling (RFC 3339); absent for no bonus.
     #[serde(default)]
-    #[schema(example = "2026-01-01T00:00:00Z")]
+    #[schema(example = "2026-01-01T00:00:00Z", format = DateTime)]
     pub bonus_since: Option<String>,
 }
 
@@ -133,7 +133,7 @@ impl Points {
 #[serde(deny_unknown_fields)]
 pub struct Tier {
     /// Its name, as `?league=` takes it: 1 to 64 bytes of letters, digits, `_` and `-`.
-    #[schema(example = "gold")]
+    #[schema(example = "gold", pattern = r"^[A-Za-z0-9_-]{1,64}$")]
     pub name: String,
     /// The lowest rating of the league: `null` (or absent) for the lowest league, which takes
     /// every placed player below the others; a number above the previous league's for every
