@@ -149,7 +149,7 @@ async fn get_leagues(
     let leagues: Vec<LeagueResponse> = settings
         .iter()
         .flat_map(|s| &s.tiers)
-        .zip(current.league_counts())
+        .zip(current.leagues().counts())
         .map(|(tier, count)| LeagueResponse {
             name: tier.name.clone(),
             threshold: tier.threshold,

@@ -369,6 +369,8 @@ impl Divisions {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LeagueTable {
     leagues: Option<Arc<Leagues>>,
+    /// The leagues' names, shared by every placement read.
+    names: Arc<[Arc<str>]>,
     placed: HashMap<Arc<str>, Seat>,
     divisions: Vec<Divisions>,
 }
@@ -401,6 +403,11 @@ impl LeagueTable {
     pub fn new(leagues: Option<&Leagues>) -> Self {
         Self {
             divisions: vec![Divisions::default(); leagues.map_or(0, |l| l.tiers.len())],
+            names: leagues
+                .iter()
+                .flat_map(|l| &l.tiers)
+                .map(|tier| Arc::from(tier.name.as_str()))
+                .collect(),
             leagues: leagues.cloned().map(Arc::new),
             placed: HashMap::new(),
         }
@@ -445,7 +452,7 @@ impl LeagueTable {
     fn placement(&self, seat: Seat) -> Option<Placement> {
         let leagues = self.leagues.as_ref()?;
         Some(Placement {
-            league: Arc::from(leagues.tiers[usize::from(seat.league)].name.as_str()),
+            league: Arc::clone(&self.names[usize::from(seat.league)]),
             division: seat.division,
             points: leagues.points.as_ref().map(|_| seat.points),
         })

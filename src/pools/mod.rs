@@ -24,7 +24,7 @@ use arc_swap::ArcSwap;
 use imbl::OrdMap;
 use tokio::sync::{Mutex, MutexGuard, Notify};
 
-use crate::display::leagues::{Entrant, LeagueCount};
+use crate::display::leagues::Entrant;
 pub use crate::display::Shown;
 use crate::display::{Display, LeagueMove, LeagueTable, Placement, Resolved, Spread};
 use crate::engine::{self, Beliefs, SystemParams, SystemState};
@@ -349,12 +349,6 @@ impl PoolState {
     #[must_use]
     pub fn leagues(&self) -> &LeagueTable {
         &self.leagues
-    }
-
-    /// Players and divisions per league of the pool's leagues, lowest first.
-    #[must_use]
-    pub fn league_counts(&self) -> Vec<LeagueCount> {
-        self.leagues.counts()
     }
 
     /// Players rated so far.

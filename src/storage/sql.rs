@@ -16,9 +16,9 @@ pub(super) const SELECT_POOLS: &str = "
 pub(super) const SELECT_POOL_PROGRESS: &str = "
     SELECT system, params, display, applied FROM pools WHERE name = $1";
 
-/// Sets the display settings of pool `$1` to `$2` (JSON); returns the name if the pool exists.
+/// Sets the display settings of pool `$1` to `$2` (JSON).
 pub(super) const UPDATE_POOL_DISPLAY: &str = "
-    UPDATE pools SET display = $2 WHERE name = $1 RETURNING name";
+    UPDATE pools SET display = $2 WHERE name = $1";
 
 /// Pool `$1`'s system and parameters.
 pub(super) const SELECT_POOL_PARAMS: &str = "SELECT system, params FROM pools WHERE name = $1";
@@ -139,11 +139,10 @@ pub(super) const SELECT_LEAGUE_ROWS: &str = "
     FROM history h JOIN rounds r ON r.pool = h.pool AND r.seq = h.seq
     WHERE h.pool = $1 ORDER BY h.seq, h.rank, h.player";
 
-/// Pool `$1`'s display settings, which hold its leagues.
-pub(super) const SELECT_POOL_DISPLAY: &str = "SELECT display FROM pools WHERE name = $1";
-
-/// Pool `$1`'s applied rounds.
-pub(super) const SELECT_POOL_APPLIED: &str = "SELECT applied FROM pools WHERE name = $1";
+/// Pool `$1`'s display settings (which hold its leagues) and applied rounds: what a league
+/// change and a settle check under the queue's lock.
+pub(super) const SELECT_POOL_DISPLAY_APPLIED: &str = "
+    SELECT display, applied FROM pools WHERE name = $1";
 
 /// Takes every player of pool `$1` out of the leagues.
 pub(super) const CLEAR_PLAYER_LEAGUES: &str = "

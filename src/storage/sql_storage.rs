@@ -121,6 +121,55 @@ where
     .collect()
 }
 
+/// Pool `name`'s display settings and applied rounds, read in `tx`.
+async fn display_and_applied<D: Dialect>(
+    tx: &mut <D::Db as Database>::Connection,
+    name: &str,
+) -> Result<(Display, u64), Error>
+where
+    for<'c> &'c mut <D::Db as Database>::Connection: Executor<'c, Database = D::Db>,
+    for<'q> <D::Db as Database>::Arguments<'q>: IntoArguments<'q, D::Db>,
+    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
+    for<'r> (String, i64): sqlx::FromRow<'r, <D::Db as Database>::Row>,
+{
+    let Some((display, applied)): Option<(String, i64)> =
+        sqlx::query_as(sql::SELECT_POOL_DISPLAY_APPLIED)
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await?
+    else {
+        return Err(Error::PoolNotFound(name.to_owned()));
+    };
+    Ok((decode_display(&display)?, to_u64(applied, "applied")?))
+}
+
+/// Stores `display` as pool `name`'s settings, in `tx`.
+async fn write_display<D: Dialect>(
+    tx: &mut <D::Db as Database>::Connection,
+    name: &str,
+    display: &Display,
+) -> Result<(), Error>
+where
+    for<'c> &'c mut <D::Db as Database>::Connection: Executor<'c, Database = D::Db>,
+    for<'q> <D::Db as Database>::Arguments<'q>: IntoArguments<'q, D::Db>,
+    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
+    for<'q> String: Encode<'q, D::Db> + Type<D::Db>,
+{
+    sqlx::query(sql::UPDATE_POOL_DISPLAY)
+        .bind(name)
+        .bind(display_column(display)?)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
+/// [`Error::Stale`] for pool `name`.
+fn stale(name: &str) -> Error {
+    Error::Stale {
+        pool: name.to_owned(),
+    }
+}
+
 /// Runs `statement` (`sql::INSERT_KEY` or `sql::INSERT_FIRST_KEY`) for `key`; whether it
 /// stored it.
 async fn insert_key<D: Dialect>(
@@ -236,25 +285,13 @@ where
     async fn put_display(&self, name: &str, display: &Display) -> Result<(), Error> {
         let mut tx = D::begin_write(&self.pool).await?;
         D::lock_queue(&mut tx, name).await?;
-        let Some((stored,)): Option<(String,)> = sqlx::query_as(sql::SELECT_POOL_DISPLAY)
-            .bind(name)
-            .fetch_optional(&mut *tx)
-            .await?
-        else {
-            return Err(Error::PoolNotFound(name.to_owned()));
-        };
+        let (stored, _) = display_and_applied::<D>(&mut tx, name).await?;
         // Leagues change only with their recomputation (`put_leagues`): settings built on a
         // stale view of them would undo another process's change.
-        if decode_display(&stored)?.leagues != display.leagues {
-            return Err(Error::Stale {
-                pool: name.to_owned(),
-            });
+        if stored.leagues != display.leagues {
+            return Err(stale(name));
         }
-        sqlx::query(sql::UPDATE_POOL_DISPLAY)
-            .bind(name)
-            .bind(display_column(display)?)
-            .execute(&mut *tx)
-            .await?;
+        write_display::<D>(&mut tx, name, display).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -290,20 +327,14 @@ where
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
     async fn league_rows(&self, pool: &str) -> Result<LeagueHistory, Error> {
         let mut tx = D::begin_snapshot(&self.pool).await?;
-        let Some((applied,)): Option<(i64,)> = sqlx::query_as(sql::SELECT_POOL_APPLIED)
-            .bind(pool)
-            .fetch_optional(&mut *tx)
-            .await?
-        else {
-            return Err(Error::PoolNotFound(pool.to_owned()));
-        };
+        let (_, applied) = display_and_applied::<D>(&mut tx, pool).await?;
         let rows: Vec<LeagueHistoryRow> = sqlx::query_as(sql::SELECT_LEAGUE_ROWS)
             .bind(pool)
             .fetch_all(&mut *tx)
             .await?;
         tx.commit().await?;
         Ok(LeagueHistory {
-            applied: to_u64(applied, "applied")?,
+            applied,
             rows: rows
                 .into_iter()
                 .map(LeagueHistoryRow::into_row)
@@ -321,23 +352,11 @@ where
         let mut tx = D::begin_write(&self.pool).await?;
         // Taken as the worker takes it: no round is settled until the leagues are written.
         D::lock_queue(&mut tx, name).await?;
-        let Some((applied,)): Option<(i64,)> = sqlx::query_as(sql::SELECT_POOL_APPLIED)
-            .bind(name)
-            .fetch_optional(&mut *tx)
-            .await?
-        else {
-            return Err(Error::PoolNotFound(name.to_owned()));
-        };
-        if to_u64(applied, "applied")? != recomputed.applied {
-            return Err(Error::Stale {
-                pool: name.to_owned(),
-            });
+        let (_, applied) = display_and_applied::<D>(&mut tx, name).await?;
+        if applied != recomputed.applied {
+            return Err(stale(name));
         }
-        sqlx::query(sql::UPDATE_POOL_DISPLAY)
-            .bind(name)
-            .bind(display_column(display)?)
-            .execute(&mut *tx)
-            .await?;
+        write_display::<D>(&mut tx, name, display).await?;
         for clear in [sql::CLEAR_PLAYER_LEAGUES, sql::CLEAR_HISTORY_LEAGUES] {
             sqlx::query(clear).bind(name).execute(&mut *tx).await?;
         }
@@ -449,14 +468,9 @@ where
         let seqs = lock_next_rounds::<D>(&mut tx, pool, rounds.iter().map(|(id, _)| *id)).await?;
         // Under the queue's lock, which `put_leagues` takes too: leagues changed after the
         // rounds were rated would store placements the new leagues do not have.
-        let (display,): (String,) = sqlx::query_as(sql::SELECT_POOL_DISPLAY)
-            .bind(pool)
-            .fetch_one(&mut *tx)
-            .await?;
-        if decode_display(&display)?.leagues.as_ref() != leagues {
-            return Err(Error::Stale {
-                pool: pool.to_owned(),
-            });
+        let (stored, _) = display_and_applied::<D>(&mut tx, pool).await?;
+        if stored.leagues.as_ref() != leagues {
+            return Err(stale(pool));
         }
         let superseded = superseded_states(rounds);
         let mut applied = 0i64;
