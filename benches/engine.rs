@@ -230,7 +230,7 @@ fn replays(c: &mut Criterion) {
 
 /// The other systems in Elo-MMR's units (μ₀ = 1500, σ₀ = 350, β = 200), so that the same
 /// spread priors and datasets suit them, each with the size of its single-round bench: the
-/// O(N²) systems take 10,000 entrants (100,000 would take about a minute a sample).
+/// O(N²) system takes 10,000 entrants (100,000 would take about a minute a sample).
 fn other_systems() -> [(&'static str, SystemParams, usize); 7] {
     let defaults = Params::default();
     let weng_lin = WengLinParams {
@@ -274,7 +274,7 @@ fn other_systems() -> [(&'static str, SystemParams, usize); 7] {
         (
             "topcoder",
             SystemParams::Topcoder(TopcoderParams::default()),
-            10_000,
+            100_000,
         ),
         ("elo", SystemParams::Elo(EloParams::default()), 100_000),
     ]

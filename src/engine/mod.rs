@@ -26,6 +26,7 @@ pub mod glicko2;
 pub mod matchmaking;
 pub mod metrics;
 pub mod normal;
+mod normal_sum;
 pub mod params;
 mod performance;
 pub mod player;
