@@ -126,6 +126,18 @@ impl Chebyshev {
         self.coeffs.iter().rev().take(3).map(|c| c.abs()).sum()
     }
 
+    /// Value at `x` (in `[a, b]`), by Clenshaw's recurrence.
+    pub(crate) fn value(&self, x: f64) -> f64 {
+        let two_t = 2.0 * (2.0 * x - self.a - self.b) / (self.b - self.a);
+        let (mut v1, mut v2) = (0.0, 0.0);
+        for &c in self.coeffs.iter().skip(1).rev() {
+            let v0 = two_t * v1 - v2 + c;
+            v2 = v1;
+            v1 = v0;
+        }
+        self.coeffs.first().copied().unwrap_or(0.0) + 0.5 * two_t * v1 - v2
+    }
+
     /// Value and derivative at `x` (in `[a, b]`), by two Clenshaw recurrences run side by
     /// side: each is a serial chain of dependent operations, so interleaving them lets the
     /// processor overlap the two.

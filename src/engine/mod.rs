@@ -18,6 +18,7 @@
 //! performance solver), [`rate`] (one round end to end).
 
 pub mod any;
+mod bradley_terry;
 mod chebyshev;
 pub mod codeforces;
 pub mod elo;

@@ -9,9 +9,9 @@
 
 use std::ops::Range;
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::bradley_terry;
 use super::params::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 use super::rating::Rating;
 use super::round::Round;
@@ -40,7 +40,8 @@ pub struct WengLinParams {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WengLinModel {
-    /// Bradley-Terry, full pairing: every pair of entrants is a game. O(N²) per round.
+    /// Bradley-Terry, full pairing: every pair of entrants is a game; its sums are
+    /// interpolated past 64 entrants, O(N) per round for a given spread of variances.
     #[default]
     BradleyTerry,
     /// Plackett-Luce: the winner is chosen from everyone, the second from the rest, and so on.
@@ -110,7 +111,7 @@ impl RatingSystem for WengLin {
         round.refuse_partial_play("Weng-Lin")
     }
 
-    /// Bradley-Terry: O(N²) for N entrants, in parallel over entrants ([`bradley_terry`]).
+    /// Bradley-Terry: [`bradley_terry::sums`], over every pair.
     /// Plackett-Luce: O(N) ([`plackett_luce`]).
     fn rate(
         params: &WengLinParams,
@@ -130,7 +131,10 @@ impl RatingSystem for WengLin {
             .collect();
         let updates = match params.model {
             WengLinModel::BradleyTerry => {
-                bradley_terry(params, &teams, &layout.group_of_entrants())
+                let mus: Vec<f64> = teams.iter().map(|t| t.mu).collect();
+                let variances: Vec<f64> = teams.iter().map(|t| t.variance).collect();
+                let two_beta2 = 2.0 * params.beta * params.beta;
+                bradley_terry::sums(two_beta2, &mus, &variances, &layout.group_of_entrants())
             }
             WengLinModel::PlackettLuce => plackett_luce(params, &teams, &layout.groups),
         };
@@ -182,36 +186,6 @@ impl RatingSystem for WengLin {
             noise_variance,
         }
     }
-}
-
-/// Each entrant's `(Ω, Δ)` under Bradley-Terry full pairing, from every pair it is in.
-/// `group_of[i]` orders the entrants (equal groups tie). The terms' scale depends on both
-/// variances, so no sort or prefix sum shortens the O(N²) sum.
-fn bradley_terry(params: &WengLinParams, teams: &[Team], group_of: &[usize]) -> Vec<(f64, f64)> {
-    let two_beta2 = 2.0 * params.beta * params.beta;
-    (0..teams.len())
-        .into_par_iter()
-        .map(|i| {
-            let own = teams[i];
-            let (mut omega, mut delta) = (0.0, 0.0);
-            for (q, other) in teams.iter().enumerate() {
-                if q == i {
-                    continue;
-                }
-                let c = (own.variance + other.variance + two_beta2).sqrt();
-                let p = 1.0 / (1.0 + ((other.mu - own.mu) / c).exp());
-                let score = match group_of[i].cmp(&group_of[q]) {
-                    std::cmp::Ordering::Less => 1.0,
-                    std::cmp::Ordering::Equal => 0.5,
-                    std::cmp::Ordering::Greater => 0.0,
-                };
-                omega += own.variance / c * (score - p);
-                let gamma = own.variance.sqrt() / c;
-                delta += gamma * own.variance / (c * c) * p * (1.0 - p);
-            }
-            (omega, delta)
-        })
-        .collect()
 }
 
 /// Each entrant's `(Ω, Δ)` under Plackett-Luce. With one scale `c` for the round, entrant `i`
