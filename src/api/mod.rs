@@ -92,6 +92,7 @@ pub fn app(state: AppState) -> Router {
             .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
     });
     router
+        .merge(openapi::docs_page())
         .fallback(|| async {
             Error::NotFound {
                 what: "route",

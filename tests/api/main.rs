@@ -22,6 +22,7 @@ mod auth;
 mod backends;
 mod bounds;
 mod display;
+mod docs;
 mod errors;
 mod export;
 mod health;

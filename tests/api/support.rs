@@ -229,6 +229,13 @@ impl TestApp {
 
     /// `GET uri` with `accept`: the status, the content type and the body as text.
     pub async fn get_text(&self, uri: &str, accept: &str) -> (StatusCode, String, String) {
+        let (status, content_type, bytes) = self.get_bytes(uri, accept).await;
+        let text = String::from_utf8(bytes.to_vec()).expect("UTF-8");
+        (status, content_type, text)
+    }
+
+    /// `GET uri` with `accept`: the status, the content type and the body.
+    pub async fn get_bytes(&self, uri: &str, accept: &str) -> (StatusCode, String, Bytes) {
         let request = Request::builder()
             .uri(uri)
             .header(header::ACCEPT, accept)
@@ -241,11 +248,7 @@ impl TestApp {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_owned();
-        (
-            parts.status,
-            content_type,
-            String::from_utf8(bytes.to_vec()).expect("UTF-8"),
-        )
+        (parts.status, content_type, bytes)
     }
 
     /// The router's answer to `request`: its head and its whole body.
