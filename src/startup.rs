@@ -75,6 +75,11 @@ impl Application {
         let addr = self.local_addr()?;
         tracing::info!(%addr, "serving");
         let app = api::app(self.state.clone());
+        let state = self.state.clone();
+        let stop = async move {
+            stop.await;
+            state.close_streams();
+        };
         // The peer's address is what anonymous reads are rate-limited by.
         axum::serve(
             self.listener,

@@ -49,6 +49,9 @@ pub struct AppState {
     /// the worker themselves leave it off.
     run_workers: Arc<AtomicBool>,
     shutdown: CancellationToken,
+    /// Cancelled as soon as the service is asked to stop, before requests drain: endless
+    /// answers (the change feeds) end on it, or they would hold the drain open.
+    closing: CancellationToken,
 }
 
 /// What [`AppState::create_key`] did.
@@ -117,6 +120,7 @@ impl AppState {
             workers: TaskTracker::new(),
             run_workers: Arc::new(AtomicBool::new(false)),
             shutdown: CancellationToken::new(),
+            closing: CancellationToken::new(),
         })
     }
 
@@ -351,6 +355,17 @@ impl AppState {
             pool.wake();
         }
         Ok(outcome)
+    }
+
+    /// Cancelled once the service is stopping: open change feeds end.
+    #[must_use]
+    pub fn closing(&self) -> CancellationToken {
+        self.closing.clone()
+    }
+
+    /// Ends every open change feed (the first step of stopping).
+    pub fn close_streams(&self) {
+        self.closing.cancel();
     }
 
     /// Starts `pool`'s worker loop.

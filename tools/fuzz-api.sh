@@ -82,7 +82,10 @@ seed=${FUZZ_SEED:-$((RANDOM * 32768 + RANDOM))}
 echo "schemathesis $SCHEMATHESIS_VERSION against $base (seed $seed; FUZZ_SEED=$seed replays it)"
 start=$SECONDS
 status=0
+# The change feed never ends an answer, so every request to it would wait out the timeout:
+# tests/api/events.rs covers it instead (and its bad starting points are in the hostile table).
 "$venv/bin/schemathesis" --no-color --config-file tools/schemathesis.toml run "$base/openapi.json" \
+    --exclude-path '/v1/pools/{pool}/events' \
     --header "Authorization: Bearer $key" \
     --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
     --max-examples "${FUZZ_MAX_EXAMPLES:-100}" \

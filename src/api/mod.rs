@@ -6,13 +6,14 @@
 //! Layout: [`error`] (the one error type), [`auth`] (keys, roles and rate limits), [`json`] and
 //! [`query`] (request parsing with errors that name the field), [`request_id`] (the id every
 //! answer and log line of a request carries), `openapi` (the document's
-//! header, the errors every route can give, `/openapi.json`), then one module per resource:
-//! [`pools`], [`display`], [`rounds`] and [`export`], [`players`], [`leaderboard`],
+//! header, the errors every route can give, `/openapi.json`, `/docs`), then one module per
+//! resource: [`pools`], [`display`], [`rounds`], [`export`] and [`events`], [`players`], [`leaderboard`],
 //! [`predictions`], [`matchmaking`], [`keys`], [`health`].
 
 pub mod auth;
 pub mod display;
 pub mod error;
+pub mod events;
 pub mod export;
 pub mod health;
 pub mod json;
@@ -56,6 +57,7 @@ fn routes() -> (Router<AppState>, OpenApiDoc) {
         .merge(pools::router())
         .merge(display::router())
         .merge(rounds::router())
+        .merge(events::router())
         .merge(players::router())
         .merge(leaderboard::router())
         .merge(predictions::router())

@@ -21,7 +21,7 @@ use crate::engine::{Beliefs, RatingChange, SystemParams};
 use crate::names;
 use crate::pools::PoolState;
 use crate::state::AppState;
-use crate::storage::{Enqueued, RoundStatus};
+use crate::storage::{Enqueued, RoundRecord, RoundStatus};
 use crate::wire::{FieldError, RoundRequest};
 
 /// The routes of this module.
@@ -285,28 +285,34 @@ async fn get_round(
         .round(pool.name(), &id)
         .await?
         .ok_or(Error::NotFound { what: "round", id })?;
-    let current = pool.read();
-    Ok(Json(RoundResponse {
-        id: record.id,
-        status: record.status.as_str(),
-        error: record.error,
-        results: record.results.map(|results| {
-            results
-                .into_iter()
-                .map(|r| ResultResponse {
-                    shown: ShownChange::of(&current, &r.change, r.expected_rank),
-                    delta: r.change.delta(),
-                    player: r.player,
-                    rank: r.rank,
-                    performance: r.change.performance,
-                    mu_before: r.change.before.mu,
-                    mu_after: r.change.after.mu,
-                    sigma_before: r.change.before.sigma,
-                    sigma_after: r.change.after.sigma,
-                    league_before: r.league.before,
-                    league_after: r.league.after,
-                })
-                .collect()
-        }),
-    }))
+    Ok(Json(RoundResponse::of(record, &pool.read())))
+}
+
+impl RoundResponse {
+    /// What `GET …/rounds/{id}` shows of `record`, in `current`'s display settings.
+    pub(super) fn of(record: RoundRecord, current: &PoolState) -> Self {
+        Self {
+            id: record.id,
+            status: record.status.as_str(),
+            error: record.error,
+            results: record.results.map(|results| {
+                results
+                    .into_iter()
+                    .map(|r| ResultResponse {
+                        shown: ShownChange::of(current, &r.change, r.expected_rank),
+                        delta: r.change.delta(),
+                        player: r.player,
+                        rank: r.rank,
+                        performance: r.change.performance,
+                        mu_before: r.change.before.mu,
+                        mu_after: r.change.after.mu,
+                        sigma_before: r.change.before.sigma,
+                        sigma_after: r.change.after.sigma,
+                        league_before: r.league.before,
+                        league_after: r.league.after,
+                    })
+                    .collect()
+            }),
+        }
+    }
 }

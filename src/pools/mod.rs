@@ -22,7 +22,7 @@ use std::sync::{Arc, RwLock};
 
 use arc_swap::ArcSwap;
 use imbl::OrdMap;
-use tokio::sync::{Mutex, MutexGuard, Notify};
+use tokio::sync::{watch, Mutex, MutexGuard, Notify};
 
 use crate::display::leagues::Entrant;
 pub use crate::display::Shown;
@@ -482,6 +482,8 @@ pub struct Pool {
     wake: Notify,
     turn: Mutex<()>,
     worker_running: AtomicBool,
+    /// How many snapshots have been published: change feeds wait on it.
+    published: watch::Sender<u64>,
 }
 
 impl Pool {
@@ -494,6 +496,7 @@ impl Pool {
             wake: Notify::new(),
             turn: Mutex::new(()),
             worker_running: AtomicBool::new(false),
+            published: watch::Sender::new(0),
         }
     }
 
@@ -513,7 +516,15 @@ impl Pool {
     /// still hold it). Only the holder of the pool's [`turn`](Self::turn) publishes, so no
     /// change is lost between reading the current snapshot and replacing it.
     pub fn publish(&self, state: impl Into<Arc<PoolState>>) -> Arc<PoolState> {
-        self.state.swap(state.into())
+        let previous = self.state.swap(state.into());
+        self.published.send_modify(|count| *count += 1);
+        previous
+    }
+
+    /// A receiver that sees every later [`publish`](Self::publish) (as a changed count).
+    #[must_use]
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.published.subscribe()
     }
 
     /// Tells the worker a round may be waiting.

@@ -480,6 +480,9 @@ pub trait Storage: Send + Sync + 'static {
         limit: u32,
     ) -> Result<Vec<AppliedRecord>, Error>;
 
+    /// The seq of `pool`'s last applied round, if it has one.
+    async fn last_applied_seq(&self, pool: &str) -> Result<Option<i64>, Error>;
+
     /// Every player of `pool` as they stood right after its round `round`, from the history
     /// rows (one read snapshot): O(history rows up to that round).
     async fn ratings_as_of(&self, pool: &str, round: &str) -> Result<AsOf, Error>;

@@ -132,6 +132,11 @@ pub(super) const SELECT_APPLIED_ROUNDS: &str = "
     WHERE pool = $1 AND status = 'applied' AND seq > $2
     ORDER BY seq LIMIT $3";
 
+/// The seq of pool `$1`'s last applied round: read backwards along `(pool, seq)`, so it stops
+/// at the first applied round rather than visiting every one.
+pub(super) const SELECT_LAST_APPLIED_SEQ: &str = "
+    SELECT seq FROM rounds WHERE pool = $1 AND status = 'applied' ORDER BY seq DESC LIMIT 1";
+
 /// Every history row of pool `$1` as leagues are recomputed from it: in the order the rounds
 /// were applied, each round's by rank and player.
 pub(super) const SELECT_LEAGUE_ROWS: &str = "

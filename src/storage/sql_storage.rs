@@ -577,6 +577,14 @@ where
             .await?)
     }
 
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
+    async fn last_applied_seq(&self, pool: &str) -> Result<Option<i64>, Error> {
+        Ok(sqlx::query_scalar(sql::SELECT_LAST_APPLIED_SEQ)
+            .bind(pool)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.id = %round))]
     async fn ratings_as_of(&self, pool: &str, round: &str) -> Result<AsOf, Error> {
         let mut tx = D::begin_snapshot(&self.pool).await?;

@@ -816,7 +816,29 @@ fn path_cases() -> Vec<Case> {
 /// leaderboard by μ − 3σ.
 fn query_cases(other_order: &str) -> Vec<Case> {
     let history = "/v1/pools/main/players/ann/history";
+    let mut resume = get("/v1/pools/main/events");
+    resume.headers_mut().insert(
+        "last-event-id",
+        "yesterday".parse().expect("a header value"),
+    );
     vec![
+        Case::new(
+            "a change feed resumed after a Last-Event-ID that is no seq",
+            resume,
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            Some("Last-Event-ID"),
+        ),
+        bad_query(
+            "a change feed started after a negative seq",
+            "/v1/pools/main/events?after=-1",
+            "after",
+        ),
+        bad_query(
+            "a change feed started after a seq that is no number",
+            "/v1/pools/main/events?after=one",
+            "after",
+        ),
         bad_query(
             "a leaderboard limit of 0",
             &format!("{LEADERBOARD}?limit=0"),

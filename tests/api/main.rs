@@ -24,6 +24,7 @@ mod bounds;
 mod display;
 mod docs;
 mod errors;
+mod events;
 mod export;
 mod health;
 mod hostile;

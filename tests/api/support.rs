@@ -251,6 +251,23 @@ impl TestApp {
         (parts.status, content_type, bytes)
     }
 
+    /// `GET uri` with `headers`, answered without reading the body (for endless answers).
+    pub async fn get_stream(
+        &self,
+        uri: &str,
+        headers: &[(&str, &str)],
+    ) -> axum::response::Response {
+        let mut request = Request::builder().uri(uri);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        self.router
+            .clone()
+            .oneshot(request.body(Body::empty()).expect("a valid request"))
+            .await
+            .expect("the router is infallible")
+    }
+
     /// The router's answer to `request`: its head and its whole body.
     async fn call(&self, request: Request<Body>) -> (axum::http::response::Parts, Bytes) {
         let response = self

@@ -1,0 +1,210 @@
+//! `GET /v1/pools/{pool}/events`: a change feed of the pool's applied rounds as server-sent
+//! events. Each event is one applied round, in the order rounds were applied, with every
+//! entrant's change (the body `GET …/rounds/{id}` gives, plus its `seq`); its event id is the
+//! round's `seq`, so a client that reconnects with `Last-Event-ID` misses nothing and sees
+//! nothing twice. Events are read from the database, never from memory: a round applied by
+//! another process sharing it is sent too, within one queue poll interval.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncWriteExt, DuplexStream};
+use tokio_util::io::ReaderStream;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::auth::{Authorized, Read};
+use super::error::{Error, ErrorResponse};
+use super::pool_of;
+use super::query::QueryParams;
+use super::rounds::RoundResponse;
+use crate::state::AppState;
+
+/// The media type of the feed.
+const EVENT_STREAM: &str = "text/event-stream";
+
+/// The header a reconnecting client sends with the last id it received.
+const LAST_EVENT_ID: &str = "last-event-id";
+
+/// Rounds read from the database at a time.
+const BATCH: u32 = 100;
+
+/// A comment line this often keeps proxies from closing an idle feed.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// How long a client should wait before reconnecting (the feed's `retry:` field), in ms.
+const RETRY_MS: u64 = 2_000;
+
+/// `?after=`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EventsQuery {
+    /// Start after this `seq` (0: from the first applied round). Without it and without
+    /// `Last-Event-ID`, the feed starts after the last round applied so far.
+    #[param(minimum = 0)]
+    after: Option<i64>,
+}
+
+/// One event of the feed: an applied round, as `GET …/rounds/{id}` shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RoundEvent {
+    /// The round's place in the pool's order; also the event's id.
+    pub seq: i64,
+    /// The round.
+    #[serde(flatten)]
+    pub round: RoundResponse,
+}
+
+/// The route of this module.
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(events))
+}
+
+/// The pool's applied rounds as server-sent events (`event: round`, `id:` the round's `seq`,
+/// `data:` a [`RoundEvent`]), first those after the starting point, then each as it is
+/// applied. Resumes after `Last-Event-ID` (or `?after=`); the stream stays open, with a
+/// comment line every 15 s, until the client leaves or the service stops.
+#[utoipa::path(get, path = "/v1/pools/{pool}/events", tag = "rounds",
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
+        ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this round `seq` \
+            (takes precedence over `after`)"),
+        EventsQuery),
+    responses((status = 200, content_type = "text/event-stream", body = RoundEvent,
+            description = "An endless stream of `event: round` events, each `data:` a RoundEvent"),
+        (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
+        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
+        (status = 503, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn events(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    QueryParams(query): QueryParams<EventsQuery>,
+    headers: HeaderMap,
+) -> Result<Response, Error> {
+    let pool = pool_of(&state, &pool)?;
+    if let Some(after) = query.after.filter(|&after| after < 0) {
+        return Err(invalid_start("after", &after.to_string()));
+    }
+    // Subscribed before the starting point is read, so no round falls in between.
+    let changes = pool.changes();
+    let after = match last_event_id(&headers)?.or(query.after) {
+        Some(after) => after,
+        None => state
+            .storage
+            .last_applied_seq(pool.name())
+            .await?
+            .unwrap_or(0),
+    };
+    let (reader, writer) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(feed(state, pool, after, changes, writer));
+    let mut response = Body::from_stream(ReaderStream::new(reader)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    Ok(response)
+}
+
+/// The `Last-Event-ID` header as a `seq`, if sent.
+fn last_event_id(headers: &HeaderMap) -> Result<Option<i64>, Error> {
+    let Some(value) = headers.get(LAST_EVENT_ID) else {
+        return Ok(None);
+    };
+    let text = value.to_str().unwrap_or_default().trim();
+    match text.parse::<i64>() {
+        Ok(seq) if seq >= 0 => Ok(Some(seq)),
+        _ => Err(invalid_start("Last-Event-ID", text)),
+    }
+}
+
+fn invalid_start(field: &str, value: &str) -> Error {
+    Error::InvalidQuery {
+        field: field.to_owned(),
+        message: format!("`{value}` is not a round seq (an integer, 0 or more)"),
+    }
+}
+
+/// Writes the feed into `writer` until the client leaves, the service stops, or the database
+/// fails (the client then reconnects with the last id it got).
+async fn feed(
+    state: AppState,
+    pool: std::sync::Arc<crate::pools::Pool>,
+    mut after: i64,
+    mut changes: tokio::sync::watch::Receiver<u64>,
+    mut writer: DuplexStream,
+) {
+    let closing = state.closing();
+    let poll = Duration::from_millis(state.settings.queue.poll_interval_ms);
+    if send(&mut writer, &format!("retry: {RETRY_MS}\n\n"))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    let mut quiet = tokio::time::Instant::now();
+    loop {
+        match next_events(&state, &pool, &mut after).await {
+            Ok(events) if !events.is_empty() => {
+                if send(&mut writer, &events).await.is_err() {
+                    return;
+                }
+                quiet = tokio::time::Instant::now();
+                continue;
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(error = %error, pool = pool.name(), "a change feed ended early");
+                return;
+            }
+        }
+        if quiet.elapsed() >= KEEP_ALIVE {
+            if send(&mut writer, ": keep-alive\n\n").await.is_err() {
+                return;
+            }
+            quiet = tokio::time::Instant::now();
+        }
+        tokio::select! {
+            changed = changes.changed() => if changed.is_err() { return },
+            () = tokio::time::sleep(poll) => {}
+            () = closing.cancelled() => return,
+        }
+    }
+}
+
+/// The events of the applied rounds after `after` (at most [`BATCH`]), advancing `after`.
+async fn next_events(
+    state: &AppState,
+    pool: &crate::pools::Pool,
+    after: &mut i64,
+) -> anyhow::Result<String> {
+    let rows = state
+        .storage
+        .applied_rounds(pool.name(), *after, BATCH)
+        .await?;
+    let current = pool.read();
+    let mut events = String::new();
+    for row in rows {
+        // A round once applied stays applied: it is there.
+        if let Some(record) = state.storage.round(pool.name(), &row.id).await? {
+            let event = RoundEvent {
+                seq: row.seq,
+                round: RoundResponse::of(record, &current),
+            };
+            let data = serde_json::to_string(&event)?;
+            events.push_str(&format!("id: {}\nevent: round\ndata: {data}\n\n", row.seq));
+        }
+        *after = row.seq;
+    }
+    Ok(events)
+}
+
+/// Writes `text` and flushes it to the client.
+async fn send(writer: &mut DuplexStream, text: &str) -> std::io::Result<()> {
+    writer.write_all(text.as_bytes()).await?;
+    writer.flush().await
+}

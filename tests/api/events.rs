@@ -1,0 +1,149 @@
+//! `GET /v1/pools/{pool}/events` on both backends: every applied round once, in order, as
+//! `GET …/rounds/{id}` shows it, resumed after `Last-Event-ID`, and ended when the service
+//! stops.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::StatusCode;
+use http_body_util::BodyExt;
+use serde_json::Value;
+
+use crate::support::{round, TestApp, POOL};
+
+backend_tests!(
+    a_feed_from_the_start_sends_every_applied_round_then_each_new_one,
+    a_feed_resumes_after_last_event_id_and_otherwise_starts_now,
+    a_feed_ends_when_the_service_stops,
+);
+
+/// How long a test waits for an event before failing.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// One event: its id, its type and its data (parsed).
+#[derive(Debug)]
+struct Event {
+    id: String,
+    kind: String,
+    data: Value,
+}
+
+/// The client side of a feed.
+struct Feed {
+    body: Body,
+    buffer: String,
+}
+
+impl Feed {
+    async fn open(app: &TestApp, uri: &str, headers: &[(&str, &str)]) -> Self {
+        let response = app.get_stream(uri, headers).await;
+        assert_eq!(response.status(), StatusCode::OK, "{uri}");
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        assert_eq!(response.headers()["cache-control"], "no-cache");
+        Self {
+            body: response.into_body(),
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event with data (comments and `retry:` blocks skipped), or `None` when the
+    /// stream ends.
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            while let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let field = |name: &str| {
+                    block
+                        .lines()
+                        .find_map(|line| line.strip_prefix(name))
+                        .map(str::to_owned)
+                };
+                if let Some(data) = field("data: ") {
+                    return Some(Event {
+                        id: field("id: ").expect("an id"),
+                        kind: field("event: ").expect("an event type"),
+                        data: serde_json::from_str(&data).expect("JSON data"),
+                    });
+                }
+            }
+            let frame = tokio::time::timeout(PATIENCE, self.body.frame())
+                .await
+                .expect("an event in time")?
+                .expect("the stream reads");
+            if let Ok(data) = frame.into_data() {
+                self.buffer
+                    .push_str(std::str::from_utf8(&data).expect("UTF-8"));
+            }
+        }
+    }
+
+    /// The next event, which must be round `id`'s, as the round's own route shows it.
+    async fn expect_round(&mut self, app: &TestApp, id: &str) -> i64 {
+        let event = self.next().await.expect("an event");
+        assert_eq!(event.kind, "round");
+        let seq = event.data["seq"].as_i64().expect("a seq");
+        assert_eq!(event.id, seq.to_string(), "the event id is the seq");
+        let mut shown = app
+            .get(&format!("/v1/pools/{POOL}/rounds/{id}"))
+            .await
+            .assert_status(StatusCode::OK, id)
+            .clone();
+        shown["seq"] = seq.into();
+        assert_eq!(event.data, shown, "round {id}");
+        seq
+    }
+}
+
+async fn a_feed_from_the_start_sends_every_applied_round_then_each_new_one(app: TestApp) {
+    app.create_pool(POOL).await;
+    app.play([round("r1", &["a", "b"]), round("r2", &["b", "c", "a"])])
+        .await;
+    let mut feed = Feed::open(&app, "/v1/pools/main/events?after=0", &[]).await;
+    let first = feed.expect_round(&app, "r1").await;
+    let second = feed.expect_round(&app, "r2").await;
+    assert!(first < second);
+    app.play([round("r3", &["c", "a"])]).await;
+    let third = feed.expect_round(&app, "r3").await;
+    assert!(second < third);
+    // A failed round between two applied ones is not sent.
+    app.queue_round(round("r4", &["a", "d"])).await;
+    app.state
+        .storage
+        .enqueue_round(POOL, "broken", "{\"id\": \"broken\"}", 10)
+        .await
+        .expect("enqueue directly");
+    app.play([round("r5", &["d", "b"])]).await;
+    feed.expect_round(&app, "r4").await;
+    feed.expect_round(&app, "r5").await;
+}
+
+async fn a_feed_resumes_after_last_event_id_and_otherwise_starts_now(app: TestApp) {
+    app.create_pool(POOL).await;
+    app.play([round("r1", &["a", "b"]), round("r2", &["b", "c", "a"])])
+        .await;
+    let mut from_start = Feed::open(&app, "/v1/pools/main/events?after=0", &[]).await;
+    let first = from_start.expect_round(&app, "r1").await.to_string();
+
+    // Last-Event-ID wins over `after`.
+    let mut resumed = Feed::open(
+        &app,
+        "/v1/pools/main/events?after=0",
+        &[("Last-Event-ID", &first)],
+    )
+    .await;
+    resumed.expect_round(&app, "r2").await;
+
+    let mut now = Feed::open(&app, "/v1/pools/main/events", &[]).await;
+    app.play([round("r3", &["c", "a"])]).await;
+    now.expect_round(&app, "r3").await;
+    resumed.expect_round(&app, "r3").await;
+}
+
+async fn a_feed_ends_when_the_service_stops(app: TestApp) {
+    app.create_pool(POOL).await;
+    app.play([round("r1", &["a", "b"])]).await;
+    let mut feed = Feed::open(&app, "/v1/pools/main/events?after=0", &[]).await;
+    feed.expect_round(&app, "r1").await;
+    app.state.close_streams();
+    assert!(feed.next().await.is_none(), "the stream ends");
+}
