@@ -17,6 +17,7 @@ use crate::engine::{
     TrueSkillParams, WengLinParams,
 };
 use crate::evaluate::{self, Objective, Tuning};
+use crate::import;
 use crate::replay::{self, InputFormat};
 use crate::startup::Application;
 
@@ -39,6 +40,9 @@ pub enum Command {
     /// Compare rating systems on one file of rounds, optionally searching their parameters on
     /// its opening rounds first.
     Evaluate(EvaluateArgs),
+    /// Post a file of rounds to a pool of a running service, in order, with retries; run again
+    /// after a stop, it goes on from the first round the service does not have.
+    Import(ImportArgs),
     /// Print the hex SHA-256 of a key, for `[[auth.keys]] sha256`.
     HashKey {
         /// The key.
@@ -58,6 +62,35 @@ pub struct ServeArgs {
     /// `postgres://…` or `sqlite://PATH`.
     #[arg(long)]
     pub database_url: Option<String>,
+}
+
+/// Arguments of `import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The service, e.g. http://127.0.0.1:8080.
+    #[arg(long)]
+    pub url: String,
+    /// The pool to post to (it must exist).
+    #[arg(long)]
+    pub pool: String,
+    /// The rounds: a JSON Lines file, or a directory with `--input-format elo-mmr-dir`.
+    #[arg(long)]
+    pub input: PathBuf,
+    /// How the input is laid out.
+    #[arg(long, value_enum, default_value_t = InputFormat::Jsonl)]
+    pub input_format: InputFormat,
+    /// A key with the `write` role.
+    #[arg(long, env = "MMR_API_KEY", hide_env_values = true)]
+    pub key: Option<String>,
+    /// Post every round, not only those after the last one the service has.
+    #[arg(long)]
+    pub from_start: bool,
+    /// Tries per request before giving up (429, 503 and lost connections are retried).
+    #[arg(long, default_value_t = 20)]
+    pub attempts: u32,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `replay`. Rating parameters left out take their system's defaults.
@@ -349,6 +382,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => run_serve(&args),
         Command::Replay(args) => run_replay(&args),
         Command::Evaluate(args) => run_evaluate(&args),
+        Command::Import(args) => run_import(&args),
         Command::HashKey { key } => {
             println!("{}", crate::api::auth::hash_key(&key));
             Ok(())
@@ -412,6 +446,30 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         println!("{json}");
     } else {
         print!("{}", outcome.summary);
+    }
+    Ok(())
+}
+
+fn run_import(args: &ImportArgs) -> anyhow::Result<()> {
+    let options = import::Options {
+        url: args.url.clone(),
+        pool: args.pool.clone(),
+        input: args.input.clone(),
+        format: args.input_format,
+        key: args.key.clone(),
+        from_start: args.from_start,
+        attempts: args.attempts,
+        progress: std::io::stderr().is_terminal(),
+    };
+    let summary = import::run(&options)?;
+    if args.json {
+        let json = serde_json::to_string(&summary).context("serializing the summary")?;
+        println!("{json}");
+    } else {
+        println!(
+            "{} rounds: {} accepted, {} already there, {} skipped as imported before ({} retries)",
+            summary.rounds, summary.accepted, summary.known, summary.skipped, summary.retries
+        );
     }
     Ok(())
 }

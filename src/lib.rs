@@ -33,6 +33,7 @@ pub mod config;
 pub mod display;
 pub mod engine;
 pub mod evaluate;
+pub mod import;
 pub mod instruments;
 pub mod names;
 pub mod pools;

@@ -7,13 +7,15 @@
 //! round from many clients), [`crash`] (SIGKILLs at seeded random moments through a stream of
 //! rounds), [`faults`] (the database going away and coming back), [`slow_client`] (a body that
 //! trickles in is cut off without holding anything back), [`stall`] (the largest predictions
-//! in a loop while rounds arrive: reads of the pool answer within 1 s, every round is applied);
+//! in a loop while rounds arrive: reads of the pool answer within 1 s, every round is applied),
+//! [`import`] (`mmr-service import` through 429s, a stop and a resume);
 //! [`server`] runs the binary, [`rounds`] makes the rounds and [`stream`] posts them as a client
 //! would.
 
 mod concurrency;
 mod crash;
 mod faults;
+mod import;
 mod rounds;
 mod server;
 mod slow_client;

@@ -1,0 +1,304 @@
+//! `mmr-service import`: posts a file of rounds to a pool of a running service, one round at a
+//! time and in order, as a platform posting its history would. Every round is checked before
+//! the first is sent, so a bad line stops the import before anything changed. Answers of 429
+//! and 503 (and lost connections) are retried after the `Retry-After` the service asks for, or
+//! a growing pause. Posting is idempotent by round id, so an import that was stopped can be run
+//! again: it first finds, by binary search over the file, the first round the service does not
+//! know, and goes on from there.
+
+use std::path::PathBuf;
+use std::thread::sleep;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use indicatif::{ProgressBar, ProgressStyle};
+use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+use reqwest::blocking::{Client, RequestBuilder, Response};
+use reqwest::StatusCode;
+use serde::Serialize;
+use serde_json::{json, Value};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+use crate::replay::{self, InputFormat};
+use crate::wire::RoundRequest;
+
+/// The longest pause between two tries when the service gives no `Retry-After`.
+const MOST_BACKOFF: Duration = Duration::from_secs(30);
+
+/// How long one request may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What to import, and where.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The service, e.g. `http://127.0.0.1:8080`.
+    pub url: String,
+    /// The pool the rounds go to (it must exist).
+    pub pool: String,
+    /// The rounds.
+    pub input: PathBuf,
+    /// How they are laid out.
+    pub format: InputFormat,
+    /// A key with the `write` role.
+    pub key: Option<String>,
+    /// Post every round, even those the service already has (they are answered 200).
+    pub from_start: bool,
+    /// Tries per request before giving up (429, 503 and lost connections are retried).
+    pub attempts: u32,
+    /// Draw a progress bar.
+    pub progress: bool,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Rounds in the input.
+    pub rounds: usize,
+    /// Rounds skipped because the service had them from an earlier import.
+    pub skipped: usize,
+    /// Rounds the service accepted now (202).
+    pub accepted: usize,
+    /// Rounds posted that the service already had, with the same content (200).
+    pub known: usize,
+    /// Answers of 429 or 503, and lost connections, that were retried.
+    pub retries: usize,
+}
+
+/// One round ready to post: where it came from, its id and its body.
+struct Outgoing {
+    location: String,
+    id: String,
+    body: String,
+}
+
+/// Imports the input, and says what it did.
+pub fn run(options: &Options) -> anyhow::Result<Summary> {
+    let rounds = read(options)?;
+    let client = Client::builder()
+        .timeout(REQUEST_TIMEOUT)
+        .build()
+        .context("starting the HTTP client")?;
+    let api = Api {
+        client,
+        base: format!(
+            "{}/v1/pools/{}/rounds",
+            options.url.trim_end_matches('/'),
+            utf8_percent_encode(&options.pool, NON_ALPHANUMERIC)
+        ),
+        key: options.key.clone(),
+        attempts: options.attempts.max(1),
+    };
+    let mut summary = Summary {
+        rounds: rounds.len(),
+        ..Summary::default()
+    };
+    let start = if options.from_start {
+        0
+    } else {
+        api.first_unknown(&rounds, &mut summary)?
+    };
+    summary.skipped = start;
+    let bar = if options.progress {
+        ProgressBar::new(rounds.len() as u64)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} rounds, {per_sec}, {eta} left")
+            .context("the progress bar's template")?,
+    );
+    bar.set_position(start as u64);
+    for round in &rounds[start..] {
+        let response = api.call(|c| c.post(&api.base).body(round.body.clone()), &mut summary)?;
+        match response.status() {
+            StatusCode::ACCEPTED => summary.accepted += 1,
+            StatusCode::OK => summary.known += 1,
+            status => bail!(
+                "{}: round `{}` refused with {status}: {}",
+                round.location,
+                round.id,
+                response.text().unwrap_or_default()
+            ),
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(summary)
+}
+
+/// The input as bodies to post, every one checked as the service will check it, ids unique.
+fn read(options: &Options) -> anyhow::Result<Vec<Outgoing>> {
+    let rounds = parse(options)?;
+    let mut seen = std::collections::HashMap::new();
+    for round in &rounds {
+        if let Some(first) = seen.insert(round.id.as_str(), round.location.as_str()) {
+            bail!(
+                "{}: round id `{}` is also the id of {first}: a pool keeps one round per id",
+                round.location,
+                round.id
+            );
+        }
+    }
+    Ok(rounds)
+}
+
+/// The input as bodies to post.
+fn parse(options: &Options) -> anyhow::Result<Vec<Outgoing>> {
+    let path = &options.input;
+    match options.format {
+        InputFormat::Jsonl => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            text.lines()
+                .enumerate()
+                .filter(|(_, line)| !line.trim().is_empty())
+                .map(|(index, line)| {
+                    let location = format!("line {}", index + 1);
+                    let value: Value = serde_json::from_str(line)
+                        .with_context(|| format!("{location}: invalid JSON"))?;
+                    let request = RoundRequest::from_value(&value)
+                        .and_then(|request| request.to_round().map(|_| request))
+                        .map_err(|error| anyhow::anyhow!("{location}: {error}"))?;
+                    Ok(Outgoing {
+                        location,
+                        id: request.id,
+                        body: line.trim().to_owned(),
+                    })
+                })
+                .collect()
+        }
+        InputFormat::EloMmrDir => replay::input::read(path, options.format)?
+            .into_iter()
+            .enumerate()
+            .map(|(index, sourced)| {
+                let round = sourced.round;
+                let standings: Vec<Value> = round
+                    .standings
+                    .iter()
+                    .map(|s| json!({"player": s.player, "rank": s.rank}))
+                    .collect();
+                // The file's index is the round's id: the same on every run, so a second
+                // import of the directory finds its rounds.
+                let mut body = json!({"id": index.to_string(), "standings": standings});
+                if let Some(time) = round.time {
+                    let time = OffsetDateTime::from_unix_timestamp(time)
+                        .ok()
+                        .and_then(|t| t.format(&Rfc3339).ok())
+                        .with_context(|| format!("{}: time out of range", sourced.location))?;
+                    body["time"] = time.into();
+                }
+                if round.weight != 1.0 {
+                    body["weight"] = round.weight.into();
+                }
+                Ok(Outgoing {
+                    location: sourced.location,
+                    id: index.to_string(),
+                    body: body.to_string(),
+                })
+            })
+            .collect(),
+    }
+}
+
+/// The pool's rounds route, and how to call it.
+struct Api {
+    client: Client,
+    base: String,
+    key: Option<String>,
+    attempts: u32,
+}
+
+impl Api {
+    /// Sends the request `build` makes until it is answered with something other than 429 or
+    /// 503, waiting between tries.
+    fn call(
+        &self,
+        build: impl Fn(&Client) -> RequestBuilder,
+        summary: &mut Summary,
+    ) -> anyhow::Result<Response> {
+        let mut pause = Duration::from_millis(250);
+        for attempt in 1..=self.attempts {
+            let mut request = build(&self.client).header("content-type", "application/json");
+            if let Some(key) = &self.key {
+                request = request.bearer_auth(key);
+            }
+            let wait = match request.send() {
+                Ok(response)
+                    if !matches!(
+                        response.status(),
+                        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+                    ) =>
+                {
+                    return Ok(response)
+                }
+                Ok(response) => retry_after(&response).unwrap_or(pause),
+                Err(error) if attempt == self.attempts => {
+                    return Err(error).context("the service did not answer")
+                }
+                Err(error) if error.is_builder() => return Err(error.into()),
+                Err(_) => pause,
+            };
+            if attempt < self.attempts {
+                summary.retries += 1;
+                sleep(wait);
+                pause = (pause * 2).min(MOST_BACKOFF);
+            }
+        }
+        bail!("the service was still busy after {} tries", self.attempts)
+    }
+
+    /// Whether the service knows round `id` (queued, applied or failed).
+    fn knows(&self, id: &str, summary: &mut Summary) -> anyhow::Result<bool> {
+        let url = format!(
+            "{}/{}",
+            self.base,
+            utf8_percent_encode(id, NON_ALPHANUMERIC)
+        );
+        let response = self.call(|c| c.get(&url), summary)?;
+        match response.status() {
+            StatusCode::OK => Ok(true),
+            StatusCode::NOT_FOUND => {
+                let body: Value = response.json().unwrap_or_default();
+                if body["error"]["code"] == "round_not_found" {
+                    Ok(false)
+                } else {
+                    bail!("{}: {body}", self.base)
+                }
+            }
+            status => bail!(
+                "reading round `{id}`: {status}: {}",
+                response.text().unwrap_or_default()
+            ),
+        }
+    }
+
+    /// The index of the first round the service does not know. Rounds are posted in order, so
+    /// the ones it knows from an earlier import are a prefix of the input: found with
+    /// O(log N) reads.
+    fn first_unknown(&self, rounds: &[Outgoing], summary: &mut Summary) -> anyhow::Result<usize> {
+        let (mut known, mut unknown) = (0, rounds.len());
+        while known < unknown {
+            let mid = known + (unknown - known) / 2;
+            if self.knows(&rounds[mid].id, summary)? {
+                known = mid + 1;
+            } else {
+                unknown = mid;
+            }
+        }
+        Ok(known)
+    }
+}
+
+/// The `Retry-After` of an answer, in seconds.
+fn retry_after(response: &Response) -> Option<Duration> {
+    let seconds: u64 = response
+        .headers()
+        .get("retry-after")?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs(seconds.min(MOST_BACKOFF.as_secs())))
+}

@@ -1,0 +1,186 @@
+//! `mmr-service import` against the real service: a file posted in order under a tight write
+//! budget (so 429s are retried), stopped halfway and run again (it goes on where it stopped,
+//! posting nothing twice), ending with ratings equal to `replay` of the file to the bit; the
+//! reference implementation's directory format; and a bad line refused before anything is
+//! posted.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::server::{Backend, Options, Server, ADMIN_KEY};
+use crate::{assert_same_ratings, replayed, served, wait_until_applied, POOL};
+
+/// Rounds in the imported file.
+const ROUNDS: usize = 40;
+
+/// Round `i` of a small league: four of ten players, in an order that varies.
+fn synthetic_round(i: usize) -> String {
+    let players: Vec<String> = (0..4)
+        .map(|k| format!("p{}", (i * 3 + k * (i % 3 + 1)) % 10))
+        .collect();
+    let mut unique = players.clone();
+    unique.sort();
+    unique.dedup();
+    let standings: Vec<serde_json::Value> = unique
+        .iter()
+        .enumerate()
+        .map(|(rank, player)| serde_json::json!({"player": player, "rank": (rank + i) % unique.len() + 1}))
+        .collect();
+    serde_json::json!({"id": format!("round-{i}"), "time": format!("2026-01-{:02}T00:00:00Z", i % 28 + 1), "standings": standings}).to_string()
+}
+
+/// Runs `mmr-service import` and returns its JSON summary, or its stderr when it fails.
+fn import(
+    server: &Server,
+    pool: &str,
+    input: &Path,
+    extra: &[&str],
+) -> Result<serde_json::Value, String> {
+    let output = Command::new(env!("CARGO_BIN_EXE_mmr-service"))
+        .args([
+            "import",
+            "--url",
+            server.base_url(),
+            "--pool",
+            pool,
+            "--json",
+            "--input",
+        ])
+        .arg(input)
+        .args(extra)
+        .env("MMR_API_KEY", ADMIN_KEY)
+        .output()
+        .expect("run mmr-service import");
+    if output.status.success() {
+        Ok(serde_json::from_slice(&output.stdout).expect("a JSON summary"))
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+}
+
+fn an_import_stopped_halfway_goes_on_where_it_stopped_and_equals_replay(backend: Backend) {
+    let options = Options {
+        // Five rounds at once, then ten a second: the import meets 429 and waits.
+        env: vec![
+            ("MMR__RATE_LIMIT__WRITES_PER_SECOND", "10".to_owned()),
+            ("MMR__RATE_LIMIT__WRITES_BURST", "5".to_owned()),
+        ],
+        ..Options::default()
+    };
+    let Some(server) = Server::start_with(backend, options) else {
+        return;
+    };
+    let dir = server.dir().to_owned();
+    assert_eq!(
+        server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY),
+        201
+    );
+    let rounds: Vec<String> = (0..ROUNDS).map(synthetic_round).collect();
+    let (half, whole) = (dir.join("half.jsonl"), dir.join("whole.jsonl"));
+    std::fs::write(&half, rounds[..ROUNDS / 2].join("\n")).expect("write");
+    std::fs::write(&whole, rounds.join("\n") + "\n\n").expect("write");
+
+    let first = import(&server, POOL, &half, &[]).expect("the first half imports");
+    assert_eq!(first["accepted"], ROUNDS / 2, "{first}");
+    assert_eq!(first["skipped"], 0, "{first}");
+    assert!(
+        first["retries"].as_u64() > Some(0),
+        "the budget made it wait: {first}"
+    );
+
+    let second = import(&server, POOL, &whole, &[]).expect("the rest imports");
+    assert_eq!(second["rounds"], ROUNDS, "{second}");
+    assert_eq!(
+        second["skipped"],
+        ROUNDS / 2,
+        "found where it stopped: {second}"
+    );
+    assert_eq!(second["accepted"], ROUNDS / 2, "{second}");
+    assert_eq!(second["known"], 0, "nothing posted twice: {second}");
+
+    wait_until_applied(&server, ROUNDS as u64);
+    assert_same_ratings(&served(&server), &replayed(&dir, &rounds));
+
+    // From the start: every round is answered as one the service has, and nothing changes.
+    let again = import(&server, POOL, &whole, &["--from-start"]).expect("a repeat imports");
+    assert_eq!(again["known"], ROUNDS, "{again}");
+    assert_eq!(again["accepted"], 0, "{again}");
+    wait_until_applied(&server, ROUNDS as u64);
+}
+
+fn the_reference_directory_format_imports_and_a_bad_line_posts_nothing(backend: Backend) {
+    let Some(server) = Server::start(backend) else {
+        return;
+    };
+    let dir = server.dir().to_owned();
+    assert_eq!(
+        server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY),
+        201
+    );
+    let contests = dir.join("contests");
+    std::fs::create_dir(&contests).expect("mkdir");
+    for (index, standings) in [
+        r#"[["ann", 0, 0], ["bob", 1, 2], ["cy", 1, 2]]"#,
+        r#"[["cy", 0, 0], ["ann", 1, 1]]"#,
+    ]
+    .iter()
+    .enumerate()
+    {
+        let contest = format!(
+            r#"{{"name": "Contest {index}", "time_seconds": {}, "standings": {standings}}}"#,
+            86_400 * (index + 1)
+        );
+        std::fs::write(contests.join(format!("{index}.json")), contest).expect("write");
+    }
+    let summary = import(&server, POOL, &contests, &["--input-format", "elo-mmr-dir"])
+        .expect("the directory imports");
+    assert_eq!(summary["accepted"], 2, "{summary}");
+    wait_until_applied(&server, 2);
+    let round = server.get_json(&format!("/v1/pools/{POOL}/rounds/1"));
+    assert_eq!(
+        round["status"], "applied",
+        "the file's index is the round id: {round}"
+    );
+
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        format!(
+            "{}\n{{\"id\": \"late\", \"standings\": []}}\n",
+            synthetic_round(7)
+        ),
+    )
+    .expect("write");
+    let error = import(&server, POOL, &bad, &[]).expect_err("a bad line stops the import");
+    assert!(
+        error.contains("line 2") && error.contains("standings"),
+        "{error}"
+    );
+    let pool = server.get_json(&format!("/v1/pools/{POOL}"));
+    assert_eq!(
+        pool["rounds_applied"].as_u64(),
+        Some(2),
+        "nothing was posted: {pool}"
+    );
+    assert_eq!(pool["rounds_queued"], 0, "{pool}");
+}
+
+#[test]
+fn sqlite_import_resumes_where_it_stopped_and_equals_replay() {
+    an_import_stopped_halfway_goes_on_where_it_stopped_and_equals_replay(Backend::Sqlite);
+}
+
+#[test]
+fn postgres_import_resumes_where_it_stopped_and_equals_replay() {
+    an_import_stopped_halfway_goes_on_where_it_stopped_and_equals_replay(Backend::Postgres);
+}
+
+#[test]
+fn sqlite_import_reads_the_reference_directory_and_refuses_bad_lines_up_front() {
+    the_reference_directory_format_imports_and_a_bad_line_posts_nothing(Backend::Sqlite);
+}
+
+#[test]
+fn postgres_import_reads_the_reference_directory_and_refuses_bad_lines_up_front() {
+    the_reference_directory_format_imports_and_a_bad_line_posts_nothing(Backend::Postgres);
+}
