@@ -11,7 +11,9 @@
 //! [`predictions`], [`matchmaking`], [`keys`], [`health`].
 
 pub mod auth;
+pub mod dashboard;
 pub mod display;
+pub mod distribution;
 pub mod error;
 pub mod events;
 pub mod export;
@@ -60,6 +62,7 @@ fn routes() -> (Router<AppState>, OpenApiDoc) {
         .merge(events::router())
         .merge(players::router())
         .merge(leaderboard::router())
+        .merge(distribution::router())
         .merge(predictions::router())
         .merge(matchmaking::router())
         .merge(keys::router())
@@ -95,6 +98,7 @@ pub fn app(state: AppState) -> Router {
     });
     router
         .merge(openapi::docs_page())
+        .merge(dashboard::router())
         .fallback(|| async {
             Error::NotFound {
                 what: "route",

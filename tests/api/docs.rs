@@ -1,4 +1,5 @@
-//! `GET /docs`: the API docs page, served from the binary, with nothing fetched from elsewhere.
+//! `GET /docs` (the API docs page) and `GET /` (the dashboard): served from the binary, with
+//! nothing fetched from elsewhere.
 
 use axum::http::StatusCode;
 
@@ -54,4 +55,30 @@ async fn docs_serves_swagger_ui_for_our_document_from_the_binary_alone() {
         initializer.contains(r#""validatorUrl": "none""#),
         "{initializer}"
     );
+}
+
+#[tokio::test]
+async fn the_dashboard_is_one_page_with_its_own_script_and_style() {
+    let app = TestApp::new().await;
+    let (status, content_type, html) = app.get_text("/", "text/html").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(content_type.starts_with("text/html"), "{content_type}");
+    let assets = references(&html);
+    assert!(
+        assets.contains(&"/ui/app.js") && assets.contains(&"/ui/app.css"),
+        "{assets:?}"
+    );
+    for asset in assets {
+        assert!(!asset.contains("//"), "{asset}: nothing from elsewhere");
+        if asset.starts_with("/ui/") {
+            let (status, _, body) = app.get_text(asset, "*/*").await;
+            assert_eq!(status, StatusCode::OK, "{asset}");
+            // The SVG namespace is a name, not an address the page loads.
+            let body = body.replace("http://www.w3.org/2000/svg", "");
+            assert!(
+                !body.contains("http://") && !body.contains("https://"),
+                "{asset} fetches nothing from elsewhere"
+            );
+        }
+    }
 }

@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::support::{round, Payload, TestApp, ADMIN_KEY, POOL};
 
 /// Every route of the API, as `METHOD path`.
-const ROUTES: [&str; 26] = [
+const ROUTES: [&str; 27] = [
     "GET /healthz",
     "GET /readyz",
     "GET /openapi.json",
@@ -32,6 +32,7 @@ const ROUTES: [&str; 26] = [
     "GET /v1/pools/{pool}/players/{player}/history",
     "GET /v1/pools/{pool}/players/{player}/opponents",
     "GET /v1/pools/{pool}/leaderboard",
+    "GET /v1/pools/{pool}/distribution",
     "GET /v1/pools/{pool}/win-probability",
     "POST /v1/pools/{pool}/predictions",
     "POST /v1/pools/{pool}/match-quality",

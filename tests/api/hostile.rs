@@ -830,6 +830,16 @@ fn query_cases(other_order: &str) -> Vec<Case> {
             Some("Last-Event-ID"),
         ),
         bad_query(
+            "a histogram of 0 bins",
+            "/v1/pools/main/distribution?bins=0",
+            "bins",
+        ),
+        bad_query(
+            "a histogram of 201 bins",
+            "/v1/pools/main/distribution?bins=201",
+            "bins",
+        ),
+        bad_query(
             "a change feed started after a negative seq",
             "/v1/pools/main/events?after=-1",
             "after",

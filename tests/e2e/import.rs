@@ -14,7 +14,7 @@ use crate::{assert_same_ratings, replayed, served, wait_until_applied, POOL};
 const ROUNDS: usize = 40;
 
 /// Round `i` of a small league: four of ten players, in an order that varies.
-fn synthetic_round(i: usize) -> String {
+pub(crate) fn synthetic_round(i: usize) -> String {
     let players: Vec<String> = (0..4)
         .map(|k| format!("p{}", (i * 3 + k * (i % 3 + 1)) % 10))
         .collect();

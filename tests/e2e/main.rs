@@ -8,12 +8,14 @@
 //! rounds), [`faults`] (the database going away and coming back), [`slow_client`] (a body that
 //! trickles in is cut off without holding anything back), [`stall`] (the largest predictions
 //! in a loop while rounds arrive: reads of the pool answer within 1 s, every round is applied),
-//! [`import`] (`mmr-service import` through 429s, a stop and a resume);
+//! [`import`] (`mmr-service import` through 429s, a stop and a resume), [`dashboard`] (the
+//! page at `/` in headless Chromium);
 //! [`server`] runs the binary, [`rounds`] makes the rounds and [`stream`] posts them as a client
 //! would.
 
 mod concurrency;
 mod crash;
+mod dashboard;
 mod faults;
 mod import;
 mod rounds;
