@@ -1,8 +1,8 @@
 //! `mmr-service import`: posts a file of rounds to a pool of a running service, one round at a
 //! time and in order, as a platform posting its history would. Every round is checked before
 //! the first is sent, so a bad line stops the import before anything changed. Answers of 429
-//! and 503 (and lost connections) are retried after the `Retry-After` the service asks for, or
-//! a growing pause. Posting is idempotent by round id, so an import that was stopped can be run
+//! and 503 (and 502/504 from a proxy, and lost connections) are retried after a pause that
+//! doubles, never shorter than the `Retry-After` the service asks for. Posting is idempotent by round id, so an import that was stopped can be run
 //! again: it first finds, by binary search over the file, the first round the service does not
 //! know, and goes on from there.
 
@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
+use crate::engine::{Round, SystemParams};
 use crate::replay::{self, InputFormat};
 use crate::wire::RoundRequest;
 
@@ -65,11 +66,22 @@ pub struct Summary {
     pub retries: usize,
 }
 
-/// One round ready to post: where it came from, its id and its body.
+/// One round ready to post: where it came from, its id, the round and its body.
 struct Outgoing {
     location: String,
     id: String,
+    round: Round,
     body: String,
+}
+
+/// The id and round of a body, checked as the service checks every round.
+fn checked(body: &Value, location: &str) -> anyhow::Result<(String, Round)> {
+    let request =
+        RoundRequest::from_value(body).map_err(|error| anyhow::anyhow!("{location}: {error}"))?;
+    let round = request
+        .checked_round()
+        .map_err(|error| anyhow::anyhow!("{location}: {error}"))?;
+    Ok((request.id, round))
 }
 
 /// Imports the input, and says what it did.
@@ -93,11 +105,32 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
         rounds: rounds.len(),
         ..Summary::default()
     };
+    // What only the pool's rating system refuses (teams in a Topcoder pool, say), checked
+    // before anything is posted too.
+    let system = api.system(&options.url, &options.pool, &mut summary)?;
+    for round in &rounds {
+        system
+            .check_round(&round.round)
+            .map_err(|error| anyhow::anyhow!("{}: {error}", round.location))?;
+    }
     let start = if options.from_start {
         0
     } else {
         api.first_unknown(&rounds, &mut summary)?
     };
+    if let Some(last) = start.checked_sub(1).map(|i| &rounds[i]) {
+        // The service knows the id; the same round must be behind it, or this is another file.
+        let response = api.call(|c| c.post(&api.base).body(last.body.clone()), &mut summary)?;
+        if response.status() != StatusCode::OK {
+            bail!(
+                "{}: the pool's round `{}` is not this one ({}): the pool did not come from an \
+                 earlier import of this input",
+                last.location,
+                last.id,
+                response.status()
+            );
+        }
+    }
     summary.skipped = start;
     let bar = if options.progress {
         ProgressBar::new(rounds.len() as u64)
@@ -157,12 +190,11 @@ fn parse(options: &Options) -> anyhow::Result<Vec<Outgoing>> {
                     let location = format!("line {}", index + 1);
                     let value: Value = serde_json::from_str(line)
                         .with_context(|| format!("{location}: invalid JSON"))?;
-                    let request = RoundRequest::from_value(&value)
-                        .and_then(|request| request.to_round().map(|_| request))
-                        .map_err(|error| anyhow::anyhow!("{location}: {error}"))?;
+                    let (id, round) = checked(&value, &location)?;
                     Ok(Outgoing {
                         location,
-                        id: request.id,
+                        id,
+                        round,
                         body: line.trim().to_owned(),
                     })
                 })
@@ -191,9 +223,11 @@ fn parse(options: &Options) -> anyhow::Result<Vec<Outgoing>> {
                 if round.weight != 1.0 {
                     body["weight"] = round.weight.into();
                 }
+                let (id, round) = checked(&body, &sourced.location)?;
                 Ok(Outgoing {
                     location: sourced.location,
-                    id: index.to_string(),
+                    id,
+                    round,
                     body: body.to_string(),
                 })
             })
@@ -210,8 +244,8 @@ struct Api {
 }
 
 impl Api {
-    /// Sends the request `build` makes until it is answered with something other than 429 or
-    /// 503, waiting between tries.
+    /// Sends the request `build` makes until it is answered with something other than 429,
+    /// 502, 503 or 504, waiting between tries.
     fn call(
         &self,
         build: impl Fn(&Client) -> RequestBuilder,
@@ -227,12 +261,16 @@ impl Api {
                 Ok(response)
                     if !matches!(
                         response.status(),
-                        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+                        StatusCode::TOO_MANY_REQUESTS
+                            | StatusCode::SERVICE_UNAVAILABLE
+                            | StatusCode::BAD_GATEWAY
+                            | StatusCode::GATEWAY_TIMEOUT
                     ) =>
                 {
                     return Ok(response)
                 }
-                Ok(response) => retry_after(&response).unwrap_or(pause),
+                // Never sooner than the service asks, and longer as the tries go on.
+                Ok(response) => retry_after(&response).map_or(pause, |asked| asked.max(pause)),
                 Err(error) if attempt == self.attempts => {
                     return Err(error).context("the service did not answer")
                 }
@@ -246,6 +284,23 @@ impl Api {
             }
         }
         bail!("the service was still busy after {} tries", self.attempts)
+    }
+
+    /// The pool's rating system, as `GET /v1/pools/{pool}` states it.
+    fn system(&self, url: &str, pool: &str, summary: &mut Summary) -> anyhow::Result<SystemParams> {
+        let url = format!(
+            "{}/v1/pools/{}",
+            url.trim_end_matches('/'),
+            utf8_percent_encode(pool, NON_ALPHANUMERIC)
+        );
+        let response = self.call(|c| c.get(&url), summary)?;
+        let status = response.status();
+        let body: Value = response.json().unwrap_or_default();
+        if status != StatusCode::OK {
+            bail!("reading pool `{pool}`: {status}: {body}");
+        }
+        serde_json::from_value(json!({"system": body["system"], "params": body["params"]}))
+            .with_context(|| format!("pool `{pool}`: a system this version does not know"))
     }
 
     /// Whether the service knows round `id` (queued, applied or failed).

@@ -49,10 +49,16 @@ pub struct AppState {
     /// the worker themselves leave it off.
     run_workers: Arc<AtomicBool>,
     shutdown: CancellationToken,
+    /// Open change feeds: each holds a permit while it runs ([`MAX_FEEDS`] in all).
+    pub feeds: Arc<tokio::sync::Semaphore>,
     /// Cancelled as soon as the service is asked to stop, before requests drain: endless
     /// answers (the change feeds) end on it, or they would hold the drain open.
     closing: CancellationToken,
 }
+
+/// The most change feeds (`GET …/events`) open at once; beyond, 503 `overloaded`. Each is a
+/// task and a query per poll interval.
+pub const MAX_FEEDS: usize = 1024;
 
 /// What [`AppState::create_key`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,6 +127,7 @@ impl AppState {
             run_workers: Arc::new(AtomicBool::new(false)),
             shutdown: CancellationToken::new(),
             closing: CancellationToken::new(),
+            feeds: Arc::new(tokio::sync::Semaphore::new(MAX_FEEDS)),
         })
     }
 

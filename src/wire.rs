@@ -122,6 +122,27 @@ impl RoundRequest {
         })
     }
 
+    /// Every check a round must pass in any pool: its id, its players' and teams' ids
+    /// ([`crate::names::id_problem`]) and the round itself ([`Self::to_round`]). What only a
+    /// pool's rating system refuses is `check_round`'s.
+    pub fn checked_round(&self) -> Result<engine::Round, FieldError> {
+        let ids = std::iter::once(("id".to_owned(), self.id.as_str())).chain(
+            self.standings.iter().enumerate().flat_map(|(i, s)| {
+                std::iter::once((format!("standings[{i}].player"), s.player.as_str())).chain(
+                    s.team
+                        .as_deref()
+                        .map(|team| (format!("standings[{i}].team"), team)),
+                )
+            }),
+        );
+        for (field, id) in ids {
+            if let Some(problem) = crate::names::id_problem(id) {
+                return Err(FieldError::new(field, problem));
+            }
+        }
+        self.to_round()
+    }
+
     /// The engine's round: `time` becomes Unix seconds, an absent weight 1. The engine's own
     /// checks (duplicate players, team ranks, weight range, …) run here too, so a round that
     /// converts is one the engine accepts.

@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncWriteExt, DuplexStream};
 use tokio_util::io::ReaderStream;
+use tokio_util::sync::CancellationToken;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -101,12 +102,20 @@ async fn events(
             .await?
             .unwrap_or(0),
     };
+    let Ok(permit) = std::sync::Arc::clone(&state.feeds).try_acquire_owned() else {
+        return Err(Error::Overloaded);
+    };
     let (reader, writer) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(feed(state, pool, after, changes, writer));
+    tokio::spawn(async move {
+        feed(state, pool, after, changes, writer).await;
+        drop(permit);
+    });
     let mut response = Body::from_stream(ReaderStream::new(reader)).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Proxies such as nginx would otherwise hold events back in their buffers.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(response)
 }
 
@@ -140,30 +149,30 @@ async fn feed(
 ) {
     let closing = state.closing();
     let poll = Duration::from_millis(state.settings.queue.poll_interval_ms);
-    if send(&mut writer, &format!("retry: {RETRY_MS}\n\n"))
-        .await
-        .is_err()
-    {
+    // The starting point as the last event id, so that a client which reconnects before any
+    // round arrives resumes from there rather than from whatever is new by then.
+    let opening = format!("retry: {RETRY_MS}\nid: {after}\n\n");
+    if send(&mut writer, &opening, &closing).await.is_err() {
         return;
     }
     let mut quiet = tokio::time::Instant::now();
     loop {
-        match next_events(&state, &pool, &mut after).await {
-            Ok(events) if !events.is_empty() => {
-                if send(&mut writer, &events).await.is_err() {
-                    return;
-                }
+        match send_next(&state, &pool, &mut after, &mut writer, &closing).await {
+            Ok(0) => {}
+            Ok(_) => {
                 quiet = tokio::time::Instant::now();
                 continue;
             }
-            Ok(_) => {}
             Err(error) => {
-                tracing::warn!(error = %error, pool = pool.name(), "a change feed ended early");
+                tracing::debug!(error = %error, pool = pool.name(), "a change feed ended");
                 return;
             }
         }
         if quiet.elapsed() >= KEEP_ALIVE {
-            if send(&mut writer, ": keep-alive\n\n").await.is_err() {
+            if send(&mut writer, ": keep-alive\n\n", &closing)
+                .await
+                .is_err()
+            {
                 return;
             }
             quiet = tokio::time::Instant::now();
@@ -176,19 +185,21 @@ async fn feed(
     }
 }
 
-/// The events of the applied rounds after `after` (at most [`BATCH`]), advancing `after`.
-async fn next_events(
+/// Sends the applied rounds after `after` (at most [`BATCH`]), one event at a time, advancing
+/// `after`; how many there were.
+async fn send_next(
     state: &AppState,
     pool: &crate::pools::Pool,
     after: &mut i64,
-) -> anyhow::Result<String> {
+    writer: &mut DuplexStream,
+    closing: &CancellationToken,
+) -> anyhow::Result<usize> {
     let rows = state
         .storage
         .applied_rounds(pool.name(), *after, BATCH)
         .await?;
     let current = pool.read();
-    let mut events = String::new();
-    for row in rows {
+    for row in &rows {
         // A round once applied stays applied: it is there.
         if let Some(record) = state.storage.round(pool.name(), &row.id).await? {
             let event = RoundEvent {
@@ -196,15 +207,27 @@ async fn next_events(
                 round: RoundResponse::of(record, &current),
             };
             let data = serde_json::to_string(&event)?;
-            events.push_str(&format!("id: {}\nevent: round\ndata: {data}\n\n", row.seq));
+            let text = format!("id: {}\nevent: round\ndata: {data}\n\n", row.seq);
+            send(writer, &text, closing).await?;
         }
         *after = row.seq;
     }
-    Ok(events)
+    Ok(rows.len())
 }
 
-/// Writes `text` and flushes it to the client.
-async fn send(writer: &mut DuplexStream, text: &str) -> std::io::Result<()> {
-    writer.write_all(text.as_bytes()).await?;
-    writer.flush().await
+/// Writes `text` and flushes it to the client; gives up when the service stops, so that a
+/// client that reads nothing cannot hold the shutdown open.
+async fn send(
+    writer: &mut DuplexStream,
+    text: &str,
+    closing: &CancellationToken,
+) -> std::io::Result<()> {
+    let write = async {
+        writer.write_all(text.as_bytes()).await?;
+        writer.flush().await
+    };
+    tokio::select! {
+        written = write => written,
+        () = closing.cancelled() => Err(std::io::ErrorKind::Interrupted.into()),
+    }
 }

@@ -18,7 +18,6 @@ use super::json::json_bytes;
 use super::pool_of;
 use crate::display::Placement;
 use crate::engine::{Beliefs, RatingChange, SystemParams};
-use crate::names;
 use crate::pools::PoolState;
 use crate::state::AppState;
 use crate::storage::{Enqueued, RoundRecord, RoundStatus};
@@ -243,21 +242,7 @@ fn validate(body: &[u8], system: &SystemParams) -> Result<(String, String), Erro
         serde_json::from_slice(body).map_err(|e| Error::MalformedJson(e.to_string()))?;
     let invalid = |e: FieldError| Error::invalid("invalid_round", e.field, e.reason);
     let request = RoundRequest::from_value(&value).map_err(invalid)?;
-    let ids = std::iter::once(("id".to_owned(), request.id.as_str())).chain(
-        request.standings.iter().enumerate().flat_map(|(i, s)| {
-            std::iter::once((format!("standings[{i}].player"), s.player.as_str())).chain(
-                s.team
-                    .as_deref()
-                    .map(|team| (format!("standings[{i}].team"), team)),
-            )
-        }),
-    );
-    for (field, id) in ids {
-        if let Some(problem) = names::id_problem(id) {
-            return Err(Error::invalid("invalid_round", field, problem));
-        }
-    }
-    let round = request.to_round().map_err(invalid)?;
+    let round = request.checked_round().map_err(invalid)?;
     system.check_round(&round).map_err(|e| invalid(e.into()))?;
     let canonical = serde_json::to_string(&request).map_err(|e| {
         tracing::error!(error = %e, "round serialization failed");

@@ -5,10 +5,10 @@
 //! Each term depends on both entrants' variances, so the sums are functions of two variables
 //! per entrant, `x = μ_i` and `t = √(σ_i² + v)` with `v` the field's least `σ_q² + 2β²`. Both
 //! are smooth: in `x` the logistic's poles lie `π c` off the real axis, in `t` every branch
-//! point of `c` lies on the imaginary axis, away from the entrants' interval. So above a few
-//! dozen entrants the sums are interpolated on a tensor grid (Chebyshev leaves in `x` times
-//! Chebyshev points in `t`), each grid value summed exactly over the field: O(N · grid)
-//! instead of O(N²). `docs/weng-lin.md` "Cost" gives the grid and the error it leaves.
+//! point of `c` lies on the imaginary axis, away from the entrants' interval. So wherever it
+//! costs less than half the N² terms, the sums are interpolated on a tensor grid (Chebyshev
+//! leaves in `x` times Chebyshev points in `t`), each grid value summed exactly over the
+//! field: O(N · grid) instead of O(N²). `docs/weng-lin.md` "Cost" gives the grid and the error it leaves.
 
 use std::f64::consts::PI;
 

@@ -41,7 +41,8 @@ pub struct WengLinParams {
 #[serde(rename_all = "snake_case")]
 pub enum WengLinModel {
     /// Bradley-Terry, full pairing: every pair of entrants is a game; its sums are
-    /// interpolated past 64 entrants, O(N) per round for a given spread of variances.
+    /// interpolated wherever that needs fewer than half the N² terms (from a few thousand
+    /// entrants of ordinary spread), O(N) per round for a given spread of variances.
     #[default]
     BradleyTerry,
     /// Plackett-Luce: the winner is chosen from everyone, the second from the rest, and so on.

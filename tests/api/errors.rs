@@ -14,7 +14,11 @@ use crate::support::{round, settings, LogBuffer, Payload, TestApp, ADMIN_KEY, PO
 async fn an_unknown_route_returns_404_route_not_found_as_json() {
     let app = TestApp::new().await;
     let cases = [
-        (Method::GET, "/", "the root"),
+        (
+            Method::GET,
+            "/ui/nothing.js",
+            "beside the dashboard's files",
+        ),
         (Method::GET, "/v2/pools", "another version"),
         (
             Method::GET,

@@ -28,10 +28,20 @@ struct Event {
     data: Value,
 }
 
+/// The value of the line of `block` that starts with `name`.
+fn field(block: &str, name: &str) -> Option<String> {
+    block
+        .lines()
+        .find_map(|line| line.strip_prefix(name))
+        .map(str::to_owned)
+}
+
 /// The client side of a feed.
 struct Feed {
     body: Body,
     buffer: String,
+    /// The id the feed's first block sets: where it starts.
+    start: String,
 }
 
 impl Feed {
@@ -40,31 +50,22 @@ impl Feed {
         assert_eq!(response.status(), StatusCode::OK, "{uri}");
         assert_eq!(response.headers()["content-type"], "text/event-stream");
         assert_eq!(response.headers()["cache-control"], "no-cache");
-        Self {
+        let mut feed = Self {
             body: response.into_body(),
             buffer: String::new(),
-        }
+            start: String::new(),
+        };
+        let opening = feed.block().await.expect("an opening block");
+        assert!(opening.starts_with("retry: "), "{opening}");
+        feed.start = field(&opening, "id: ").expect("the starting id");
+        feed
     }
 
-    /// The next event with data (comments and `retry:` blocks skipped), or `None` when the
-    /// stream ends.
-    async fn next(&mut self) -> Option<Event> {
+    /// The next block of lines, or `None` when the stream ends.
+    async fn block(&mut self) -> Option<String> {
         loop {
-            while let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                let field = |name: &str| {
-                    block
-                        .lines()
-                        .find_map(|line| line.strip_prefix(name))
-                        .map(str::to_owned)
-                };
-                if let Some(data) = field("data: ") {
-                    return Some(Event {
-                        id: field("id: ").expect("an id"),
-                        kind: field("event: ").expect("an event type"),
-                        data: serde_json::from_str(&data).expect("JSON data"),
-                    });
-                }
+            if let Some(end) = self.buffer.find("\n\n") {
+                return Some(self.buffer.drain(..end + 2).collect());
             }
             let frame = tokio::time::timeout(PATIENCE, self.body.frame())
                 .await
@@ -73,6 +74,20 @@ impl Feed {
             if let Ok(data) = frame.into_data() {
                 self.buffer
                     .push_str(std::str::from_utf8(&data).expect("UTF-8"));
+            }
+        }
+    }
+
+    /// The next event with data (comments skipped), or `None` when the stream ends.
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            let block = self.block().await?;
+            if let Some(data) = field(&block, "data: ") {
+                return Some(Event {
+                    id: field(&block, "id: ").expect("an id"),
+                    kind: field(&block, "event: ").expect("an event type"),
+                    data: serde_json::from_str(&data).expect("JSON data"),
+                });
             }
         }
     }
@@ -125,6 +140,7 @@ async fn a_feed_resumes_after_last_event_id_and_otherwise_starts_now(app: TestAp
     let first = from_start.expect_round(&app, "r1").await.to_string();
 
     // Last-Event-ID wins over `after`.
+    let second = from_start.expect_round(&app, "r2").await;
     let mut resumed = Feed::open(
         &app,
         "/v1/pools/main/events?after=0",
@@ -134,9 +150,22 @@ async fn a_feed_resumes_after_last_event_id_and_otherwise_starts_now(app: TestAp
     resumed.expect_round(&app, "r2").await;
 
     let mut now = Feed::open(&app, "/v1/pools/main/events", &[]).await;
+    assert_eq!(
+        now.start,
+        second.to_string(),
+        "it starts after the last applied round"
+    );
     app.play([round("r3", &["c", "a"])]).await;
     now.expect_round(&app, "r3").await;
     resumed.expect_round(&app, "r3").await;
+
+    // A client that lost a feed before any event came resumes from the feed's start.
+    let gap = Feed::open(&app, "/v1/pools/main/events", &[]).await;
+    let start = gap.start.clone();
+    drop(gap);
+    app.play([round("r4", &["b", "d"])]).await;
+    let mut back = Feed::open(&app, "/v1/pools/main/events", &[("Last-Event-ID", &start)]).await;
+    back.expect_round(&app, "r4").await;
 }
 
 async fn a_feed_ends_when_the_service_stops(app: TestApp) {

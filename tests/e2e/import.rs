@@ -142,6 +142,19 @@ fn the_reference_directory_format_imports_and_a_bad_line_posts_nothing(backend: 
         "the file's index is the round id: {round}"
     );
 
+    // Another directory, whose indexes are the same ids: the resume check tells them apart.
+    let other = dir.join("other");
+    std::fs::create_dir(&other).expect("mkdir");
+    for index in 0..3 {
+        let contest = format!(
+            r#"{{"name": "Other {index}", "time_seconds": 0, "standings": [["dee", 0, 0], ["eve", 1, 1]]}}"#
+        );
+        std::fs::write(other.join(format!("{index}.json")), contest).expect("write");
+    }
+    let error = import(&server, POOL, &other, &["--input-format", "elo-mmr-dir"])
+        .expect_err("another input under the same ids stops");
+    assert!(error.contains("is not this one"), "{error}");
+
     let bad = dir.join("bad.jsonl");
     std::fs::write(
         &bad,
