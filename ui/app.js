@@ -22,11 +22,21 @@ async function api(path) {
   if (response.status === 401 || response.status === 403) {
     keyForm.hidden = false;
   }
-  const body = await response.json();
+  // A proxy's error page is not JSON: its status still says what went wrong.
+  const body = await response.json().catch(() => ({}));
   if (!response.ok) {
     throw new Error(body.error ? body.error.message : `HTTP ${response.status}`);
   }
   return body;
+}
+
+// Runs a page's work, showing what failed instead of leaving the page half-drawn.
+async function guarded(work) {
+  try {
+    await work();
+  } catch (error) {
+    show(el("p", { class: "error" }, `Could not load this page: ${error.message}`));
+  }
 }
 
 // Builds an element: el("td", {class: "x"}, "text", child, …).
@@ -71,13 +81,23 @@ function table(headings, rows, id) {
   );
 }
 
+// Each navigation's number: a page still loading when the reader moved on draws nothing.
+let navigation = 0;
+
 function show(...nodes) {
   view.replaceChildren(...nodes);
 }
 
-async function poolsPage() {
+// Draws a page unless a later navigation has begun since `started`.
+function showFor(started, ...nodes) {
+  if (started === navigation) {
+    show(...nodes);
+  }
+}
+
+async function poolsPage(started) {
   const { pools } = await api("/v1/pools");
-  show(
+  showFor(started,
     el("h1", {}, "Pools"),
     pools.length === 0
       ? el("p", {}, "No pool yet: create one with PUT /v1/pools/{pool}.")
@@ -89,7 +109,7 @@ async function poolsPage() {
   );
 }
 
-async function leaderboardPage(pool, cursors) {
+async function leaderboardPage(pool, cursors, started) {
   const cursor = cursors[cursors.length - 1];
   const query = `limit=${PAGE}` + (cursor ? `&cursor=${enc(cursor)}` : "");
   const [board, distribution] = await Promise.all([
@@ -104,25 +124,33 @@ async function leaderboardPage(pool, cursors) {
       found.replaceChildren();
       return;
     }
-    const { players } = await api(`/v1/pools/${enc(pool)}/players?prefix=${enc(prefix)}&limit=10`);
-    if (search.value === prefix) {
-      found.replaceChildren(
-        ...players.map((p) => el("li", {}, playerLink(pool, p.player), ` #${p.position} · μ ${fixed(p.mu)}`))
-      );
+    try {
+      const { players } = await api(`/v1/pools/${enc(pool)}/players?prefix=${enc(prefix)}&limit=10`);
+      if (search.value === prefix) {
+        found.replaceChildren(
+          ...players.map((p) => el("li", {}, playerLink(pool, p.player), ` #${p.position} · μ ${fixed(p.mu)}`))
+        );
+      }
+    } catch (error) {
+      found.replaceChildren(el("li", { class: "error" }, `Search failed: ${error.message}`));
     }
   });
+  const page = (list) => () => {
+    navigation += 1;
+    guarded(() => leaderboardPage(pool, list, navigation));
+  };
   const paging = el("p", { class: "paging" });
   if (cursors.length > 1) {
     const back = el("button", { id: "previous" }, "← Previous");
-    back.onclick = () => leaderboardPage(pool, cursors.slice(0, -1));
+    back.onclick = page(cursors.slice(0, -1));
     paging.append(back);
   }
   if (board.next_cursor) {
     const next = el("button", { id: "next" }, "Next →");
-    next.onclick = () => leaderboardPage(pool, [...cursors, board.next_cursor]);
+    next.onclick = page([...cursors, board.next_cursor]);
     paging.append(next);
   }
-  show(
+  showFor(started,
     el("h1", {}, pool),
     el("p", {}, `${board.total} players`),
     search,
@@ -158,17 +186,17 @@ function histogram({ bins }) {
   return chart;
 }
 
-async function playerPage(pool, player) {
+async function playerPage(pool, player, started) {
   const base = `/v1/pools/${enc(pool)}/players/${enc(player)}`;
   const [rating, first] = await Promise.all([api(base), api(`${base}/history?limit=1000`)]);
   let entries = first.entries, before = first.next_before;
-  while (before !== null && before !== undefined) {
+  while (before !== null && before !== undefined && started === navigation) {
     const page = await api(`${base}/history?limit=1000&before=${before}`);
     entries = entries.concat(page.entries);
     before = page.next_before;
   }
   const oldestFirst = entries.slice().reverse();
-  show(
+  showFor(started,
     el("h1", {}, player),
     el("p", {}, `#${rating.position} in `, poolLink(pool), ` · μ ${fixed(rating.mu)} · σ ${fixed(rating.sigma)} · ${oldestFirst.length} rounds`),
     ratingChart(pool, oldestFirst),
@@ -185,7 +213,9 @@ async function playerPage(pool, player) {
 function ratingChart(pool, entries) {
   const width = 640, height = 260, pad = 36;
   const values = entries.flatMap((e) => [e.mu - (e.sigma || 0), e.mu + (e.sigma || 0), e.performance]);
-  const low = Math.min(...values), high = Math.max(...values);
+  // Not Math.min(...values): a long history would pass too many arguments.
+  const low = values.reduce((a, b) => Math.min(a, b), Infinity);
+  const high = values.reduce((a, b) => Math.max(a, b), -Infinity);
   const span = high > low ? high - low : 1;
   const x = (i) => pad + (entries.length > 1 ? (i * (width - 2 * pad)) / (entries.length - 1) : (width - 2 * pad) / 2);
   const y = (v) => height - pad - ((v - low) / span) * (height - 2 * pad);
@@ -214,10 +244,10 @@ function ratingChart(pool, entries) {
   return chart;
 }
 
-async function roundPage(pool, id) {
+async function roundPage(pool, id, started) {
   const round = await api(`/v1/pools/${enc(pool)}/rounds/${enc(id)}`);
   const results = round.results || [];
-  show(
+  showFor(started,
     el("h1", {}, `Round ${id}`),
     el("p", {}, poolLink(pool), ` · ${round.status}`, round.error ? ` · ${round.error}` : ""),
     table(
@@ -228,22 +258,33 @@ async function roundPage(pool, id) {
   );
 }
 
-async function route() {
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+// A path segment as written; one that is not valid percent-encoding is kept as it is.
+function decoded(segment) {
   try {
-    if (parts[0] === "pools" && parts[2] === "players" && parts[3] !== undefined) {
-      await playerPage(parts[1], parts[3]);
-    } else if (parts[0] === "pools" && parts[2] === "rounds" && parts[3] !== undefined) {
-      await roundPage(parts[1], parts[3]);
-    } else if (parts[0] === "pools" && parts[1]) {
-      await leaderboardPage(parts[1], [null]);
-    } else {
-      await poolsPage();
-    }
-  } catch (error) {
-    show(el("p", { class: "error" }, `Could not load this page: ${error.message}`));
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
   }
-  document.body.dataset.loaded = location.hash || "#/";
+}
+
+async function route() {
+  navigation += 1;
+  const started = navigation;
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decoded);
+  await guarded(async () => {
+    if (parts[0] === "pools" && parts[2] === "players" && parts[3] !== undefined) {
+      await playerPage(parts[1], parts[3], started);
+    } else if (parts[0] === "pools" && parts[2] === "rounds" && parts[3] !== undefined) {
+      await roundPage(parts[1], parts[3], started);
+    } else if (parts[0] === "pools" && parts[1]) {
+      await leaderboardPage(parts[1], [null], started);
+    } else {
+      await poolsPage(started);
+    }
+  });
+  if (started === navigation) {
+    document.body.dataset.loaded = location.hash || "#/";
+  }
 }
 
 window.addEventListener("hashchange", route);

@@ -14,8 +14,17 @@ const STYLE: &str = include_str!("../../ui/app.css");
 
 /// `/`, `/ui/app.js` and `/ui/app.css`.
 pub(super) fn router() -> Router<AppState> {
+    // The page may load and call nothing but this service, and no file is sniffed into
+    // another type.
     let asset = |content_type: &'static str, body: &'static str| {
-        get(move || async move { ([(header::CONTENT_TYPE, content_type)], body).into_response() })
+        get(move || async move {
+            let headers = [
+                (header::CONTENT_TYPE, content_type),
+                (header::CONTENT_SECURITY_POLICY, "default-src 'self'"),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ];
+            (headers, body).into_response()
+        })
     };
     Router::new()
         .route("/", asset("text/html; charset=utf-8", PAGE))

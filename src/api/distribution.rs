@@ -76,6 +76,7 @@ async fn distribution(
         let mus: Vec<f64> = current
             .beliefs()
             .map(|(_, belief)| belief.rating().mu)
+            .filter(|mu| mu.is_finite())
             .collect();
         histogram(&mus, bins)
     })
@@ -87,7 +88,7 @@ async fn distribution(
     Ok(Json(histogram))
 }
 
-/// `bins` equal-width bins from the lowest to the highest of `mus`.
+/// `bins` equal-width bins from the lowest to the highest of `mus` (finite numbers).
 fn histogram(mus: &[f64], bins: usize) -> DistributionResponse {
     let low = mus.iter().copied().fold(f64::INFINITY, f64::min);
     let high = mus.iter().copied().fold(f64::NEG_INFINITY, f64::max);

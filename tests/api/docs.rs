@@ -62,6 +62,12 @@ async fn the_dashboard_is_one_page_with_its_own_script_and_style() {
     let app = TestApp::new().await;
     let (status, content_type, html) = app.get_text("/", "text/html").await;
     assert_eq!(status, StatusCode::OK);
+    let page = app.get_stream("/", &[]).await;
+    assert_eq!(
+        page.headers()["content-security-policy"],
+        "default-src 'self'"
+    );
+    assert_eq!(page.headers()["x-content-type-options"], "nosniff");
     assert!(content_type.starts_with("text/html"), "{content_type}");
     let assets = references(&html);
     assert!(
