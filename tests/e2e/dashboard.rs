@@ -1,10 +1,11 @@
 //! The dashboard in a real browser: Debian's Chromium driven through chromedriver (WebDriver,
 //! the `fantoccini` client) over the real service holding a few rounds. It checks what a person
-//! would: the leaderboard rows are the API's, the histogram counts every player, search finds a
-//! player, the rating chart has one linked point per round of the player's history at that
-//! round's performance, a round page lists its entrants, and a phone-sized window needs no
-//! sideways scrolling. Screenshots go to `target/screenshots/`, each path printed.
-//! Skipped with a message when Chromium or chromedriver is missing, except under `CI`.
+//! would: the leaderboard rows are the API's and its pages turn, the histogram counts every
+//! player, search finds a player, the rating chart has one linked point per round of the
+//! player's history at that round's performance, a round page lists its entrants, and a
+//! phone-sized window needs no sideways scrolling. Screenshots go to `target/screenshots/`,
+//! each path printed. Skipped with a message when Chromium or chromedriver is missing, except
+//! under `CI`.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,9 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
 /// Rounds the pool holds.
 const ROUNDS: usize = 12;
+
+/// Rounds of ten more players each, so that the leaderboard has a second page.
+const FIELD_ROUNDS: usize = 2;
 
 /// How long a page may take to show.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -147,7 +151,16 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
         );
         assert_eq!(status, 202);
     }
-    wait_until_applied(&server, ROUNDS as u64);
+    // Enough players for a second leaderboard page.
+    for i in 0..FIELD_ROUNDS {
+        let standings: Vec<serde_json::Value> = (0..10)
+            .map(|k| json!({"player": format!("q{}", i * 10 + k), "rank": k + 1}))
+            .collect();
+        let round = json!({"id": format!("field-{i}"), "standings": standings}).to_string();
+        let status = server.post(&format!("/v1/pools/{POOL}/rounds"), &round, ADMIN_KEY);
+        assert_eq!(status, 202);
+    }
+    wait_until_applied(&server, (ROUNDS + FIELD_ROUNDS) as u64);
     let shots: PathBuf = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .expect("the target directory")
@@ -200,6 +213,33 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
             .await
             .expect("count the bars");
         assert_eq!(counted, board["total"], "the histogram counts every player");
+
+        // The second page and back.
+        let first_position = |position: &'static str| {
+            let client = &client;
+            async move {
+                client
+                    .wait()
+                    .at_most(PATIENCE)
+                    .for_element(Locator::XPath(&format!(
+                        "//table[@id='leaderboard']/tbody/tr[1]/td[1][text()='{position}']"
+                    )))
+                    .await
+                    .unwrap_or_else(|e| panic!("a page starting at {position}: {e}"));
+            }
+        };
+        let next = client
+            .find(Locator::Id("next"))
+            .await
+            .expect("a Next button");
+        next.click().await.expect("click Next");
+        first_position("21").await;
+        let previous = client
+            .find(Locator::Id("previous"))
+            .await
+            .expect("a Previous button");
+        previous.click().await.expect("click Previous");
+        first_position("1").await;
 
         let search = client
             .find(Locator::Id("search"))
