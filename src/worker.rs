@@ -96,6 +96,7 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
         // The snapshot travels to the blocking thread: the priors are read there, in place (an
         // Elo-MMR prior holds up to `history_limit` factors, too many to copy for a large round).
         let current = pool.read();
+        let rated_on = current.applied();
         let batch = tokio::task::spawn_blocking(move || rate(&current, queued))
             .await
             .context("rating the rounds")?;
@@ -112,7 +113,10 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
             })
             .collect();
         let leagues = batch.next.display().leagues.as_ref();
-        match storage.settle_rounds(pool.name(), &outcomes, leagues).await {
+        match storage
+            .settle_rounds(pool.name(), &outcomes, rated_on, leagues)
+            .await
+        {
             Ok(()) => {}
             Err(storage::Error::NotNextRound { .. } | storage::Error::Stale { .. }) => {
                 return reload(storage, pool).await

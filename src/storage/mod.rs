@@ -524,13 +524,15 @@ pub trait Storage: Send + Sync + 'static {
     /// each failed one failed with its reason. Each entrant's state must be their belief right
     /// after that round: of its factors only the newest (that round's) is written; older ones
     /// were written with their own rounds, and those the belief no longer holds are deleted.
-    /// The entrants' leagues must have been worked out under `leagues`: if the pool's stored
-    /// leagues are others (another process changed them meanwhile), [`Error::Stale`] and
-    /// nothing changes.
+    /// The rounds must have been rated on the pool as it stood after `rated_on` applied
+    /// rounds, and their leagues worked out under `leagues`: if the pool has applied more
+    /// since, or stores other leagues (another process moved it on meanwhile, and the rounds'
+    /// priors miss those updates), [`Error::Stale`] and nothing changes.
     async fn settle_rounds(
         &self,
         pool: &str,
         rounds: &[(&str, RoundOutcome<'_>)],
+        rated_on: u64,
         leagues: Option<&Leagues>,
     ) -> Result<(), Error>;
 
@@ -539,17 +541,25 @@ pub trait Storage: Send + Sync + 'static {
         Ok(self.queued_rounds(pool, 1, 0).await?.pop())
     }
 
-    /// [`Self::settle_rounds`] for the one round `id`, applied, in a pool without leagues.
+    /// [`Self::settle_rounds`] for the one round `id`, applied, in a pool without leagues,
+    /// rated on the pool as it stands now.
     async fn apply_round(&self, pool: &str, id: &str, round: &AppliedRound) -> Result<(), Error> {
-        self.settle_rounds(pool, &[(id, RoundOutcome::Applied(round))], None)
+        let now = self.applied_now(pool).await?;
+        self.settle_rounds(pool, &[(id, RoundOutcome::Applied(round))], now, None)
             .await
     }
 
     /// [`Self::settle_rounds`] for the one round `id`, failed with `error`, in a pool without
     /// leagues.
     async fn fail_round(&self, pool: &str, id: &str, error: &str) -> Result<(), Error> {
-        self.settle_rounds(pool, &[(id, RoundOutcome::Failed(error))], None)
+        let now = self.applied_now(pool).await?;
+        self.settle_rounds(pool, &[(id, RoundOutcome::Failed(error))], now, None)
             .await
+    }
+
+    /// How many rounds `pool` has applied (0 for an unknown pool, which settling refuses).
+    async fn applied_now(&self, pool: &str) -> Result<u64, Error> {
+        Ok(self.pool_progress(pool).await?.map_or(0, |p| p.applied))
     }
 
     /// Every player of `pool` with their belief, by player id.

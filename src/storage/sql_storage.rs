@@ -462,14 +462,17 @@ where
         &self,
         pool: &str,
         rounds: &[(&str, RoundOutcome<'_>)],
+        rated_on: u64,
         leagues: Option<&Leagues>,
     ) -> Result<(), Error> {
         let mut tx = D::begin_write(&self.pool).await?;
         let seqs = lock_next_rounds::<D>(&mut tx, pool, rounds.iter().map(|(id, _)| *id)).await?;
-        // Under the queue's lock, which `put_leagues` takes too: leagues changed after the
-        // rounds were rated would store placements the new leagues do not have.
-        let (stored, _) = display_and_applied::<D>(&mut tx, pool).await?;
-        if stored.leagues.as_ref() != leagues {
+        // Under the queue's lock, which every settling and `put_leagues` take too. Rounds
+        // applied by another process since these were rated would be overwritten by states
+        // that never saw them; leagues changed since would store placements the new leagues
+        // do not have.
+        let (stored, applied_before) = display_and_applied::<D>(&mut tx, pool).await?;
+        if applied_before != rated_on || stored.leagues.as_ref() != leagues {
             return Err(stale(pool));
         }
         let superseded = superseded_states(rounds);

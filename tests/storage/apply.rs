@@ -21,6 +21,7 @@ backend_tests!(
     several_rounds_settle_in_one_transaction_in_order,
     settling_rounds_that_are_not_the_oldest_in_order_changes_nothing,
     rounds_rated_under_other_leagues_than_those_stored_are_refused,
+    a_round_rated_before_another_process_applied_one_is_refused_and_no_update_is_lost,
 );
 
 async fn applying_the_oldest_round_stores_states_history_and_results(db: Db) {
@@ -294,6 +295,7 @@ async fn several_rounds_settle_in_one_transaction_in_order(db: Db) {
                 ("r2", RoundOutcome::Failed("refused")),
                 ("r3", RoundOutcome::Applied(&third)),
             ],
+            0,
             None,
         )
         .await
@@ -358,7 +360,7 @@ async fn settling_rounds_that_are_not_the_oldest_in_order_changes_nothing(db: Db
             .into_iter()
             .map(|(id, round)| (id, RoundOutcome::Applied(round)))
             .collect();
-        match db.storage.settle_rounds(POOL, &rounds, None).await {
+        match db.storage.settle_rounds(POOL, &rounds, 0, None).await {
             Err(Error::NotNextRound { round, .. }) => assert_eq!(round, refused),
             other => panic!("expected NotNextRound for {refused}, got {other:?}"),
         }
@@ -391,14 +393,66 @@ async fn rounds_rated_under_other_leagues_than_those_stored_are_refused(db: Db) 
         .await
         .expect("store the leagues");
     let outcome = [("r1", RoundOutcome::Applied(&round))];
-    match db.storage.settle_rounds(POOL, &outcome, None).await {
+    match db.storage.settle_rounds(POOL, &outcome, 0, None).await {
         Err(Error::Stale { .. }) => {}
         other => panic!("expected Stale, got {other:?}"),
     }
     assert_eq!(stored_round(&db, "r1").await.status, RoundStatus::Queued);
     db.storage
-        .settle_rounds(POOL, &outcome, display.leagues.as_ref())
+        .settle_rounds(POOL, &outcome, 0, display.leagues.as_ref())
         .await
         .expect("rated under the stored leagues");
     assert_eq!(stored_round(&db, "r1").await.status, RoundStatus::Applied);
+}
+
+/// Process B rates r2 on the pool as it stood before r1; meanwhile process A applies r1. r2 is
+/// now the oldest queued round, so only the applied count tells that B's priors for `a` miss
+/// r1's update. In a Gaussian pool (no factor rows whose numbering would collide) committing
+/// them would silently undo it (issue 14). B is refused, and after a reload rates r2 again.
+async fn a_round_rated_before_another_process_applied_one_is_refused_and_no_update_is_lost(db: Db) {
+    let gaussian = Params {
+        variant: Variant::Gaussian,
+        ..Params::default()
+    };
+    db.storage
+        .put_pool(POOL, &SystemParams::EloMmr(gaussian))
+        .await
+        .expect("create a Gaussian pool");
+    let population = || Population::new(gaussian).expect("valid parameters");
+    enqueue(&db, "r1", &["a", "b"]).await;
+    enqueue(&db, "r2", &["a", "c"]).await;
+    let mut before_r1 = population();
+    let stale = support::rate(&mut before_r1, &["a", "c"], None);
+    let mut current = population();
+    let first = support::rate(&mut current, &["a", "b"], None);
+    let other_process = mmr_service::storage::connect(&db.url)
+        .await
+        .expect("second connection");
+    other_process
+        .settle_rounds(POOL, &[("r1", RoundOutcome::Applied(&first))], 0, None)
+        .await
+        .expect("process A applies r1");
+
+    let late = [("r2", RoundOutcome::Applied(&stale))];
+    match db.storage.settle_rounds(POOL, &late, 0, None).await {
+        Err(Error::Stale { .. }) => {}
+        other => panic!("rated before r1 was applied: expected Stale, got {other:?}"),
+    }
+    assert_eq!(stored_round(&db, "r2").await.status, RoundStatus::Queued);
+    let players = db.storage.load_players(POOL).await.expect("load");
+    let a = players.iter().find(|p| p.player == "a").expect("a");
+    assert_eq!(
+        Some(&a.state),
+        current.belief("a"),
+        "r1's update to `a` stands"
+    );
+
+    let second = support::rate(&mut current, &["a", "c"], None);
+    db.storage
+        .settle_rounds(POOL, &[("r2", RoundOutcome::Applied(&second))], 1, None)
+        .await
+        .expect("rated on r1's results");
+    let players = db.storage.load_players(POOL).await.expect("load");
+    let a = players.iter().find(|p| p.player == "a").expect("a");
+    assert_eq!(Some(&a.state), current.belief("a"));
 }
