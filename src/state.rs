@@ -153,6 +153,32 @@ impl AppState {
         Ok(())
     }
 
+    /// Pool `name`: from memory, or else loaded from the database (with a worker if
+    /// [`AppState::load_pools`] started them), so that a pool another process created is
+    /// served here too. `None` if the database has no such pool.
+    pub async fn pool(&self, name: &str) -> Result<Option<Arc<Pool>>, storage::Error> {
+        if let Some(pool) = self.pools.get(name) {
+            return Ok(Some(pool));
+        }
+        let Some(progress) = self.storage.pool_progress(name).await? else {
+            return Ok(None);
+        };
+        let players = self.storage.load_players(name).await?;
+        let state = blocking(move || {
+            PoolState::load(progress.params, progress.display, players, progress.applied)
+        })
+        .await?
+        .map_err(|error| storage::Error::Corrupt(format!("pool `{name}`: {error}")))?;
+        let (pool, inserted) = self.pools.insert(Pool::new(name.to_owned(), state));
+        if inserted {
+            tracing::info!(pool = name, "pool loaded: another process created it");
+            if self.run_workers.load(Ordering::Relaxed) {
+                self.start_worker(Arc::clone(&pool));
+            }
+        }
+        Ok(Some(pool))
+    }
+
     /// Creates pool `name` or changes its parameters: `overrides` on top of `[engine]`. A new
     /// pool gets a worker loop if [`AppState::load_pools`] started them.
     pub async fn put_pool(
@@ -162,7 +188,8 @@ impl AppState {
     ) -> Result<(PoolWrite, SystemParams), PutPoolError> {
         let params = overrides.apply(&self.settings.engine)?;
         params.validate()?;
-        let existing = self.pools.get(name);
+        // A pool another process created is loaded first: it is not new here.
+        let existing = self.pool(name).await?;
         // The worker reads the parameters in its turn: a change must not land mid-step.
         let turn = match &existing {
             Some(pool) => Some(pool.turn().await),

@@ -77,7 +77,7 @@ async fn get_display(
     State(state): State<AppState>,
     Path(pool): Path<String>,
 ) -> Result<Json<DisplayResponse>, Error> {
-    let found = pool_of(&state, &pool)?;
+    let found = pool_of(&state, &pool).await?;
     Ok(Json(response(pool, &found.read())))
 }
 
@@ -101,7 +101,7 @@ async fn put_display(
     display
         .validate()
         .map_err(|e| Error::invalid("invalid_display", e.field.clone(), e.to_string()))?;
-    let found = pool_of(&state, &pool)?;
+    let found = pool_of(&state, &pool).await?;
     let published = state.put_display(&found, display).await?;
     Ok(Json(response(pool, &published)))
 }
@@ -144,7 +144,7 @@ async fn get_leagues(
     State(state): State<AppState>,
     Path(pool): Path<String>,
 ) -> Result<Json<LeaguesResponse>, Error> {
-    let current = pool_of(&state, &pool)?.read();
+    let current = pool_of(&state, &pool).await?.read();
     let settings = current.display().leagues.clone();
     let leagues: Vec<LeagueResponse> = settings
         .iter()

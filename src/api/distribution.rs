@@ -71,7 +71,7 @@ async fn distribution(
         bins @ 1..=MOST_BINS => bins as usize,
         _ => return Err(Error::query("bins", "must be between 1 and 200")),
     };
-    let current = pool_of(&state, &pool)?.read();
+    let current = pool_of(&state, &pool).await?.read();
     let histogram = tokio::task::spawn_blocking(move || {
         let mus: Vec<f64> = current
             .beliefs()

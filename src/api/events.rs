@@ -88,7 +88,7 @@ async fn events(
     QueryParams(query): QueryParams<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Response, Error> {
-    let pool = pool_of(&state, &pool)?;
+    let pool = pool_of(&state, &pool).await?;
     if let Some(after) = query.after.filter(|&after| after < 0) {
         return Err(invalid_start("after", &after.to_string()));
     }

@@ -89,7 +89,7 @@ pub(super) async fn list_rounds(
     headers: HeaderMap,
 ) -> Result<Response, Error> {
     let limit = limit(query.limit, DEFAULT_LIMIT)?;
-    let pool = pool_of(&state, &pool)?;
+    let pool = pool_of(&state, &pool).await?;
     let after = query.after.unwrap_or(0);
     if wants_ndjson(&headers) {
         // Read the first batch before answering, so that a database error is a proper status.

@@ -118,7 +118,7 @@ async fn list_leaderboard(
         None | Some(OrderParam::Mu) => Order::Mu,
         Some(OrderParam::Conservative) => Order::Conservative,
     };
-    let pool = pool_of(&state, &pool)?;
+    let pool = pool_of(&state, &pool).await?;
     let current = pool.read();
     let filter = match (&query.league, query.established) {
         (Some(_), Some(true)) => {

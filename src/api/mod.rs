@@ -185,8 +185,8 @@ async fn json_errors(response: Response) -> Response {
 }
 
 /// The pool named in the path, or a 404.
-pub(crate) fn pool_of(state: &AppState, name: &str) -> Result<Arc<Pool>, Error> {
-    state.pools.get(name).ok_or_else(|| Error::NotFound {
+pub(crate) async fn pool_of(state: &AppState, name: &str) -> Result<Arc<Pool>, Error> {
+    state.pool(name).await?.ok_or_else(|| Error::NotFound {
         what: "pool",
         id: name.to_owned(),
     })

@@ -200,7 +200,7 @@ async fn list_players(
     QueryParams(query): QueryParams<PrefixQuery>,
 ) -> Result<Json<PlayersResponse>, Error> {
     let limit = limit(query.limit, DEFAULT_LIMIT)?;
-    let pool = pool_of(&state, &pool)?;
+    let pool = pool_of(&state, &pool).await?;
     let found = pool
         .read()
         .with_prefix(query.prefix.as_deref().unwrap_or_default(), limit as usize);
@@ -224,7 +224,7 @@ async fn get_player(
     Path((pool, player)): Path<(String, String)>,
     QueryParams(query): QueryParams<AsOfQuery>,
 ) -> Result<Json<PlayerResponse>, Error> {
-    let pool = pool_of(&state, &pool)?;
+    let pool = pool_of(&state, &pool).await?;
     let not_found = || Error::NotFound {
         what: "player",
         id: player.clone(),
@@ -268,7 +268,7 @@ async fn get_player_history(
     QueryParams(query): QueryParams<HistoryQuery>,
 ) -> Result<Json<HistoryResponse>, Error> {
     let limit = limit(query.limit, DEFAULT_LIMIT)?;
-    let pool = pool_of(&state, &pool)?;
+    let pool = pool_of(&state, &pool).await?;
     if pool.read().player(&player).is_none() {
         return Err(Error::NotFound {
             what: "player",

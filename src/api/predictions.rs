@@ -187,7 +187,7 @@ async fn get_win_probability(
     Path(pool): Path<String>,
     QueryParams(query): QueryParams<WinProbabilityQuery>,
 ) -> Result<Json<WinProbabilityResponse>, Error> {
-    let pool = pool_of(&state, &pool)?;
+    let pool = pool_of(&state, &pool).await?;
     let outcome = predict::head_to_head(&*pool.read(), &query.a, &query.b);
     let h2h = outcome.map_err(|e| match &e {
         engine::Error::InvalidPrediction { at, problem } => Error::query(
@@ -215,7 +215,7 @@ async fn forecast(
     figures: Figures,
     names: RequestNames,
 ) -> Result<(Forecast, Vec<Vec<String>>), Error> {
-    let snapshot = pool_of(state, pool)?.read();
+    let snapshot = pool_of(state, pool).await?.read();
     let list = names.list;
     if entrants.len() > MAX_ENTRANTS {
         return Err(Error::invalid(

@@ -194,7 +194,7 @@ async fn create_round(
     Path(pool): Path<String>,
     request: Request,
 ) -> Result<Response, Error> {
-    let pool = pool_of(&state, &pool)?;
+    let pool = pool_of(&state, &pool).await?;
     let body = json_bytes(request, &state).await?;
     // Parsing a large round is CPU work: keep it off the async runtime's threads.
     let system = pool.read().system().clone();
@@ -264,7 +264,7 @@ async fn get_round(
     State(state): State<AppState>,
     Path((pool, id)): Path<(String, String)>,
 ) -> Result<Json<RoundResponse>, Error> {
-    let pool = pool_of(&state, &pool)?;
+    let pool = pool_of(&state, &pool).await?;
     let record = state
         .storage
         .round(pool.name(), &id)

@@ -5,6 +5,8 @@
 use axum::http::StatusCode;
 use serde_json::json;
 
+use mmr_service::worker::{self, Processed};
+
 use crate::support::{round, round_at, TestApp, POOL};
 
 backend_tests!(
@@ -18,6 +20,7 @@ backend_tests!(
     a_codeforces_pool_rates_weighted_rounds_and_survives_a_restart,
     a_topcoder_pool_rates_as_computed_by_hand_and_survives_a_restart,
     an_elo_pool_shows_no_uncertainty_and_survives_a_restart,
+    a_pool_another_process_created_is_served_and_fed_here,
 );
 
 async fn a_pool_is_created_listed_and_locked_once_it_has_rounds(app: TestApp) {
@@ -575,4 +578,56 @@ async fn assert_same_reads(app: &TestApp, restarted: &TestApp, uris: &[&str]) {
             "{uri}"
         );
     }
+}
+
+/// Two processes on one database, the second started before the pool existed: it serves the
+/// pool the first created (loaded on first use, not 404 until a restart), applies a round
+/// posted to it, and a PUT of the same parameters does not empty it.
+async fn a_pool_another_process_created_is_served_and_fed_here(app: TestApp) {
+    let other = app.restarted().await;
+    app.create_pool(POOL).await;
+    app.play([round("r1", &["a", "b", "c"])]).await;
+    let board = "/v1/pools/main/leaderboard";
+    let there = app
+        .get(board)
+        .await
+        .assert_status(StatusCode::OK, "first")
+        .clone();
+    let here = other
+        .get(board)
+        .await
+        .assert_status(StatusCode::OK, "second")
+        .clone();
+    assert_eq!(here, there);
+
+    other.queue_round(round("r2", &["c", "d"])).await;
+    other.apply_queued(POOL).await;
+    let here = other
+        .get(board)
+        .await
+        .assert_status(StatusCode::OK, "second")
+        .clone();
+    // The first process notices the round it did not apply, reloads, and serves the same.
+    let pool = app.state.pools.get(POOL).expect("loaded");
+    let step = worker::process_next(app.state.storage.as_ref(), &pool).await;
+    assert_eq!(step.expect("a worker step"), Processed::Reloaded);
+    let there = app
+        .get(board)
+        .await
+        .assert_status(StatusCode::OK, "first")
+        .clone();
+    assert_eq!(here, there);
+    assert_eq!(here["total"], 4);
+
+    let unchanged = other.put_pool(POOL, json!({})).await;
+    unchanged.assert_status(StatusCode::OK, "the same parameters");
+    let after = other
+        .get(board)
+        .await
+        .assert_status(StatusCode::OK, "second")
+        .clone();
+    assert_eq!(
+        after, here,
+        "a PUT of the same parameters keeps the players"
+    );
 }
