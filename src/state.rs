@@ -70,7 +70,8 @@ pub enum NewKey {
 }
 
 /// How often a process re-reads the database's keys, so that a key created or revoked through
-/// another process sharing the database works, or stops working, here too.
+/// another process sharing the database works, or stops working, here too; and looks for
+/// pools such a process created.
 pub const KEY_REFRESH: Duration = Duration::from_secs(1);
 
 /// The name of the admin key the first start creates.
@@ -351,7 +352,18 @@ impl AppState {
         Ok(created.then_some(secret))
     }
 
-    /// Re-reads the database's keys every [`KEY_REFRESH`] until shutdown.
+    /// Loads every pool the database has and memory has not: those another process created.
+    pub async fn load_new_pools(&self) -> Result<(), storage::Error> {
+        for name in self.storage.pool_names().await? {
+            if self.pools.get(&name).is_none() {
+                self.pool(&name).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-reads the database's keys, and loads the pools another process created, every
+    /// [`KEY_REFRESH`] until shutdown.
     pub fn start_key_refresh(&self) {
         let state = self.clone();
         self.workers.spawn(async move {
@@ -364,6 +376,9 @@ impl AppState {
                 }
                 if let Err(error) = state.refresh_keys().await {
                     tracing::warn!(%error, "re-reading the keys failed; keeping the last ones");
+                }
+                if let Err(error) = state.load_new_pools().await {
+                    tracing::warn!(%error, "looking for pools created elsewhere failed");
                 }
             }
         });

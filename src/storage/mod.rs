@@ -493,6 +493,9 @@ pub trait Storage: Send + Sync + 'static {
     /// Every pool with its counts, by name.
     async fn pools(&self) -> Result<Vec<PoolInfo>, Error>;
 
+    /// Every pool's name, sorted: without [`Self::pools`]'s counts, cheap enough to ask often.
+    async fn pool_names(&self) -> Result<Vec<String>, Error>;
+
     /// One pool's parameters and applied rounds, without the costlier counts of [`Self::pool`].
     async fn pool_progress(&self, name: &str) -> Result<Option<PoolProgress>, Error>;
 

@@ -20,6 +20,9 @@ pub(super) const SELECT_POOL_PROGRESS: &str = "
 pub(super) const UPDATE_POOL_DISPLAY: &str = "
     UPDATE pools SET display = $2 WHERE name = $1";
 
+/// Every pool's name.
+pub(super) const SELECT_POOL_NAMES: &str = "SELECT name FROM pools ORDER BY name";
+
 /// Pool `$1`'s system and parameters.
 pub(super) const SELECT_POOL_PARAMS: &str = "SELECT system, params FROM pools WHERE name = $1";
 

@@ -383,6 +383,13 @@ where
         rows.into_iter().map(PoolRow::into_info).collect()
     }
 
+    #[instrument(skip_all, fields(db.system = D::NAME))]
+    async fn pool_names(&self) -> Result<Vec<String>, Error> {
+        Ok(sqlx::query_scalar(sql::SELECT_POOL_NAMES)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
     async fn pool_progress(&self, name: &str) -> Result<Option<PoolProgress>, Error> {
         let row: Option<ProgressRow> = sqlx::query_as(sql::SELECT_POOL_PROGRESS)

@@ -580,13 +580,25 @@ async fn assert_same_reads(app: &TestApp, restarted: &TestApp, uris: &[&str]) {
     }
 }
 
-/// Two processes on one database, the second started before the pool existed: it serves the
-/// pool the first created (loaded on first use, not 404 until a restart), applies a round
-/// posted to it, and a PUT of the same parameters does not empty it.
+/// Two processes on one database, the second started before the pool existed: it loads the
+/// pool the first created (by its refresh, or on first use; not 404 until a restart), serves
+/// it, applies a round posted to it, and a PUT of the same parameters does not empty it.
 async fn a_pool_another_process_created_is_served_and_fed_here(app: TestApp) {
     let other = app.restarted().await;
+    let lazy = app.restarted().await;
     app.create_pool(POOL).await;
+    // The once-a-second refresh finds it without any request naming it.
+    assert!(other.state.pools.get(POOL).is_none());
+    other.state.load_new_pools().await.expect("look for pools");
+    assert!(
+        other.state.pools.get(POOL).is_some(),
+        "loaded by the refresh"
+    );
     app.play([round("r1", &["a", "b", "c"])]).await;
+    // Its worker's next step (within a poll interval in the service) sees r1 and reloads.
+    let loaded = other.state.pools.get(POOL).expect("loaded");
+    let step = worker::process_next(other.state.storage.as_ref(), &loaded).await;
+    assert_eq!(step.expect("a worker step"), Processed::Reloaded);
     let board = "/v1/pools/main/leaderboard";
     let there = app
         .get(board)
@@ -599,6 +611,14 @@ async fn a_pool_another_process_created_is_served_and_fed_here(app: TestApp) {
         .assert_status(StatusCode::OK, "second")
         .clone();
     assert_eq!(here, there);
+    // A process that has not refreshed loads it when a request names it.
+    assert!(lazy.state.pools.get(POOL).is_none());
+    let named = lazy
+        .get(board)
+        .await
+        .assert_status(StatusCode::OK, "third")
+        .clone();
+    assert_eq!(named, there);
 
     other.queue_round(round("r2", &["c", "d"])).await;
     other.apply_queued(POOL).await;
