@@ -1,5 +1,5 @@
 //! `GET /v1/pools/{pool}/distribution`: how the pool's ratings spread, as a histogram of μ
-//! (the dashboard draws it). One pass over the snapshot's players, off the async runtime.
+//! (the dashboard draws it), read off the snapshot's leaderboard sorted by μ.
 
 use axum::extract::{Path, State};
 use axum::Json;
@@ -12,6 +12,7 @@ use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::pool_of;
 use super::query::QueryParams;
+use crate::pools::leaderboard::{Filter, Leaderboard, Order};
 use crate::state::AppState;
 
 /// Bins when `bins` is not given.
@@ -72,57 +73,49 @@ async fn distribution(
         _ => return Err(Error::query("bins", "must be between 1 and 200")),
     };
     let current = pool_of(&state, &pool).await?.read();
-    let histogram = tokio::task::spawn_blocking(move || {
-        let mus: Vec<f64> = current
-            .beliefs()
-            .map(|(_, belief)| belief.rating().mu)
-            .filter(|mu| mu.is_finite())
-            .collect();
-        histogram(&mus, bins)
-    })
-    .await
-    .map_err(|error| {
-        tracing::error!(error = %error, "the histogram panicked");
-        Error::Internal
-    })?;
-    Ok(Json(histogram))
+    Ok(Json(histogram(current.leaderboard(), bins)))
 }
 
-/// `bins` equal-width bins from the lowest to the highest of `mus` (finite numbers).
-fn histogram(mus: &[f64], bins: usize) -> DistributionResponse {
-    let low = mus.iter().copied().fold(f64::INFINITY, f64::min);
-    let high = mus.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if mus.is_empty() {
+/// `bins` equal-width bins from the lowest to the highest μ, counted off the leaderboard's μ
+/// order (highest first) with one binary search per edge: O(bins · log n), however many
+/// players the pool has.
+fn histogram(board: &Leaderboard, bins: usize) -> DistributionResponse {
+    let (order, all) = (Order::Mu, Filter::All);
+    let players = board.len();
+    let (Some(top), Some(bottom)) = (
+        board.page(order, all, 0, 1).next(),
+        board.page(order, all, players.saturating_sub(1), 1).next(),
+    ) else {
         return DistributionResponse {
             players: 0,
             bins: Vec::new(),
         };
-    }
+    };
+    let (low, high) = (bottom.key, top.key);
     // All equal: one bin holds everyone.
     let bins = if high > low { bins } else { 1 };
     let width = (high - low) / bins as f64;
-    let mut counts = vec![0u64; bins];
-    for &mu in mus {
-        let bin = if width > 0.0 {
-            (((mu - low) / width) as usize).min(bins - 1)
+    let edge = |i: usize| {
+        if i == bins {
+            high
         } else {
-            0
-        };
-        counts[bin] += 1;
-    }
+            low + width * i as f64
+        }
+    };
+    // Players at or above each bin's lower edge: all of them at the first, none past the last
+    // (whose upper edge, the highest rating, it holds).
+    let from = |i: usize| match i {
+        0 => players,
+        i if i == bins => 0,
+        i => board.count_at_least(order, all, edge(i)),
+    };
     DistributionResponse {
-        players: mus.len() as u64,
-        bins: counts
-            .into_iter()
-            .enumerate()
-            .map(|(i, count)| Bin {
-                low: low + width * i as f64,
-                high: if i + 1 == bins {
-                    high
-                } else {
-                    low + width * (i + 1) as f64
-                },
-                count,
+        players: players as u64,
+        bins: (0..bins)
+            .map(|i| Bin {
+                low: edge(i),
+                high: edge(i + 1),
+                count: (from(i) - from(i + 1)) as u64,
             })
             .collect(),
     }
@@ -131,14 +124,38 @@ fn histogram(mus: &[f64], bins: usize) -> DistributionResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Rating;
+    use crate::pools::leaderboard::{Kept, Move, Standing};
+
+    fn board(mus: &[f64]) -> Leaderboard {
+        let mut board = Leaderboard::new(3.0, Kept::default());
+        let moves: Vec<Move> = mus
+            .iter()
+            .enumerate()
+            .map(|(i, &mu)| Move {
+                player: format!("p{i}").into(),
+                before: None,
+                after: Standing {
+                    rating: Rating {
+                        mu,
+                        sigma: Some(1.0),
+                    },
+                    established: true,
+                    league: None,
+                },
+            })
+            .collect();
+        board.update(&moves);
+        board
+    }
 
     #[test]
     fn every_rating_falls_in_one_bin_the_highest_in_the_last() {
-        let h = histogram(&[0.0, 1.0, 2.5, 9.999, 10.0], 4);
+        let h = histogram(&board(&[0.0, 1.0, 2.5, 9.999, 10.0]), 4);
         let counts: Vec<u64> = h.bins.iter().map(|b| b.count).collect();
         assert_eq!(counts, [2, 1, 0, 2]);
         assert_eq!((h.bins[0].low, h.bins[3].high), (0.0, 10.0));
-        assert_eq!(histogram(&[5.0, 5.0], 7).bins.len(), 1);
-        assert!(histogram(&[], 3).bins.is_empty());
+        assert_eq!(histogram(&board(&[5.0, 5.0]), 7).bins.len(), 1);
+        assert!(histogram(&board(&[]), 3).bins.is_empty());
     }
 }

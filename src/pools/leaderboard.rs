@@ -408,6 +408,15 @@ impl Leaderboard {
         self.orders(filter).places(order).iter_from(start, limit)
     }
 
+    /// How many of those `filter` lists have a key of at least `key` in `order`: a binary
+    /// search, O(log n).
+    #[must_use]
+    pub fn count_at_least(&self, order: Order, filter: Filter, key: f64) -> usize {
+        self.orders(filter)
+            .places(order)
+            .partition_point(|p| p.key >= key)
+    }
+
     /// 0-based index of the first place after `(key, player)` in `order`, whether or not that
     /// player is still there: what a cursor resumes from.
     #[must_use]
