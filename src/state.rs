@@ -138,25 +138,13 @@ impl AppState {
     pub async fn load_pools(&self, start_workers: bool) -> anyhow::Result<()> {
         self.run_workers.store(start_workers, Ordering::Relaxed);
         self.refresh_keys().await?;
-        for info in self.storage.pools().await? {
-            let players = self.storage.load_players(&info.name).await?;
-            let (applied, display) = (info.applied, info.display);
-            let state = tokio::task::spawn_blocking(move || {
-                PoolState::load(info.params, display, players, applied)
-            })
-            .await??;
-            tracing::info!(pool = %info.name, players = state.len(), "pool loaded");
-            let (pool, _) = self.pools.insert(Pool::new(info.name, state));
-            if start_workers {
-                self.start_worker(pool);
-            }
-        }
+        self.load_new_pools().await?;
         Ok(())
     }
 
     /// Pool `name`: from memory, or else loaded from the database (with a worker if
-    /// [`AppState::load_pools`] started them), so that a pool another process created is
-    /// served here too. `None` if the database has no such pool.
+    /// [`AppState::load_pools`] started them): at startup, and for a pool another process
+    /// created since. `None` if the database has no such pool.
     pub async fn pool(&self, name: &str) -> Result<Option<Arc<Pool>>, storage::Error> {
         if let Some(pool) = self.pools.get(name) {
             return Ok(Some(pool));
@@ -170,9 +158,10 @@ impl AppState {
         })
         .await?
         .map_err(|error| storage::Error::Corrupt(format!("pool `{name}`: {error}")))?;
+        let players = state.len();
         let (pool, inserted) = self.pools.insert(Pool::new(name.to_owned(), state));
         if inserted {
-            tracing::info!(pool = name, "pool loaded: another process created it");
+            tracing::info!(pool = name, players, "pool loaded");
             if self.run_workers.load(Ordering::Relaxed) {
                 self.start_worker(Arc::clone(&pool));
             }
@@ -352,7 +341,8 @@ impl AppState {
         Ok(created.then_some(secret))
     }
 
-    /// Loads every pool the database has and memory has not: those another process created.
+    /// Loads every pool the database has and memory has not: all of them at startup, later
+    /// those another process created.
     pub async fn load_new_pools(&self) -> Result<(), storage::Error> {
         for name in self.storage.pool_names().await? {
             if self.pools.get(&name).is_none() {

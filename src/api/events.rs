@@ -132,10 +132,10 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<i64>, Error> {
 }
 
 fn invalid_start(field: &str, value: &str) -> Error {
-    Error::InvalidQuery {
-        field: field.to_owned(),
-        message: format!("`{value}` is not a round seq (an integer, 0 or more)"),
-    }
+    Error::query(
+        field,
+        format!("`{value}` is not a round seq (an integer, 0 or more)"),
+    )
 }
 
 /// Writes the feed into `writer` until the client leaves, the service stops, or the database
