@@ -272,3 +272,58 @@ mod tests {
         }
     }
 }
+
+/// The figures docs/weng-lin.md and BENCHMARKS.md quote: error and time of the grid against
+/// the pairwise sums on spread fields. `cargo test --lib bradley_terry::figures -- --ignored
+/// --nocapture`.
+#[cfg(test)]
+mod figures {
+    use std::time::Instant;
+
+    use super::*;
+
+    #[test]
+    #[ignore = "prints figures; seconds of pairwise sums"]
+    fn error_and_time_against_the_pairwise_sums() {
+        let mut state = 12_345u64;
+        let mut unit = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        // Elo-MMR's units, as the engine bench: β = 200, σ 60–350 (plus τ = 35).
+        let two_beta2 = 2.0 * 200.0 * 200.0;
+        for n in [1_000, 10_000] {
+            let (mus, variances): (Vec<f64>, Vec<f64>) = (0..n)
+                .map(|_| {
+                    let sigma: f64 = 60.0 + 290.0 * unit();
+                    (800.0 + 2800.0 * unit(), sigma * sigma + 35.0 * 35.0)
+                })
+                .unzip();
+            let groups: Vec<usize> = (0..n).collect();
+            let started = Instant::now();
+            let exact = direct(two_beta2, &mus, &variances, &groups);
+            let direct_time = started.elapsed();
+            let grid = Grid::new(two_beta2, &mus, &variances).expect("a grid");
+            let started = Instant::now();
+            let interpolated = grid.sums(two_beta2, &mus, &variances, &groups);
+            let grid_time = started.elapsed();
+            let relative = |pick: fn(&(f64, f64)) -> f64| {
+                interpolated
+                    .iter()
+                    .zip(&exact)
+                    .map(|(a, b)| (pick(a) - pick(b)).abs() / pick(b).abs())
+                    .fold(0.0, f64::max)
+            };
+            println!(
+                "N = {n}: {} leaves x {} points, largest relative difference Ω {:.1e} Δ {:.1e}, \
+                 pairwise {direct_time:?}, grid {grid_time:?}",
+                grid.leaves.count,
+                grid.points.len(),
+                relative(|x| x.0),
+                relative(|x| x.1),
+            );
+        }
+    }
+}

@@ -319,3 +319,46 @@ mod tests {
         assert!(Spectrum::worth_building(&mus, &sigmas, 1.0).is_none());
     }
 }
+
+/// The figures docs/topcoder.md and BENCHMARKS.md quote: error and time of the Fourier sum
+/// against the direct one on spread rounds. `cargo test --lib normal_sum::figures -- --ignored
+/// --nocapture`.
+#[cfg(test)]
+mod figures {
+    use std::time::Instant;
+
+    use super::*;
+
+    #[test]
+    #[ignore = "prints figures; seconds of direct sums"]
+    fn error_and_time_against_the_direct_sum() {
+        let mut state = 12_345u64;
+        let mut unit = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for n in [1_000, 10_000] {
+            let mus: Vec<f64> = (0..n).map(|_| 800.0 + 2800.0 * unit()).collect();
+            let sigmas: Vec<f64> = (0..n).map(|_| 60.0 + 290.0 * unit()).collect();
+            let started = Instant::now();
+            let exact = direct(&mus, &sigmas, 1.0);
+            let direct_time = started.elapsed();
+            let started = Instant::now();
+            let layout = Spectrum::worth_building(&mus, &sigmas, 1.0).expect("spectral");
+            let spectral = layout.build(&mus, &sigmas).sums(&mus, &sigmas);
+            let spectral_time = started.elapsed();
+            let error = spectral
+                .iter()
+                .zip(&exact)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            println!(
+                "N = {n}: {} modes, largest difference {error:.1e}, direct {direct_time:?}, \
+                 Fourier {spectral_time:?}",
+                layout.modes
+            );
+        }
+    }
+}
