@@ -125,7 +125,10 @@ fn shared_dataset(group: &str, name: &str) -> Option<(Vec<Round>, Vec<Contest>)>
         return None;
     }
     let rounds: Vec<Round> = match input::read(&path, InputFormat::Jsonl) {
-        Ok(rounds) => rounds.into_iter().map(|r| r.round).collect(),
+        Ok(rounds) => rounds
+            .into_iter()
+            .filter_map(|r| r.line.into_round())
+            .collect(),
         Err(error) => panic!("{}: {error}", path.display()),
     };
     let contests = rounds

@@ -89,6 +89,7 @@ fn publishing(c: &mut Criterion) {
             last_round_time: None,
             league: None,
             bonus_spent: 0.0,
+            season_base: 0,
         })
         .collect();
     // Five leagues of divisions of 100, every player placed as placement would place them.

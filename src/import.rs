@@ -21,8 +21,8 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 use crate::engine::{Round, SystemParams};
-use crate::replay::{self, InputFormat};
-use crate::wire::RoundRequest;
+use crate::replay::{self, InputFormat, Line};
+use crate::wire::{Entry, RoundRequest};
 
 /// The longest pause between two tries when the service gives no `Retry-After`.
 const MOST_BACKOFF: Duration = Duration::from_secs(30);
@@ -41,7 +41,7 @@ pub struct Options {
     pub input: PathBuf,
     /// How they are laid out.
     pub format: InputFormat,
-    /// A key with the `write` role.
+    /// A key with the `write` role (`admin` if the input starts seasons).
     pub key: Option<String>,
     /// Post every round, even those the service already has (they are answered 200).
     pub from_start: bool,
@@ -54,9 +54,10 @@ pub struct Options {
 /// What an import did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
-    /// Rounds in the input.
+    /// Rounds and season starts in the input.
     pub rounds: usize,
-    /// Rounds skipped because the service had them from an earlier import.
+    /// Rounds (and season starts) skipped because the service had them from an earlier
+    /// import.
     pub skipped: usize,
     /// Rounds the service accepted now (202).
     pub accepted: usize,
@@ -66,12 +67,24 @@ pub struct Summary {
     pub retries: usize,
 }
 
-/// One round ready to post: where it came from, its id, the round and its body.
+/// One line ready to post: where it came from, its id, the round (none for a season start)
+/// and the body to post.
 struct Outgoing {
     location: String,
     id: String,
-    round: Round,
+    round: Option<Round>,
     body: String,
+}
+
+impl Outgoing {
+    /// The route the line is posted to, under the pool's URL.
+    fn route(&self) -> &'static str {
+        if self.round.is_some() {
+            "rounds"
+        } else {
+            "seasons"
+        }
+    }
 }
 
 /// The id and round of a body, checked as the service checks every round.
@@ -84,6 +97,30 @@ fn checked(body: &Value, location: &str) -> anyhow::Result<(String, Round)> {
     Ok((request.id, round))
 }
 
+/// A line of JSON Lines input as it will be posted: a round, or a season start
+/// (`{"season": {…}}`, posted to the seasons route).
+fn outgoing(line: &str, location: String) -> anyhow::Result<Outgoing> {
+    let value: Value =
+        serde_json::from_str(line).with_context(|| format!("{location}: invalid JSON"))?;
+    match Entry::from_value(&value) {
+        Ok(Entry::Season(season)) => Ok(Outgoing {
+            location,
+            id: season.id.clone(),
+            round: None,
+            body: serde_json::to_string(&season).context("a season start's body")?,
+        }),
+        Ok(Entry::Round(_)) | Err(_) => {
+            let (id, round) = checked(&value, &location)?;
+            Ok(Outgoing {
+                location,
+                id,
+                round: Some(round),
+                body: line.trim().to_owned(),
+            })
+        }
+    }
+}
+
 /// Imports the input, and says what it did.
 pub fn run(options: &Options) -> anyhow::Result<Summary> {
     let rounds = read(options)?;
@@ -94,7 +131,7 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
     let api = Api {
         client,
         base: format!(
-            "{}/v1/pools/{}/rounds",
+            "{}/v1/pools/{}",
             options.url.trim_end_matches('/'),
             utf8_percent_encode(&options.pool, NON_ALPHANUMERIC)
         ),
@@ -108,10 +145,12 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
     // What only the pool's rating system refuses (teams in a Topcoder pool, say), checked
     // before anything is posted too.
     let system = api.system(&options.url, &options.pool, &mut summary)?;
-    for round in &rounds {
-        system
-            .check_round(&round.round)
-            .map_err(|error| anyhow::anyhow!("{}: {error}", round.location))?;
+    for outgoing in &rounds {
+        if let Some(round) = &outgoing.round {
+            system
+                .check_round(round)
+                .map_err(|error| anyhow::anyhow!("{}: {error}", outgoing.location))?;
+        }
     }
     let start = if options.from_start {
         0
@@ -120,7 +159,7 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
     };
     if let Some(last) = start.checked_sub(1).map(|i| &rounds[i]) {
         // The service knows the id; the same round must be behind it, or this is another file.
-        let response = api.call(|c| c.post(&api.base).body(last.body.clone()), &mut summary)?;
+        let response = api.post(last, &mut summary)?;
         if response.status() != StatusCode::OK {
             bail!(
                 "{}: the pool's round `{}` is not this one ({}): the pool did not come from an \
@@ -143,7 +182,7 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
     );
     bar.set_position(start as u64);
     for round in &rounds[start..] {
-        let response = api.call(|c| c.post(&api.base).body(round.body.clone()), &mut summary)?;
+        let response = api.post(round, &mut summary)?;
         match response.status() {
             StatusCode::ACCEPTED => summary.accepted += 1,
             StatusCode::OK => summary.known += 1,
@@ -186,25 +225,16 @@ fn parse(options: &Options) -> anyhow::Result<Vec<Outgoing>> {
             text.lines()
                 .enumerate()
                 .filter(|(_, line)| !line.trim().is_empty())
-                .map(|(index, line)| {
-                    let location = format!("line {}", index + 1);
-                    let value: Value = serde_json::from_str(line)
-                        .with_context(|| format!("{location}: invalid JSON"))?;
-                    let (id, round) = checked(&value, &location)?;
-                    Ok(Outgoing {
-                        location,
-                        id,
-                        round,
-                        body: line.trim().to_owned(),
-                    })
-                })
+                .map(|(index, line)| outgoing(line, format!("line {}", index + 1)))
                 .collect()
         }
         InputFormat::EloMmrDir => replay::input::read(path, options.format)?
             .into_iter()
             .enumerate()
             .map(|(index, sourced)| {
-                let round = sourced.round;
+                let Line::Round(round) = sourced.line else {
+                    bail!("{}: a directory holds rounds only", sourced.location);
+                };
                 let standings: Vec<Value> = round
                     .standings
                     .iter()
@@ -227,7 +257,7 @@ fn parse(options: &Options) -> anyhow::Result<Vec<Outgoing>> {
                 Ok(Outgoing {
                     location: sourced.location,
                     id,
-                    round,
+                    round: Some(round),
                     body: body.to_string(),
                 })
             })
@@ -286,6 +316,12 @@ impl Api {
         bail!("the service was still busy after {} tries", self.attempts)
     }
 
+    /// Posts `line` to its route.
+    fn post(&self, line: &Outgoing, summary: &mut Summary) -> anyhow::Result<Response> {
+        let url = format!("{}/{}", self.base, line.route());
+        self.call(|c| c.post(&url).body(line.body.clone()), summary)
+    }
+
     /// The pool's rating system, as `GET /v1/pools/{pool}` states it.
     fn system(&self, url: &str, pool: &str, summary: &mut Summary) -> anyhow::Result<SystemParams> {
         let url = format!(
@@ -306,7 +342,7 @@ impl Api {
     /// Whether the service knows round `id` (queued, applied or failed).
     fn knows(&self, id: &str, summary: &mut Summary) -> anyhow::Result<bool> {
         let url = format!(
-            "{}/{}",
+            "{}/rounds/{}",
             self.base,
             utf8_percent_encode(id, NON_ALPHANUMERIC)
         );

@@ -21,7 +21,9 @@ use crate::display::{Display, LeagueTable, Leagues};
 use crate::engine::{self, SystemParams};
 use crate::pools::{Pool, PoolState, Pools};
 use crate::rate_limit::RateLimits;
-use crate::storage::{self, Enqueued, LeagueHistory, PoolWrite, Recomputed, Storage, StoredKey};
+use crate::storage::{
+    self, Enqueued, EntryKind, LeagueHistory, PoolWrite, Recomputed, Storage, StoredKey,
+};
 use crate::worker;
 
 /// Shared by every handler and worker; cheap to clone.
@@ -374,18 +376,21 @@ impl AppState {
         });
     }
 
-    /// Stores a validated round at the end of `pool`'s queue and wakes its worker.
-    pub async fn enqueue_round(
+    /// Stores a validated round (or season start, by `kind`) at the end of `pool`'s queue and
+    /// wakes its worker.
+    pub async fn enqueue(
         &self,
         pool: &Pool,
         id: &str,
+        kind: EntryKind,
         canonical_body: &str,
     ) -> Result<Enqueued, storage::Error> {
         let outcome = self
             .storage
-            .enqueue_round(
+            .enqueue_entry(
                 pool.name(),
                 id,
+                kind,
                 canonical_body,
                 self.settings.queue.max_queued_per_pool,
             )
@@ -463,7 +468,7 @@ fn recompute_leagues(
             },
         })
         .collect();
-    let (table, moves) = recompute(leagues, &points);
+    let (table, moves) = recompute(leagues, &points, &history.seasons);
     let rows = history
         .rows
         .iter()

@@ -51,6 +51,28 @@ pub struct StandingRequest {
     pub partial_play: Option<f64>,
 }
 
+/// A new season on the wire: the body of `POST /v1/pools/{pool}/seasons`, and, wrapped as
+/// `{"season": {…}}`, a line of the round stream (`replay`, export, import) that starts a
+/// season between two rounds (docs/seasons.md).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SeasonRequest {
+    /// The caller's name for the season start, unique among the pool's rounds and seasons.
+    pub id: String,
+    /// The share of the way every μ moves back toward a newcomer's, 0 to 1 (default 0).
+    pub mu_reset: f64,
+    /// The share of the way every σ moves back toward a newcomer's, 0 to 1 (default 0).
+    pub sigma_reset: f64,
+}
+
+/// One line of a pool's round stream: a round, or the start of a season.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    /// A round's results.
+    Round(RoundRequest),
+    /// A new season.
+    Season(SeasonRequest),
+}
+
 /// A field of a round that is missing, of the wrong type or out of range.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
@@ -176,6 +198,81 @@ impl RoundRequest {
         };
         engine::round::Layout::of(&round)?;
         Ok(round)
+    }
+}
+
+const SEASON_FIELDS: [&str; 3] = ["id", "mu_reset", "sigma_reset"];
+
+impl SeasonRequest {
+    /// Reads a season start from parsed JSON whose fields sit under `path` (empty for a
+    /// request body, `season` inside a stream line), checking every field.
+    pub fn from_value(value: &Value, path: &str) -> Result<Self, FieldError> {
+        let object = as_object(value, path, &SEASON_FIELDS)?;
+        let at = |key: &str| {
+            if path.is_empty() {
+                key.to_owned()
+            } else {
+                format!("{path}.{key}")
+            }
+        };
+        let id = required_string(object, "id", &at("id"))?;
+        if let Some(problem) = crate::names::id_problem(&id) {
+            return Err(FieldError::new(at("id"), problem));
+        }
+        let fraction = |key: &str| match optional_number(object, key, &at(key))? {
+            None => Ok(0.0),
+            Some(f) if (0.0..=1.0).contains(&f) => Ok(f),
+            Some(_) => Err(FieldError::new(at(key), "must be between 0 and 1")),
+        };
+        Ok(Self {
+            id,
+            mu_reset: fraction("mu_reset")?,
+            sigma_reset: fraction("sigma_reset")?,
+        })
+    }
+
+    /// The engine's soft reset.
+    #[must_use]
+    pub fn reset(&self) -> engine::SoftReset {
+        engine::SoftReset {
+            mu: self.mu_reset,
+            sigma: self.sigma_reset,
+        }
+    }
+}
+
+impl Entry {
+    /// Reads one line of a round stream: `{"season": {…}}` starts a season, anything else
+    /// is read as a round.
+    pub fn from_value(value: &Value) -> Result<Self, FieldError> {
+        match value.as_object().and_then(|object| object.get("season")) {
+            Some(season) => {
+                as_object(value, "", &["season"])?;
+                SeasonRequest::from_value(season, "season").map(Self::Season)
+            }
+            None => RoundRequest::from_value(value).map(Self::Round),
+        }
+    }
+
+    /// The line's id: the round's or the season's.
+    #[must_use]
+    pub fn id(&self) -> &str {
+        match self {
+            Self::Round(round) => &round.id,
+            Self::Season(season) => &season.id,
+        }
+    }
+
+    /// The line in canonical JSON: what is stored, exported and compared on a re-post.
+    pub fn canonical(&self) -> Result<String, serde_json::Error> {
+        #[derive(Serialize)]
+        struct SeasonLine<'a> {
+            season: &'a SeasonRequest,
+        }
+        match self {
+            Self::Round(round) => serde_json::to_string(round),
+            Self::Season(season) => serde_json::to_string(&SeasonLine { season }),
+        }
     }
 }
 
@@ -361,6 +458,41 @@ mod tests {
         assert!(error
             .to_string()
             .starts_with("standings[0].rank: must be a positive integer"));
+    }
+
+    #[test]
+    fn a_season_line_is_read_checked_and_written_back_canonically() {
+        let read = |json: &str| Entry::from_value(&serde_json::from_str(json).expect("JSON"));
+        let line = read(r#"{"season": {"id": "s2", "mu_reset": 0.5}}"#).expect("valid");
+        assert_eq!(line.id(), "s2");
+        assert_eq!(
+            line.canonical().expect("serializable"),
+            r#"{"season":{"id":"s2","mu_reset":0.5,"sigma_reset":0.0}}"#
+        );
+        assert_eq!(read(&line.canonical().expect("serializable")), Ok(line));
+        for (json, field) in [
+            (
+                r#"{"season": {"id": "s", "mu_reset": 1.5}}"#,
+                "season.mu_reset",
+            ),
+            (
+                r#"{"season": {"id": "s", "sigma_reset": -0.1}}"#,
+                "season.sigma_reset",
+            ),
+            (
+                r#"{"season": {"id": "s", "sigma_reset": "1"}}"#,
+                "season.sigma_reset",
+            ),
+            (r#"{"season": {"mu_reset": 1}}"#, "season.id"),
+            (r#"{"season": {"id": ""}}"#, "season.id"),
+            (r#"{"season": {"id": "s", "colour": 1}}"#, "season.colour"),
+            (r#"{"season": {"id": "s"}, "standings": []}"#, "standings"),
+            (r#"{"season": 3}"#, "season"),
+        ] {
+            assert_eq!(read(json).expect_err(json).field, field, "{json}");
+        }
+        let round = read(r#"{"id": "r", "standings": []}"#).expect("a round line");
+        assert!(matches!(round, Entry::Round(_)));
     }
 
     #[test]

@@ -23,8 +23,10 @@ use crate::engine::predict::expected_places;
 use crate::engine::{Applied, Beliefs, Round, SystemState};
 use crate::instruments;
 use crate::pools::{LastRound, Played, Pool, PoolState};
-use crate::storage::{self, AppliedEntrant, AppliedRound, QueuedRound, RoundOutcome, Storage};
-use crate::wire::RoundRequest;
+use crate::storage::{
+    self, AppliedEntrant, AppliedRound, QueuedRound, RoundOutcome, SeasonStart, Storage,
+};
+use crate::wire::Entry;
 
 /// Most rounds settled in one step.
 const BATCH_ROUNDS: usize = 64;
@@ -108,6 +110,7 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
                 let outcome = match outcome {
                     Outcome::Applied(round) => RoundOutcome::Applied(round),
                     Outcome::Failed(reason) => RoundOutcome::Failed(reason),
+                    Outcome::Season(start) => RoundOutcome::Season(start),
                 };
                 (id.as_str(), outcome)
             })
@@ -151,7 +154,7 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
             .rounds
             .into_iter()
             .map(|(id, outcome)| match outcome {
-                Outcome::Applied(_) => Settled::Applied(id),
+                Outcome::Applied(_) | Outcome::Season(_) => Settled::Applied(id),
                 Outcome::Failed(reason) => {
                     tracing::warn!(round.id = id, reason, "round failed");
                     Settled::Failed(id)
@@ -210,17 +213,35 @@ struct Batch {
 enum Outcome {
     Applied(AppliedRound),
     Failed(String),
+    Season(SeasonStart),
 }
 
-/// Rates `queued` in order, each on the beliefs the rounds before it left. A round that cannot
-/// be rated (or that makes the engine panic) is failed and leaves every belief as it was.
+/// Rates `queued` in order, each on the beliefs the rounds before it left, and starts the
+/// seasons among them. A round that cannot be rated (or that makes the engine panic) is failed
+/// and leaves every belief as it was.
 fn rate(current: &PoolState, queued: Vec<QueuedRound>) -> Batch {
     let mut next = current.clone();
     let mut entrants = 0;
     let rounds = queued
         .into_iter()
         .map(|queued| {
-            let outcome = parse(&queued).and_then(|round| {
+            let round = match parse(&queued) {
+                Ok(Entry::Season(season)) => {
+                    let reset = season.reset();
+                    next = next.new_season(reset);
+                    let states = if reset.keeps() {
+                        Vec::new()
+                    } else {
+                        next.beliefs()
+                            .map(|(id, state)| (id.to_owned(), state.clone()))
+                            .collect()
+                    };
+                    return (queued.id, Outcome::Season(SeasonStart { states }));
+                }
+                Ok(Entry::Round(round)) => round.to_round().map_err(|e| e.to_string()),
+                Err(error) => Err(error),
+            };
+            let outcome = round.and_then(|round| {
                 let applied = std::panic::catch_unwind(AssertUnwindSafe(|| {
                     let priors: Vec<&SystemState> = round
                         .standings
@@ -282,10 +303,10 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>) -> Batch {
     }
 }
 
-fn parse(queued: &QueuedRound) -> Result<Round, String> {
-    let request: RoundRequest =
+fn parse(queued: &QueuedRound) -> Result<Entry, String> {
+    let value: serde_json::Value =
         serde_json::from_str(&queued.body).map_err(|e| format!("stored body unreadable: {e}"))?;
-    request.to_round().map_err(|e| e.to_string())
+    Entry::from_value(&value).map_err(|e| format!("stored body unreadable: {e}"))
 }
 
 /// The outcome of a round as storage takes it, with each standing's expected place when the

@@ -32,7 +32,7 @@ pub enum Error {
     Forbidden,
     /// A path names a pool, round or player that does not exist (`what` says which).
     NotFound {
-        /// `pool`, `round`, `player` or `route`.
+        /// `pool`, `round`, `season`, `player` or `route`.
         what: &'static str,
         /// What was asked for.
         id: String,
@@ -174,6 +174,7 @@ impl Error {
                     "round" => "round_not_found",
                     "player" => "player_not_found",
                     "key" => "key_not_found",
+                    "season" => "season_not_found",
                     _ => "route_not_found",
                 },
                 if id.is_empty() {

@@ -1,5 +1,6 @@
 //! `GET /v1/pools/{pool}/events`: a change feed of the pool's applied rounds as server-sent
-//! events. Each event is one applied round, in the order rounds were applied, with every
+//! events. Each event is one applied round (event `round`) or season start (event `season`,
+//! no results), in the order they were applied, with every
 //! entrant's change (the body `GET …/rounds/{id}` gives, plus its `seq`); its event id is the
 //! round's `seq`, so a client that reconnects with `Last-Event-ID` misses nothing and sees
 //! nothing twice. Events are read from the database, never from memory: a round applied by
@@ -206,8 +207,9 @@ async fn send_next(
                 seq: row.seq,
                 round: RoundResponse::of(record, &current),
             };
+            let kind = event.round.kind;
             let data = serde_json::to_string(&event)?;
-            let text = format!("id: {}\nevent: round\ndata: {data}\n\n", row.seq);
+            let text = format!("id: {}\nevent: {kind}\ndata: {data}\n\n", row.seq);
             send(writer, &text, closing).await?;
         }
         *after = row.seq;

@@ -21,7 +21,7 @@ use crate::display::Placement;
 use crate::engine::Beliefs;
 use crate::engine::Rating;
 use crate::pools::leaderboard::{Filter, Leaderboard, Order, Place};
-use crate::pools::{AsOfBoard, Pool, Shown};
+use crate::pools::{AsOfBoard, Pool, PoolState, Shown};
 use crate::state::AppState;
 use crate::storage::AsOf;
 
@@ -53,7 +53,7 @@ pub struct LeaderboardQuery {
     league: Option<String>,
     /// The id of an applied round: the leaderboard as it stood right after it (from history
     /// rows, O(players); shown with today's display settings).
-    as_of: Option<String>,
+    pub(super) as_of: Option<String>,
 }
 
 /// The order of a leaderboard.
@@ -113,13 +113,25 @@ async fn list_leaderboard(
     Path(pool): Path<String>,
     QueryParams(query): QueryParams<LeaderboardQuery>,
 ) -> Result<Json<LeaderboardResponse>, Error> {
+    let pool = pool_of(&state, &pool).await?;
+    let past = match &query.as_of {
+        Some(round) => Some(board_as_of(&state, &pool, round).await?),
+        None => None,
+    };
+    answer(&pool.read(), past.as_ref(), &query).map(Json)
+}
+
+/// A page of `current`'s leaderboard, or of `past`'s when given, as `query` asks.
+pub(super) fn answer(
+    current: &PoolState,
+    past: Option<&AsOfBoard>,
+    query: &LeaderboardQuery,
+) -> Result<LeaderboardResponse, Error> {
     let limit = limit(query.limit, DEFAULT_LIMIT)? as usize;
     let order = match query.order {
         None | Some(OrderParam::Mu) => Order::Mu,
         Some(OrderParam::Conservative) => Order::Conservative,
     };
-    let pool = pool_of(&state, &pool).await?;
-    let current = pool.read();
     let filter = match (&query.league, query.established) {
         (Some(_), Some(true)) => {
             return Err(Error::query(
@@ -141,11 +153,7 @@ async fn list_leaderboard(
         (None, Some(true)) => Filter::Established,
         (None, _) => Filter::All,
     };
-    let past = match &query.as_of {
-        Some(round) => Some(board_as_of(&state, &pool, round).await?),
-        None => None,
-    };
-    let (board, lookup): (&Leaderboard, Lookup<'_>) = match &past {
+    let (board, lookup): (&Leaderboard, Lookup<'_>) = match past {
         Some(past) => (
             past.leaderboard(),
             Box::new(|id: &str| {
@@ -174,7 +182,7 @@ async fn list_leaderboard(
             board.index_after(order, filter, key, &player)
         }
         (None, Some(player)) => {
-            let index = match &past {
+            let index = match past {
                 Some(past) => past.index_of(order, filter, player),
                 None => current.index_of(order, filter, player),
             };
@@ -186,7 +194,7 @@ async fn list_leaderboard(
         }
         (None, None) => 0,
     };
-    Ok(Json(page(board, &*lookup, order, filter, start, limit)))
+    Ok(page(board, &*lookup, order, filter, start, limit))
 }
 
 /// A player's rating, what it shows and their league.
@@ -202,8 +210,8 @@ pub(super) async fn board_as_of(
     pool: &Pool,
     round: &str,
 ) -> Result<AsOfBoard, Error> {
-    let rated = match state.storage.ratings_as_of(pool.name(), round).await? {
-        AsOf::Ratings(rated) => rated,
+    let (seq, rated) = match state.storage.ratings_as_of(pool.name(), round).await? {
+        AsOf::Ratings { seq, rated } => (seq, rated),
         AsOf::NoSuchRound => {
             return Err(Error::NotFound {
                 what: "round",
@@ -220,8 +228,9 @@ pub(super) async fn board_as_of(
             ))
         }
     };
+    let seasons = super::seasons::resets_up_to(state, pool, seq).await?;
     let current = pool.read();
-    tokio::task::spawn_blocking(move || current.as_of(rated))
+    tokio::task::spawn_blocking(move || current.as_of(rated, &seasons))
         .await
         .map_err(|error| {
             tracing::error!(error = %error, "rebuilding a past leaderboard");

@@ -7,7 +7,7 @@
 //! [`query`] (request parsing with errors that name the field), [`request_id`] (the id every
 //! answer and log line of a request carries), `openapi` (the document's
 //! header, the errors every route can give, `/openapi.json`, `/docs`), then one module per
-//! resource: [`pools`], [`display`], [`rounds`], [`export`] and [`events`], [`players`], [`leaderboard`],
+//! resource: [`pools`], [`display`], [`rounds`], [`seasons`], [`export`] and [`events`], [`players`], [`leaderboard`],
 //! [`predictions`], [`matchmaking`], [`keys`], [`health`].
 
 pub mod auth;
@@ -29,6 +29,7 @@ pub mod predictions;
 pub mod query;
 pub mod request_id;
 pub mod rounds;
+pub mod seasons;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,6 +60,7 @@ fn routes() -> (Router<AppState>, OpenApiDoc) {
         .merge(pools::router())
         .merge(display::router())
         .merge(rounds::router())
+        .merge(seasons::router())
         .merge(events::router())
         .merge(players::router())
         .merge(leaderboard::router())

@@ -20,7 +20,7 @@ use crate::display::Placement;
 use crate::engine::{Beliefs, RatingChange, SystemParams};
 use crate::pools::PoolState;
 use crate::state::AppState;
-use crate::storage::{Enqueued, RoundRecord, RoundStatus};
+use crate::storage::{Enqueued, EntryKind, RoundRecord, RoundStatus};
 use crate::wire::{FieldError, RoundRequest};
 
 /// The routes of this module.
@@ -48,6 +48,9 @@ pub struct RoundStatusResponse {
 pub struct RoundResponse {
     /// The round's id.
     pub id: String,
+    /// `round`, or `season` for a season start (`POST …/seasons`), which has no results.
+    #[schema(example = "round")]
+    pub kind: &'static str,
     /// `queued`, `applied` or `failed`.
     #[schema(example = "applied")]
     pub status: &'static str,
@@ -204,7 +207,9 @@ async fn create_round(
             tracing::error!(error = %join, "round validation panicked");
             Error::Internal
         })??;
-    let outcome = state.enqueue_round(&pool, &id, &canonical).await?;
+    let outcome = state
+        .enqueue(&pool, &id, EntryKind::Round, &canonical)
+        .await?;
     let location = format!(
         "/v1/pools/{}/rounds/{}",
         pool.name(),
@@ -278,6 +283,7 @@ impl RoundResponse {
     pub(super) fn of(record: RoundRecord, current: &PoolState) -> Self {
         Self {
             id: record.id,
+            kind: record.kind.as_str(),
             status: record.status.as_str(),
             error: record.error,
             results: record.results.map(|results| {

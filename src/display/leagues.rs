@@ -372,6 +372,9 @@ pub struct LeagueTable {
     /// The leagues' names, shared by every placement read.
     names: Arc<[Arc<str>]>,
     placed: HashMap<Arc<str>, Seat>,
+    /// Bonus points spent by players not placed in the current season: a new season takes
+    /// every player out of their league, but their bonus pool runs on.
+    carried: HashMap<Arc<str>, f64>,
     divisions: Vec<Divisions>,
 }
 
@@ -410,17 +413,39 @@ impl LeagueTable {
                 .collect(),
             leagues: leagues.cloned().map(Arc::new),
             placed: HashMap::new(),
+            carried: HashMap::new(),
         }
     }
 
+    /// The table at the start of a new season: nobody placed, every division empty, the
+    /// bonus points spent so far kept.
+    #[must_use]
+    pub fn new_season(&self) -> Self {
+        let mut next = Self::new(self.leagues.as_deref());
+        next.carried = self.carried.clone();
+        for (player, seat) in &self.placed {
+            if seat.bonus_spent != 0.0 {
+                next.carried.insert(Arc::clone(player), seat.bonus_spent);
+            }
+        }
+        next
+    }
+
     /// A table holding `placements` as stored (each player once, with the bonus points they
-    /// spent); fails on a league these settings do not have.
+    /// spent, and no placement for one waiting to be placed in this season); fails on a
+    /// league these settings do not have.
     pub fn from_placements<'a>(
         leagues: Option<&Leagues>,
-        placements: impl Iterator<Item = (&'a Arc<str>, &'a Placement, f64)>,
+        placements: impl Iterator<Item = (&'a Arc<str>, Option<&'a Placement>, f64)>,
     ) -> Result<Self, String> {
         let mut table = Self::new(leagues);
         for (player, placement, bonus_spent) in placements {
+            let Some(placement) = placement else {
+                if bonus_spent != 0.0 && table.leagues.is_some() {
+                    table.carried.insert(Arc::clone(player), bonus_spent);
+                }
+                continue;
+            };
             let (Some(settings), Some(league)) = (
                 &table.leagues,
                 table
@@ -470,18 +495,28 @@ impl LeagueTable {
         self.placement(*self.placed.get(player)?)
     }
 
-    /// The ladder bonus points a player has spent (0 if not placed).
+    /// The ladder bonus points a player has spent.
     #[must_use]
     pub fn bonus_spent(&self, player: &str) -> f64 {
-        self.placed.get(player).map_or(0.0, |seat| seat.bonus_spent)
+        match self.placed.get(player) {
+            Some(seat) => seat.bonus_spent,
+            None => self.carried.get(player).copied().unwrap_or(0.0),
+        }
     }
 
-    /// Every placed player, their league and the bonus points they spent, in no particular
-    /// order.
-    pub fn placements(&self) -> impl Iterator<Item = (&Arc<str>, Placement, f64)> + '_ {
+    /// Every placed player, their league and the bonus points they spent, then every player
+    /// waiting for placement in this season who has spent some, in no particular order.
+    pub fn placements(&self) -> impl Iterator<Item = (&Arc<str>, Option<Placement>, f64)> + '_ {
         self.placed
             .iter()
-            .filter_map(|(player, &seat)| Some((player, self.placement(seat)?, seat.bonus_spent)))
+            .filter_map(|(player, &seat)| {
+                Some((player, Some(self.placement(seat)?), seat.bonus_spent))
+            })
+            .chain(
+                self.carried
+                    .iter()
+                    .map(|(player, &spent)| (player, None, spent)),
+            )
     }
 
     /// Players and divisions per league, lowest league first.
@@ -546,11 +581,15 @@ impl LeagueTable {
                     if let Some(seat) = current {
                         self.divisions[usize::from(seat.league)].leave(seat.division);
                     }
+                    let bonus_spent = match played {
+                        Some(seat) => seat.bonus_spent,
+                        None => self.carried.remove(entrant.player).unwrap_or(0.0),
+                    };
                     Some(Seat {
                         league: next as u16,
                         division: self.divisions[next].arrive(leagues.division_size),
                         points: 0.0,
-                        bonus_spent: played.map_or(0.0, |seat| seat.bonus_spent),
+                        bonus_spent,
                     })
                 }
                 (_, None) => None,
@@ -624,18 +663,26 @@ pub struct HistoryPoint<'a> {
 }
 
 /// Places every player under `leagues` again from a pool's history: `rows` in the order the
-/// rounds were applied (each point's `entrant.rounds` is ignored: it is counted here). Gives
-/// the table after the last round and each row's move, in `rows`' order: what applying the
-/// rounds one by one with these leagues would have given.
+/// rounds were applied (each point's `entrant.rounds` is ignored: it is counted here), with
+/// `seasons` the places in that order where seasons started. Gives the table after the last
+/// round and each row's move, in `rows`' order: what applying the rounds one by one with
+/// these leagues would have given.
 #[must_use]
 pub fn recompute(
     leagues: Option<&Leagues>,
     rows: &[HistoryPoint<'_>],
+    seasons: &[i64],
 ) -> (LeagueTable, Vec<LeagueMove>) {
     let mut table = LeagueTable::new(leagues);
     let mut played: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
     let mut moves = Vec::with_capacity(rows.len());
+    let mut seasons = seasons.iter().copied().peekable();
     for round in rows.chunk_by(|a, b| a.round == b.round) {
+        if seasons.next_if(|&start| start < round[0].round).is_some() {
+            while seasons.next_if(|&start| start < round[0].round).is_some() {}
+            table = table.new_season();
+            played.clear();
+        }
         let entrants: Vec<Entrant<'_>> = round
             .iter()
             .map(|point| {
@@ -648,6 +695,9 @@ pub fn recompute(
             })
             .collect();
         moves.extend(table.settle(&entrants));
+    }
+    if seasons.next().is_some() {
+        table = table.new_season();
     }
     (table, moves)
 }
@@ -712,6 +762,44 @@ mod tests {
             sigma: None,
         };
         assert_eq!(l.next_league(gold, elo, 5), Some(1));
+    }
+
+    #[test]
+    fn a_new_season_unplaces_everyone_counts_placement_again_and_keeps_the_bonus_spent() {
+        let settings = leagues(10);
+        let mut table = LeagueTable::new(Some(&settings));
+        let entrant = |player, rank, rounds| Entrant {
+            player,
+            rank,
+            rating: rating(1900.0, 10.0),
+            prior: 1500.0,
+            rounds,
+            time: Some(30 * 86_400),
+        };
+        table.settle(&[entrant("a", 1, 2), entrant("b", 2, 2)]);
+        table.settle(&[entrant("a", 1, 3), entrant("b", 2, 3)]);
+        let spent = table.bonus_spent("a");
+        assert!(spent > 0.0, "a won with a bonus to spend");
+        let placed = table.placement_of("a").expect("placed");
+
+        let next = table.new_season();
+        assert_eq!(next.placement_of("a"), None);
+        assert_eq!(next.bonus_spent("a"), spent);
+        assert!(next
+            .counts()
+            .iter()
+            .all(|c| c.players == 0 && c.divisions == 0));
+        let mut next = next;
+        // One round of the new season is not enough under `placement_rounds` = 2 …
+        let moved = next.settle(&[entrant("a", 1, 1), entrant("b", 2, 1)]);
+        assert_eq!(moved[0].after, None);
+        // … two are, in the league the rating reaches, with the bonus spent carried over.
+        let moved = next.settle(&[entrant("a", 1, 2), entrant("b", 2, 2)]);
+        assert_eq!(
+            moved[0].after.as_ref().map(|p| &p.league),
+            Some(&placed.league)
+        );
+        assert_eq!(next.bonus_spent("a"), spent);
     }
 
     #[test]
@@ -830,7 +918,8 @@ mod tests {
     proptest! {
         #[test]
         fn leagues_follow_the_rule_and_divisions_never_overflow(
-            rounds in rounds(), size in 1u32..4
+            rounds in rounds(), size in 1u32..4,
+            seasons in proptest::collection::btree_set(0usize..12, 0..3),
         ) {
             let settings = leagues(size);
             let mut table = LeagueTable::new(Some(&settings));
@@ -839,6 +928,11 @@ mod tests {
             let mut history = Vec::new();
             let mut incremental = Vec::new();
             for (index, round) in rounds.iter().enumerate() {
+                if seasons.contains(&index) {
+                    table = table.new_season();
+                    played.clear();
+                    prop_assert!(table.counts().iter().all(|c| c.players == 0));
+                }
                 let mut seen = std::collections::HashSet::new();
                 let entrants: Vec<Entrant<'_>> = round
                     .iter()
@@ -859,7 +953,8 @@ mod tests {
                     .collect();
                 let mut sorted = entrants.clone();
                 sorted.sort_by_key(|e| (e.rank, e.player));
-                history.extend(sorted.into_iter().map(|entrant| HistoryPoint { round: index as i64, entrant }));
+                // Rounds at odd places in the pool's order, season starts at even ones.
+                history.extend(sorted.into_iter().map(|entrant| HistoryPoint { round: 2 * index as i64 + 1, entrant }));
                 let moves = table.settle(&entrants);
                 incremental.extend(entrants.iter().zip(&moves).map(|(e, m)| ((index, e.rank, e.player), m.clone())));
                 for (entrant, m) in entrants.iter().zip(&moves) {
@@ -894,18 +989,22 @@ mod tests {
                     }
                 }
             }
-            let (recomputed, moves) = recompute(Some(&settings), &history);
+            let starts: Vec<i64> = seasons.iter().map(|&i| 2 * i as i64).collect();
+            let (recomputed, moves) = recompute(Some(&settings), &history, &starts);
+            if seasons.iter().any(|&i| i >= rounds.len()) {
+                table = table.new_season();
+            }
             prop_assert_eq!(&recomputed, &table);
             incremental.sort_by(|a, b| a.0.cmp(&b.0));
             let incremental: Vec<LeagueMove> = incremental.into_iter().map(|(_, m)| m).collect();
             prop_assert_eq!(moves, incremental);
-            let stored: Vec<(Arc<str>, Placement, f64)> = table
+            let stored: Vec<(Arc<str>, Option<Placement>, f64)> = table
                 .placements()
                 .map(|(p, placement, spent)| (Arc::clone(p), placement, spent))
                 .collect();
             let reloaded = LeagueTable::from_placements(
                 Some(&settings),
-                stored.iter().map(|(p, placement, spent)| (p, placement, *spent)),
+                stored.iter().map(|(p, placement, spent)| (p, placement.as_ref(), *spent)),
             )
             .expect("valid placements");
             prop_assert_eq!(&reloaded, &table);

@@ -14,6 +14,7 @@ use super::params::Params;
 use super::player::PlayerState;
 use super::rating::{Rating, RatingChange};
 use super::round::Round;
+use super::season::SoftReset;
 use super::system::{Model, Performance, Rated, RatingSystem};
 use super::topcoder::{Topcoder, TopcoderParams, TopcoderState};
 use super::true_skill::{TrueSkill, TrueSkillParams, TrueSkillState};
@@ -220,6 +221,29 @@ impl SystemParams {
             Self::Codeforces(p) => Ok(Codeforces::performance(p, &own(members)?)),
             Self::Topcoder(p) => Ok(Topcoder::performance(p, &own(members)?)),
             Self::Elo(p) => Ok(Elo::performance(p, &own(members)?)),
+        }
+    }
+}
+
+impl SystemParams {
+    /// `state` after a new season's soft `reset` (docs/seasons.md): a state of this system
+    /// showing the reset rating, or `state` itself when the reset keeps everything.
+    #[must_use]
+    pub fn soft_reset(&self, state: &SystemState, reset: SoftReset) -> SystemState {
+        if reset.keeps() {
+            return state.clone();
+        }
+        let rating = reset.rating(state.rating(), self.newcomer().rating());
+        match state {
+            SystemState::EloMmr(s) => SystemState::EloMmr(EloMmr::with_rating(s, rating)),
+            SystemState::WengLin(s) => SystemState::WengLin(WengLin::with_rating(s, rating)),
+            SystemState::TrueSkill(s) => SystemState::TrueSkill(TrueSkill::with_rating(s, rating)),
+            SystemState::Glicko2(s) => SystemState::Glicko2(Glicko2::with_rating(s, rating)),
+            SystemState::Codeforces(s) => {
+                SystemState::Codeforces(Codeforces::with_rating(s, rating))
+            }
+            SystemState::Topcoder(s) => SystemState::Topcoder(Topcoder::with_rating(s, rating)),
+            SystemState::Elo(s) => SystemState::Elo(Elo::with_rating(s, rating)),
         }
     }
 }

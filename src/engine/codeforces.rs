@@ -135,6 +135,14 @@ impl RatingSystem for Codeforces {
         state.rounds
     }
 
+    fn with_rating(state: &CodeforcesState, rating: Rating) -> CodeforcesState {
+        // The σ shown is always the pool's `sigma_init`: only μ moves.
+        CodeforcesState {
+            mu: rating.mu,
+            ..*state
+        }
+    }
+
     fn model(_: &CodeforcesParams) -> Model {
         Model::Logistic
     }

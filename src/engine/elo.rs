@@ -122,6 +122,13 @@ impl RatingSystem for Elo {
         state.rounds
     }
 
+    fn with_rating(state: &EloState, rating: Rating) -> EloState {
+        EloState {
+            mu: rating.mu,
+            ..*state
+        }
+    }
+
     fn model(_: &EloParams) -> Model {
         Model::Logistic
     }

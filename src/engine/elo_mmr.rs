@@ -50,6 +50,21 @@ impl RatingSystem for EloMmr {
         state.rounds
     }
 
+    fn with_rating(state: &PlayerState, rating: Rating) -> PlayerState {
+        // One Gaussian term holds the whole belief: its mode is μ and its weight 1/σ².
+        let sigma = rating.sigma.unwrap_or(state.sigma);
+        PlayerState {
+            mu: rating.mu,
+            sigma,
+            p0: rating.mu,
+            w0: 1.0 / (sigma * sigma),
+            factors: std::collections::VecDeque::new(),
+            log_decay: state.log_decay,
+            last_time: state.last_time,
+            rounds: state.rounds,
+        }
+    }
+
     fn model(params: &Params) -> Model {
         match params.variant {
             Variant::Logistic => Model::Logistic,

@@ -177,6 +177,14 @@ impl RatingSystem for Glicko2 {
         state.rounds
     }
 
+    fn with_rating(state: &Glicko2State, rating: Rating) -> Glicko2State {
+        Glicko2State {
+            mu: rating.mu,
+            sigma: rating.sigma.unwrap_or(state.sigma),
+            ..*state
+        }
+    }
+
     fn model(_: &Glicko2Params) -> Model {
         Model::Logistic
     }

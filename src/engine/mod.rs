@@ -10,7 +10,8 @@
 //! dispatched), [`rating`] (what every system shows: a rating and what a round did to it),
 //! [`round`] (a round's results and their validation), [`population`] (players by id, in
 //! memory), [`predict`] (win probabilities, placings and match quality), [`metrics`] (accuracy
-//! of the priors' predictions), [`normal`] (the normal distribution). Weng-Lin: [`weng_lin`].
+//! of the priors' predictions), [`normal`] (the normal distribution), [`season`] (a new
+//! season's soft reset). Weng-Lin: [`weng_lin`].
 //! TrueSkill: [`true_skill`]. Glicko-2: [`glicko2`]. Codeforces:
 //! [`codeforces`].
 //! Elo-MMR: [`elo_mmr`] (its place on the seam), [`params`] (its parameters), [`player`] (a
@@ -36,6 +37,7 @@ pub mod predict;
 pub mod rate;
 pub mod rating;
 pub mod round;
+pub mod season;
 mod solve;
 pub mod system;
 mod tanh_sum;
@@ -54,6 +56,7 @@ pub use population::{Beliefs, Population};
 pub use rate::rate_round;
 pub use rating::{Rating, RatingChange};
 pub use round::{Round, Standing};
+pub use season::SoftReset;
 pub use system::{Model, Performance, Rated, RatingSystem};
 pub use topcoder::{Topcoder, TopcoderParams, TopcoderState};
 pub use true_skill::{TrueSkill, TrueSkillParams, TrueSkillState};

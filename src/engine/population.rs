@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use super::any::{SystemParams, SystemState};
 use super::rating::RatingChange;
 use super::round::Round;
+use super::season::SoftReset;
 use super::Error;
 
 /// States looked up by player id: what predictions read. [`Population`] is one; the service's
@@ -63,6 +64,16 @@ impl Population {
     /// Sets a player's state, e.g. one loaded from storage.
     pub fn insert(&mut self, id: String, state: SystemState) {
         self.players.insert(id, state);
+    }
+
+    /// Starts a new season: every player's state after the soft `reset`.
+    pub fn start_season(&mut self, reset: SoftReset) {
+        if reset.keeps() {
+            return;
+        }
+        for state in self.players.values_mut() {
+            *state = self.system.soft_reset(state, reset);
+        }
     }
 
     /// Rates `round` and stores the new states; on error nothing changes. The result is

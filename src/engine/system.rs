@@ -75,6 +75,10 @@ pub trait RatingSystem {
     /// Rounds the player has played.
     fn rounds(state: &Self::State) -> u64;
 
+    /// A state that shows `rating` and keeps everything else `state` holds (rounds played, a
+    /// volatility): what a season's soft reset leaves ([`super::season`]).
+    fn with_rating(state: &Self::State, rating: Rating) -> Self::State;
+
     /// The family of every entrant's performance distribution.
     fn model(params: &Self::Params) -> Model;
 

@@ -163,6 +163,14 @@ impl RatingSystem for Topcoder {
         state.rounds
     }
 
+    fn with_rating(state: &TopcoderState, rating: Rating) -> TopcoderState {
+        TopcoderState {
+            mu: rating.mu,
+            sigma: rating.sigma.unwrap_or(state.sigma),
+            ..*state
+        }
+    }
+
     fn model(_: &TopcoderParams) -> Model {
         Model::Gaussian
     }

@@ -174,6 +174,14 @@ impl RatingSystem for TrueSkill {
         state.rounds
     }
 
+    fn with_rating(state: &TrueSkillState, rating: Rating) -> TrueSkillState {
+        TrueSkillState {
+            mu: rating.mu,
+            sigma: rating.sigma.unwrap_or(state.sigma),
+            ..*state
+        }
+    }
+
     fn model(_: &TrueSkillParams) -> Model {
         Model::Gaussian
     }

@@ -169,6 +169,14 @@ impl RatingSystem for WengLin {
         state.rounds
     }
 
+    fn with_rating(state: &WengLinState, rating: Rating) -> WengLinState {
+        WengLinState {
+            mu: rating.mu,
+            sigma: rating.sigma.unwrap_or(state.sigma),
+            ..*state
+        }
+    }
+
     fn model(_: &WengLinParams) -> Model {
         Model::Logistic
     }

@@ -27,7 +27,7 @@ use tokio::sync::{watch, Mutex, MutexGuard, Notify};
 use crate::display::leagues::Entrant;
 pub use crate::display::Shown;
 use crate::display::{Display, LeagueMove, LeagueTable, Placement, Resolved, Spread};
-use crate::engine::{self, Beliefs, SystemParams, SystemState};
+use crate::engine::{self, Beliefs, SoftReset, SystemParams, SystemState};
 use crate::storage::{RatedAsOf, StoredPlayer};
 use leaderboard::{Filter, Kept, Leaderboard, Move, Order, Standing};
 
@@ -93,6 +93,8 @@ pub struct PlayerRating {
 struct Rated {
     state: SystemState,
     last_round: LastRound,
+    /// Rounds played when the current season started: placement counts the rounds since.
+    season_base: u64,
 }
 
 /// One pool's readable state at one moment: rating system, every rated player and both
@@ -154,10 +156,11 @@ impl PoolState {
                 let rated = Rated {
                     state: p.state,
                     last_round,
+                    season_base: p.season_base,
                 };
                 let player: Arc<str> = Arc::from(p.player);
-                if let Some(placement) = p.league {
-                    placements.push((Arc::clone(&player), placement, p.bonus_spent));
+                if p.league.is_some() || p.bonus_spent != 0.0 {
+                    placements.push((Arc::clone(&player), p.league, p.bonus_spent));
                 }
                 (player, Arc::new(rated))
             })
@@ -166,7 +169,7 @@ impl PoolState {
             state.display.leagues.as_ref(),
             placements
                 .iter()
-                .map(|(player, placement, spent)| (player, placement, *spent)),
+                .map(|(player, placement, spent)| (player, placement.as_ref(), *spent)),
         )
         .map_err(LoadError::Leagues)?;
         for (_, rated) in &players {
@@ -250,14 +253,21 @@ impl PoolState {
             .show(&self.spread, state.rating(), state.rounds())
     }
 
-    /// The pool as it stood after some round, from `rated` (every player rated by then), shown
-    /// with today's display settings. O(n log n).
+    /// The pool as it stood after some round, from `rated` (every player rated by then, as
+    /// after their last round), shown with today's display settings. `seasons` are the
+    /// season starts applied by then, by seq: each soft-reset the ratings of players who had
+    /// not played since and took them out of their leagues. O(n log n).
     #[must_use]
-    pub fn as_of(&self, rated: Vec<RatedAsOf>) -> AsOfBoard {
+    pub fn as_of(&self, rated: Vec<RatedAsOf>, seasons: &[(i64, SoftReset)]) -> AsOfBoard {
         let mut spread = Spread::default();
         let mut players = std::collections::HashMap::with_capacity(rated.len());
         let mut standings = Vec::with_capacity(rated.len());
-        for r in rated {
+        let newcomer = self.newcomer.rating();
+        for mut r in rated {
+            for (_, reset) in seasons.iter().filter(|(seq, _)| *seq > r.seq) {
+                r.rating = reset.rating(r.rating, newcomer);
+                r.league = None;
+            }
             spread.add(r.rating.mu);
             let player: Arc<str> = Arc::from(r.player);
             let league = r.league.as_ref().and_then(|placement| {
@@ -302,14 +312,23 @@ impl PoolState {
                 Some(self.standing(&p.player, &old.state))
             })
             .collect();
+        let bases: Vec<u64> = players
+            .iter()
+            .map(|p| {
+                self.players
+                    .get(p.player.as_str())
+                    .map_or(0, |rated| rated.season_base)
+            })
+            .collect();
         let entrants: Vec<Entrant<'_>> = players
             .iter()
-            .map(|p| Entrant {
+            .zip(&bases)
+            .map(|(p, &base)| Entrant {
                 player: &p.player,
                 rank: p.rank,
                 rating: p.state.rating(),
                 prior: p.prior,
-                rounds: p.state.rounds(),
+                rounds: p.state.rounds().saturating_sub(base),
                 time: p.last_round.time,
             })
             .collect();
@@ -317,7 +336,8 @@ impl PoolState {
         let moves: Vec<Move> = players
             .into_iter()
             .zip(befores)
-            .map(|(played, before)| {
+            .zip(bases)
+            .map(|((played, before), season_base)| {
                 let name = match self.players.get_key_value(played.player.as_str()) {
                     Some((name, _)) => Arc::clone(name),
                     None => Arc::from(played.player),
@@ -335,6 +355,7 @@ impl PoolState {
                 let rated = Rated {
                     state: played.state,
                     last_round: played.last_round,
+                    season_base,
                 };
                 self.players.insert(name, Arc::new(rated));
                 m
@@ -343,6 +364,33 @@ impl PoolState {
         self.leaderboard.update(&moves);
         self.applied += 1;
         league_moves
+    }
+
+    /// The pool after a new season starts: every player's state after the soft `reset`,
+    /// nobody in a league. O(n log n) for n players.
+    #[must_use]
+    pub fn new_season(&self, reset: SoftReset) -> Self {
+        let mut next = Self {
+            leagues: self.leagues.new_season(),
+            spread: Spread::default(),
+            ..self.clone()
+        };
+        next.players = self
+            .players
+            .iter()
+            .map(|(id, rated)| {
+                let rated = Rated {
+                    state: self.system.soft_reset(&rated.state, reset),
+                    last_round: rated.last_round.clone(),
+                    season_base: rated.state.rounds(),
+                };
+                next.spread.add(rated.state.rating().mu);
+                (Arc::clone(id), Arc::new(rated))
+            })
+            .collect();
+        next.leaderboard = next.rebuilt_leaderboard();
+        next.applied += 1;
+        next
     }
 
     /// Every placed player's league and division.
@@ -653,7 +701,8 @@ mod tests {
         #[test]
         fn a_pool_updated_round_by_round_shows_what_a_fresh_load_of_it_shows(
             rounds in proptest::collection::vec(
-                proptest::collection::vec((0u8..12, 1_000i32..2_000, 50u8..200), 1..6), 1..12)
+                proptest::collection::vec((0u8..12, 1_000i32..2_000, 50u8..200), 1..6), 1..12),
+            seasons in proptest::collection::btree_set(0usize..12, 0..3),
         ) {
             let params = Params::default();
             let display: Display = serde_json::from_str(
@@ -667,6 +716,10 @@ mod tests {
             let mut state = PoolState::new(params.into(), display.clone()).expect("valid");
             let mut played = std::collections::BTreeMap::new();
             for (r, round) in rounds.iter().enumerate() {
+                if seasons.contains(&r) {
+                    state = state.new_season(SoftReset { mu: 0.3, sigma: 0.5 });
+                    proptest::prop_assert!(state.leagues().counts().iter().all(|c| c.players == 0));
+                }
                 let mut seen = std::collections::HashSet::new();
                 let entrants = round
                     .iter()
@@ -699,6 +752,7 @@ mod tests {
                     last_round_time: None,
                     league: state.leagues().placement_of(id),
                     bonus_spent: state.leagues().bonus_spent(id),
+                    season_base: state.players[id].season_base,
                 })
                 .collect();
             let fresh = PoolState::load(params.into(), display, stored, state.applied())

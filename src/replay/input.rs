@@ -1,5 +1,5 @@
 //! Reading a history of rounds for `replay`, in one of two layouts: JSON Lines of
-//! [`RoundRequest`], or the reference implementation's directory of `0.json`, `1.json`, …
+//! [`Entry`] (rounds, and the season starts between them), or the reference implementation's directory of `0.json`, `1.json`, …
 //! (the `Contest` of `multi-skill`'s `data_processing`). Every error says where (line or
 //! file) and which field; nothing is rated here.
 
@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::Error;
-use crate::engine::{Round, Standing};
-use crate::wire::{FieldError, RoundRequest};
+use crate::engine::{Round, SoftReset, Standing};
+use crate::wire::{Entry, FieldError};
 
 /// How the input of `replay` is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -26,13 +26,33 @@ pub enum InputFormat {
     EloMmrDir,
 }
 
-/// A round and where it was read from.
+/// A round, or a season start, and where it was read from.
 #[derive(Debug, Clone)]
 pub struct SourcedRound {
     /// `line 7` or the file's path: how errors point at the round.
     pub location: String,
-    /// The round.
-    pub round: Round,
+    /// What the line holds.
+    pub line: Line,
+}
+
+/// One step of a history.
+#[derive(Debug, Clone)]
+pub enum Line {
+    /// A round's results.
+    Round(Round),
+    /// A new season, which soft-resets every rating (`{"season": {…}}`, docs/seasons.md).
+    Season(SoftReset),
+}
+
+impl Line {
+    /// The round, if the line holds one.
+    #[must_use]
+    pub fn into_round(self) -> Option<Round> {
+        match self {
+            Self::Round(round) => Some(round),
+            Self::Season(_) => None,
+        }
+    }
 }
 
 /// Reads every round of `path`, in order.
@@ -59,7 +79,7 @@ fn read_jsonl(path: &Path) -> Result<Vec<SourcedRound>, Error> {
         .map(|(index, line)| {
             let location = format!("line {}", index + 1);
             match parse_line(line) {
-                Ok(round) => Ok(SourcedRound { location, round }),
+                Ok(line) => Ok(SourcedRound { location, line }),
                 Err(error) => Err(Error::Input { location, error }),
             }
         })
@@ -67,10 +87,13 @@ fn read_jsonl(path: &Path) -> Result<Vec<SourcedRound>, Error> {
     parsed.into_iter().collect()
 }
 
-fn parse_line(line: &str) -> Result<Round, FieldError> {
+fn parse_line(line: &str) -> Result<Line, FieldError> {
     let value: Value = serde_json::from_str(line)
         .map_err(|e| FieldError::new("", format!("invalid JSON: {e}")))?;
-    RoundRequest::from_value(&value)?.to_round()
+    match Entry::from_value(&value)? {
+        Entry::Round(round) => round.to_round().map(Line::Round),
+        Entry::Season(season) => Ok(Line::Season(season.reset())),
+    }
 }
 
 /// One file of the reference's directory format. Like the reference, fields it does not know
@@ -99,7 +122,10 @@ fn read_elo_mmr_dir(dir: &Path) -> Result<Vec<SourcedRound>, Error> {
         };
         let location = path.display().to_string();
         match contest_round(&text) {
-            Ok(round) => rounds.push(SourcedRound { location, round }),
+            Ok(round) => rounds.push(SourcedRound {
+                location,
+                line: Line::Round(round),
+            }),
             Err(error) => return Err(Error::Input { location, error }),
         }
     }

@@ -8,6 +8,7 @@ pub mod input;
 pub mod output;
 pub mod summary;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -19,7 +20,7 @@ use crate::engine::metrics::{round_metrics, MetricsSum, Opponents};
 use crate::engine::{self, Beliefs, Population, SystemParams, SystemState};
 use crate::wire::FieldError;
 
-pub use input::{InputFormat, SourcedRound};
+pub use input::{InputFormat, Line, SourcedRound};
 pub use summary::Summary;
 
 /// What to replay and how.
@@ -104,7 +105,10 @@ pub fn run(options: &Options) -> Result<Replay, Error> {
     progress.finish_and_clear();
     Ok(Replay {
         summary: Summary::new(
-            rounds.len(),
+            rounds
+                .iter()
+                .filter(|r| matches!(r.line, Line::Round(_)))
+                .count(),
             rated.participations,
             rated.population.len(),
             rated.rating_time,
@@ -175,8 +179,25 @@ impl Pass<'_> {
         let mut participations = 0;
         let mut metrics = MetricsSum::default();
         let mut leagues = LeagueTable::new(self.leagues);
+        // Rounds each player had played when the current season started: placement in a
+        // league counts the rounds since.
+        let mut season_bases: HashMap<String, u64> = HashMap::new();
         for (index, sourced) in self.rounds.iter().enumerate() {
-            let round = &sourced.round;
+            let round = match &sourced.line {
+                Line::Round(round) => round,
+                Line::Season(reset) => {
+                    population.start_season(*reset);
+                    if self.leagues.is_some() {
+                        leagues = leagues.new_season();
+                        season_bases = population
+                            .players()
+                            .map(|(id, state)| (id.to_owned(), state.rounds()))
+                            .collect();
+                    }
+                    progress.inc(1);
+                    continue;
+                }
+            };
             let in_round = |error: engine::Error| Error::Input {
                 location: sourced.location.clone(),
                 error: error.into(),
@@ -219,7 +240,8 @@ impl Pass<'_> {
                         time: round.time,
                         rounds: population
                             .belief(&standing.player)
-                            .map_or(0, SystemState::rounds),
+                            .map_or(0, SystemState::rounds)
+                            - season_bases.get(&standing.player).copied().unwrap_or(0),
                     })
                     .collect();
                 leagues.settle(&entrants);

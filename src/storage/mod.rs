@@ -187,6 +187,26 @@ impl RoundStatus {
     }
 }
 
+/// What a line of a pool's round stream holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A round's results.
+    Round,
+    /// The start of a new season (docs/seasons.md).
+    Season,
+}
+
+impl EntryKind {
+    /// The kind as stored and as shown on the wire.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Round => "round",
+            Self::Season => "season",
+        }
+    }
+}
+
 /// What [`Storage::enqueue_round`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Enqueued {
@@ -227,6 +247,16 @@ pub enum RoundOutcome<'a> {
     Applied(&'a AppliedRound),
     /// Not rateable, for this reason.
     Failed(&'a str),
+    /// A season started.
+    Season(&'a SeasonStart),
+}
+
+/// What starting a season did to a pool: every player's state after the soft reset (none when
+/// the reset keeps every state). Every player leaves their league, to be placed again.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SeasonStart {
+    /// Each player and their state after the reset.
+    pub states: Vec<(String, SystemState)>,
 }
 
 /// The outcome of rating one round.
@@ -267,6 +297,8 @@ pub struct RoundRecord {
     pub seq: i64,
     /// Its status.
     pub status: RoundStatus,
+    /// A round, or a season start.
+    pub kind: EntryKind,
     /// Why it failed, if it did.
     pub error: Option<String>,
     /// Every entrant's result, best rank first, when applied.
@@ -305,6 +337,8 @@ pub struct AppliedRecord {
 pub struct RatedAsOf {
     /// The player's id.
     pub player: String,
+    /// The seq of the last round they had played.
+    pub seq: i64,
     /// Their rating then.
     pub rating: crate::engine::Rating,
     /// Rounds they had played.
@@ -324,8 +358,13 @@ pub enum AsOf {
     NoSuchRound,
     /// The round exists but was not applied (queued or failed): it has no "after".
     NotApplied(RoundStatus),
-    /// Every player rated by then, by id.
-    Ratings(Vec<RatedAsOf>),
+    /// Every player rated by then, by id, as of the round at `seq`.
+    Ratings {
+        /// The round's place in the pool's order.
+        seq: i64,
+        /// The players.
+        rated: Vec<RatedAsOf>,
+    },
 }
 
 /// A player as stored: the belief to rebuild memory from, and their last round.
@@ -343,6 +382,8 @@ pub struct StoredPlayer {
     pub league: Option<Placement>,
     /// Ladder bonus points they have spent.
     pub bonus_spent: f64,
+    /// Rounds they had played when the current season started.
+    pub season_base: u64,
 }
 
 /// One round in a player's history.
@@ -406,6 +447,21 @@ pub struct LeagueHistory {
     pub applied: u64,
     /// Every history row, in the order rounds were applied, each round's by rank and player.
     pub rows: Vec<LeagueRow>,
+    /// The seqs of the applied season starts, in order: leagues restart at each.
+    pub seasons: Vec<i64>,
+}
+
+/// A season start as stored ([`Storage::seasons`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeasonRecord {
+    /// Its id.
+    pub id: String,
+    /// Its place in the pool's order.
+    pub seq: i64,
+    /// Queued until the worker reaches it, then applied.
+    pub status: RoundStatus,
+    /// Its canonical body: `{"season": {…}}`.
+    pub body: String,
 }
 
 /// Leagues recomputed for new settings ([`Storage::put_leagues`]).
@@ -416,8 +472,9 @@ pub struct Recomputed {
     /// Each history row's leagues before and after, by `(player, seq)`; rows left out are
     /// outside every league.
     pub rows: Vec<(String, i64, LeagueMove)>,
-    /// Every placed player's league now, with the bonus points they spent.
-    pub players: Vec<(String, Placement, f64)>,
+    /// Every player placed now or with bonus points spent: their league (`None` for one
+    /// waiting for placement in a new season) and the bonus points they spent.
+    pub players: Vec<(String, Option<Placement>, f64)>,
 }
 
 /// A page of a player's history, newest first.
@@ -499,16 +556,42 @@ pub trait Storage: Send + Sync + 'static {
     /// One pool's parameters and applied rounds, without the costlier counts of [`Self::pool`].
     async fn pool_progress(&self, name: &str) -> Result<Option<PoolProgress>, Error>;
 
-    /// Stores a validated round durably at the end of `pool`'s queue. `body` is the round's
-    /// canonical JSON: a re-post is recognized by comparing its SHA-256. At most `max_queued`
-    /// rounds wait per pool.
+    /// Stores a validated round (or season start, by `kind`) durably at the end of `pool`'s
+    /// queue. `body` is its canonical JSON: a re-post is recognized by comparing its SHA-256.
+    /// At most `max_queued` rounds wait per pool.
+    async fn enqueue_entry(
+        &self,
+        pool: &str,
+        id: &str,
+        kind: EntryKind,
+        body: &str,
+        max_queued: u64,
+    ) -> Result<Enqueued, Error>;
+
+    /// [`Self::enqueue_entry`] for a round.
     async fn enqueue_round(
         &self,
         pool: &str,
         id: &str,
         body: &str,
         max_queued: u64,
-    ) -> Result<Enqueued, Error>;
+    ) -> Result<Enqueued, Error> {
+        self.enqueue_entry(pool, id, EntryKind::Round, body, max_queued)
+            .await
+    }
+
+    /// Every season start of `pool` (queued, applied or failed), in the pool's order.
+    async fn seasons(&self, pool: &str) -> Result<Vec<SeasonRecord>, Error>;
+
+    /// Every player who played a round of `pool` between seqs `after` and `before`
+    /// (exclusive; `None`: up to now), as they stood after the last of those rounds, by id:
+    /// a season's standings.
+    async fn standings_between(
+        &self,
+        pool: &str,
+        after: i64,
+        before: Option<i64>,
+    ) -> Result<Vec<RatedAsOf>, Error>;
 
     /// The pool's oldest queued rounds, oldest first: at most `max_rounds`, and only as many
     /// as it takes for their bodies to reach `max_bytes` characters (the first is always
@@ -524,7 +607,8 @@ pub trait Storage: Send + Sync + 'static {
     /// pool's lock, checks that `rounds` are the oldest queued ones, in order
     /// ([`Error::NotNextRound`] otherwise, and nothing changes); for each applied round,
     /// upserts every entrant's state, inserts their history rows and marks it applied; marks
-    /// each failed one failed with its reason. Each entrant's state must be their belief right
+    /// each failed one failed with its reason; for each season start, writes every player's
+    /// reset state, takes every player out of their league and marks it applied. Each entrant's state must be their belief right
     /// after that round: of its factors only the newest (that round's) is written; older ones
     /// were written with their own rounds, and those the belief no longer holds are deleted.
     /// The rounds must have been rated on the pool as it stood after `rated_on` applied

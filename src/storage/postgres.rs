@@ -13,7 +13,7 @@ use super::rows::{placement_columns, to_i64, StateColumns};
 use super::sql_storage::{Dialect, SqlStorage};
 use super::{AppliedEntrant, AppliedRound, Error, Recomputed};
 use crate::display::Placement;
-use crate::engine::Factor;
+use crate::engine::{Factor, SystemState};
 
 /// First key of every advisory lock this service takes (the ASCII of "mmr"), so that its
 /// locks cannot collide with another application's on a shared server; the second key is the
@@ -102,6 +102,15 @@ const UPDATE_HISTORY_LEAGUES: &str = "
          AS u (player, seq, league_before, division_before, points_before, league_after,
                division_after, points_after)
     WHERE h.pool = $1 AND h.player = u.player AND h.seq = u.seq";
+
+/// Sets players' ratings and belief columns after a soft reset, in one statement.
+const UPDATE_PLAYER_STATES: &str = "
+    UPDATE players p SET mu = u.mu, sigma = u.sigma, p0 = u.p0, w0 = u.w0,
+                         log_decay = u.log_decay, volatility = u.volatility
+    FROM UNNEST($2::TEXT[], $3::FLOAT8[], $4::FLOAT8[], $5::FLOAT8[], $6::FLOAT8[],
+                $7::FLOAT8[], $8::FLOAT8[])
+         AS u (player, mu, sigma, p0, w0, log_decay, volatility)
+    WHERE p.pool = $1 AND p.player = u.player";
 
 /// Placements as one vector per column (league, division, points), for bulk writes.
 #[derive(Debug, Default)]
@@ -268,7 +277,7 @@ impl Dialect for Pg {
             let mut spent = Vec::with_capacity(chunk.len());
             for (player, placement, bonus_spent) in chunk {
                 players.push(player.as_str());
-                placements.push(Some(placement));
+                placements.push(placement.as_ref());
                 spent.push(*bonus_spent);
             }
             let query = sqlx::query(UPDATE_PLAYER_LEAGUES).bind(pool).bind(&players);
@@ -293,6 +302,50 @@ impl Dialect for Pg {
                 .bind(&players)
                 .bind(&seqs);
             after.bind(before.bind(query)).execute(&mut *tx).await?;
+        }
+        Ok(())
+    }
+
+    async fn write_states(
+        tx: &mut PgConnection,
+        pool: &str,
+        states: &[(String, SystemState)],
+    ) -> Result<(), Error> {
+        for chunk in states.chunks(LEAGUE_ROWS_PER_STATEMENT) {
+            let n = chunk.len();
+            let (mut players, mut mus, mut sigmas) = (
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+            );
+            let (mut p0s, mut w0s, mut log_decays, mut volatilities) = (
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+            );
+            for (player, state) in chunk {
+                let columns = StateColumns::of(state)?;
+                let rating = state.rating();
+                players.push(player.as_str());
+                mus.push(rating.mu);
+                sigmas.push(rating.sigma);
+                p0s.push(columns.p0);
+                w0s.push(columns.w0);
+                log_decays.push(columns.log_decay);
+                volatilities.push(columns.volatility);
+            }
+            sqlx::query(UPDATE_PLAYER_STATES)
+                .bind(pool)
+                .bind(&players)
+                .bind(&mus)
+                .bind(&sigmas)
+                .bind(&p0s)
+                .bind(&w0s)
+                .bind(&log_decays)
+                .bind(&volatilities)
+                .execute(&mut *tx)
+                .await?;
         }
         Ok(())
     }

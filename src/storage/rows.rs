@@ -7,8 +7,8 @@ use std::collections::{HashMap, VecDeque};
 use sha2::{Digest, Sha256};
 
 use super::{
-    Enqueued, Error, HistoryEntry, HistoryPage, LeagueRow, PoolInfo, PoolProgress, RatedAsOf,
-    RoundRecord, RoundResult, RoundStatus, StoredKey, StoredPlayer,
+    Enqueued, EntryKind, Error, HistoryEntry, HistoryPage, LeagueRow, PoolInfo, PoolProgress,
+    RatedAsOf, RoundRecord, RoundResult, RoundStatus, SeasonRecord, StoredKey, StoredPlayer,
 };
 use crate::config::Role;
 use crate::display::{Display, LeagueMove, Placement};
@@ -150,6 +150,7 @@ impl LeagueHistoryRow {
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct AsOfRow {
     player: String,
+    seq: i64,
     mu_after: f64,
     sigma_after: Option<f64>,
     rounds: i64,
@@ -165,6 +166,7 @@ impl AsOfRow {
     pub(super) fn into_rated(self) -> Result<RatedAsOf, Error> {
         Ok(RatedAsOf {
             player: self.player,
+            seq: self.seq,
             rating: Rating {
                 mu: self.mu_after,
                 sigma: self.sigma_after,
@@ -252,6 +254,7 @@ pub(super) struct RoundRow {
     id: String,
     pub(super) seq: i64,
     status: String,
+    kind: String,
     error: Option<String>,
 }
 
@@ -268,6 +271,7 @@ impl RoundRow {
     ) -> Result<RoundRecord, Error> {
         Ok(RoundRecord {
             status: self.status()?,
+            kind: parse_kind(&self.kind)?,
             id: self.id,
             seq: self.seq,
             error: self.error,
@@ -327,6 +331,7 @@ pub(super) struct PlayerRow {
     division: Option<i64>,
     points: Option<f64>,
     bonus_spent: f64,
+    season_base: i64,
 }
 
 /// A row of `sql::SELECT_FACTORS`.
@@ -432,6 +437,7 @@ pub(super) fn join_players(
                 state,
                 league: placement(row.league, row.division, row.points)?,
                 bonus_spent: row.bonus_spent,
+                season_base: to_u64(row.season_base, "season_base")?,
                 player: row.player,
                 last_round_id: row.last_round_id,
                 last_round_time: row.last_round_time,
@@ -576,6 +582,35 @@ fn parse_status(status: &str) -> Result<RoundStatus, Error> {
         "applied" => Ok(RoundStatus::Applied),
         "failed" => Ok(RoundStatus::Failed),
         other => Err(Error::Corrupt(format!("unknown round status `{other}`"))),
+    }
+}
+
+fn parse_kind(kind: &str) -> Result<EntryKind, Error> {
+    match kind {
+        "round" => Ok(EntryKind::Round),
+        "season" => Ok(EntryKind::Season),
+        other => Err(Error::Corrupt(format!("unknown round kind `{other}`"))),
+    }
+}
+
+/// A row of `sql::SELECT_SEASONS`.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct SeasonRow {
+    id: String,
+    seq: i64,
+    status: String,
+    body: String,
+}
+
+impl SeasonRow {
+    /// The season start as stored.
+    pub(super) fn into_record(self) -> Result<SeasonRecord, Error> {
+        Ok(SeasonRecord {
+            status: parse_status(&self.status)?,
+            id: self.id,
+            seq: self.seq,
+            body: self.body,
+        })
     }
 }
 

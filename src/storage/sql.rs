@@ -53,8 +53,8 @@ pub(super) const COUNT_POOL_QUEUED: &str = "
 /// Queues round `$2` of pool `$1` with body `$3` and hash `$4` after every round accepted so
 /// far; the caller holds the pool's lock, so no other round can take the same place.
 pub(super) const INSERT_ROUND: &str = "
-    INSERT INTO rounds (pool, id, seq, body, content_hash)
-    SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, $4 FROM rounds WHERE pool = $1";
+    INSERT INTO rounds (pool, id, seq, body, content_hash, kind)
+    SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, $4, $5 FROM rounds WHERE pool = $1";
 
 /// The oldest queued rounds of pool `$1`: at most `$2`, and those whose predecessors' bodies
 /// add up to fewer than `$3` characters.
@@ -77,6 +77,48 @@ pub(super) const MARK_APPLIED: &str = "
     UPDATE rounds SET status = 'applied', round_time = $3, entrants = $4
     WHERE pool = $1 AND id = $2";
 
+/// Marks season start `$2` of pool `$1` applied.
+pub(super) const MARK_SEASON_APPLIED: &str = "
+    UPDATE rounds SET status = 'applied' WHERE pool = $1 AND id = $2";
+
+/// Takes every player of pool `$1` out of the leagues for a new season (their bonus points
+/// spent stay), and records how many rounds each had played when it started.
+pub(super) const START_SEASON: &str = "
+    UPDATE players SET league = NULL, division = NULL, points = NULL, season_base = rounds
+    WHERE pool = $1";
+
+/// Deletes every factor of pool `$1`: a soft reset leaves each belief one Gaussian term.
+pub(super) const DELETE_POOL_FACTORS: &str = "DELETE FROM factors WHERE pool = $1";
+
+/// Sets player `$2` of pool `$1`'s rating (`$3`, `$4`) and belief columns (`$5` p0, `$6` w0,
+/// `$7` log decay, `$8` volatility) to their values after a soft reset.
+pub(super) const UPDATE_PLAYER_STATE: &str = "
+    UPDATE players SET mu = $3, sigma = $4, p0 = $5, w0 = $6, log_decay = $7, volatility = $8
+    WHERE pool = $1 AND player = $2";
+
+/// Every season start of pool `$1`, in order.
+pub(super) const SELECT_SEASONS: &str = "
+    SELECT id, seq, status, body FROM rounds WHERE pool = $1 AND kind = 'season' ORDER BY seq";
+
+/// The seqs of pool `$1`'s applied season starts, in order.
+pub(super) const SELECT_APPLIED_SEASON_SEQS: &str = "
+    SELECT seq FROM rounds WHERE pool = $1 AND kind = 'season' AND status = 'applied'
+    ORDER BY seq";
+
+/// Every player of pool `$1` who played a round after seq `$2` and before seq `$3`, as they
+/// stood after the last of them, with every round they had played by then.
+pub(super) const SELECT_STANDINGS_BETWEEN: &str = "
+    SELECT h.player, h.seq, h.mu_after, h.sigma_after,
+           (SELECT count(*) FROM history c
+            WHERE c.pool = $1 AND c.player = h.player AND c.seq <= h.seq) AS rounds,
+           r.id AS round_id, r.round_time,
+           h.league_after AS league, h.division_after AS division, h.points_after AS points
+    FROM (SELECT player, MAX(seq) AS seq FROM history
+          WHERE pool = $1 AND seq > $2 AND seq < $3 GROUP BY player) l
+    JOIN history h ON h.pool = $1 AND h.player = l.player AND h.seq = l.seq
+    JOIN rounds r ON r.pool = $1 AND r.seq = l.seq
+    ORDER BY h.player";
+
 /// Counts `$2` more applied rounds in pool `$1`, in the transaction that applies them.
 pub(super) const COUNT_APPLIED: &str = "
     UPDATE pools SET applied = applied + $2 WHERE name = $1";
@@ -87,7 +129,7 @@ pub(super) const MARK_FAILED: &str = "
 
 /// Round `$2` of pool `$1`.
 pub(super) const SELECT_ROUND: &str = "
-    SELECT id, seq, status, error FROM rounds WHERE pool = $1 AND id = $2";
+    SELECT id, seq, status, kind, error FROM rounds WHERE pool = $1 AND id = $2";
 
 /// The results of the round at seq `$2` of pool `$1`, best rank first.
 pub(super) const SELECT_RESULTS: &str = "
@@ -100,7 +142,7 @@ pub(super) const SELECT_RESULTS: &str = "
 /// Every player of pool `$1`, their belief without its factors.
 pub(super) const SELECT_PLAYERS: &str = "
     SELECT player, mu, sigma, rounds, p0, w0, log_decay, last_time, volatility, last_round_id,
-           last_round_time, league, division, points, bonus_spent
+           last_round_time, league, division, points, bonus_spent, season_base
     FROM players WHERE pool = $1 ORDER BY player";
 
 /// Every factor of every player of pool `$1`, each player's by `n`.
@@ -121,7 +163,7 @@ pub(super) const SELECT_HISTORY: &str = "
 /// Every player of pool `$1` as they stood right after the round at seq `$2`: their latest
 /// history row up to it, how many rounds they had played, and that row's round.
 pub(super) const SELECT_RATINGS_AS_OF: &str = "
-    SELECT h.player, h.mu_after, h.sigma_after, l.rounds, r.id AS round_id, r.round_time,
+    SELECT h.player, h.seq, h.mu_after, h.sigma_after, l.rounds, r.id AS round_id, r.round_time,
            h.league_after AS league, h.division_after AS division, h.points_after AS points
     FROM (SELECT player, MAX(seq) AS seq, COUNT(*) AS rounds FROM history
           WHERE pool = $1 AND seq <= $2 GROUP BY player) l

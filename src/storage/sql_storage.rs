@@ -14,15 +14,15 @@ use tracing::instrument;
 use super::rows::{
     content_hash, decode_display, display_column, history_page, join_players, params_columns,
     repost_outcome, to_u64, AsOfRow, FactorRow, HistoryRow, KeyRow, LeagueHistoryRow, ParamsRow,
-    PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow, RoundRow,
+    PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow, RoundRow, SeasonRow,
 };
 use super::{
-    sql, AppliedRecord, AppliedRound, AsOf, Enqueued, Error, HistoryPage, LeagueHistory, PoolInfo,
-    PoolProgress, PoolWrite, QueuedRound, Recomputed, RoundOutcome, RoundRecord, RoundStatus,
-    Storage, StoredKey, StoredPlayer,
+    sql, AppliedRecord, AppliedRound, AsOf, Enqueued, EntryKind, Error, HistoryPage, LeagueHistory,
+    PoolInfo, PoolProgress, PoolWrite, QueuedRound, RatedAsOf, Recomputed, RoundOutcome,
+    RoundRecord, RoundStatus, SeasonRecord, Storage, StoredKey, StoredPlayer,
 };
 use crate::display::{Display, Leagues};
-use crate::engine::SystemParams;
+use crate::engine::{SystemParams, SystemState};
 
 /// What differs between the SQL backends. Every transaction of [`SqlStorage`] that writes
 /// starts with [`begin_write`](Self::begin_write) and reads the rows it checks with the
@@ -66,6 +66,14 @@ pub(super) trait Dialect: Send + Sync + 'static {
         seq: i64,
         round: &AppliedRound,
         superseded: &[bool],
+    ) -> Result<(), Error>;
+
+    /// Writes every player's state after a season's soft reset: the rating and the belief's
+    /// columns (the caller deletes the factors a reset drops).
+    async fn write_states(
+        tx: &mut <Self::Db as Database>::Connection,
+        pool: &str,
+        states: &[(String, SystemState)],
     ) -> Result<(), Error>;
 
     /// Writes the recomputed leagues of every placed player and every history row of pool
@@ -195,7 +203,9 @@ where
 }
 
 /// For each entrant of each applied round, whether a later round of `rounds` has the same
-/// player: only a player's last state in a batch is written to `players`.
+/// player before any season start: only a player's last state in a batch is written to
+/// `players`, and the last before each season start, which counts the rounds each player has
+/// played from their row.
 fn superseded_states(rounds: &[(&str, RoundOutcome<'_>)]) -> Vec<Vec<bool>> {
     let mut later = HashSet::new();
     let mut superseded: Vec<Vec<bool>> = rounds
@@ -207,6 +217,10 @@ fn superseded_states(rounds: &[(&str, RoundOutcome<'_>)]) -> Vec<Vec<bool>> {
                 .iter()
                 .map(|e| !later.insert(e.player.as_str()))
                 .collect(),
+            RoundOutcome::Season(_) => {
+                later.clear();
+                Vec::new()
+            }
             RoundOutcome::Failed(_) => Vec::new(),
         })
         .collect();
@@ -243,6 +257,7 @@ where
     for<'r> AsOfRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> LeagueHistoryRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> KeyRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> SeasonRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> AppliedRecord: sqlx::FromRow<'r, <D::Db as Database>::Row>,
 {
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
@@ -332,6 +347,10 @@ where
             .bind(pool)
             .fetch_all(&mut *tx)
             .await?;
+        let seasons: Vec<i64> = sqlx::query_scalar(sql::SELECT_APPLIED_SEASON_SEQS)
+            .bind(pool)
+            .fetch_all(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(LeagueHistory {
             applied,
@@ -339,6 +358,7 @@ where
                 .into_iter()
                 .map(LeagueHistoryRow::into_row)
                 .collect::<Result<_, _>>()?,
+            seasons,
         })
     }
 
@@ -400,10 +420,11 @@ where
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.id = ?id))]
-    async fn enqueue_round(
+    async fn enqueue_entry(
         &self,
         pool: &str,
         id: &str,
+        kind: EntryKind,
         body: &str,
         max_queued: u64,
     ) -> Result<Enqueued, Error> {
@@ -437,6 +458,7 @@ where
             .bind(id)
             .bind(body)
             .bind(hash)
+            .bind(kind.as_str())
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
@@ -495,6 +517,25 @@ where
                         .bind(id)
                         .bind(round.time)
                         .bind(entrants)
+                        .execute(&mut *tx)
+                        .await?;
+                    applied += 1;
+                }
+                RoundOutcome::Season(start) => {
+                    if !start.states.is_empty() {
+                        D::write_states(&mut tx, pool, &start.states).await?;
+                        sqlx::query(sql::DELETE_POOL_FACTORS)
+                            .bind(pool)
+                            .execute(&mut *tx)
+                            .await?;
+                    }
+                    sqlx::query(sql::START_SEASON)
+                        .bind(pool)
+                        .execute(&mut *tx)
+                        .await?;
+                    sqlx::query(sql::MARK_SEASON_APPLIED)
+                        .bind(pool)
+                        .bind(id)
                         .execute(&mut *tx)
                         .await?;
                     applied += 1;
@@ -616,10 +657,39 @@ where
             .fetch_all(&mut *tx)
             .await?;
         tx.commit().await?;
-        rows.into_iter()
+        let rated = rows
+            .into_iter()
             .map(AsOfRow::into_rated)
-            .collect::<Result<_, _>>()
-            .map(AsOf::Ratings)
+            .collect::<Result<_, _>>()?;
+        Ok(AsOf::Ratings {
+            seq: row.seq,
+            rated,
+        })
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
+    async fn seasons(&self, pool: &str) -> Result<Vec<SeasonRecord>, Error> {
+        let rows: Vec<SeasonRow> = sqlx::query_as(sql::SELECT_SEASONS)
+            .bind(pool)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.into_iter().map(SeasonRow::into_record).collect()
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
+    async fn standings_between(
+        &self,
+        pool: &str,
+        after: i64,
+        before: Option<i64>,
+    ) -> Result<Vec<RatedAsOf>, Error> {
+        let rows: Vec<AsOfRow> = sqlx::query_as(sql::SELECT_STANDINGS_BETWEEN)
+            .bind(pool)
+            .bind(after)
+            .bind(before.unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.into_iter().map(AsOfRow::into_rated).collect()
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, player.id = %player))]

@@ -16,6 +16,7 @@ use sqlx::{QueryBuilder, Sqlite, SqliteConnection, Transaction};
 use super::rows::{placement_columns, to_i64, StateColumns};
 use super::sql_storage::{Dialect, SqlStorage};
 use super::{sql, AppliedEntrant, AppliedRound, Error, Recomputed};
+use crate::engine::SystemState;
 
 /// Most parameters one statement may bind (SQLite's `SQLITE_MAX_VARIABLE_NUMBER` since 3.32).
 const MAX_BOUND_PARAMETERS: usize = 32_766;
@@ -146,6 +147,30 @@ impl Dialect for Lite {
         insert_history(tx, pool, seq, &round.entrants).await
     }
 
+    async fn write_states(
+        tx: &mut SqliteConnection,
+        pool: &str,
+        states: &[(String, SystemState)],
+    ) -> Result<(), Error> {
+        // One prepared statement per row: SQLite runs them in-process, without round trips.
+        for (player, state) in states {
+            let columns = StateColumns::of(state)?;
+            let rating = state.rating();
+            sqlx::query(sql::UPDATE_PLAYER_STATE)
+                .bind(pool)
+                .bind(player)
+                .bind(rating.mu)
+                .bind(rating.sigma)
+                .bind(columns.p0)
+                .bind(columns.w0)
+                .bind(columns.log_decay)
+                .bind(columns.volatility)
+                .execute(&mut *tx)
+                .await?;
+        }
+        Ok(())
+    }
+
     async fn write_leagues(
         tx: &mut SqliteConnection,
         pool: &str,
@@ -153,7 +178,7 @@ impl Dialect for Lite {
     ) -> Result<(), Error> {
         // One prepared statement per row: SQLite runs them in-process, without round trips.
         for (player, placement, spent) in &recomputed.players {
-            let (league, division, points) = placement_columns(Some(placement));
+            let (league, division, points) = placement_columns(placement.as_ref());
             sqlx::query(sql::UPDATE_PLAYER_LEAGUE)
                 .bind(pool)
                 .bind(player)

@@ -1,4 +1,4 @@
-//! `GET /v1/pools/{pool}/events` on both backends: every applied round once, in order, as
+//! `GET /v1/pools/{pool}/events` on both backends: every applied round (and season start) once, in order, as
 //! `GET …/rounds/{id}` shows it, resumed after `Last-Event-ID`, and ended when the service
 //! stops.
 
@@ -94,8 +94,14 @@ impl Feed {
 
     /// The next event, which must be round `id`'s, as the round's own route shows it.
     async fn expect_round(&mut self, app: &TestApp, id: &str) -> i64 {
+        self.expect(app, "round", id).await
+    }
+
+    /// The next event, which must be of type `kind` (`round` or `season`) for line `id`, as
+    /// the round route shows it.
+    async fn expect(&mut self, app: &TestApp, kind: &str, id: &str) -> i64 {
         let event = self.next().await.expect("an event");
-        assert_eq!(event.kind, "round");
+        assert_eq!(event.kind, kind);
         let seq = event.data["seq"].as_i64().expect("a seq");
         assert_eq!(event.id, seq.to_string(), "the event id is the seq");
         let mut shown = app
@@ -130,6 +136,17 @@ async fn a_feed_from_the_start_sends_every_applied_round_then_each_new_one(app: 
     app.play([round("r5", &["d", "b"])]).await;
     feed.expect_round(&app, "r4").await;
     feed.expect_round(&app, "r5").await;
+    // A season start is an event of its own, between the rounds around it.
+    app.post(
+        "/v1/pools/main/seasons",
+        Some(crate::support::ADMIN_KEY),
+        serde_json::json!({"id": "s2", "mu_reset": 0.5}),
+    )
+    .await
+    .assert_status(StatusCode::ACCEPTED, "start a season");
+    app.play([round("r6", &["a", "b"])]).await;
+    feed.expect(&app, "season", "s2").await;
+    feed.expect_round(&app, "r6").await;
 }
 
 async fn a_feed_resumes_after_last_event_id_and_otherwise_starts_now(app: TestApp) {

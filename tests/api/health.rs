@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::support::{round, Payload, TestApp, ADMIN_KEY, POOL};
 
 /// Every route of the API, as `METHOD path`.
-const ROUTES: [&str; 27] = [
+const ROUTES: [&str; 30] = [
     "GET /healthz",
     "GET /readyz",
     "GET /openapi.json",
@@ -27,6 +27,9 @@ const ROUTES: [&str; 27] = [
     "GET /v1/pools/{pool}/rounds",
     "GET /v1/pools/{pool}/rounds/{id}",
     "GET /v1/pools/{pool}/events",
+    "POST /v1/pools/{pool}/seasons",
+    "GET /v1/pools/{pool}/seasons",
+    "GET /v1/pools/{pool}/seasons/{number}/leaderboard",
     "GET /v1/pools/{pool}/players",
     "GET /v1/pools/{pool}/players/{player}",
     "GET /v1/pools/{pool}/players/{player}/history",
@@ -193,7 +196,8 @@ async fn every_documented_route_is_served_by_the_router() {
         let uri = path
             .replace("{pool}", "main")
             .replace("{id}", "r1")
-            .replace("{player}", "a");
+            .replace("{player}", "a")
+            .replace("{number}", "1");
         if path == "/v1/pools/{pool}/events" {
             // An endless answer: its head is enough.
             let response = app.get_stream(&uri, &[]).await;

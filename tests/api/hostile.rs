@@ -1149,6 +1149,111 @@ fn new_key_cases() -> Vec<Case> {
     ]
 }
 
+/// Season starts that are refused: fractions out of range or of the wrong type, a missing or
+/// empty id, unknown fields, an id taken by a round, a write key, an unknown pool, and
+/// leaderboards of seasons that do not exist.
+fn season_cases() -> Vec<Case> {
+    let seasons = "/v1/pools/main/seasons";
+    let bad = |name: &str, body: Value, field: &str| {
+        Case::new(
+            name,
+            post_json(seasons, Some(ADMIN_KEY), &body),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_season",
+            Some(field),
+        )
+    };
+    let missing = |name: &str, uri: &str, code: &'static str| {
+        Case::new(name, get(uri), StatusCode::NOT_FOUND, code, None)
+    };
+    vec![
+        bad(
+            "a μ reset above 1",
+            json!({"id": "s", "mu_reset": 1.5}),
+            "mu_reset",
+        ),
+        bad(
+            "a negative σ reset",
+            json!({"id": "s", "sigma_reset": -0.1}),
+            "sigma_reset",
+        ),
+        bad(
+            "a σ reset as a string",
+            json!({"id": "s", "sigma_reset": "0.5"}),
+            "sigma_reset",
+        ),
+        bad(
+            "a μ reset that is not a number",
+            json!({"id": "s", "mu_reset": [1]}),
+            "mu_reset",
+        ),
+        bad("a season without an id", json!({"mu_reset": 0.5}), "id"),
+        bad("a season with an empty id", json!({"id": ""}), "id"),
+        bad(
+            "a season id of 257 bytes",
+            json!({"id": "s".repeat(257)}),
+            "id",
+        ),
+        bad(
+            "a season with an unknown field",
+            json!({"id": "s", "length": 30}),
+            "length",
+        ),
+        Case::new(
+            "a season that is not an object",
+            post_json(seasons, Some(ADMIN_KEY), &json!(["s"])),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_season",
+            None,
+        ),
+        Case::new(
+            "a season under a round's id",
+            post_json(seasons, Some(ADMIN_KEY), &json!({"id": "r1"})),
+            StatusCode::CONFLICT,
+            "round_conflict",
+            Some("id"),
+        ),
+        Case::new(
+            "a season started with a write key",
+            post_json(seasons, Some(WRITE_KEY), &json!({"id": "s"})),
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            None,
+        ),
+        Case::new(
+            "a season in a pool that does not exist",
+            post_json(
+                "/v1/pools/nowhere/seasons",
+                Some(ADMIN_KEY),
+                &json!({"id": "s"}),
+            ),
+            StatusCode::NOT_FOUND,
+            "pool_not_found",
+            None,
+        ),
+        missing(
+            "the leaderboard of a season not started",
+            "/v1/pools/main/seasons/2/leaderboard",
+            "season_not_found",
+        ),
+        missing(
+            "the leaderboard of season 0",
+            "/v1/pools/main/seasons/0/leaderboard",
+            "season_not_found",
+        ),
+        missing(
+            "the leaderboard of season -1",
+            "/v1/pools/main/seasons/-1/leaderboard",
+            "season_not_found",
+        ),
+        missing(
+            "the seasons of a pool that does not exist",
+            "/v1/pools/nowhere/seasons",
+            "pool_not_found",
+        ),
+    ]
+}
+
 /// Display settings out of range or of the wrong shape, and changes nobody may make.
 fn display_cases() -> Vec<Case> {
     let invalid = "invalid_display";
@@ -1585,6 +1690,7 @@ async fn every_hostile_request_gets_its_4xx_naming_the_problem_and_changes_nothi
         key_cases(),
         display_cases(),
         new_key_cases(),
+        season_cases(),
     ]
     .into_iter()
     .flatten()

@@ -14,7 +14,7 @@ backend_tests!(
     replay_with_the_pools_display_settings_gives_the_leagues_the_service_gives,
 );
 
-async fn put_leagues(app: &TestApp, pool: &str, leagues: Value) -> Value {
+pub(crate) async fn put_leagues(app: &TestApp, pool: &str, leagues: Value) -> Value {
     app.send(
         Method::PUT,
         &format!("/v1/pools/{pool}/display"),
@@ -26,7 +26,7 @@ async fn put_leagues(app: &TestApp, pool: &str, leagues: Value) -> Value {
     .clone()
 }
 
-async fn read(app: &TestApp, uri: &str) -> Value {
+pub(crate) async fn read(app: &TestApp, uri: &str) -> Value {
     app.get(uri)
         .await
         .assert_status(StatusCode::OK, uri)
@@ -157,8 +157,47 @@ async fn leagues_place_players_as_rounds_are_applied_and_survive_a_restart(app: 
     }
 }
 
+/// What `mmr-service replay --display` writes with `--output` (CSV) for the JSON Lines `input`
+/// and the display settings `display`.
+pub(crate) fn replayed_csv(input: &str, display: &Value) -> String {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("writable");
+        path.to_str().expect("a UTF-8 path").to_owned()
+    };
+    let (input, settings) = (
+        path("rounds.jsonl", input),
+        path("display.json", &display.to_string()),
+    );
+    let output = path("ratings.csv", "");
+    let ran = std::process::Command::new(env!("CARGO_BIN_EXE_mmr-service"))
+        .args([
+            "replay",
+            "--input",
+            &input,
+            "--display",
+            &settings,
+            "--output",
+            &output,
+        ])
+        .output()
+        .expect("the binary runs");
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    std::fs::read_to_string(&output).expect("the ratings")
+}
+
 /// Everything the API shows about leagues in `pool`: each round's results and each player's.
-async fn leagues_shown(app: &TestApp, pool: &str, rounds: &[Value], players: &[String]) -> Value {
+pub(crate) async fn leagues_shown(
+    app: &TestApp,
+    pool: &str,
+    rounds: &[Value],
+    players: &[String],
+) -> Value {
     let mut shown = serde_json::Map::new();
     for r in rounds {
         let id = r["id"].as_str().expect("an id");
@@ -184,7 +223,7 @@ async fn leagues_shown(app: &TestApp, pool: &str, rounds: &[Value], players: &[S
 }
 
 /// Five leagues a few players climb and fall through in [`ladder_rounds`].
-fn ladder() -> Value {
+pub(crate) fn ladder() -> Value {
     json!({
         "k": 1,
         "placement_rounds": 1,
@@ -203,7 +242,7 @@ fn ladder() -> Value {
 
 /// Players `p0` to `p7`, and rounds in which the same players keep winning, then lose:
 /// promotions, then demotions.
-fn ladder_rounds() -> (Vec<String>, Vec<Value>) {
+pub(crate) fn ladder_rounds() -> (Vec<String>, Vec<Value>) {
     let players: Vec<String> = (0..8).map(|i| format!("p{i}")).collect();
     let rounds = (0..10)
         .map(|r| {
@@ -307,32 +346,8 @@ async fn replay_with_the_pools_display_settings_gives_the_leagues_the_service_gi
     .assert_status(StatusCode::OK, "put the display settings");
     app.play(rounds.clone()).await;
 
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let input = dir.path().join("rounds.jsonl");
     let lines: Vec<String> = rounds.iter().map(Value::to_string).collect();
-    std::fs::write(&input, lines.join("\n")).expect("writable");
-    let settings = dir.path().join("display.json");
-    std::fs::write(&settings, display.to_string()).expect("writable");
-    let output = dir.path().join("ratings.csv");
-    let path = |p: &std::path::Path| p.to_str().expect("a UTF-8 path").to_owned();
-    let ran = std::process::Command::new(env!("CARGO_BIN_EXE_mmr-service"))
-        .args([
-            "replay",
-            "--input",
-            &path(&input),
-            "--display",
-            &path(&settings),
-        ])
-        .args(["--output", &path(&output)])
-        .output()
-        .expect("the binary runs");
-    assert!(
-        ran.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
-
-    let csv = std::fs::read_to_string(&output).expect("the ratings");
+    let csv = replayed_csv(&lines.join("\n"), &display);
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),

@@ -37,5 +37,6 @@ mod players;
 mod pools;
 mod predictions;
 mod rounds;
+mod seasons;
 mod security;
 mod support;

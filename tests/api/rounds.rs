@@ -432,7 +432,7 @@ async fn a_round_reads_as_queued_then_as_applied_with_every_entrants_results() {
     let queued = app.get(&format!("{ROUNDS}/r1")).await;
     assert_eq!(
         queued.assert_status(StatusCode::OK, "queued"),
-        &json!({"id": "r1", "status": "queued"}),
+        &json!({"id": "r1", "kind": "round", "status": "queued"}),
         "no results and no error yet"
     );
     assert_eq!(

@@ -49,6 +49,12 @@ fn keyed_routes() -> Vec<(Method, &'static str, Value, &'static str)> {
             round("r1", &["a", "b"]),
             "write",
         ),
+        (
+            Method::POST,
+            "/v1/pools/main/seasons",
+            json!({"id": "s2", "mu_reset": 0.5}),
+            "admin",
+        ),
     ]
 }
 

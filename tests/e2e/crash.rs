@@ -6,7 +6,8 @@
 //! `mmr-service replay` of the stored rounds, bit for bit, before and after one more restart.
 //! The pool has leagues whose players move every few rounds, so kills land in rounds that place,
 //! promote and demote players: every player's league and division equal those of
-//! `mmr-service replay --display` too.
+//! `mmr-service replay --display` too. Seasons start every few hundred rounds (soft resets
+//! posted between rounds), so kills also land while a season starts.
 //!
 //! The seed comes from `MMR_CRASH_SEED` or the clock and is printed: run again with it to
 //! draw the same kill points and abandonments (timing still varies from run to run).
@@ -31,6 +32,9 @@ const MAX_KILL_DELAY_MS: u64 = 15;
 
 /// One in this many POSTs left unanswered by a kill is abandoned rather than posted again.
 const ABANDON_ONE_IN: u64 = 4;
+
+/// Rounds between two season starts in the stream.
+const SEASON_EVERY: usize = 150;
 
 /// Rounds streamed when `../shared/data/formula1` is absent.
 const SYNTHETIC_ROUNDS: usize = 600;
@@ -64,6 +68,20 @@ fn applied_exactly_once_in_order_through_random_kills(backend: Backend) {
             rounds::synthetic(&mut rng, "syn", SYNTHETIC_ROUNDS, 200, 20)
         }
     };
+    // A season starts every SEASON_EVERY rounds, with a soft reset: a kill may land while
+    // one is applied, and applying one twice (or never) would show in every rating.
+    let rounds: Vec<Round> = rounds
+        .into_iter()
+        .enumerate()
+        .flat_map(|(i, round)| {
+            let season = (i > 0 && i % SEASON_EVERY == 0).then(|| {
+                Round::parse(format!(
+                    r#"{{"season":{{"id":"season-{i}","mu_reset":0.3,"sigma_reset":0.5}}}}"#
+                ))
+            });
+            season.into_iter().chain([round])
+        })
+        .collect();
     let Some(mut server) = Server::start(backend) else {
         return;
     };

@@ -1,6 +1,7 @@
 //! `mmr-service import` against the real service: a file posted in order under a tight write
 //! budget (so 429s are retried), stopped halfway and run again (it goes on where it stopped,
-//! posting nothing twice), ending with ratings equal to `replay` of the file to the bit; the
+//! posting nothing twice; season starts included), ending with ratings equal to `replay` of
+//! the file to the bit; the
 //! reference implementation's directory format; and a bad line refused before anything is
 //! posted.
 
@@ -10,8 +11,11 @@ use std::process::Command;
 use crate::server::{Backend, Options, Server, ADMIN_KEY};
 use crate::{assert_same_ratings, replayed, served, wait_until_applied, POOL};
 
-/// Rounds in the imported file.
-const ROUNDS: usize = 40;
+/// Lines in the imported file: rounds, and a season start in each half.
+const LINES: usize = 42;
+
+/// The places of the season starts among the lines.
+const SEASONS: [usize; 2] = [13, 31];
 
 /// Round `i` of a small league: four of ten players, in an order that varies.
 pub(crate) fn synthetic_round(i: usize) -> String {
@@ -75,13 +79,18 @@ fn an_import_stopped_halfway_goes_on_where_it_stopped_and_equals_replay(backend:
         server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY),
         201
     );
-    let rounds: Vec<String> = (0..ROUNDS).map(synthetic_round).collect();
+    let mut rounds: Vec<String> = (0..LINES - SEASONS.len()).map(synthetic_round).collect();
+    for at in SEASONS {
+        let season =
+            format!(r#"{{"season": {{"id": "s{at}", "mu_reset": 0.5, "sigma_reset": 0.5}}}}"#);
+        rounds.insert(at, season);
+    }
     let (half, whole) = (dir.join("half.jsonl"), dir.join("whole.jsonl"));
-    std::fs::write(&half, rounds[..ROUNDS / 2].join("\n")).expect("write");
+    std::fs::write(&half, rounds[..LINES / 2].join("\n")).expect("write");
     std::fs::write(&whole, rounds.join("\n") + "\n\n").expect("write");
 
     let first = import(&server, POOL, &half, &[]).expect("the first half imports");
-    assert_eq!(first["accepted"], ROUNDS / 2, "{first}");
+    assert_eq!(first["accepted"], LINES / 2, "{first}");
     assert_eq!(first["skipped"], 0, "{first}");
     assert!(
         first["retries"].as_u64() > Some(0),
@@ -89,23 +98,23 @@ fn an_import_stopped_halfway_goes_on_where_it_stopped_and_equals_replay(backend:
     );
 
     let second = import(&server, POOL, &whole, &[]).expect("the rest imports");
-    assert_eq!(second["rounds"], ROUNDS, "{second}");
+    assert_eq!(second["rounds"], LINES, "{second}");
     assert_eq!(
         second["skipped"],
-        ROUNDS / 2,
+        LINES / 2,
         "found where it stopped: {second}"
     );
-    assert_eq!(second["accepted"], ROUNDS / 2, "{second}");
+    assert_eq!(second["accepted"], LINES / 2, "{second}");
     assert_eq!(second["known"], 0, "nothing posted twice: {second}");
 
-    wait_until_applied(&server, ROUNDS as u64);
+    wait_until_applied(&server, LINES as u64);
     assert_same_ratings(&served(&server), &replayed(&dir, &rounds));
 
     // From the start: every round is answered as one the service has, and nothing changes.
     let again = import(&server, POOL, &whole, &["--from-start"]).expect("a repeat imports");
-    assert_eq!(again["known"], ROUNDS, "{again}");
+    assert_eq!(again["known"], LINES, "{again}");
     assert_eq!(again["accepted"], 0, "{again}");
-    wait_until_applied(&server, ROUNDS as u64);
+    wait_until_applied(&server, LINES as u64);
 }
 
 fn the_reference_directory_format_imports_and_a_bad_line_posts_nothing(backend: Backend) {

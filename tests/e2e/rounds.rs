@@ -9,20 +9,39 @@ use serde_json::json;
 pub struct Round {
     /// The round's id.
     pub id: String,
-    /// The JSON body, exactly as posted and as given to `replay`.
+    /// The JSON line as given to `replay`; for a round, exactly the body posted.
     pub body: String,
-    /// Its standings, one per player.
+    /// Its standings, one per player (none for a season start).
     pub entrants: usize,
 }
 
 impl Round {
-    /// The round whose JSON body is `body`.
+    /// The round, or season start (`{"season": {…}}`), whose JSON line is `body`.
     pub fn parse(body: String) -> Self {
         let value: serde_json::Value = serde_json::from_str(&body).expect("a round is JSON");
+        if let Some(season) = value.get("season") {
+            return Self {
+                id: season["id"]
+                    .as_str()
+                    .expect("a season has an id")
+                    .to_owned(),
+                entrants: 0,
+                body,
+            };
+        }
         Self {
             id: value["id"].as_str().expect("a round has an id").to_owned(),
             entrants: value["standings"].as_array().expect("standings").len(),
             body,
+        }
+    }
+
+    /// The route under the pool's URL the line is posted to, and the body posted.
+    pub fn posted(&self) -> (&'static str, String) {
+        let value: serde_json::Value = serde_json::from_str(&self.body).expect("JSON");
+        match value.get("season") {
+            Some(season) => ("seasons", season.to_string()),
+            None => ("rounds", self.body.clone()),
         }
     }
 }

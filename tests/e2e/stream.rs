@@ -65,7 +65,7 @@ pub struct Ledger {
     pub retried: usize,
 }
 
-/// Posts `rounds` in order to `pool` with `key`, each until it gets a 2xx or, after a POST
+/// Posts `rounds` (season starts among them) in order to `pool` with `key`, each until it gets a 2xx or, after a POST
 /// that got no answer, until `abandon` says to give it up. Any other answer fails the test.
 pub fn post_all(
     rounds: &[Round],
@@ -81,13 +81,14 @@ pub fn post_all(
     let mut ledger = Ledger::default();
     for (i, round) in rounds.iter().enumerate() {
         target.posting.store(i, Ordering::SeqCst);
+        let (route, body) = round.posted();
         loop {
             let base = target.base.read().expect("not poisoned").clone();
             let answer = client
-                .post(format!("{base}/v1/pools/{pool}/rounds"))
+                .post(format!("{base}/v1/pools/{pool}/{route}"))
                 .header("content-type", "application/json")
                 .bearer_auth(key)
-                .body(round.body.clone())
+                .body(body.clone())
                 .send();
             let response = match answer {
                 Ok(response) => response,

@@ -44,7 +44,8 @@ pub(crate) fn shared_rounds(name: &str, limit: usize) -> Option<Vec<Round>> {
     }
     let rounds = input::read(&path, InputFormat::Jsonl)
         .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
-    Some(rounds.into_iter().take(limit).map(|r| r.round).collect())
+    let rounds = rounds.into_iter().filter_map(|r| r.line.into_round());
+    Some(rounds.take(limit).collect())
 }
 
 /// The reference's contest: standings in rank order, each with the 0-based range of places

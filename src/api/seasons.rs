@@ -1,0 +1,275 @@
+//! `/v1/pools/{pool}/seasons`: start a season (admin key) as a line of the pool's round
+//! stream, list the seasons, and page through a season's standings (docs/seasons.md). A pool
+//! is in season 1 until its first start; each start, once the worker reaches it in the
+//! pool's order, begins the next.
+
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::auth::{Admin, Authorized, Read};
+use super::error::{Error, ErrorResponse};
+use super::json::json_bytes;
+use super::leaderboard::{answer, LeaderboardQuery, LeaderboardResponse};
+use super::pool_of;
+use super::query::QueryParams;
+use crate::engine::SoftReset;
+use crate::pools::{AsOfBoard, Pool};
+use crate::state::AppState;
+use crate::storage::{Enqueued, EntryKind, RoundStatus, SeasonRecord};
+use crate::wire::{Entry, SeasonRequest};
+
+/// The routes of this module.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(start_season, list_seasons))
+        .routes(routes!(season_leaderboard))
+}
+
+/// The body of `POST …/seasons`.
+#[derive(Debug, ToSchema)]
+#[expect(
+    dead_code,
+    reason = "describes the request body in the OpenAPI document only"
+)]
+pub struct SeasonBody {
+    /// The start's id, unique among the pool's rounds and season starts: 1–256 bytes, no NUL.
+    #[schema(min_length = 1, max_length = 256, example = "2027-spring")]
+    id: String,
+    /// How far every μ moves back toward a newcomer's μ₀: 0 (keep, the default) to 1.
+    #[schema(minimum = 0.0, maximum = 1.0, example = 0.2)]
+    mu_reset: Option<f64>,
+    /// How far every σ moves back toward a newcomer's σ₀: 0 (keep, the default) to 1.
+    #[schema(minimum = 0.0, maximum = 1.0, example = 0.5)]
+    sigma_reset: Option<f64>,
+}
+
+/// One season of a pool.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SeasonResponse {
+    /// 1 for the pool's first season; each start begins the next.
+    pub number: u32,
+    /// The id of the start that begins it; `null` for season 1.
+    pub id: Option<String>,
+    /// `queued` until the worker reaches the start in the pool's order, then `applied`;
+    /// `applied` for season 1.
+    #[schema(example = "applied")]
+    pub status: &'static str,
+    /// The soft reset's share of the way back for μ (0 for season 1).
+    pub mu_reset: f64,
+    /// The soft reset's share of the way back for σ (0 for season 1).
+    pub sigma_reset: f64,
+    /// 1 for the next line the worker applies; present on a 202.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<u64>,
+}
+
+/// A pool's seasons.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SeasonsResponse {
+    /// The season the pool's ratings are in now: the last whose start was applied.
+    pub current: u32,
+    /// Every season, the first one first, queued starts included.
+    pub seasons: Vec<SeasonResponse>,
+}
+
+/// Starts a new season after every round accepted so far: once the worker reaches it, every
+/// rating is soft-reset (μ and σ each moved the given share of the way back toward a
+/// newcomer's) and every player leaves their league, to be placed again. Posting the same id
+/// with the same content again returns its status (200); with other content, 409.
+#[utoipa::path(post, path = "/v1/pools/{pool}/seasons", tag = "rounds",
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
+    request_body = SeasonBody,
+    responses(
+        (status = 202, body = SeasonResponse, description = "Queued after every round accepted so far",
+            headers(("Location" = String, description = "The start's round URL"))),
+        (status = 200, body = SeasonResponse, description = "Posted before with the same content"),
+        (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
+        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
+        (status = 409, body = ErrorResponse), (status = 413, body = ErrorResponse),
+        (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse),
+        (status = 503, body = ErrorResponse, description = "Queue full or database unavailable",
+            headers(("Retry-After" = u64, description = "Seconds to wait")))),
+    security(("bearer" = [])))]
+async fn start_season(
+    _: Authorized<Admin>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    request: Request,
+) -> Result<Response, Error> {
+    let pool = pool_of(&state, &pool).await?;
+    let body = json_bytes(request, &state).await?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&body).map_err(|e| Error::MalformedJson(e.to_string()))?;
+    let season = SeasonRequest::from_value(&value, "")
+        .map_err(|e| Error::invalid("invalid_season", e.field, e.reason))?;
+    let canonical = Entry::Season(season.clone()).canonical().map_err(|e| {
+        tracing::error!(error = %e, "season serialization failed");
+        Error::Internal
+    })?;
+    let outcome = state
+        .enqueue(&pool, &season.id, EntryKind::Season, &canonical)
+        .await?;
+    let (status, position) = match outcome {
+        Enqueued::Accepted { position } => (StatusCode::ACCEPTED, Some(position)),
+        Enqueued::AlreadyStored { .. } => (StatusCode::OK, None),
+        Enqueued::Conflict => return Err(Error::RoundConflict(season.id)),
+        Enqueued::QueueFull { .. } => return Err(Error::QueueFull),
+    };
+    let seasons = seasons_of(&state, &pool).await?;
+    let mut shown = seasons
+        .seasons
+        .into_iter()
+        .find(|s| s.id.as_deref() == Some(season.id.as_str()))
+        .ok_or(Error::Internal)?;
+    shown.position = position;
+    let mut headers = HeaderMap::new();
+    let location = format!(
+        "/v1/pools/{}/rounds/{}",
+        pool.name(),
+        utf8_percent_encode(&season.id, NON_ALPHANUMERIC)
+    );
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        headers.insert(header::LOCATION, value);
+    }
+    Ok((status, headers, Json(shown)).into_response())
+}
+
+/// Every season of the pool, and the current one.
+#[utoipa::path(get, path = "/v1/pools/{pool}/seasons", tag = "players",
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
+    responses((status = 200, body = SeasonsResponse), (status = 401, body = ErrorResponse),
+        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
+        (status = 503, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn list_seasons(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+) -> Result<Json<SeasonsResponse>, Error> {
+    let pool = pool_of(&state, &pool).await?;
+    Ok(Json(seasons_of(&state, &pool).await?))
+}
+
+/// A season's standings: every player who played in it, as they stood after their last round
+/// of it (the final standings of a season that has ended), paged like the leaderboard.
+#[utoipa::path(get, path = "/v1/pools/{pool}/seasons/{number}/leaderboard", tag = "players",
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
+        ("number" = u32, Path, description = "The season, from 1"), LeaderboardQuery),
+    responses((status = 200, body = LeaderboardResponse), (status = 400, body = ErrorResponse),
+        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn season_leaderboard(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path((pool, number)): Path<(String, String)>,
+    QueryParams(query): QueryParams<LeaderboardQuery>,
+) -> Result<Json<LeaderboardResponse>, Error> {
+    let pool = pool_of(&state, &pool).await?;
+    if query.as_of.is_some() {
+        return Err(Error::query(
+            "as_of",
+            "a season's standings are as of its end: leave `as_of` out",
+        ));
+    }
+    let unknown = || Error::NotFound {
+        what: "season",
+        id: number.clone(),
+    };
+    let number: usize = number.parse().map_err(|_| unknown())?;
+    let starts = started(&state, &pool).await?;
+    // Season n runs from the start of season n (none for season 1) to the next start.
+    let after = match number {
+        0 => return Err(unknown()),
+        1 => 0,
+        n => match starts.get(n - 2) {
+            Some(start) if start.status == RoundStatus::Applied => start.seq,
+            _ => return Err(unknown()),
+        },
+    };
+    let before = starts.get(number - 1).map(|start| start.seq);
+    let rated = state
+        .storage
+        .standings_between(pool.name(), after, before)
+        .await?;
+    let current = pool.read();
+    let board: AsOfBoard = tokio::task::spawn_blocking(move || current.as_of(rated, &[]))
+        .await
+        .map_err(|error| {
+            tracing::error!(error = %error, "building a season's standings");
+            Error::Internal
+        })?;
+    answer(&pool.read(), Some(&board), &query).map(Json)
+}
+
+/// The pool's season starts that were not refused, in order: start `i` begins season `i + 2`.
+async fn started(state: &AppState, pool: &Pool) -> Result<Vec<SeasonRecord>, Error> {
+    let mut starts = state.storage.seasons(pool.name()).await?;
+    starts.retain(|start| start.status != RoundStatus::Failed);
+    Ok(starts)
+}
+
+/// The soft reset a stored start carries.
+fn reset_of(start: &SeasonRecord) -> Result<SoftReset, Error> {
+    let value: serde_json::Value =
+        serde_json::from_str(&start.body).map_err(|_| Error::Internal)?;
+    match Entry::from_value(&value) {
+        Ok(Entry::Season(season)) => Ok(season.reset()),
+        _ => {
+            tracing::error!(round.id = start.id, "a stored season start does not parse");
+            Err(Error::Internal)
+        }
+    }
+}
+
+async fn seasons_of(state: &AppState, pool: &Pool) -> Result<SeasonsResponse, Error> {
+    let starts = started(state, pool).await?;
+    let mut seasons = vec![SeasonResponse {
+        number: 1,
+        id: None,
+        status: RoundStatus::Applied.as_str(),
+        mu_reset: 0.0,
+        sigma_reset: 0.0,
+        position: None,
+    }];
+    for (start, number) in starts.iter().zip(2..) {
+        let reset = reset_of(start)?;
+        seasons.push(SeasonResponse {
+            number,
+            id: Some(start.id.clone()),
+            status: start.status.as_str(),
+            mu_reset: reset.mu,
+            sigma_reset: reset.sigma,
+            position: None,
+        });
+    }
+    let current = seasons
+        .iter()
+        .filter(|s| s.status == RoundStatus::Applied.as_str())
+        .map(|s| s.number)
+        .max()
+        .unwrap_or(1);
+    Ok(SeasonsResponse { current, seasons })
+}
+
+/// The soft resets of the season starts applied up to the line at `seq`, with their seqs:
+/// what an as-of read replays over the history rows.
+pub(super) async fn resets_up_to(
+    state: &AppState,
+    pool: &Pool,
+    seq: i64,
+) -> Result<Vec<(i64, SoftReset)>, Error> {
+    started(state, pool)
+        .await?
+        .iter()
+        .filter(|start| start.seq <= seq && start.status == RoundStatus::Applied)
+        .map(|start| Ok((start.seq, reset_of(start)?)))
+        .collect()
+}
