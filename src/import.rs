@@ -109,6 +109,11 @@ fn outgoing(line: &str, location: String) -> anyhow::Result<Outgoing> {
             round: None,
             body: serde_json::to_string(&season).context("a season start's body")?,
         }),
+        Ok(Entry::Correction(_)) => bail!(
+            "{location}: a correction: corrections are applied where they were made; an export \
+             holds the corrected rounds"
+        ),
+        Err(error) if value.get("season").is_some() => bail!("{location}: {error}"),
         Ok(Entry::Round(_)) | Err(_) => {
             let (id, round) = checked(&value, &location)?;
             Ok(Outgoing {

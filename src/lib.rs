@@ -15,7 +15,10 @@
 //! - [`state`]: what handlers and workers share, and the operations that span them.
 //! - [`pools`]: every pool in memory as an immutable snapshot (beliefs, last rounds,
 //!   leaderboards) that readers take without a lock. Ratings and predictions come from here.
-//! - [`worker`]: one loop per pool: queued round → engine → one transaction → memory.
+//! - [`worker`]: one loop per pool: queued round → engine → one transaction → memory; a
+//!   correction → the pool rated again from its stored rounds beside the live one.
+//! - [`corrections`]: what a correction (void, disqualify, rename, merge, new parameters)
+//!   does to the stored rounds (pure).
 //! - [`engine`]: the rating math (pure, synchronous, rayon inside; no I/O).
 //! - [`storage`]: the database: one `Storage` trait (pools, the ordered round queue, player
 //!   states, histories) with a Postgres and a SQLite implementation, chosen by URL scheme.
@@ -30,6 +33,7 @@ pub mod api;
 pub mod cli;
 pub mod compute;
 pub mod config;
+pub mod corrections;
 pub mod display;
 pub mod engine;
 pub mod evaluate;

@@ -64,13 +64,63 @@ pub struct SeasonRequest {
     pub sigma_reset: f64,
 }
 
-/// One line of a pool's round stream: a round, or the start of a season.
+/// A correction of a pool's applied rounds (docs/corrections.md), as stored in its round
+/// stream: `{"correction": {"id": …, "action": …, …}}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CorrectionRequest {
+    /// The correction's id, unique among the pool's rounds, season starts and corrections.
+    pub id: String,
+    /// What it corrects.
+    #[serde(flatten)]
+    pub action: Correction,
+}
+
+/// What a correction does to the rounds applied before it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Correction {
+    /// Round `round` never happened.
+    Void {
+        /// The round's id.
+        round: String,
+    },
+    /// `player`'s standing is taken out of round `round`; the others keep their order.
+    Disqualify {
+        /// The round's id.
+        round: String,
+        /// The player.
+        player: String,
+    },
+    /// `player` is called `to` in every round so far.
+    Rename {
+        /// The player's id now.
+        player: String,
+        /// Their new id, which no player has.
+        to: String,
+    },
+    /// `player`'s rounds become `into`'s.
+    Merge {
+        /// The player whose rounds move.
+        player: String,
+        /// The player who takes them.
+        into: String,
+    },
+    /// The pool is rated with these parameters, from its first round.
+    Params {
+        /// The new system and parameters.
+        system: engine::SystemParams,
+    },
+}
+
+/// One line of a pool's round stream: a round, the start of a season, or a correction.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
     /// A round's results.
     Round(RoundRequest),
     /// A new season.
     Season(SeasonRequest),
+    /// A correction of the rounds before it.
+    Correction(CorrectionRequest),
 }
 
 /// A field of a round that is missing, of the wrong type or out of range.
@@ -241,26 +291,105 @@ impl SeasonRequest {
     }
 }
 
-impl Entry {
-    /// Reads one line of a round stream: `{"season": {…}}` starts a season, anything else
-    /// is read as a round.
-    pub fn from_value(value: &Value) -> Result<Self, FieldError> {
-        match value.as_object().and_then(|object| object.get("season")) {
-            Some(season) => {
-                as_object(value, "", &["season"])?;
-                SeasonRequest::from_value(season, "season").map(Self::Season)
+impl CorrectionRequest {
+    /// Reads a correction from parsed JSON whose fields sit under `path` (empty for a request
+    /// body, `correction` inside a stream line), checking every field and every id. Parameters
+    /// (`"action": "params"`) are read as stored: `{"system": NAME, "params": {…}}`.
+    pub fn from_value(value: &Value, path: &str) -> Result<Self, FieldError> {
+        let at = |key: &str| {
+            if path.is_empty() {
+                key.to_owned()
+            } else {
+                format!("{path}.{key}")
             }
-            None => RoundRequest::from_value(value).map(Self::Round),
+        };
+        let object = value
+            .as_object()
+            .ok_or_else(|| FieldError::new(path, "must be a JSON object"))?;
+        let action = required_string(object, "action", &at("action"))?;
+        let fields: &[&str] = match action.as_str() {
+            "void" => &["id", "action", "round"],
+            "disqualify" => &["id", "action", "round", "player"],
+            "rename" => &["id", "action", "player", "to"],
+            "merge" => &["id", "action", "player", "into"],
+            "params" => &["id", "action", "system"],
+            _ => {
+                return Err(FieldError::new(
+                    at("action"),
+                    "must be `void`, `disqualify`, `rename`, `merge` or `params`",
+                ))
+            }
+        };
+        as_object(value, path, fields)?;
+        let id = |key: &str| {
+            let text = required_string(object, key, &at(key))?;
+            match crate::names::id_problem(&text) {
+                Some(problem) => Err(FieldError::new(at(key), problem)),
+                None => Ok(text),
+            }
+        };
+        let action = match action.as_str() {
+            "void" => Correction::Void {
+                round: id("round")?,
+            },
+            "disqualify" => Correction::Disqualify {
+                round: id("round")?,
+                player: id("player")?,
+            },
+            "rename" => Correction::Rename {
+                player: id("player")?,
+                to: id("to")?,
+            },
+            "merge" => Correction::Merge {
+                player: id("player")?,
+                into: id("into")?,
+            },
+            _ => {
+                let system = object
+                    .get("system")
+                    .ok_or_else(|| FieldError::new(at("system"), "is missing"))?;
+                Correction::Params {
+                    system: serde_json::from_value(system.clone())
+                        .map_err(|e| FieldError::new(at("system"), e.to_string()))?,
+                }
+            }
+        };
+        match &action {
+            Correction::Rename { player, to: other }
+            | Correction::Merge {
+                player,
+                into: other,
+            } if player == other => {
+                let key = if matches!(action, Correction::Rename { .. }) {
+                    "to"
+                } else {
+                    "into"
+                };
+                return Err(FieldError::new(at(key), "must differ from `player`"));
+            }
+            _ => {}
         }
+        Ok(Self {
+            id: id("id")?,
+            action,
+        })
     }
+}
 
-    /// The line's id: the round's or the season's.
-    #[must_use]
-    pub fn id(&self) -> &str {
-        match self {
-            Self::Round(round) => &round.id,
-            Self::Season(season) => &season.id,
+impl Entry {
+    /// Reads one line of a round stream: `{"season": {…}}` starts a season,
+    /// `{"correction": {…}}` corrects the rounds before it, anything else is read as a round.
+    pub fn from_value(value: &Value) -> Result<Self, FieldError> {
+        let object = value.as_object();
+        if let Some(season) = object.and_then(|o| o.get("season")) {
+            as_object(value, "", &["season"])?;
+            return SeasonRequest::from_value(season, "season").map(Self::Season);
         }
+        if let Some(correction) = object.and_then(|o| o.get("correction")) {
+            as_object(value, "", &["correction"])?;
+            return CorrectionRequest::from_value(correction, "correction").map(Self::Correction);
+        }
+        RoundRequest::from_value(value).map(Self::Round)
     }
 
     /// The line in canonical JSON: what is stored, exported and compared on a re-post.
@@ -269,9 +398,14 @@ impl Entry {
         struct SeasonLine<'a> {
             season: &'a SeasonRequest,
         }
+        #[derive(Serialize)]
+        struct CorrectionLine<'a> {
+            correction: &'a CorrectionRequest,
+        }
         match self {
             Self::Round(round) => serde_json::to_string(round),
             Self::Season(season) => serde_json::to_string(&SeasonLine { season }),
+            Self::Correction(correction) => serde_json::to_string(&CorrectionLine { correction }),
         }
     }
 }
@@ -464,7 +598,6 @@ mod tests {
     fn a_season_line_is_read_checked_and_written_back_canonically() {
         let read = |json: &str| Entry::from_value(&serde_json::from_str(json).expect("JSON"));
         let line = read(r#"{"season": {"id": "s2", "mu_reset": 0.5}}"#).expect("valid");
-        assert_eq!(line.id(), "s2");
         assert_eq!(
             line.canonical().expect("serializable"),
             r#"{"season":{"id":"s2","mu_reset":0.5,"sigma_reset":0.0}}"#
@@ -493,6 +626,57 @@ mod tests {
         }
         let round = read(r#"{"id": "r", "standings": []}"#).expect("a round line");
         assert!(matches!(round, Entry::Round(_)));
+    }
+
+    #[test]
+    fn a_correction_line_is_read_checked_and_written_back_canonically() {
+        let read = |json: &str| Entry::from_value(&serde_json::from_str(json).expect("JSON"));
+        for json in [
+            r#"{"correction":{"id":"c1","action":"void","round":"r1"}}"#,
+            r#"{"correction":{"id":"c2","action":"disqualify","round":"r1","player":"bob"}}"#,
+            r#"{"correction":{"id":"c3","action":"rename","player":"bob","to":"rob"}}"#,
+            r#"{"correction":{"id":"c4","action":"merge","player":"bob2","into":"bob"}}"#,
+        ] {
+            let line = read(json).expect(json);
+            assert_eq!(line.canonical().expect("serializable"), json);
+        }
+        let params = read(
+            r#"{"correction":{"id":"c5","action":"params","system":{"system":"elo","params":{"mu_init":1500.0,"k":32.0,"temperature":400.0}}}}"#,
+        );
+        assert!(matches!(params, Ok(Entry::Correction(_))), "{params:?}");
+        for (json, field) in [
+            (
+                r#"{"correction": {"id": "c", "action": "undo"}}"#,
+                "correction.action",
+            ),
+            (r#"{"correction": {"id": "c"}}"#, "correction.action"),
+            (
+                r#"{"correction": {"id": "c", "action": "void"}}"#,
+                "correction.round",
+            ),
+            (
+                r#"{"correction": {"id": "c", "action": "void", "round": "r", "player": "p"}}"#,
+                "correction.player",
+            ),
+            (
+                r#"{"correction": {"action": "void", "round": "r"}}"#,
+                "correction.id",
+            ),
+            (
+                r#"{"correction": {"id": "c", "action": "rename", "player": "a", "to": "a"}}"#,
+                "correction.to",
+            ),
+            (
+                r#"{"correction": {"id": "c", "action": "merge", "player": "a", "into": ""}}"#,
+                "correction.into",
+            ),
+            (
+                r#"{"correction": {"id": "c", "action": "params", "system": {"system": "chess"}}}"#,
+                "correction.system",
+            ),
+        ] {
+            assert_eq!(read(json).expect_err(json).field, field, "{json}");
+        }
     }
 
     #[test]

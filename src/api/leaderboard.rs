@@ -52,7 +52,8 @@ pub struct LeaderboardQuery {
     /// A league's name: its players only; positions then count that league's players.
     league: Option<String>,
     /// The id of an applied round: the leaderboard as it stood right after it (from history
-    /// rows, O(players); shown with today's display settings).
+    /// rows, O(players); shown with today's display settings). Not on a season's leaderboard,
+    /// which is as of the season's end.
     pub(super) as_of: Option<String>,
 }
 

@@ -7,10 +7,11 @@
 //! [`query`] (request parsing with errors that name the field), [`request_id`] (the id every
 //! answer and log line of a request carries), `openapi` (the document's
 //! header, the errors every route can give, `/openapi.json`, `/docs`), then one module per
-//! resource: [`pools`], [`display`], [`rounds`], [`seasons`], [`export`] and [`events`], [`players`], [`leaderboard`],
+//! resource: [`pools`], [`display`], [`rounds`], [`seasons`], [`corrections`], [`export`] and [`events`], [`players`], [`leaderboard`],
 //! [`predictions`], [`matchmaking`], [`keys`], [`health`].
 
 pub mod auth;
+pub mod corrections;
 pub mod dashboard;
 pub mod display;
 pub mod distribution;
@@ -61,6 +62,7 @@ fn routes() -> (Router<AppState>, OpenApiDoc) {
         .merge(display::router())
         .merge(rounds::router())
         .merge(seasons::router())
+        .merge(corrections::router())
         .merge(events::router())
         .merge(players::router())
         .merge(leaderboard::router())

@@ -53,8 +53,9 @@ pub struct SeasonBody {
 /// One season of a pool.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SeasonResponse {
-    /// 1 for the pool's first season; each start begins the next.
-    pub number: u32,
+    /// 1 for the pool's first season; each start begins the next (`null` for a start that
+    /// failed, which begins none).
+    pub number: Option<u32>,
     /// The id of the start that begins it; `null` for season 1.
     pub id: Option<String>,
     /// `queued` until the worker reaches the start in the pool's order, then `applied`;
@@ -127,7 +128,14 @@ async fn start_season(
         .seasons
         .into_iter()
         .find(|s| s.id.as_deref() == Some(season.id.as_str()))
-        .ok_or(Error::Internal)?;
+        .unwrap_or(SeasonResponse {
+            number: None,
+            id: Some(season.id.clone()),
+            status: RoundStatus::Failed.as_str(),
+            mu_reset: season.mu_reset,
+            sigma_reset: season.sigma_reset,
+            position: None,
+        });
     shown.position = position;
     let mut headers = HeaderMap::new();
     let location = format!(
@@ -200,13 +208,14 @@ async fn season_leaderboard(
         .standings_between(pool.name(), after, before)
         .await?;
     let current = pool.read();
+    let shown = std::sync::Arc::clone(&current);
     let board: AsOfBoard = tokio::task::spawn_blocking(move || current.as_of(rated, &[]))
         .await
         .map_err(|error| {
             tracing::error!(error = %error, "building a season's standings");
             Error::Internal
         })?;
-    answer(&pool.read(), Some(&board), &query).map(Json)
+    answer(&shown, Some(&board), &query).map(Json)
 }
 
 /// The pool's season starts that were not refused, in order: start `i` begins season `i + 2`.
@@ -232,7 +241,7 @@ fn reset_of(start: &SeasonRecord) -> Result<SoftReset, Error> {
 async fn seasons_of(state: &AppState, pool: &Pool) -> Result<SeasonsResponse, Error> {
     let starts = started(state, pool).await?;
     let mut seasons = vec![SeasonResponse {
-        number: 1,
+        number: Some(1),
         id: None,
         status: RoundStatus::Applied.as_str(),
         mu_reset: 0.0,
@@ -242,7 +251,7 @@ async fn seasons_of(state: &AppState, pool: &Pool) -> Result<SeasonsResponse, Er
     for (start, number) in starts.iter().zip(2..) {
         let reset = reset_of(start)?;
         seasons.push(SeasonResponse {
-            number,
+            number: Some(number),
             id: Some(start.id.clone()),
             status: start.status.as_str(),
             mu_reset: reset.mu,
@@ -253,7 +262,7 @@ async fn seasons_of(state: &AppState, pool: &Pool) -> Result<SeasonsResponse, Er
     let current = seasons
         .iter()
         .filter(|s| s.status == RoundStatus::Applied.as_str())
-        .map(|s| s.number)
+        .filter_map(|s| s.number)
         .max()
         .unwrap_or(1);
     Ok(SeasonsResponse { current, seasons })

@@ -3,13 +3,11 @@
 //! [`Rating`], so it means the same in every system; each system then builds the state that
 //! shows the new rating ([`RatingSystem::with_rating`](super::RatingSystem::with_rating)).
 
-use serde::{Deserialize, Serialize};
-
 use super::rating::Rating;
 
 /// How far a new season moves every rating toward a newcomer's: each fraction between 0
 /// (keep) and 1 (start again).
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct SoftReset {
     /// The share of the way μ moves toward the newcomer's μ₀.
     pub mu: f64,

@@ -177,7 +177,7 @@ pub fn run(options: &Options) -> Result<Evaluation, replay::Error> {
         .collect();
     progress.finish_and_clear();
     Ok(Evaluation {
-        rounds: rounds.len(),
+        rounds: input::round_count(&rounds),
         tuning_rounds,
         objective: options.tuning.map(|t| t.objective),
         systems: rows,

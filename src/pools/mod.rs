@@ -532,6 +532,23 @@ pub struct Pool {
     worker_running: AtomicBool,
     /// How many snapshots have been published: change feeds wait on it.
     published: watch::Sender<u64>,
+    /// The correction this process is applying, or applied last.
+    recompute: std::sync::Mutex<Option<Recompute>>,
+}
+
+/// A correction's recomputation in this process, under way or finished.
+#[derive(Debug, Clone)]
+pub struct Recompute {
+    /// The correction's id.
+    pub correction: String,
+    /// Lines to rate again.
+    pub lines: u64,
+    /// Lines rated so far.
+    pub done: Arc<std::sync::atomic::AtomicU64>,
+    /// When it started.
+    pub started: std::time::SystemTime,
+    /// How long it took and how it ended (`applied` or `failed`), once it has.
+    pub finished: Option<(std::time::Duration, &'static str)>,
 }
 
 impl Pool {
@@ -545,7 +562,51 @@ impl Pool {
             turn: Mutex::new(()),
             worker_running: AtomicBool::new(false),
             published: watch::Sender::new(0),
+            recompute: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Records that correction `correction` is being applied by rating `lines` lines again;
+    /// the counter returned is for the rating to advance.
+    pub fn start_recompute(
+        &self,
+        correction: &str,
+        lines: u64,
+    ) -> Arc<std::sync::atomic::AtomicU64> {
+        let done = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        *self
+            .recompute
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Recompute {
+            correction: correction.to_owned(),
+            lines,
+            done: Arc::clone(&done),
+            started: std::time::SystemTime::now(),
+            finished: None,
+        });
+        done
+    }
+
+    /// Records how the recomputation under way ended.
+    pub fn finish_recompute(&self, outcome: &'static str) {
+        if let Some(recompute) = self
+            .recompute
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_mut()
+        {
+            let took = recompute.started.elapsed().unwrap_or_default();
+            recompute.finished = Some((took, outcome));
+        }
+    }
+
+    /// The correction this process is applying, or applied last.
+    #[must_use]
+    pub fn recompute(&self) -> Option<Recompute> {
+        self.recompute
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The pool's name.

@@ -44,6 +44,15 @@ pub enum Line {
     Season(SoftReset),
 }
 
+/// How many of `lines` are rounds (not season starts).
+#[must_use]
+pub fn round_count(lines: &[SourcedRound]) -> usize {
+    lines
+        .iter()
+        .filter(|l| matches!(l.line, Line::Round(_)))
+        .count()
+}
+
 impl Line {
     /// The round, if the line holds one.
     #[must_use]
@@ -93,6 +102,11 @@ fn parse_line(line: &str) -> Result<Line, FieldError> {
     match Entry::from_value(&value)? {
         Entry::Round(round) => round.to_round().map(Line::Round),
         Entry::Season(season) => Ok(Line::Season(season.reset())),
+        Entry::Correction(_) => Err(FieldError::new(
+            "correction",
+            "corrections are applied by the service: replay a pool's export, which holds the \
+             corrected rounds",
+        )),
     }
 }
 

@@ -105,10 +105,7 @@ pub fn run(options: &Options) -> Result<Replay, Error> {
     progress.finish_and_clear();
     Ok(Replay {
         summary: Summary::new(
-            rounds
-                .iter()
-                .filter(|r| matches!(r.line, Line::Round(_)))
-                .count(),
+            input::round_count(&rounds),
             rated.participations,
             rated.population.len(),
             rated.rating_time,

@@ -56,6 +56,9 @@ pub enum Error {
         /// The pool.
         pool: String,
     },
+    /// A correction's recomputation failed, for this reason; nothing changed.
+    #[error("the recomputation failed: {0}")]
+    Recompute(String),
     /// A number does not fit the database's signed 64-bit integers.
     #[error("{what} is too large to store")]
     OutOfRange {
@@ -173,6 +176,8 @@ pub enum RoundStatus {
     Applied,
     /// The worker could not rate it; it carries an error message.
     Failed,
+    /// A correction voided it (docs/corrections.md): it no longer counts.
+    Voided,
 }
 
 impl RoundStatus {
@@ -183,6 +188,7 @@ impl RoundStatus {
             Self::Queued => "queued",
             Self::Applied => "applied",
             Self::Failed => "failed",
+            Self::Voided => "voided",
         }
     }
 }
@@ -194,6 +200,8 @@ pub enum EntryKind {
     Round,
     /// The start of a new season (docs/seasons.md).
     Season,
+    /// A correction of the rounds before it (docs/corrections.md).
+    Correction,
 }
 
 impl EntryKind {
@@ -203,6 +211,7 @@ impl EntryKind {
         match self {
             Self::Round => "round",
             Self::Season => "season",
+            Self::Correction => "correction",
         }
     }
 }
@@ -253,7 +262,7 @@ pub enum RoundOutcome<'a> {
 
 /// What starting a season did to a pool: every player's state after the soft reset (none when
 /// the reset keeps every state). Every player leaves their league, to be placed again.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SeasonStart {
     /// Each player and their state after the reset.
     pub states: Vec<(String, SystemState)>,
@@ -451,6 +460,46 @@ pub struct LeagueHistory {
     pub seasons: Vec<i64>,
 }
 
+/// What a correction's recomputation stores ([`Storage::rewrite_pool`]), besides the
+/// recomputed lines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rewrite<'a> {
+    /// The correction: it must be the pool's oldest queued line.
+    pub correction: &'a str,
+    /// Lines the pool had applied when the recomputation read them.
+    pub rated_on: u64,
+    /// The pool's leagues then.
+    pub leagues: Option<&'a Leagues>,
+    /// Rounds whose bodies the correction changed, with their new canonical bodies.
+    pub changed: &'a [(String, String)],
+    /// Rounds it voided.
+    pub voided: &'a [String],
+    /// The pool's parameters from now on.
+    pub params: &'a SystemParams,
+    /// How many lines the recomputation rates: fewer received means it stopped short.
+    pub lines: usize,
+}
+
+/// One recomputed line, in the pool's order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecomputedLine {
+    /// Its place in the pool's order.
+    pub seq: i64,
+    /// Its id.
+    pub id: String,
+    /// The round rated again, or the season started again.
+    pub outcome: LineOutcome,
+}
+
+/// What rating a line again gave.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LineOutcome {
+    /// A round's outcome.
+    Round(AppliedRound),
+    /// A season start's.
+    Season(SeasonStart),
+}
+
 /// A season start as stored ([`Storage::seasons`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeasonRecord {
@@ -621,6 +670,21 @@ pub trait Storage: Send + Sync + 'static {
         rounds: &[(&str, RoundOutcome<'_>)],
         rated_on: u64,
         leagues: Option<&Leagues>,
+    ) -> Result<(), Error>;
+
+    /// Replaces pool `pool`'s ratings by those recomputed for a correction, in one
+    /// transaction. Under the pool's lock, checks that the correction is the oldest queued
+    /// line ([`Error::NotNextRound`]) and that the pool has applied nothing since the
+    /// recomputation read it ([`Error::Stale`]); deletes every player, history row and factor
+    /// of the pool; writes the recomputed lines `lines` yields, in order, as settling them
+    /// would; stores the changed bodies, the voided rounds and the parameters; marks the
+    /// correction applied and counts the applied lines again. If `lines` yields an error, or
+    /// fewer lines than `rewrite.lines`, nothing changes ([`Error::Recompute`]).
+    async fn rewrite_pool(
+        &self,
+        pool: &str,
+        rewrite: &Rewrite<'_>,
+        lines: &mut tokio::sync::mpsc::Receiver<Result<Vec<RecomputedLine>, String>>,
     ) -> Result<(), Error>;
 
     /// The pool's oldest queued round, if any.

@@ -264,6 +264,11 @@ impl RoundRow {
         parse_status(&self.status)
     }
 
+    /// Whether the line is a round (not a season start or a correction).
+    pub(super) fn is_round(&self) -> bool {
+        self.kind == "round"
+    }
+
     /// The round with `results` (present only when it was applied).
     pub(super) fn into_record(
         self,
@@ -581,6 +586,7 @@ fn parse_status(status: &str) -> Result<RoundStatus, Error> {
         "queued" => Ok(RoundStatus::Queued),
         "applied" => Ok(RoundStatus::Applied),
         "failed" => Ok(RoundStatus::Failed),
+        "voided" => Ok(RoundStatus::Voided),
         other => Err(Error::Corrupt(format!("unknown round status `{other}`"))),
     }
 }
@@ -589,6 +595,7 @@ fn parse_kind(kind: &str) -> Result<EntryKind, Error> {
     match kind {
         "round" => Ok(EntryKind::Round),
         "season" => Ok(EntryKind::Season),
+        "correction" => Ok(EntryKind::Correction),
         other => Err(Error::Corrupt(format!("unknown round kind `{other}`"))),
     }
 }

@@ -77,9 +77,28 @@ pub(super) const MARK_APPLIED: &str = "
     UPDATE rounds SET status = 'applied', round_time = $3, entrants = $4
     WHERE pool = $1 AND id = $2";
 
-/// Marks season start `$2` of pool `$1` applied.
-pub(super) const MARK_SEASON_APPLIED: &str = "
+/// Marks line `$2` of pool `$1` (a season start or a correction) applied.
+pub(super) const MARK_LINE_APPLIED: &str = "
     UPDATE rounds SET status = 'applied' WHERE pool = $1 AND id = $2";
+
+/// Marks round `$2` of pool `$1` voided.
+pub(super) const MARK_VOIDED: &str = "
+    UPDATE rounds SET status = 'voided', entrants = NULL WHERE pool = $1 AND id = $2";
+
+/// Stores `$3` (hash `$4`) as the body of round `$2` of pool `$1`, which a correction changed.
+pub(super) const UPDATE_ROUND_BODY: &str = "
+    UPDATE rounds SET body = $3, content_hash = $4 WHERE pool = $1 AND id = $2";
+
+/// Counts pool `$1`'s applied lines again, after a correction voided some.
+pub(super) const RECOUNT_APPLIED: &str = "
+    UPDATE pools SET applied = (SELECT count(*) FROM rounds WHERE pool = $1 AND status = 'applied')
+    WHERE name = $1";
+
+/// Every history row of pool `$1`, for its recomputation.
+pub(super) const DELETE_POOL_HISTORY: &str = "DELETE FROM history WHERE pool = $1";
+
+/// Every player of pool `$1`, for its recomputation.
+pub(super) const DELETE_POOL_PLAYERS: &str = "DELETE FROM players WHERE pool = $1";
 
 /// Takes every player of pool `$1` out of the leagues for a new season (their bonus points
 /// spent stay), and records how many rounds each had played when it started.
@@ -171,10 +190,11 @@ pub(super) const SELECT_RATINGS_AS_OF: &str = "
     JOIN rounds r ON r.pool = $1 AND r.seq = l.seq
     ORDER BY h.player";
 
-/// Up to `$3` applied rounds of pool `$1` after seq `$2`, in order.
+/// Up to `$3` applied rounds and season starts of pool `$1` after seq `$2`, in order (the
+/// corrections' effects are in the rounds' bodies).
 pub(super) const SELECT_APPLIED_ROUNDS: &str = "
     SELECT seq, id, body FROM rounds
-    WHERE pool = $1 AND status = 'applied' AND seq > $2
+    WHERE pool = $1 AND status = 'applied' AND kind <> 'correction' AND seq > $2
     ORDER BY seq LIMIT $3";
 
 /// The seq of pool `$1`'s last applied round: read backwards along `(pool, seq)`, so it stops

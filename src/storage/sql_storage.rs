@@ -18,8 +18,9 @@ use super::rows::{
 };
 use super::{
     sql, AppliedRecord, AppliedRound, AsOf, Enqueued, EntryKind, Error, HistoryPage, LeagueHistory,
-    PoolInfo, PoolProgress, PoolWrite, QueuedRound, RatedAsOf, Recomputed, RoundOutcome,
-    RoundRecord, RoundStatus, SeasonRecord, Storage, StoredKey, StoredPlayer,
+    LineOutcome, PoolInfo, PoolProgress, PoolWrite, QueuedRound, RatedAsOf, Recomputed,
+    RecomputedLine, Rewrite, RoundOutcome, RoundRecord, RoundStatus, SeasonRecord, Storage,
+    StoredKey, StoredPlayer,
 };
 use crate::display::{Display, Leagues};
 use crate::engine::{SystemParams, SystemState};
@@ -226,6 +227,71 @@ fn superseded_states(rounds: &[(&str, RoundOutcome<'_>)]) -> Vec<Vec<bool>> {
         .collect();
     superseded.reverse();
     superseded
+}
+
+/// Writes what each of `rounds` (at `seqs`) did, in order, as the worker settles them: every
+/// applied round's entrants and history, every season start's reset, every failure; marks
+/// each line. Returns how many lines were applied.
+async fn write_outcomes<D: Dialect>(
+    tx: &mut <D::Db as Database>::Connection,
+    pool: &str,
+    rounds: &[(&str, RoundOutcome<'_>)],
+    seqs: &[i64],
+) -> Result<i64, Error>
+where
+    for<'c> &'c mut <D::Db as Database>::Connection: Executor<'c, Database = D::Db>,
+    for<'q> <D::Db as Database>::Arguments<'q>: IntoArguments<'q, D::Db>,
+    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
+    for<'q> i64: Encode<'q, D::Db> + Type<D::Db>,
+    for<'q> Option<i64>: Encode<'q, D::Db> + Type<D::Db>,
+{
+    let superseded = superseded_states(rounds);
+    let mut applied = 0i64;
+    for ((&(id, outcome), &seq), superseded) in rounds.iter().zip(seqs).zip(&superseded) {
+        match outcome {
+            RoundOutcome::Applied(round) => {
+                let entrants = i64::try_from(round.entrants.len())
+                    .map_err(|_| Error::OutOfRange { what: "entrants" })?;
+                D::write_entrants(&mut *tx, pool, id, seq, round, superseded).await?;
+                sqlx::query(sql::MARK_APPLIED)
+                    .bind(pool)
+                    .bind(id)
+                    .bind(round.time)
+                    .bind(entrants)
+                    .execute(&mut *tx)
+                    .await?;
+                applied += 1;
+            }
+            RoundOutcome::Season(start) => {
+                if !start.states.is_empty() {
+                    D::write_states(&mut *tx, pool, &start.states).await?;
+                    sqlx::query(sql::DELETE_POOL_FACTORS)
+                        .bind(pool)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                sqlx::query(sql::START_SEASON)
+                    .bind(pool)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(sql::MARK_LINE_APPLIED)
+                    .bind(pool)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                applied += 1;
+            }
+            RoundOutcome::Failed(error) => {
+                sqlx::query(sql::MARK_FAILED)
+                    .bind(pool)
+                    .bind(id)
+                    .bind(error)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+    }
+    Ok(applied)
 }
 
 #[async_trait]
@@ -504,52 +570,7 @@ where
         if applied_before != rated_on || stored.leagues.as_ref() != leagues {
             return Err(stale(pool));
         }
-        let superseded = superseded_states(rounds);
-        let mut applied = 0i64;
-        for ((&(id, outcome), seq), superseded) in rounds.iter().zip(seqs).zip(&superseded) {
-            match outcome {
-                RoundOutcome::Applied(round) => {
-                    let entrants = i64::try_from(round.entrants.len())
-                        .map_err(|_| Error::OutOfRange { what: "entrants" })?;
-                    D::write_entrants(&mut tx, pool, id, seq, round, superseded).await?;
-                    sqlx::query(sql::MARK_APPLIED)
-                        .bind(pool)
-                        .bind(id)
-                        .bind(round.time)
-                        .bind(entrants)
-                        .execute(&mut *tx)
-                        .await?;
-                    applied += 1;
-                }
-                RoundOutcome::Season(start) => {
-                    if !start.states.is_empty() {
-                        D::write_states(&mut tx, pool, &start.states).await?;
-                        sqlx::query(sql::DELETE_POOL_FACTORS)
-                            .bind(pool)
-                            .execute(&mut *tx)
-                            .await?;
-                    }
-                    sqlx::query(sql::START_SEASON)
-                        .bind(pool)
-                        .execute(&mut *tx)
-                        .await?;
-                    sqlx::query(sql::MARK_SEASON_APPLIED)
-                        .bind(pool)
-                        .bind(id)
-                        .execute(&mut *tx)
-                        .await?;
-                    applied += 1;
-                }
-                RoundOutcome::Failed(error) => {
-                    sqlx::query(sql::MARK_FAILED)
-                        .bind(pool)
-                        .bind(id)
-                        .bind(error)
-                        .execute(&mut *tx)
-                        .await?;
-                }
-            }
-        }
+        let applied = write_outcomes::<D>(&mut tx, pool, rounds, &seqs).await?;
         if applied > 0 {
             sqlx::query(sql::COUNT_APPLIED)
                 .bind(pool)
@@ -557,6 +578,85 @@ where
                 .execute(&mut *tx)
                 .await?;
         }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, correction = %rewrite.correction))]
+    async fn rewrite_pool(
+        &self,
+        pool: &str,
+        rewrite: &Rewrite<'_>,
+        lines: &mut tokio::sync::mpsc::Receiver<Result<Vec<RecomputedLine>, String>>,
+    ) -> Result<(), Error> {
+        let mut tx = D::begin_write(&self.pool).await?;
+        lock_next_rounds::<D>(&mut tx, pool, std::iter::once(rewrite.correction)).await?;
+        let (stored, applied_before) = display_and_applied::<D>(&mut tx, pool).await?;
+        if applied_before != rewrite.rated_on || stored.leagues.as_ref() != rewrite.leagues {
+            return Err(stale(pool));
+        }
+        for statement in [
+            sql::DELETE_POOL_HISTORY,
+            sql::DELETE_POOL_FACTORS,
+            sql::DELETE_POOL_PLAYERS,
+        ] {
+            sqlx::query(statement).bind(pool).execute(&mut *tx).await?;
+        }
+        let mut written = 0;
+        while let Some(batch) = lines.recv().await {
+            let batch = batch.map_err(Error::Recompute)?;
+            let outcomes: Vec<(&str, RoundOutcome<'_>)> = batch
+                .iter()
+                .map(|line| {
+                    let outcome = match &line.outcome {
+                        LineOutcome::Round(round) => RoundOutcome::Applied(round),
+                        LineOutcome::Season(start) => RoundOutcome::Season(start),
+                    };
+                    (line.id.as_str(), outcome)
+                })
+                .collect();
+            let seqs: Vec<i64> = batch.iter().map(|line| line.seq).collect();
+            write_outcomes::<D>(&mut tx, pool, &outcomes, &seqs).await?;
+            written += batch.len();
+        }
+        if written != rewrite.lines {
+            return Err(Error::Recompute(format!(
+                "{written} of {} lines were rated",
+                rewrite.lines
+            )));
+        }
+        for (id, body) in rewrite.changed {
+            sqlx::query(sql::UPDATE_ROUND_BODY)
+                .bind(pool)
+                .bind(id.as_str())
+                .bind(body.as_str())
+                .bind(content_hash(body))
+                .execute(&mut *tx)
+                .await?;
+        }
+        for id in rewrite.voided {
+            sqlx::query(sql::MARK_VOIDED)
+                .bind(pool)
+                .bind(id.as_str())
+                .execute(&mut *tx)
+                .await?;
+        }
+        let (system, encoded) = params_columns(rewrite.params)?;
+        sqlx::query(sql::UPDATE_POOL)
+            .bind(pool)
+            .bind(system)
+            .bind(encoded)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(sql::MARK_LINE_APPLIED)
+            .bind(pool)
+            .bind(rewrite.correction)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(sql::RECOUNT_APPLIED)
+            .bind(pool)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -595,7 +695,7 @@ where
         else {
             return Ok(None);
         };
-        let results = if row.status()? == RoundStatus::Applied {
+        let results = if row.status()? == RoundStatus::Applied && row.is_round() {
             let rows: Vec<ResultRow> = sqlx::query_as(sql::SELECT_RESULTS)
                 .bind(pool)
                 .bind(row.seq)

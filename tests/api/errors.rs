@@ -71,7 +71,7 @@ async fn a_method_a_route_does_not_take_returns_405_as_json_with_allow() {
         (
             Method::PUT,
             "/v1/pools/main/rounds/r1",
-            &["GET"][..],
+            &["GET", "DELETE"][..],
             "replacing a round",
         ),
         (

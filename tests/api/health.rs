@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::support::{round, Payload, TestApp, ADMIN_KEY, POOL};
 
 /// Every route of the API, as `METHOD path`.
-const ROUTES: [&str; 30] = [
+const ROUTES: [&str; 33] = [
     "GET /healthz",
     "GET /readyz",
     "GET /openapi.json",
@@ -28,6 +28,9 @@ const ROUTES: [&str; 30] = [
     "GET /v1/pools/{pool}/rounds/{id}",
     "GET /v1/pools/{pool}/events",
     "POST /v1/pools/{pool}/seasons",
+    "POST /v1/pools/{pool}/corrections",
+    "DELETE /v1/pools/{pool}/rounds/{id}",
+    "GET /v1/pools/{pool}/recompute",
     "GET /v1/pools/{pool}/seasons",
     "GET /v1/pools/{pool}/seasons/{number}/leaderboard",
     "GET /v1/pools/{pool}/players",

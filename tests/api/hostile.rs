@@ -1254,6 +1254,159 @@ fn season_cases() -> Vec<Case> {
     ]
 }
 
+/// Corrections refused before anything is stored: unknown actions and fields, missing or bad
+/// ids, rounds and players the pool does not have, a taken name, bad parameters, a write key.
+fn correction_cases() -> Vec<Case> {
+    let corrections = "/v1/pools/main/corrections";
+    let refused =
+        |name: &str, body: Value, status: StatusCode, code: &'static str, field: Option<&str>| {
+            Case::new(
+                name,
+                post_json(corrections, Some(ADMIN_KEY), &body),
+                status,
+                code,
+                field,
+            )
+        };
+    let invalid = |name: &str, body: Value, field: &str| {
+        refused(
+            name,
+            body,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_correction",
+            Some(field),
+        )
+    };
+    let missing = |name: &str, body: Value, code: &'static str| {
+        refused(name, body, StatusCode::NOT_FOUND, code, None)
+    };
+    let delete = |name: &str,
+                  uri: &str,
+                  key: &str,
+                  status: StatusCode,
+                  code: &'static str,
+                  field: Option<&str>| {
+        Case::new(
+            name,
+            request(Method::DELETE, uri, Some(key), None, Body::empty()),
+            status,
+            code,
+            field,
+        )
+    };
+    vec![
+        invalid(
+            "an unknown action",
+            json!({"id": "c", "action": "undo"}),
+            "action",
+        ),
+        invalid("no action", json!({"id": "c", "round": "r1"}), "action"),
+        invalid("no id", json!({"action": "void", "round": "r1"}), "id"),
+        invalid(
+            "an empty id",
+            json!({"id": "", "action": "void", "round": "r1"}),
+            "id",
+        ),
+        invalid(
+            "a void without a round",
+            json!({"id": "c", "action": "void"}),
+            "round",
+        ),
+        invalid(
+            "a field the action does not take",
+            json!({"id": "c", "action": "void", "round": "r1", "player": "ann"}),
+            "player",
+        ),
+        invalid(
+            "a rename to oneself",
+            json!({"id": "c", "action": "rename", "player": "ann", "to": "ann"}),
+            "to",
+        ),
+        invalid(
+            "a rename to a player of the pool",
+            json!({"id": "c", "action": "rename", "player": "ann", "to": "bob"}),
+            "to",
+        ),
+        invalid(
+            "a disqualification of a player who did not play",
+            json!({"id": "c", "action": "disqualify", "round": "r2", "player": "bob"}),
+            "player",
+        ),
+        invalid(
+            "parameters out of range",
+            json!({"id": "c", "action": "params", "params": {"beta": -1}}),
+            "params.beta",
+        ),
+        invalid(
+            "parameters of the wrong type",
+            json!({"id": "c", "action": "params", "params": {"beta": "high"}}),
+            "params",
+        ),
+        invalid(
+            "stored parameters given directly",
+            json!({"id": "c", "action": "void", "round": "r1", "system": {}}),
+            "system",
+        ),
+        missing(
+            "a void of a round that does not exist",
+            json!({"id": "c", "action": "void", "round": "r99"}),
+            "round_not_found",
+        ),
+        missing(
+            "a rename of a player who does not exist",
+            json!({"id": "c", "action": "rename", "player": "zed", "to": "z"}),
+            "player_not_found",
+        ),
+        missing(
+            "a merge into a player who does not exist",
+            json!({"id": "c", "action": "merge", "player": "ann", "into": "zed"}),
+            "player_not_found",
+        ),
+        refused(
+            "a correction under a round's id",
+            json!({"id": "r1", "action": "void", "round": "r2"}),
+            StatusCode::CONFLICT,
+            "round_conflict",
+            Some("id"),
+        ),
+        Case::new(
+            "a correction with a write key",
+            post_json(
+                corrections,
+                Some(WRITE_KEY),
+                &json!({"id": "c", "action": "void", "round": "r1"}),
+            ),
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            None,
+        ),
+        delete(
+            "a void of an unknown round",
+            "/v1/pools/main/rounds/r99",
+            ADMIN_KEY,
+            StatusCode::NOT_FOUND,
+            "round_not_found",
+            None,
+        ),
+        delete(
+            "a void with a write key",
+            "/v1/pools/main/rounds/r1",
+            WRITE_KEY,
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            None,
+        ),
+        delete(
+            "a void in a pool that does not exist",
+            "/v1/pools/nowhere/rounds/r1",
+            ADMIN_KEY,
+            StatusCode::NOT_FOUND,
+            "pool_not_found",
+            None,
+        ),
+    ]
+}
+
 /// Display settings out of range or of the wrong shape, and changes nobody may make.
 fn display_cases() -> Vec<Case> {
     let invalid = "invalid_display";
@@ -1691,6 +1844,7 @@ async fn every_hostile_request_gets_its_4xx_naming_the_problem_and_changes_nothi
         display_cases(),
         new_key_cases(),
         season_cases(),
+        correction_cases(),
     ]
     .into_iter()
     .flatten()

@@ -158,8 +158,8 @@ async fn leagues_place_players_as_rounds_are_applied_and_survive_a_restart(app: 
 }
 
 /// What `mmr-service replay --display` writes with `--output` (CSV) for the JSON Lines `input`
-/// and the display settings `display`.
-pub(crate) fn replayed_csv(input: &str, display: &Value) -> String {
+/// and the display settings `display`, with the further flags `extra`.
+pub(crate) fn replayed_csv(input: &str, display: &Value, extra: &[&str]) -> String {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = |name: &str, text: &str| {
         let path = dir.path().join(name);
@@ -181,6 +181,7 @@ pub(crate) fn replayed_csv(input: &str, display: &Value) -> String {
             "--output",
             &output,
         ])
+        .args(extra)
         .output()
         .expect("the binary runs");
     assert!(
@@ -347,7 +348,7 @@ async fn replay_with_the_pools_display_settings_gives_the_leagues_the_service_gi
     app.play(rounds.clone()).await;
 
     let lines: Vec<String> = rounds.iter().map(Value::to_string).collect();
-    let csv = replayed_csv(&lines.join("\n"), &display);
+    let csv = replayed_csv(&lines.join("\n"), &display, &[]);
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),

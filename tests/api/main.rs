@@ -21,6 +21,7 @@ mod as_of;
 mod auth;
 mod backends;
 mod bounds;
+mod corrections;
 mod display;
 mod docs;
 mod errors;

@@ -293,7 +293,7 @@ async fn replay_of_the_export_gives_what_the_service_gives_across_a_season(app: 
         .await;
     assert_eq!(status, StatusCode::OK);
     assert!(exported.contains(r#"{"season":{"id":"mid","mu_reset":0.5,"sigma_reset":1.0}}"#));
-    let csv = replayed_csv(&exported, &display);
+    let csv = replayed_csv(&exported, &display, &[]);
     let mut replayed = 0;
     for line in csv.lines().skip(1) {
         let fields: Vec<&str> = line.split(',').collect();

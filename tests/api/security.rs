@@ -55,6 +55,18 @@ fn keyed_routes() -> Vec<(Method, &'static str, Value, &'static str)> {
             json!({"id": "s2", "mu_reset": 0.5}),
             "admin",
         ),
+        (
+            Method::POST,
+            "/v1/pools/main/corrections",
+            json!({"id": "c1", "action": "params", "params": {"beta": 150.0}}),
+            "admin",
+        ),
+        (
+            Method::DELETE,
+            "/v1/pools/main/rounds/r1",
+            Value::Null,
+            "admin",
+        ),
     ]
 }
 
@@ -70,7 +82,9 @@ async fn the_routes_listed_here_are_every_route_the_api_document_says_needs_a_ke
                 keyed.insert(format!(
                     "{} {}",
                     method.to_uppercase(),
-                    path.replace("{pool}", POOL).replace("{name}", "new")
+                    path.replace("{pool}", POOL)
+                        .replace("{name}", "new")
+                        .replace("{id}", "r1")
                 ));
             }
         }

@@ -5,10 +5,15 @@
 //! settle any rounds but the oldest queued ones, so a second process sharing the database
 //! cannot apply a round twice.
 //!
+//! A correction is applied by rating the pool again from its stored rounds beside the live
+//! state ([`recompute`]), and storing the result in one transaction.
+//!
 //! Rounds that wait together are settled together: one transaction (one disk flush), one
 //! staleness check and one published snapshot for the lot, which is what lets ingest keep up
 //! with a platform posting its history. A round alone in the queue is settled alone, as soon
 //! as it arrives.
+
+mod recompute;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -79,10 +84,19 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
             .context("re-sorting the leaderboards")?;
         drop(pool.publish(shown));
     }
-    let queued = storage
+    let mut queued = storage
         .queued_rounds(pool.name(), BATCH_ROUNDS, BATCH_BYTES)
         .await
         .context("reading the queue")?;
+    match queued
+        .iter()
+        .position(|q| recompute::is_correction(&q.body))
+    {
+        Some(0) => return recompute::apply(storage, pool, queued.swap_remove(0)).await,
+        // A correction goes alone, after the rounds before it.
+        Some(at) => queued.truncate(at),
+        None => {}
+    }
     let (Some(first), Some(last)) = (queued.first(), queued.last()) else {
         return Ok(Processed::Idle);
     };
@@ -127,15 +141,17 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
             Err(error) => return Err(error).context("committing the rounds"),
         }
         let commit_ms = started.elapsed().as_secs_f64() * 1e3 - rating_ms;
-        let failed = batch
-            .rounds
-            .iter()
-            .filter(|(_, outcome)| matches!(outcome, Outcome::Failed(_)))
-            .count() as u64;
+        let count = |kind: fn(&Outcome) -> bool| {
+            batch
+                .rounds
+                .iter()
+                .filter(|(_, outcome)| kind(outcome))
+                .count() as u64
+        };
         instruments::settled(
             pool.name(),
-            batch.rounds.len() as u64 - failed,
-            failed,
+            count(|outcome| matches!(outcome, Outcome::Applied(_))),
+            count(|outcome| matches!(outcome, Outcome::Failed(_))),
             Duration::from_secs_f64(rating_ms / 1e3),
             Duration::from_secs_f64(commit_ms.max(0.0) / 1e3),
         );
@@ -239,6 +255,7 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>) -> Batch {
                     return (queued.id, Outcome::Season(SeasonStart { states }));
                 }
                 Ok(Entry::Round(round)) => round.to_round().map_err(|e| e.to_string()),
+                Ok(Entry::Correction(_)) => Err("a correction is applied by recomputation".into()),
                 Err(error) => Err(error),
             };
             let outcome = round.and_then(|round| {

@@ -1,0 +1,335 @@
+//! Corrections (admin key; docs/corrections.md): `POST /v1/pools/{pool}/corrections` (void a
+//! round, disqualify a player from one, rename a player, merge two players, change the
+//! parameters), `DELETE /v1/pools/{pool}/rounds/{id}` (void), and
+//! `GET /v1/pools/{pool}/recompute` (how the pool's recomputation is going). A correction is a
+//! line of the pool's round stream, queued after every round accepted before it; what it
+//! names is checked against the pool before it is stored, so a mistake is a 4xx at once.
+
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::auth::{Admin, Authorized, Read};
+use super::error::{Error, ErrorResponse};
+use super::json::json_bytes;
+use super::pool_of;
+use crate::config::ParamsOverrides;
+use crate::engine::Beliefs;
+use crate::pools::Pool;
+use crate::state::AppState;
+use crate::storage::{Enqueued, EntryKind, RoundStatus};
+use crate::wire::{Correction, CorrectionRequest, Entry};
+
+/// The routes of this module.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(post_correction))
+        .routes(routes!(void_round))
+        .routes(routes!(get_recompute))
+}
+
+/// The body of `POST …/corrections`.
+#[derive(Debug, ToSchema)]
+#[expect(
+    dead_code,
+    reason = "describes the request body in the OpenAPI document only"
+)]
+pub struct CorrectionBody {
+    /// The correction's id, unique among the pool's rounds, season starts and corrections:
+    /// 1–256 bytes, no NUL.
+    #[schema(min_length = 1, max_length = 256, example = "fix-17")]
+    id: String,
+    /// `void` (with `round`), `disqualify` (`round`, `player`), `rename` (`player`, `to`),
+    /// `merge` (`player`, `into`) or `params` (`params`).
+    #[schema(example = "disqualify")]
+    action: String,
+    /// The round voided, or the player is disqualified from.
+    round: Option<String>,
+    /// The player disqualified, renamed, or merged into `into`.
+    player: Option<String>,
+    /// A rename's new id: no player of the pool may have it.
+    to: Option<String>,
+    /// The player a merge gives `player`'s rounds to.
+    into: Option<String>,
+    /// New parameters, as `PUT /v1/pools/{pool}` takes them.
+    params: Option<ParamsOverrides>,
+}
+
+/// A correction's place in the queue.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CorrectionResponse {
+    /// The correction's id.
+    pub id: String,
+    /// `queued`, then `applied` (or `failed`, with nothing changed).
+    #[schema(example = "queued")]
+    pub status: &'static str,
+    /// 1 for the next line the worker applies; present on a 202.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<u64>,
+}
+
+/// How the pool's recomputation is going, in the process that answers.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecomputeResponse {
+    /// `idle` (nothing since this process started), `running`, or how the last one ended:
+    /// `applied`, `failed`, `stale` (another process moved the pool on: tried again) or
+    /// `interrupted` (the database failed: tried again).
+    #[schema(example = "running")]
+    pub state: &'static str,
+    /// The correction being (or last) applied.
+    pub correction: Option<String>,
+    /// Rounds and season starts to rate again.
+    pub lines: u64,
+    /// Of them, rated so far.
+    pub done: u64,
+    /// Seconds since it started, or that it took.
+    pub seconds: f64,
+}
+
+/// Queues a correction of the pool's rounds. Once the worker reaches it, the pool is rated
+/// again from its stored rounds as the correction leaves them, beside the live state, which
+/// keeps answering reads until the result is stored and switched in at once.
+#[utoipa::path(post, path = "/v1/pools/{pool}/corrections", tag = "rounds",
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
+    request_body = CorrectionBody,
+    responses(
+        (status = 202, body = CorrectionResponse, description = "Queued after every round accepted so far",
+            headers(("Location" = String, description = "The pool's recomputation"))),
+        (status = 200, body = CorrectionResponse, description = "Posted before with the same content"),
+        (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
+        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
+        (status = 409, body = ErrorResponse), (status = 413, body = ErrorResponse),
+        (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse),
+        (status = 503, body = ErrorResponse, description = "Queue full or database unavailable",
+            headers(("Retry-After" = u64, description = "Seconds to wait")))),
+    security(("bearer" = [])))]
+async fn post_correction(
+    _: Authorized<Admin>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    request: Request,
+) -> Result<Response, Error> {
+    let pool = pool_of(&state, &pool).await?;
+    let body = json_bytes(request, &state).await?;
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&body).map_err(|e| Error::MalformedJson(e.to_string()))?;
+    let invalid =
+        |field: String, message: String| Error::invalid("invalid_correction", field, message);
+    // New parameters come as `PUT /v1/pools/{pool}` takes them, and are stored resolved.
+    if value["action"] == "params" {
+        if let Some(object) = value.as_object_mut() {
+            let overrides = object.remove("params").unwrap_or_default();
+            let overrides: ParamsOverrides = serde_json::from_value(overrides)
+                .map_err(|e| invalid("params".into(), e.to_string()))?;
+            let system = overrides
+                .apply(&state.settings.engine)
+                .and_then(|system| system.validate().map(|()| system))
+                .map_err(|e| {
+                    let field = e
+                        .field()
+                        .map_or_else(|| "params".into(), |f| format!("params.{f}"));
+                    invalid(field, e.to_string())
+                })?;
+            object.insert(
+                "system".into(),
+                serde_json::to_value(system).map_err(|_| Error::Internal)?,
+            );
+        }
+    } else if value.get("system").is_some() {
+        return Err(invalid("system".into(), "unknown field".into()));
+    }
+    let correction =
+        CorrectionRequest::from_value(&value, "").map_err(|e| invalid(e.field, e.reason))?;
+    enqueue(&state, &pool, correction).await
+}
+
+/// Voids round `id`: once the worker reaches the correction, the pool is rated again without
+/// it (`POST …/corrections` with `"action": "void"`, whose id is `void/{id}`).
+#[utoipa::path(delete, path = "/v1/pools/{pool}/rounds/{id}", tag = "rounds",
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
+        ("id" = String, Path, description = "Round id")),
+    responses(
+        (status = 202, body = CorrectionResponse, description = "Queued after every round accepted so far",
+            headers(("Location" = String, description = "The pool's recomputation"))),
+        (status = 200, body = CorrectionResponse, description = "Voided (or queued) before"),
+        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse),
+        (status = 503, body = ErrorResponse, description = "Queue full or database unavailable",
+            headers(("Retry-After" = u64, description = "Seconds to wait")))),
+    security(("bearer" = [])))]
+async fn void_round(
+    _: Authorized<Admin>,
+    State(state): State<AppState>,
+    Path((pool, id)): Path<(String, String)>,
+) -> Result<Response, Error> {
+    let pool = pool_of(&state, &pool).await?;
+    let correction = CorrectionRequest {
+        id: format!("void/{id}"),
+        action: Correction::Void { round: id },
+    };
+    enqueue(&state, &pool, correction).await
+}
+
+/// How the pool's recomputation is going, in the process that answers (each process knows
+/// the corrections its own worker applies).
+#[utoipa::path(get, path = "/v1/pools/{pool}/recompute", tag = "rounds",
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
+    responses((status = 200, body = RecomputeResponse), (status = 401, body = ErrorResponse),
+        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
+        (status = 503, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn get_recompute(
+    _: Authorized<Read>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+) -> Result<Json<RecomputeResponse>, Error> {
+    let pool = pool_of(&state, &pool).await?;
+    let answer = match pool.recompute() {
+        None => RecomputeResponse {
+            state: "idle",
+            correction: None,
+            lines: 0,
+            done: 0,
+            seconds: 0.0,
+        },
+        Some(recompute) => {
+            let (seconds, state) = match recompute.finished {
+                Some((took, outcome)) => (took, outcome),
+                None => (recompute.started.elapsed().unwrap_or_default(), "running"),
+            };
+            RecomputeResponse {
+                state,
+                correction: Some(recompute.correction),
+                lines: recompute.lines,
+                done: recompute.done.load(std::sync::atomic::Ordering::Relaxed),
+                seconds: seconds.as_secs_f64(),
+            }
+        }
+    };
+    Ok(Json(answer))
+}
+
+/// Checks `correction` against the pool as it stands, then queues it. A correction stored
+/// before under its id is not checked again (it may have changed what it names): the queue
+/// answers with its status, or 409 if the content differs.
+async fn enqueue(
+    state: &AppState,
+    pool: &Pool,
+    correction: CorrectionRequest,
+) -> Result<Response, Error> {
+    if state
+        .storage
+        .round(pool.name(), &correction.id)
+        .await?
+        .is_none()
+    {
+        check(state, pool, &correction.action).await?;
+    }
+    let canonical = Entry::Correction(correction.clone())
+        .canonical()
+        .map_err(|_| Error::Internal)?;
+    let outcome = state
+        .enqueue(pool, &correction.id, EntryKind::Correction, &canonical)
+        .await?;
+    let (status, body) = match outcome {
+        Enqueued::Accepted { position } => (
+            StatusCode::ACCEPTED,
+            CorrectionResponse {
+                id: correction.id,
+                status: RoundStatus::Queued.as_str(),
+                position: Some(position),
+            },
+        ),
+        Enqueued::AlreadyStored { status } => (
+            StatusCode::OK,
+            CorrectionResponse {
+                id: correction.id,
+                status: status.as_str(),
+                position: None,
+            },
+        ),
+        Enqueued::Conflict => return Err(Error::RoundConflict(correction.id)),
+        Enqueued::QueueFull { .. } => return Err(Error::QueueFull),
+    };
+    let mut headers = HeaderMap::new();
+    if let Ok(value) = HeaderValue::from_str(&format!("/v1/pools/{}/recompute", pool.name())) {
+        headers.insert(header::LOCATION, value);
+    }
+    Ok((status, headers, Json(body)).into_response())
+}
+
+/// Refuses a correction that names what the pool does not have: a round that is not one of
+/// its rounds (or was voided or failed), a player who did not play it, a player to rename or
+/// merge who has no rating, a new name that is taken. What only the worker can check (a
+/// round still queued, what a disqualification leaves) fails the correction there.
+async fn check(state: &AppState, pool: &Pool, correction: &Correction) -> Result<(), Error> {
+    let invalid =
+        |field: &str, message: String| Error::invalid("invalid_correction", field, message);
+    let current = pool.read();
+    let known = |player: &str| current.belief(player).is_some();
+    match correction {
+        Correction::Void { round } | Correction::Disqualify { round, .. } => {
+            let record = state
+                .storage
+                .round(pool.name(), round)
+                .await?
+                .ok_or_else(|| Error::NotFound {
+                    what: "round",
+                    id: round.clone(),
+                })?;
+            if record.kind != EntryKind::Round {
+                return Err(invalid(
+                    "round",
+                    format!("`{round}` is a {}", record.kind.as_str()),
+                ));
+            }
+            if matches!(record.status, RoundStatus::Failed | RoundStatus::Voided) {
+                return Err(invalid(
+                    "round",
+                    format!("round `{round}` is {}", record.status.as_str()),
+                ));
+            }
+            if let (Correction::Disqualify { player, .. }, Some(results)) =
+                (correction, &record.results)
+            {
+                if !results.iter().any(|r| &r.player == player) {
+                    return Err(invalid(
+                        "player",
+                        format!("`{player}` did not play round `{round}`"),
+                    ));
+                }
+            }
+        }
+        Correction::Rename { player, to } => {
+            if !known(player) {
+                return Err(Error::NotFound {
+                    what: "player",
+                    id: player.clone(),
+                });
+            }
+            if known(to) {
+                return Err(invalid(
+                    "to",
+                    format!("`{to}` is a player of this pool: merge instead"),
+                ));
+            }
+        }
+        Correction::Merge { player, into } => {
+            for who in [player, into] {
+                if !known(who) {
+                    return Err(Error::NotFound {
+                        what: "player",
+                        id: who.clone(),
+                    });
+                }
+            }
+        }
+        Correction::Params { .. } => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,173 @@
+//! Applying a correction (docs/corrections.md): the pool is rated again from its stored rounds
+//! as the correction leaves them, on a blocking thread and beside the live snapshot, which
+//! reads keep answering from; the outcome streams into one transaction that replaces the
+//! pool's players, history and factors and marks the correction applied; only then is the pool
+//! reloaded and published. Rounds posted meanwhile wait in the queue behind the correction. A
+//! crash before the commit leaves the stored pool as it was and the correction queued: the
+//! next worker step starts the recomputation again.
+
+use std::sync::atomic::Ordering;
+
+use anyhow::Context;
+use tokio::sync::mpsc;
+
+use super::{parse, rate, reload, Outcome, Processed, Settled, BATCH_ROUNDS};
+use crate::corrections;
+use crate::engine::Beliefs;
+use crate::pools::{Pool, PoolState};
+use crate::storage::{
+    self, LineOutcome, QueuedRound, RecomputedLine, Rewrite, RoundOutcome, Storage,
+};
+use crate::wire::Entry;
+
+/// Batches of rated lines waiting for the transaction to write them: the rating runs at most
+/// this far ahead, so memory stays bounded whatever the pool's size.
+const AHEAD: usize = 2;
+
+/// Whether a queued body is a correction: its canonical JSON (`Entry::canonical`) starts so.
+pub(super) fn is_correction(body: &str) -> bool {
+    body.starts_with(r#"{"correction":"#)
+}
+
+/// Applies the correction `queued`, the pool's oldest queued line, holding the pool's turn.
+pub(super) async fn apply(
+    storage: &dyn Storage,
+    pool: &Pool,
+    queued: QueuedRound,
+) -> anyhow::Result<Processed> {
+    let current = pool.read();
+    let rated_on = current.applied();
+    pool.start_recompute(&queued.id, 0);
+    let correction = match parse(&queued) {
+        Ok(Entry::Correction(correction)) => correction,
+        Ok(_) => return fail(storage, pool, &queued.id, rated_on, "not a correction").await,
+        Err(reason) => return fail(storage, pool, &queued.id, rated_on, &reason).await,
+    };
+    let applied = storage
+        .applied_rounds(pool.name(), 0, u32::MAX)
+        .await
+        .context("reading the applied rounds")?;
+    let params = current.system().clone();
+    let plan = tokio::task::spawn_blocking(move || {
+        corrections::plan(applied, &correction.action, &params)
+    })
+    .await
+    .context("planning the correction")?;
+    let plan = match plan {
+        Ok(plan) => plan,
+        Err(reason) => return fail(storage, pool, &queued.id, rated_on, &reason).await,
+    };
+    tracing::info!(
+        pool = pool.name(),
+        correction = queued.id,
+        lines = plan.lines.len(),
+        "recomputing the pool"
+    );
+    let done = pool.start_recompute(&queued.id, plan.lines.len() as u64);
+    let (sender, mut receiver) = mpsc::channel(AHEAD);
+    let lines = plan.lines.clone();
+    let (params, display) = (plan.params.clone(), current.display().clone());
+    let rating = tokio::task::spawn_blocking(move || {
+        let mut state = match PoolState::new(params, display) {
+            Ok(state) => state,
+            Err(error) => {
+                // The receiver reports it; nothing else to do if it is gone.
+                let _ = sender.blocking_send(Err(error.to_string()));
+                return;
+            }
+        };
+        for chunk in lines.chunks(BATCH_ROUNDS) {
+            let batch = rate(&state, chunk.to_vec());
+            let mut rated = Vec::with_capacity(chunk.len());
+            for ((id, outcome), line) in batch.rounds.into_iter().zip(chunk) {
+                let outcome = match outcome {
+                    Outcome::Applied(round) => LineOutcome::Round(round),
+                    Outcome::Season(start) => LineOutcome::Season(start),
+                    Outcome::Failed(reason) => {
+                        let _ = sender.blocking_send(Err(format!("round `{id}`: {reason}")));
+                        return;
+                    }
+                };
+                rated.push(RecomputedLine {
+                    seq: line.seq,
+                    id,
+                    outcome,
+                });
+            }
+            if sender.blocking_send(Ok(rated)).is_err() {
+                // The transaction gave up: stop rating.
+                return;
+            }
+            done.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            state = batch.next;
+        }
+    });
+    let leagues = current.display().leagues.clone();
+    let rewrite = Rewrite {
+        correction: &queued.id,
+        rated_on,
+        leagues: leagues.as_ref(),
+        changed: &plan.changed,
+        voided: &plan.voided,
+        params: &plan.params,
+        lines: plan.lines.len(),
+    };
+    let stored = storage
+        .rewrite_pool(pool.name(), &rewrite, &mut receiver)
+        .await;
+    drop(receiver);
+    rating.await.context("rating the pool again")?;
+    match stored {
+        Ok(()) => {
+            pool.finish_recompute("applied");
+            reload(storage, pool).await?;
+            Ok(Processed::Settled(vec![Settled::Applied(queued.id)]))
+        }
+        Err(storage::Error::Recompute(reason)) => {
+            fail(storage, pool, &queued.id, rated_on, &reason).await
+        }
+        Err(storage::Error::NotNextRound { .. } | storage::Error::Stale { .. }) => {
+            pool.finish_recompute("stale");
+            reload(storage, pool).await
+        }
+        Err(error) => {
+            pool.finish_recompute("interrupted");
+            Err(error).context("storing the recomputed pool")
+        }
+    }
+}
+
+/// Marks the correction `id` failed with `reason`: it changes nothing.
+async fn fail(
+    storage: &dyn Storage,
+    pool: &Pool,
+    id: &str,
+    rated_on: u64,
+    reason: &str,
+) -> anyhow::Result<Processed> {
+    tracing::warn!(
+        pool = pool.name(),
+        correction = id,
+        reason,
+        "correction failed"
+    );
+    let leagues = pool.read().display().leagues.clone();
+    match storage
+        .settle_rounds(
+            pool.name(),
+            &[(id, RoundOutcome::Failed(reason))],
+            rated_on,
+            leagues.as_ref(),
+        )
+        .await
+    {
+        Ok(()) => {
+            pool.finish_recompute("failed");
+            Ok(Processed::Settled(vec![Settled::Failed(id.to_owned())]))
+        }
+        Err(storage::Error::NotNextRound { .. } | storage::Error::Stale { .. }) => {
+            reload(storage, pool).await
+        }
+        Err(error) => Err(error).context("marking the correction failed"),
+    }
+}

@@ -1,0 +1,219 @@
+//! Corrections on both backends: a round voided, a player disqualified from a round, a player
+//! renamed, two players merged and new parameters, each applied by rating the pool again; the
+//! result equals `replay` of the pool's export (the corrected rounds) bit for bit, leagues
+//! included, before and after a restart, and rounds posted meanwhile are applied after. A
+//! correction the worker cannot apply fails and changes nothing.
+
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::leagues::{ladder, ladder_rounds, read, replayed_csv};
+use crate::support::{num, round, Payload, TestApp, ADMIN_KEY, POOL};
+
+backend_tests!(
+    corrections_rate_the_pool_again_as_replay_of_the_corrected_rounds_would,
+    a_correction_the_worker_cannot_apply_fails_and_changes_nothing,
+);
+
+const CORRECTIONS: &str = "/v1/pools/main/corrections";
+
+async fn correct(app: &TestApp, body: Value) {
+    app.post(CORRECTIONS, Some(ADMIN_KEY), body.clone())
+        .await
+        .assert_status(StatusCode::ACCEPTED, &body.to_string());
+}
+
+/// Every rated player's `(mu, sigma, league)` as the leaderboard lists them, by id.
+async fn everyone(app: &TestApp) -> Vec<(String, f64, f64, Value)> {
+    let page = read(app, "/v1/pools/main/leaderboard?limit=1000").await;
+    let mut all: Vec<_> = page["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            (
+                e["player"].as_str().expect("a player").to_owned(),
+                num(&e["mu"]),
+                num(&e["sigma"]),
+                e["league"]["league"].clone(),
+            )
+        })
+        .collect();
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    all
+}
+
+async fn corrections_rate_the_pool_again_as_replay_of_the_corrected_rounds_would(app: TestApp) {
+    let (_, rounds) = ladder_rounds();
+    let display = json!({ "leagues": ladder() });
+    app.create_pool(POOL).await;
+    app.send(
+        Method::PUT,
+        "/v1/pools/main/display",
+        Some(ADMIN_KEY),
+        Payload::Json(display.clone()),
+    )
+    .await
+    .assert_status(StatusCode::OK, "leagues");
+    app.play(rounds).await;
+    let before = everyone(&app).await;
+
+    let voided = app
+        .send(
+            Method::DELETE,
+            "/v1/pools/main/rounds/r2",
+            Some(ADMIN_KEY),
+            Payload::Empty,
+        )
+        .await;
+    assert_eq!(
+        voided.assert_status(StatusCode::ACCEPTED, "void r2"),
+        &json!({"id": "void/r2", "status": "queued", "position": 1})
+    );
+    correct(
+        &app,
+        json!({"id": "dq", "action": "disqualify", "round": "r4", "player": "p3"}),
+    )
+    .await;
+    correct(
+        &app,
+        json!({"id": "handle", "action": "rename", "player": "p5", "to": "five"}),
+    )
+    .await;
+    correct(
+        &app,
+        json!({"id": "smurf", "action": "merge", "player": "p7", "into": "p6"}),
+    )
+    .await;
+    correct(
+        &app,
+        json!({"id": "beta", "action": "params", "params": {"beta": 150.0}}),
+    )
+    .await;
+    // Posted behind the corrections: applied after them, on the corrected pool.
+    app.queue_round(round("r10", &["five", "p0", "p6"])).await;
+    assert_eq!(
+        everyone(&app).await,
+        before,
+        "nothing moves until the worker gets there"
+    );
+    app.apply_queued(POOL).await;
+
+    let recompute = read(&app, "/v1/pools/main/recompute").await;
+    assert_eq!(
+        (&recompute["state"], &recompute["correction"]),
+        (&json!("applied"), &json!("beta"))
+    );
+    assert_eq!(recompute["done"], recompute["lines"]);
+    assert_eq!(
+        read(&app, "/v1/pools/main/rounds/r2").await["status"],
+        "voided"
+    );
+    let r4 = read(&app, "/v1/pools/main/rounds/r4").await;
+    let players: Vec<&str> = r4["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["player"].as_str().expect("a player"))
+        .collect();
+    assert!(
+        !players.contains(&"p3") && !players.is_empty(),
+        "{players:?}"
+    );
+    for gone in ["p5", "p7"] {
+        app.get(&format!("/v1/pools/main/players/{gone}"))
+            .await
+            .assert_error(StatusCode::NOT_FOUND, "player_not_found", None, gone);
+    }
+    assert_eq!(num(&app.pool_info(POOL).await["params"]["beta"]), 150.0);
+    // Voiding again (a retry) is recognized; the voided round's id stays taken.
+    let again = app
+        .send(
+            Method::DELETE,
+            "/v1/pools/main/rounds/r2",
+            Some(ADMIN_KEY),
+            Payload::Empty,
+        )
+        .await;
+    assert_eq!(
+        again.assert_status(StatusCode::OK, "void r2 again"),
+        &json!({"id": "void/r2", "status": "applied"})
+    );
+    app.post_round(POOL, round("r2", &["p0", "p1"]))
+        .await
+        .assert_error(
+            StatusCode::CONFLICT,
+            "round_conflict",
+            Some("id"),
+            "a voided id",
+        );
+
+    let (status, _, exported) = app
+        .get_text("/v1/pools/main/rounds", "application/x-ndjson")
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        !exported.contains(r#""id":"r2""#),
+        "a voided round is not exported"
+    );
+    assert!(
+        !exported.contains("correction"),
+        "corrections live in the rounds"
+    );
+    let csv = replayed_csv(&exported, &display, &["--beta", "150"]);
+    let replayed: Vec<(String, f64, f64, Value)> = csv
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let fields: Vec<&str> = line.split(',').collect();
+            let league = if fields[7].is_empty() {
+                Value::Null
+            } else {
+                json!(fields[7])
+            };
+            (
+                fields[0].to_owned(),
+                fields[1].parse().expect("μ"),
+                fields[2].parse().expect("σ"),
+                league,
+            )
+        })
+        .collect();
+    assert!(replayed.iter().any(|(p, ..)| p == "five"));
+    for app in [&app, &app.restarted().await] {
+        assert_eq!(everyone(app).await, replayed);
+    }
+}
+
+async fn a_correction_the_worker_cannot_apply_fails_and_changes_nothing(app: TestApp) {
+    app.create_pool(POOL).await;
+    app.play([round("r1", &["a", "b"]), round("r2", &["b", "c", "a"])])
+        .await;
+    let before = everyone(&app).await;
+    // Taking one of the two entrants out leaves no round: refused when the worker gets there.
+    correct(
+        &app,
+        json!({"id": "dq", "action": "disqualify", "round": "r1", "player": "a"}),
+    )
+    .await;
+    app.apply_queued(POOL).await;
+    let stored = read(&app, "/v1/pools/main/rounds/dq").await;
+    assert_eq!(stored["status"], "failed");
+    assert!(
+        stored["error"].as_str().expect("a reason").contains("r1"),
+        "{stored}"
+    );
+    assert_eq!(
+        read(&app, "/v1/pools/main/recompute").await["state"],
+        "failed"
+    );
+    for app in [&app, &app.restarted().await] {
+        assert_eq!(everyone(app).await, before);
+        assert_eq!(
+            read(app, "/v1/pools/main/rounds/r1").await["results"]
+                .as_array()
+                .map(Vec::len),
+            Some(2)
+        );
+    }
+}
