@@ -4,7 +4,9 @@
 //!   as a platform would, on SQLite and on Postgres: rounds/s and entrants/s until the last
 //!   round is applied, and that time over the engine's alone (the same rounds rated in
 //!   memory, in the same run), then the time from POST to applied of the largest round
-//!   (15,794 entrants) and of a 10,000-entrant round, each re-posted under a new id;
+//!   (15,794 entrants) and of a 10,000-entrant round, each re-posted under a new id; then the
+//!   time from voiding the latter (`DELETE …/rounds/{id}`) until the pool, rated again from
+//!   its stored rounds, is switched in;
 //! - measures reads with `wrk` (player lookup, leaderboard page of 100, win probability)
 //!   beside a bare axum handler returning a small JSON object, in the same run.
 //!
@@ -44,8 +46,8 @@ fn main() {
     let engine = engine_seconds(&rounds);
     println!("Engine alone (default parameters, rounds parsed beforehand): {engine:.2} s");
     println!();
-    println!("| backend | rounds | entrants | ingest s | ingest / engine | rounds/s | entrants/s | largest round (15,794) POST→applied ms | 10,000-entrant round POST→applied ms |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| backend | rounds | entrants | ingest s | ingest / engine | rounds/s | entrants/s | largest round (15,794) POST→applied ms | 10,000-entrant round POST→applied ms | recompute after a void, s | recompute / ingest |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let sqlite_url = format!("sqlite://{}", dir.path().join("bench.sqlite3").display());
     let sqlite_base = serve(&runtime, &sqlite_url);
     ingest("SQLite", &sqlite_base, &rounds, engine);
@@ -170,13 +172,39 @@ fn ingest(backend: &str, base: &str, rounds: &[serde_json::Value], engine: f64) 
         standings.truncate(10_000);
     }
     let ten_k_ms = post_to_applied(&client, base, &ten_k);
+    let recompute = void_to_applied(&client, base, "bench-10k");
     println!(
-        "| {backend} | {} | {entrants} | {seconds:.1} | {:.1}× | {:.0} | {:.0} | {largest_ms:.0} | {ten_k_ms:.0} |",
+        "| {backend} | {} | {entrants} | {seconds:.1} | {:.1}× | {:.0} | {:.0} | {largest_ms:.0} | {ten_k_ms:.0} | {recompute:.1} | {:.2}× |",
         rounds.len(),
         seconds / engine,
         rounds.len() as f64 / seconds,
         entrants as f64 / seconds,
+        recompute / seconds,
     );
+}
+
+/// Seconds from voiding round `id` until the pool's recomputation is applied (polled every
+/// 20 ms): every other round rated again and the pool's rows written anew.
+fn void_to_applied(client: &reqwest::blocking::Client, base: &str, id: &str) -> f64 {
+    let started = Instant::now();
+    let response = client
+        .delete(format!("{base}/v1/pools/{POOL}/rounds/{id}"))
+        .bearer_auth(KEY)
+        .send()
+        .expect("DELETE answered");
+    assert_eq!(response.status(), 202, "void accepted");
+    loop {
+        let recompute: serde_json::Value = client
+            .get(format!("{base}/v1/pools/{POOL}/recompute"))
+            .send()
+            .and_then(reqwest::blocking::Response::json)
+            .expect("the recomputation");
+        if recompute["state"] == "applied" {
+            return started.elapsed().as_secs_f64();
+        }
+        assert_ne!(recompute["state"], "failed", "{recompute}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn post(client: &reqwest::blocking::Client, base: &str, round: &serde_json::Value) {

@@ -199,7 +199,10 @@ impl Error {
             Self::ParamsLocked(pool) => (
                 StatusCode::CONFLICT,
                 "params_locked",
-                format!("pool `{pool}` has queued or applied rounds: its parameters cannot change"),
+                format!(
+                    "pool `{pool}` has queued or applied rounds: its parameters cannot change \
+                     here; post a `params` correction to rate it again with new ones"
+                ),
                 None,
             ),
             Self::KeyConflict { name, message } => (

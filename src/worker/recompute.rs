@@ -53,7 +53,7 @@ pub(super) async fn apply(
     })
     .await
     .context("planning the correction")?;
-    let plan = match plan {
+    let mut plan = match plan {
         Ok(plan) => plan,
         Err(reason) => return fail(storage, pool, &queued.id, rated_on, &reason).await,
     };
@@ -63,9 +63,10 @@ pub(super) async fn apply(
         lines = plan.lines.len(),
         "recomputing the pool"
     );
-    let done = pool.start_recompute(&queued.id, plan.lines.len() as u64);
+    let count = plan.lines.len();
+    let done = pool.start_recompute(&queued.id, count as u64);
     let (sender, mut receiver) = mpsc::channel(AHEAD);
-    let lines = plan.lines.clone();
+    let lines = std::mem::take(&mut plan.lines);
     let (params, display) = (plan.params.clone(), current.display().clone());
     let rating = tokio::task::spawn_blocking(move || {
         let mut state = match PoolState::new(params, display) {
@@ -110,7 +111,7 @@ pub(super) async fn apply(
         changed: &plan.changed,
         voided: &plan.voided,
         params: &plan.params,
-        lines: plan.lines.len(),
+        lines: count,
     };
     let stored = storage
         .rewrite_pool(pool.name(), &rewrite, &mut receiver)

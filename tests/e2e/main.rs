@@ -18,6 +18,7 @@ mod crash;
 mod dashboard;
 mod faults;
 mod import;
+mod recompute;
 mod rounds;
 mod server;
 mod slow_client;
