@@ -3,7 +3,7 @@
 //! to rate with. Pure: the worker reads the lines, rates the plan and stores the outcome.
 
 use crate::engine::SystemParams;
-use crate::storage::{AppliedRecord, QueuedRound};
+use crate::storage::{AppliedRecord, EntryKind, QueuedRound};
 use crate::wire::{Correction, Entry, RoundRequest};
 
 /// A correction's effect on the pool's applied lines.
@@ -149,10 +149,15 @@ pub fn plan(
         } else {
             record.body
         };
+        let kind = match entry {
+            Entry::Season(_) => EntryKind::Season,
+            _ => EntryKind::Round,
+        };
         lines.push(QueuedRound {
             id: record.id,
             seq: record.seq,
             body,
+            kind: kind.as_str().to_owned(),
         });
     }
     Ok(Plan {

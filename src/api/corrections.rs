@@ -121,6 +121,9 @@ async fn post_correction(
     let invalid =
         |field: String, message: String| Error::invalid("invalid_correction", field, message);
     // New parameters come as `PUT /v1/pools/{pool}` takes them, and are stored resolved.
+    if value.get("system").is_some() {
+        return Err(invalid("system".into(), "unknown field".into()));
+    }
     if value["action"] == "params" {
         if let Some(object) = value.as_object_mut() {
             let overrides = object.remove("params").unwrap_or_default();
@@ -140,8 +143,6 @@ async fn post_correction(
                 serde_json::to_value(system).map_err(|_| Error::Internal)?,
             );
         }
-    } else if value.get("system").is_some() {
-        return Err(invalid("system".into(), "unknown field".into()));
     }
     let correction =
         CorrectionRequest::from_value(&value, "").map_err(|e| invalid(e.field, e.reason))?;
@@ -156,7 +157,7 @@ async fn post_correction(
     responses(
         (status = 202, body = CorrectionResponse, description = "Queued after every round accepted so far",
             headers(("Location" = String, description = "The pool's recomputation"))),
-        (status = 200, body = CorrectionResponse, description = "Voided (or queued) before"),
+        (status = 200, body = CorrectionResponse, description = "Voided (or queued) before under this id: a retry"),
         (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
         (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse),
         (status = 503, body = ErrorResponse, description = "Queue full or database unavailable",

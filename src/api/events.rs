@@ -201,7 +201,8 @@ async fn send_next(
         .await?;
     let current = pool.read();
     for row in &rows {
-        // A round once applied stays applied: it is there.
+        // Listed as applied, it is stored (a correction may have voided it since: then it is
+        // sent as it stands now).
         if let Some(record) = state.storage.round(pool.name(), &row.id).await? {
             let event = RoundEvent {
                 seq: row.seq,

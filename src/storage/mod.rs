@@ -247,6 +247,8 @@ pub struct QueuedRound {
     pub seq: i64,
     /// The canonical JSON body it was accepted with.
     pub body: String,
+    /// `round`, `season` or `correction` ([`EntryKind::as_str`]).
+    pub kind: String,
 }
 
 /// What the worker made of one queued round, to store with [`Storage::settle_rounds`].
@@ -678,7 +680,7 @@ pub trait Storage: Send + Sync + 'static {
     /// recomputation read it ([`Error::Stale`]); deletes every player, history row and factor
     /// of the pool; writes the recomputed lines `lines` yields, in order, as settling them
     /// would; stores the changed bodies, the voided rounds and the parameters; marks the
-    /// correction applied and counts the applied lines again. If `lines` yields an error, or
+    /// correction applied and counts it as one more applied line. If `lines` yields an error, or
     /// fewer lines than `rewrite.lines`, nothing changes ([`Error::Recompute`]).
     async fn rewrite_pool(
         &self,

@@ -59,8 +59,9 @@ pub(super) const INSERT_ROUND: &str = "
 /// The oldest queued rounds of pool `$1`: at most `$2`, and those whose predecessors' bodies
 /// add up to fewer than `$3` characters.
 pub(super) const SELECT_QUEUED: &str = "
-    SELECT id, seq, body FROM (
-        SELECT id, seq, body, SUM(length(body)) OVER (ORDER BY seq) - length(body) AS before
+    SELECT id, seq, body, kind FROM (
+        SELECT id, seq, body, kind,
+               SUM(length(body)) OVER (ORDER BY seq) - length(body) AS before
         FROM rounds WHERE pool = $1 AND status = 'queued'
         ORDER BY seq LIMIT $2) q
     WHERE before < $3 OR before = 0
@@ -89,11 +90,6 @@ pub(super) const MARK_VOIDED: &str = "
 pub(super) const UPDATE_ROUND_BODY: &str = "
     UPDATE rounds SET body = $3, content_hash = $4 WHERE pool = $1 AND id = $2";
 
-/// Counts pool `$1`'s applied lines again, after a correction voided some.
-pub(super) const RECOUNT_APPLIED: &str = "
-    UPDATE pools SET applied = (SELECT count(*) FROM rounds WHERE pool = $1 AND status = 'applied')
-    WHERE name = $1";
-
 /// Every history row of pool `$1`, for its recomputation.
 pub(super) const DELETE_POOL_HISTORY: &str = "DELETE FROM history WHERE pool = $1";
 
@@ -115,13 +111,16 @@ pub(super) const UPDATE_PLAYER_STATE: &str = "
     UPDATE players SET mu = $3, sigma = $4, p0 = $5, w0 = $6, log_decay = $7, volatility = $8
     WHERE pool = $1 AND player = $2";
 
-/// Every season start of pool `$1`, in order.
+/// Every season start of pool `$1`, in order. (`kind <> 'round'` lets SQLite use the partial
+/// index on the lines that are not rounds.)
 pub(super) const SELECT_SEASONS: &str = "
-    SELECT id, seq, status, body FROM rounds WHERE pool = $1 AND kind = 'season' ORDER BY seq";
+    SELECT id, seq, status, body FROM rounds
+    WHERE pool = $1 AND kind <> 'round' AND kind = 'season' ORDER BY seq";
 
 /// The seqs of pool `$1`'s applied season starts, in order.
 pub(super) const SELECT_APPLIED_SEASON_SEQS: &str = "
-    SELECT seq FROM rounds WHERE pool = $1 AND kind = 'season' AND status = 'applied'
+    SELECT seq FROM rounds
+    WHERE pool = $1 AND kind <> 'round' AND kind = 'season' AND status = 'applied'
     ORDER BY seq";
 
 /// Every player of pool `$1` who played a round after seq `$2` and before seq `$3`, as they

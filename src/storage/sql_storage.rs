@@ -653,8 +653,11 @@ where
             .bind(rewrite.correction)
             .execute(&mut *tx)
             .await?;
-        sqlx::query(sql::RECOUNT_APPLIED)
+        // The count only grows, a voided round's line included: every process compares it with
+        // its memory's to find that the pool changed under it.
+        sqlx::query(sql::COUNT_APPLIED)
             .bind(pool)
+            .bind(1i64)
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;

@@ -88,10 +88,7 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
         .queued_rounds(pool.name(), BATCH_ROUNDS, BATCH_BYTES)
         .await
         .context("reading the queue")?;
-    match queued
-        .iter()
-        .position(|q| recompute::is_correction(&q.body))
-    {
+    match queued.iter().position(recompute::is_correction) {
         Some(0) => return recompute::apply(storage, pool, queued.swap_remove(0)).await,
         // A correction goes alone, after the rounds before it.
         Some(at) => queued.truncate(at),

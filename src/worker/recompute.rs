@@ -16,17 +16,17 @@ use crate::corrections;
 use crate::engine::Beliefs;
 use crate::pools::{Pool, PoolState};
 use crate::storage::{
-    self, LineOutcome, QueuedRound, RecomputedLine, Rewrite, RoundOutcome, Storage,
+    self, EntryKind, LineOutcome, QueuedRound, RecomputedLine, Rewrite, RoundOutcome, Storage,
 };
 use crate::wire::Entry;
 
 /// Batches of rated lines waiting for the transaction to write them: the rating runs at most
-/// this far ahead, so memory stays bounded whatever the pool's size.
+/// this far ahead of the writes (plus the batch being rated and the one being written).
 const AHEAD: usize = 2;
 
-/// Whether a queued body is a correction: its canonical JSON (`Entry::canonical`) starts so.
-pub(super) fn is_correction(body: &str) -> bool {
-    body.starts_with(r#"{"correction":"#)
+/// Whether a queued line is a correction.
+pub(super) fn is_correction(queued: &QueuedRound) -> bool {
+    queued.kind == EntryKind::Correction.as_str()
 }
 
 /// Applies the correction `queued`, the pool's oldest queued line, holding the pool's turn.
@@ -51,11 +51,21 @@ pub(super) async fn apply(
     let plan = tokio::task::spawn_blocking(move || {
         corrections::plan(applied, &correction.action, &params)
     })
-    .await
-    .context("planning the correction")?;
+    .await;
     let mut plan = match plan {
-        Ok(plan) => plan,
-        Err(reason) => return fail(storage, pool, &queued.id, rated_on, &reason).await,
+        Ok(Ok(plan)) => plan,
+        Ok(Err(reason)) => return fail(storage, pool, &queued.id, rated_on, &reason).await,
+        Err(error) => {
+            tracing::error!(pool = pool.name(), error = %error, "planning a correction panicked");
+            return fail(
+                storage,
+                pool,
+                &queued.id,
+                rated_on,
+                "internal error while planning",
+            )
+            .await;
+        }
     };
     tracing::info!(
         pool = pool.name(),
@@ -117,11 +127,25 @@ pub(super) async fn apply(
         .rewrite_pool(pool.name(), &rewrite, &mut receiver)
         .await;
     drop(receiver);
-    rating.await.context("rating the pool again")?;
+    if let Err(error) = rating.await {
+        // A bug in the rating: retrying would stop the pool's queue for good.
+        tracing::error!(pool = pool.name(), error = %error, "rating the pool again panicked");
+        if stored.is_ok() {
+            return Err(error).context("rating the pool again");
+        }
+        return fail(
+            storage,
+            pool,
+            &queued.id,
+            rated_on,
+            "internal error while rating",
+        )
+        .await;
+    }
     match stored {
         Ok(()) => {
-            pool.finish_recompute("applied");
             reload(storage, pool).await?;
+            pool.finish_recompute("applied");
             Ok(Processed::Settled(vec![Settled::Applied(queued.id)]))
         }
         Err(storage::Error::Recompute(reason)) => {

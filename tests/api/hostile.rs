@@ -1347,6 +1347,11 @@ fn correction_cases() -> Vec<Case> {
             json!({"id": "c", "action": "void", "round": "r1", "system": {}}),
             "system",
         ),
+        invalid(
+            "stored parameters beside the new ones",
+            json!({"id": "c", "action": "params", "params": {}, "system": {"system": "elo"}}),
+            "system",
+        ),
         missing(
             "a void of a round that does not exist",
             json!({"id": "c", "action": "void", "round": "r99"}),

@@ -52,7 +52,7 @@ fn a_correction_interrupted_by_a_kill_is_applied_once_after_a_restart(backend: B
     loop {
         let recompute = server.get_json(&format!("/v1/pools/{POOL}/recompute"));
         let (done, lines) = (recompute["done"].as_u64(), recompute["lines"].as_u64());
-        // Some lines rated and written, not all: the kill lands inside the transaction.
+        // Some lines rated and handed to the transaction, not all: the kill lands inside it.
         if recompute["state"] == "running" && done > Some(0) && done < lines {
             server.kill();
             eprintln!("killed while recomputing: {recompute}");
