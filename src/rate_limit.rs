@@ -53,6 +53,66 @@ impl Client {
     }
 }
 
+/// The change feeds each client keeps open, so that no one client (an anonymous address that
+/// opens feeds and never reads them, say) can take every feed the service allows.
+#[derive(Debug)]
+pub struct FeedSlots {
+    per_client: usize,
+    open: Mutex<std::collections::HashMap<Client, usize>>,
+}
+
+/// One open feed of one client: given back when dropped.
+#[derive(Debug)]
+pub struct FeedSlot {
+    slots: std::sync::Arc<FeedSlots>,
+    client: Client,
+}
+
+impl FeedSlots {
+    /// At most `per_client` feeds per client.
+    #[must_use]
+    pub fn new(per_client: usize) -> Self {
+        Self {
+            per_client,
+            open: Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    /// A slot for one more feed of `client`, unless they have `per_client` open.
+    #[must_use]
+    pub fn take(self: &std::sync::Arc<Self>, client: &Client) -> Option<FeedSlot> {
+        let mut open = self
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = open.entry(client.clone()).or_default();
+        if *count >= self.per_client {
+            return None;
+        }
+        *count += 1;
+        Some(FeedSlot {
+            slots: std::sync::Arc::clone(self),
+            client: client.clone(),
+        })
+    }
+}
+
+impl Drop for FeedSlot {
+    fn drop(&mut self) {
+        let mut open = self
+            .slots
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(count) = open.get_mut(&self.client) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.client);
+            }
+        }
+    }
+}
+
 /// Every client's budgets.
 pub struct RateLimits {
     writes: Option<DefaultKeyedRateLimiter<Client>>,

@@ -53,6 +53,8 @@ pub struct AppState {
     shutdown: CancellationToken,
     /// Open change feeds: each holds a permit while it runs ([`MAX_FEEDS`] in all).
     pub feeds: Arc<tokio::sync::Semaphore>,
+    /// Open change feeds per client ([`MAX_FEEDS_PER_CLIENT`] each).
+    pub feed_slots: Arc<crate::rate_limit::FeedSlots>,
     /// Cancelled as soon as the service is asked to stop, before requests drain: endless
     /// answers (the change feeds) end on it, or they would hold the drain open.
     closing: CancellationToken,
@@ -61,6 +63,12 @@ pub struct AppState {
 /// The most change feeds (`GET …/events`) open at once; beyond, 503 `overloaded`. Each is a
 /// task and a query per poll interval.
 pub const MAX_FEEDS: usize = 1024;
+
+/// The most change feeds one client (a key, or an anonymous address: an IPv6 one by its /64)
+/// keeps open at once; beyond, 429 `rate_limited`. A client that opens feeds and stops reading
+/// them holds them until its connections drop: this keeps one such client from taking every
+/// feed of [`MAX_FEEDS`].
+pub const MAX_FEEDS_PER_CLIENT: usize = 16;
 
 /// What [`AppState::create_key`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,6 +139,7 @@ impl AppState {
             shutdown: CancellationToken::new(),
             closing: CancellationToken::new(),
             feeds: Arc::new(tokio::sync::Semaphore::new(MAX_FEEDS)),
+            feed_slots: Arc::new(crate::rate_limit::FeedSlots::new(MAX_FEEDS_PER_CLIENT)),
         })
     }
 

@@ -85,9 +85,21 @@ impl Requirement for Admin {
     const ROLE: Role = Role::Admin;
 }
 
-/// Proof that the request carries a key allowed to do what `R` requires.
+/// Proof that the request carries a key allowed to do what `R` requires, and who it came from.
 #[derive(Debug)]
-pub struct Authorized<R>(PhantomData<R>);
+pub struct Authorized<R> {
+    client: Option<Client>,
+    role: PhantomData<R>,
+}
+
+impl<R> Authorized<R> {
+    /// Who asked: the key's name, or an anonymous reader's address (`None` for a router
+    /// called in process, which has no peer address).
+    #[must_use]
+    pub fn client(&self) -> Option<&Client> {
+        self.client.as_ref()
+    }
+}
 
 impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
     type Rejection = Error;
@@ -101,10 +113,17 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
         };
         if R::ROLE == Role::Read && !auth.read_key_required {
             // A router called in process (tests) has no peer address: nothing to count it by.
-            if let Some(ConnectInfo(peer)) = parts.extensions.get::<ConnectInfo<SocketAddr>>() {
-                draw(state, budget, &Client::address(peer.ip()))?;
+            let client = parts
+                .extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|ConnectInfo(peer)| Client::address(peer.ip()));
+            if let Some(client) = &client {
+                draw(state, budget, client)?;
             }
-            return Ok(Self(PhantomData));
+            return Ok(Self {
+                client,
+                role: PhantomData,
+            });
         }
         let presented = parts
             .headers
@@ -123,7 +142,10 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
         let client = Client::Key(name.to_owned());
         drop(stored);
         draw(state, budget, &client)?;
-        Ok(Self(PhantomData))
+        Ok(Self {
+            client: Some(client),
+            role: PhantomData,
+        })
     }
 }
 

@@ -80,10 +80,12 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
             description = "An endless stream of `event: round` events, each `data:` a RoundEvent"),
         (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
         (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
+        (status = 429, body = ErrorResponse, description = "This client has 16 feeds open",
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
         (status = 503, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn events(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
     QueryParams(query): QueryParams<EventsQuery>,
@@ -103,13 +105,19 @@ async fn events(
             .await?
             .unwrap_or(0),
     };
+    let slot = match auth.client() {
+        Some(client) => Some(state.feed_slots.take(client).ok_or(Error::RateLimited {
+            retry_after_secs: RETRY_MS.div_ceil(1000),
+        })?),
+        None => None,
+    };
     let Ok(permit) = std::sync::Arc::clone(&state.feeds).try_acquire_owned() else {
         return Err(Error::Overloaded);
     };
     let (reader, writer) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
         feed(state, pool, after, changes, writer).await;
-        drop(permit);
+        drop((permit, slot));
     });
     let mut response = Body::from_stream(ReaderStream::new(reader)).into_response();
     let headers = response.headers_mut();

@@ -352,6 +352,51 @@ async fn get_from(app: &TestApp, uri: &str, peer: &str, key: Option<&str>) -> Te
 }
 
 #[tokio::test]
+async fn one_client_keeps_at_most_sixteen_change_feeds_open() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let open = |peer: &str| {
+        let peer: SocketAddr = peer.parse().expect("a socket address");
+        let request = Request::builder()
+            .uri("/v1/pools/main/events")
+            .extension(ConnectInfo(peer))
+            .body(Body::empty())
+            .expect("a valid request");
+        app.send_unread(request)
+    };
+    let mut feeds = Vec::new();
+    for port in 0..mmr_service::state::MAX_FEEDS_PER_CLIENT {
+        let feed = open(&format!("192.0.2.1:{}", 6000 + port)).await;
+        assert_eq!(feed.status(), StatusCode::OK, "feed {port}");
+        feeds.push(feed);
+    }
+    let refused = open("192.0.2.1:7000").await;
+    assert_eq!(
+        refused.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "one more from the same address"
+    );
+    assert!(refused.headers().contains_key(header::RETRY_AFTER));
+    let other = open("192.0.2.2:6000").await;
+    assert_eq!(other.status(), StatusCode::OK, "another address");
+    // A feed the client dropped gives its place back once the feed next writes.
+    drop(feeds.pop());
+    app.play([round("r1", &["a", "b"])]).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let again = open("192.0.2.1:7001").await;
+        if again.status() == StatusCode::OK {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the place was not given back"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
 async fn when_configured_anonymous_reads_are_limited_per_client_address() {
     let app = TestApp::with_settings(settings(&[
         ("MMR__RATE_LIMIT__READS_PER_SECOND", "1"),

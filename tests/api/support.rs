@@ -261,9 +261,15 @@ impl TestApp {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
+        self.send_unread(request.body(Body::empty()).expect("a valid request"))
+            .await
+    }
+
+    /// The router's answer to `request`, its body not read: for endless answers.
+    pub async fn send_unread(&self, request: Request<Body>) -> axum::response::Response {
         self.router
             .clone()
-            .oneshot(request.body(Body::empty()).expect("a valid request"))
+            .oneshot(request)
             .await
             .expect("the router is infallible")
     }
