@@ -260,7 +260,8 @@ pub struct PoolResponse {
     pub display: Display,
     /// Players rated in it.
     pub players: u64,
-    /// Rounds applied.
+    /// Lines of the pool's stream applied: rounds, season starts and corrections (a round a
+    /// correction voided stays counted: the count only grows).
     pub rounds_applied: u64,
     /// Rounds waiting in its queue.
     pub rounds_queued: u64,

@@ -147,7 +147,7 @@ pub struct PoolInfo {
     pub display: Display,
     /// Players who have played at least one applied round.
     pub players: u64,
-    /// Rounds applied.
+    /// Lines applied: rounds, season starts and corrections (it only grows).
     pub applied: u64,
     /// Rounds waiting in the queue.
     pub queued: u64,
@@ -163,7 +163,7 @@ pub struct PoolProgress {
     pub params: SystemParams,
     /// How it shows ratings.
     pub display: Display,
-    /// Rounds applied.
+    /// Lines applied (rounds, season starts, corrections).
     pub applied: u64,
 }
 
