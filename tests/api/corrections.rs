@@ -7,7 +7,7 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::leagues::{ladder, ladder_rounds, read, replayed_csv};
+use crate::leagues::{ladder, ladder_rounds, put_display, read, replayed_csv};
 use crate::support::{num, round, Payload, TestApp, ADMIN_KEY, POOL};
 
 backend_tests!(
@@ -47,27 +47,20 @@ async fn corrections_rate_the_pool_again_as_replay_of_the_corrected_rounds_would
     let (_, rounds) = ladder_rounds();
     let display = json!({ "leagues": ladder() });
     app.create_pool(POOL).await;
-    app.send(
-        Method::PUT,
-        "/v1/pools/main/display",
-        Some(ADMIN_KEY),
-        Payload::Json(display.clone()),
-    )
-    .await
-    .assert_status(StatusCode::OK, "leagues");
+    put_display(&app, POOL, display.clone()).await;
     app.play(rounds).await;
     let before = everyone(&app).await;
 
-    let voided = app
-        .send(
+    let void = || {
+        app.send(
             Method::DELETE,
             "/v1/pools/main/rounds/r2",
             Some(ADMIN_KEY),
             Payload::Empty,
         )
-        .await;
+    };
     assert_eq!(
-        voided.assert_status(StatusCode::ACCEPTED, "void r2"),
+        void().await.assert_status(StatusCode::ACCEPTED, "void r2"),
         &json!({"id": "void/r2", "status": "queued", "position": 1})
     );
     correct(
@@ -127,16 +120,8 @@ async fn corrections_rate_the_pool_again_as_replay_of_the_corrected_rounds_would
     }
     assert_eq!(num(&app.pool_info(POOL).await["params"]["beta"]), 150.0);
     // Voiding again (a retry) is recognized; the voided round's id stays taken.
-    let again = app
-        .send(
-            Method::DELETE,
-            "/v1/pools/main/rounds/r2",
-            Some(ADMIN_KEY),
-            Payload::Empty,
-        )
-        .await;
     assert_eq!(
-        again.assert_status(StatusCode::OK, "void r2 again"),
+        void().await.assert_status(StatusCode::OK, "void r2 again"),
         &json!({"id": "void/r2", "status": "applied"})
     );
     app.post_round(POOL, round("r2", &["p0", "p1"]))

@@ -15,14 +15,19 @@ backend_tests!(
 );
 
 pub(crate) async fn put_leagues(app: &TestApp, pool: &str, leagues: Value) -> Value {
+    put_display(app, pool, json!({ "leagues": leagues })).await
+}
+
+/// `PUT /v1/pools/{pool}/display` with `display`, which must be taken.
+pub(crate) async fn put_display(app: &TestApp, pool: &str, display: Value) -> Value {
     app.send(
         Method::PUT,
         &format!("/v1/pools/{pool}/display"),
         Some(ADMIN_KEY),
-        Payload::Json(json!({ "leagues": leagues })),
+        Payload::Json(display),
     )
     .await
-    .assert_status(StatusCode::OK, "put the leagues")
+    .assert_status(StatusCode::OK, "put the display settings")
     .clone()
 }
 
@@ -337,14 +342,7 @@ async fn replay_with_the_pools_display_settings_gives_the_leagues_the_service_gi
     let (players, rounds) = ladder_rounds();
     let display = json!({"conservative_k": 2, "leagues": ladder()});
     app.create_pool(POOL).await;
-    app.send(
-        Method::PUT,
-        "/v1/pools/main/display",
-        Some(ADMIN_KEY),
-        Payload::Json(display.clone()),
-    )
-    .await
-    .assert_status(StatusCode::OK, "put the display settings");
+    put_display(&app, POOL, display.clone()).await;
     app.play(rounds.clone()).await;
 
     let lines: Vec<String> = rounds.iter().map(Value::to_string).collect();

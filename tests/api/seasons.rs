@@ -4,11 +4,13 @@
 //! surviving a restart; new leagues recomputed across a season start; and `replay` of the
 //! pool's export (season line included) giving what the service gives.
 
-use axum::http::{Method, StatusCode};
+use axum::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::leagues::{ladder, ladder_rounds, leagues_shown, put_leagues, read, replayed_csv};
-use crate::support::{num, round, Payload, TestApp, ADMIN_KEY, POOL, WRITE_KEY};
+use crate::leagues::{
+    ladder, ladder_rounds, leagues_shown, put_display, put_leagues, read, replayed_csv,
+};
+use crate::support::{num, round, TestApp, ADMIN_KEY, POOL, WRITE_KEY};
 
 backend_tests!(
     a_season_soft_resets_every_rating_and_restarts_the_leagues,
@@ -265,14 +267,7 @@ async fn replay_of_the_export_gives_what_the_service_gives_across_a_season(app: 
     leagues["placement_rounds"] = json!(5);
     let display = json!({ "leagues": leagues });
     app.create_pool(POOL).await;
-    app.send(
-        Method::PUT,
-        "/v1/pools/main/display",
-        Some(ADMIN_KEY),
-        Payload::Json(display.clone()),
-    )
-    .await
-    .assert_status(StatusCode::OK, "put the display settings");
+    put_display(&app, POOL, display.clone()).await;
     // Settled in one batch: the same players before and after the start.
     for (i, r) in rounds.iter().enumerate() {
         if i == 5 {
