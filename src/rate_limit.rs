@@ -43,6 +43,9 @@ impl Client {
     /// The anonymous client at `ip`.
     #[must_use]
     pub fn address(ip: IpAddr) -> Self {
+        // An IPv4 client of a dual-stack socket arrives as `::ffff:a.b.c.d`: by its own address,
+        // not by the /64 every IPv4 client shares.
+        let ip = ip.to_canonical();
         match ip {
             IpAddr::V4(_) => Self::Address(ip),
             IpAddr::V6(v6) => {
@@ -184,6 +187,27 @@ mod tests {
             reads_per_second: reads.0,
             reads_burst: reads.1,
         }
+    }
+
+    #[test]
+    fn an_ipv6_client_is_its_64_and_an_ipv4_one_its_address_however_it_arrives() {
+        let ip = |text: &str| text.parse::<IpAddr>().expect("an address");
+        assert_eq!(
+            Client::address(ip("2001:db8::1")),
+            Client::address(ip("2001:db8::ffff:2"))
+        );
+        assert_ne!(
+            Client::address(ip("2001:db8::1")),
+            Client::address(ip("2001:db8:0:1::1"))
+        );
+        assert_eq!(
+            Client::address(ip("::ffff:192.0.2.1")),
+            Client::address(ip("192.0.2.1"))
+        );
+        assert_ne!(
+            Client::address(ip("::ffff:192.0.2.1")),
+            Client::address(ip("::ffff:192.0.2.2"))
+        );
     }
 
     #[test]

@@ -106,8 +106,9 @@ async fn events(
             .unwrap_or(0),
     };
     let slot = match auth.client() {
+        // A dropped feed frees its place when it next writes: within one keep-alive.
         Some(client) => Some(state.feed_slots.take(client).ok_or(Error::RateLimited {
-            retry_after_secs: RETRY_MS.div_ceil(1000),
+            retry_after_secs: KEEP_ALIVE.as_secs(),
         })?),
         None => None,
     };

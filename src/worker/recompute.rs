@@ -55,6 +55,10 @@ pub(super) async fn apply(
     let mut plan = match plan {
         Ok(Ok(plan)) => plan,
         Ok(Err(reason)) => return fail(storage, pool, &queued.id, rated_on, &reason).await,
+        Err(error) if !error.is_panic() => {
+            pool.finish_recompute("interrupted");
+            return Err(error).context("planning the correction");
+        }
         Err(error) => {
             tracing::error!(pool = pool.name(), error = %error, "planning a correction panicked");
             return fail(
@@ -128,11 +132,12 @@ pub(super) async fn apply(
         .await;
     drop(receiver);
     if let Err(error) = rating.await {
-        // A bug in the rating: retrying would stop the pool's queue for good.
-        tracing::error!(pool = pool.name(), error = %error, "rating the pool again panicked");
-        if stored.is_ok() {
+        if !error.is_panic() || stored.is_ok() {
+            pool.finish_recompute("interrupted");
             return Err(error).context("rating the pool again");
         }
+        // A bug in the rating: retrying would stop the pool's queue for good.
+        tracing::error!(pool = pool.name(), error = %error, "rating the pool again panicked");
         return fail(
             storage,
             pool,
@@ -144,8 +149,10 @@ pub(super) async fn apply(
     }
     match stored {
         Ok(()) => {
-            reload(storage, pool).await?;
+            // Committed: applied, even if loading it fails now (the next step loads it then).
+            let reloaded = reload(storage, pool).await;
             pool.finish_recompute("applied");
+            reloaded?;
             Ok(Processed::Settled(vec![Settled::Applied(queued.id)]))
         }
         Err(storage::Error::Recompute(reason)) => {
