@@ -6,7 +6,6 @@
 //! names is checked against the pool before it is stored, so a mistake is a 4xx at once.
 
 use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
@@ -18,11 +17,12 @@ use super::auth::{Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
 use super::pool_of;
+use super::rounds::{located, Queued, RoundStatusResponse};
 use crate::config::ParamsOverrides;
 use crate::engine::Beliefs;
 use crate::pools::Pool;
 use crate::state::AppState;
-use crate::storage::{Enqueued, EntryKind, RoundStatus};
+use crate::storage::{EntryKind, RoundStatus};
 use crate::wire::{Correction, CorrectionRequest, Entry};
 
 /// The routes of this module.
@@ -60,19 +60,6 @@ pub struct CorrectionBody {
     params: Option<ParamsOverrides>,
 }
 
-/// A correction's place in the queue.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct CorrectionResponse {
-    /// The correction's id.
-    pub id: String,
-    /// `queued`, then `applied` (or `failed`, with nothing changed).
-    #[schema(example = "queued")]
-    pub status: &'static str,
-    /// 1 for the next line the worker applies; present on a 202.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub position: Option<u64>,
-}
-
 /// How the pool's recomputation is going, in the process that answers.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RecomputeResponse {
@@ -98,9 +85,9 @@ pub struct RecomputeResponse {
     params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
     request_body = CorrectionBody,
     responses(
-        (status = 202, body = CorrectionResponse, description = "Queued after every round accepted so far",
+        (status = 202, body = RoundStatusResponse, description = "Queued after every round accepted so far",
             headers(("Location" = String, description = "The pool's recomputation"))),
-        (status = 200, body = CorrectionResponse, description = "Posted before with the same content"),
+        (status = 200, body = RoundStatusResponse, description = "Posted before with the same content"),
         (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
         (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
         (status = 409, body = ErrorResponse), (status = 413, body = ErrorResponse),
@@ -155,9 +142,9 @@ async fn post_correction(
     params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
         ("id" = String, Path, description = "Round id")),
     responses(
-        (status = 202, body = CorrectionResponse, description = "Queued after every round accepted so far",
+        (status = 202, body = RoundStatusResponse, description = "Queued after every round accepted so far",
             headers(("Location" = String, description = "The pool's recomputation"))),
-        (status = 200, body = CorrectionResponse, description = "Voided (or queued) before under this id: a retry"),
+        (status = 200, body = RoundStatusResponse, description = "Voided (or queued) before under this id: a retry"),
         (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
         (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse),
         (status = 503, body = ErrorResponse, description = "Queue full or database unavailable",
@@ -237,31 +224,14 @@ async fn enqueue(
     let outcome = state
         .enqueue(pool, &correction.id, EntryKind::Correction, &canonical)
         .await?;
-    let (status, body) = match outcome {
-        Enqueued::Accepted { position } => (
-            StatusCode::ACCEPTED,
-            CorrectionResponse {
-                id: correction.id,
-                status: RoundStatus::Queued.as_str(),
-                position: Some(position),
-            },
-        ),
-        Enqueued::AlreadyStored { status } => (
-            StatusCode::OK,
-            CorrectionResponse {
-                id: correction.id,
-                status: status.as_str(),
-                position: None,
-            },
-        ),
-        Enqueued::Conflict => return Err(Error::RoundConflict(correction.id)),
-        Enqueued::QueueFull { .. } => return Err(Error::QueueFull),
+    let queued = Queued::of(outcome, &correction.id)?;
+    let body = RoundStatusResponse {
+        id: correction.id,
+        status: queued.stored.as_str(),
+        position: queued.position,
     };
-    let mut headers = HeaderMap::new();
-    if let Ok(value) = HeaderValue::from_str(&format!("/v1/pools/{}/recompute", pool.name())) {
-        headers.insert(header::LOCATION, value);
-    }
-    Ok((status, headers, Json(body)).into_response())
+    let headers = located(&format!("/v1/pools/{}/recompute", pool.name()));
+    Ok((queued.status, headers, Json(body)).into_response())
 }
 
 /// Refuses a correction that names what the pool does not have: a round that is not one of

@@ -210,34 +210,69 @@ async fn create_round(
     let outcome = state
         .enqueue(&pool, &id, EntryKind::Round, &canonical)
         .await?;
-    let location = format!(
-        "/v1/pools/{}/rounds/{}",
-        pool.name(),
-        utf8_percent_encode(&id, NON_ALPHANUMERIC)
-    );
-    match outcome {
-        Enqueued::Accepted { position } => {
+    let queued = Queued::of(outcome, &id)?;
+    let headers = match queued.position {
+        Some(position) => {
             tracing::info!(round.id = ?id, position, "round accepted");
-            let mut headers = HeaderMap::new();
-            if let Ok(value) = HeaderValue::from_str(&location) {
-                headers.insert(header::LOCATION, value);
-            }
-            let body = RoundStatusResponse {
-                id,
-                status: RoundStatus::Queued.as_str(),
-                position: Some(position),
-            };
-            Ok((StatusCode::ACCEPTED, headers, Json(body)).into_response())
+            located(&round_url(pool.name(), &id))
         }
-        Enqueued::AlreadyStored { status } => Ok(Json(RoundStatusResponse {
-            id,
-            status: status.as_str(),
-            position: None,
-        })
-        .into_response()),
-        Enqueued::Conflict => Err(Error::RoundConflict(id)),
-        Enqueued::QueueFull { .. } => Err(Error::QueueFull),
+        None => HeaderMap::new(),
+    };
+    let body = RoundStatusResponse {
+        id,
+        status: queued.stored.as_str(),
+        position: queued.position,
+    };
+    Ok((queued.status, headers, Json(body)).into_response())
+}
+
+/// What the queue answered a line posted to it (a round, a season start, a correction), as
+/// the routes that post one say it: 202 with its place, 200 with the status of the line stored
+/// before, 409 for other content under its id, 503 for a full queue.
+pub(super) struct Queued {
+    /// 202 or 200.
+    pub status: StatusCode,
+    /// The line's status now.
+    pub stored: RoundStatus,
+    /// Its place in the queue, when it was accepted now.
+    pub position: Option<u64>,
+}
+
+impl Queued {
+    /// `outcome` of queueing line `id`.
+    pub(super) fn of(outcome: Enqueued, id: &str) -> Result<Self, Error> {
+        match outcome {
+            Enqueued::Accepted { position } => Ok(Self {
+                status: StatusCode::ACCEPTED,
+                stored: RoundStatus::Queued,
+                position: Some(position),
+            }),
+            Enqueued::AlreadyStored { status } => Ok(Self {
+                status: StatusCode::OK,
+                stored: status,
+                position: None,
+            }),
+            Enqueued::Conflict => Err(Error::RoundConflict(id.to_owned())),
+            Enqueued::QueueFull { .. } => Err(Error::QueueFull),
+        }
     }
+}
+
+/// The URL of line `id` of pool `pool`.
+pub(super) fn round_url(pool: &str, id: &str) -> String {
+    format!(
+        "/v1/pools/{pool}/rounds/{}",
+        utf8_percent_encode(id, NON_ALPHANUMERIC)
+    )
+}
+
+/// Headers holding `Location: url`.
+pub(super) fn located(url: &str) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    if let Ok(value) = HeaderValue::from_str(url) {
+        headers.insert(header::LOCATION, value);
+    }
+    headers
 }
 
 /// Checks a round body completely, for the pool's rating `system` too, and returns its id and

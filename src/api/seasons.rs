@@ -4,10 +4,8 @@
 //! pool's order, begins the next.
 
 use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -19,10 +17,11 @@ use super::json::json_bytes;
 use super::leaderboard::{answer, LeaderboardQuery, LeaderboardResponse};
 use super::pool_of;
 use super::query::QueryParams;
+use super::rounds::{located, round_url, Queued};
 use crate::engine::SoftReset;
 use crate::pools::{AsOfBoard, Pool};
 use crate::state::AppState;
-use crate::storage::{Enqueued, EntryKind, RoundStatus, SeasonRecord};
+use crate::storage::{EntryKind, RoundStatus, SeasonRecord};
 use crate::wire::{Entry, SeasonRequest};
 
 /// The routes of this module.
@@ -117,12 +116,7 @@ async fn start_season(
     let outcome = state
         .enqueue(&pool, &season.id, EntryKind::Season, &canonical)
         .await?;
-    let (status, position) = match outcome {
-        Enqueued::Accepted { position } => (StatusCode::ACCEPTED, Some(position)),
-        Enqueued::AlreadyStored { .. } => (StatusCode::OK, None),
-        Enqueued::Conflict => return Err(Error::RoundConflict(season.id)),
-        Enqueued::QueueFull { .. } => return Err(Error::QueueFull),
-    };
+    let queued = Queued::of(outcome, &season.id)?;
     let seasons = seasons_of(&state, &pool).await?;
     let mut shown = seasons
         .seasons
@@ -136,17 +130,9 @@ async fn start_season(
             sigma_reset: season.sigma_reset,
             position: None,
         });
-    shown.position = position;
-    let mut headers = HeaderMap::new();
-    let location = format!(
-        "/v1/pools/{}/rounds/{}",
-        pool.name(),
-        utf8_percent_encode(&season.id, NON_ALPHANUMERIC)
-    );
-    if let Ok(value) = HeaderValue::from_str(&location) {
-        headers.insert(header::LOCATION, value);
-    }
-    Ok((status, headers, Json(shown)).into_response())
+    shown.position = queued.position;
+    let headers = located(&round_url(pool.name(), &season.id));
+    Ok((queued.status, headers, Json(shown)).into_response())
 }
 
 /// Every season of the pool, and the current one.

@@ -285,13 +285,7 @@ mod figures {
     #[test]
     #[ignore = "prints figures; seconds of pairwise sums"]
     fn error_and_time_against_the_pairwise_sums() {
-        let mut state = 12_345u64;
-        let mut unit = || {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut unit = crate::engine::uniform(12_345);
         // Elo-MMR's units, as the engine bench: β = 200, σ 60–350 (plus τ = 35).
         let two_beta2 = 2.0 * 200.0 * 200.0;
         for n in [1_000, 10_000] {

@@ -74,6 +74,18 @@ pub(crate) fn tanh(x: f64) -> f64 {
     ((1.0 - e) / (1.0 + e)).copysign(x)
 }
 
+/// Uniform draws in [0, 1) from a 64-bit LCG started at `seed`: the same on every run, for
+/// tests that need many varied inputs.
+#[cfg(test)]
+pub(crate) fn uniform(mut seed: u64) -> impl FnMut() -> f64 {
+    move || {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
 /// How a request names its list of entrants and each entrant's players, for the paths of a
 /// [`PredictionPath`]: the list's name, and what follows `list[i]` before the player index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -332,13 +332,7 @@ mod figures {
     #[test]
     #[ignore = "prints figures; seconds of direct sums"]
     fn error_and_time_against_the_direct_sum() {
-        let mut state = 12_345u64;
-        let mut unit = || {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut unit = crate::engine::uniform(12_345);
         for n in [1_000, 10_000] {
             let mus: Vec<f64> = (0..n).map(|_| 800.0 + 2800.0 * unit()).collect();
             let sigmas: Vec<f64> = (0..n).map(|_| 60.0 + 290.0 * unit()).collect();

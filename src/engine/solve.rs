@@ -86,13 +86,7 @@ mod tests {
         // L'): Newton reaches the root in a few steps, often from above with a residual whose
         // step rounds to zero; that must end the search, not start a bisection of the
         // bracket down to the tolerance (which took up to 46 evaluations).
-        let mut seed = 1u64;
-        let mut unit = move || {
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut unit = crate::engine::uniform(1);
         for case in 0..200 {
             let centers: Vec<f64> = (0..50).map(|_| 1000.0 + 800.0 * unit()).collect();
             let p0 = 1000.0 + 800.0 * unit();

@@ -305,21 +305,15 @@ impl PoolState {
     /// Records a committed round: its players' states, and the leagues they move to, which it
     /// returns in the order given. O(k log n) for k players.
     pub fn apply(&mut self, players: Vec<Played>) -> Vec<LeagueMove> {
-        let befores: Vec<Option<Standing>> = players
+        // Each player's standing before the round, and the rounds they had played when the
+        // season started (0 for a newcomer): one lookup each.
+        let (befores, bases): (Vec<Option<Standing>>, Vec<u64>) = players
             .iter()
-            .map(|p| {
-                let old = self.players.get(p.player.as_str())?;
-                Some(self.standing(&p.player, &old.state))
+            .map(|p| match self.players.get(p.player.as_str()) {
+                Some(old) => (Some(self.standing(&p.player, &old.state)), old.season_base),
+                None => (None, 0),
             })
-            .collect();
-        let bases: Vec<u64> = players
-            .iter()
-            .map(|p| {
-                self.players
-                    .get(p.player.as_str())
-                    .map_or(0, |rated| rated.season_base)
-            })
-            .collect();
+            .unzip();
         let entrants: Vec<Entrant<'_>> = players
             .iter()
             .zip(&bases)
