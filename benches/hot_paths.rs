@@ -124,8 +124,9 @@ fn publishing(c: &mut Criterion) {
     ];
     let mut group = c.benchmark_group("publish a round into a pool of 1,000,000 players");
     for (label, display, stored) in pools {
-        let pool =
-            Arc::new(PoolState::load(params.into(), display, stored, 1).expect("valid parameters"));
+        let pool = Arc::new(
+            PoolState::load(params.into(), display, stored, 1, 1).expect("valid parameters"),
+        );
         publish_rounds(&mut group, &pool, label, &params, &mut rng);
     }
     group.finish();
@@ -159,7 +160,7 @@ fn publish_rounds(
                 |round| {
                     // What the worker does: derive the next snapshot from the current one.
                     let mut next = PoolState::clone(pool);
-                    next.apply(round);
+                    next.apply(2, round);
                     next
                 },
                 BatchSize::LargeInput,

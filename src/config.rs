@@ -38,6 +38,8 @@ pub struct Settings {
     pub database: DatabaseSettings,
     /// The round queue and its workers.
     pub queue: QueueSettings,
+    /// Processes sharing one Postgres database.
+    pub replicas: ReplicaSettings,
     /// Who may do what.
     pub auth: AuthSettings,
     /// How many requests each client may make.
@@ -96,6 +98,18 @@ pub struct QueueSettings {
     pub poll_interval_ms: u64,
     /// How long a worker waits after a database error before it tries again, in milliseconds.
     pub retry_delay_ms: u64,
+}
+
+/// `[replicas]` (Postgres only).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaSettings {
+    /// This process's name among the replicas; empty: a random one at each start.
+    pub id: String,
+    /// How often a replica says it is alive and takes or gives back pools, in milliseconds.
+    pub heartbeat_ms: u64,
+    /// How long a replica may go unheard before its pools go to the others, in milliseconds.
+    pub lease_timeout_ms: u64,
 }
 
 /// `[auth]`.
@@ -569,6 +583,11 @@ impl Settings {
         anyhow::ensure!(
             self.queue.max_queued_per_pool > 0,
             "queue.max_queued_per_pool must be > 0"
+        );
+        anyhow::ensure!(
+            self.replicas.heartbeat_ms > 0
+                && self.replicas.lease_timeout_ms > self.replicas.heartbeat_ms,
+            "replicas.lease_timeout_ms must exceed replicas.heartbeat_ms, which must be > 0"
         );
         Ok(())
     }

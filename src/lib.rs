@@ -23,6 +23,9 @@
 //! - [`storage`]: the database: one `Storage` trait (pools, the ordered round queue, player
 //!   states, histories) with a Postgres and a SQLite implementation, chosen by URL scheme.
 //! - [`wire`]: the JSON form of a round and its conversion into an engine round.
+//! - [`ownership`]: where replicas share a Postgres database, which pools this process
+//!   applies (one lease per pool, spread by rendezvous hashing) and hearing of the others'
+//!   commits.
 //! - [`names`]: which pool names, round ids and player ids the service accepts.
 //! - [`replay`]: the offline `replay` command: a file of rounds in, accuracy and ratings out.
 //! - [`evaluate`]: the offline `evaluate` command: several rating systems compared on one
@@ -40,6 +43,7 @@ pub mod evaluate;
 pub mod import;
 pub mod instruments;
 pub mod names;
+pub mod ownership;
 pub mod pools;
 pub mod rate_limit;
 pub mod replay;

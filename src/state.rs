@@ -19,6 +19,7 @@ use crate::config::{KeySettings, ParamsOverrides, Role, Settings};
 use crate::display::leagues::{recompute, Entrant, HistoryPoint};
 use crate::display::{Display, LeagueTable, Leagues};
 use crate::engine::{self, SystemParams};
+use crate::ownership;
 use crate::pools::{Pool, PoolState, Pools};
 use crate::rate_limit::RateLimits;
 use crate::storage::{
@@ -50,6 +51,14 @@ pub struct AppState {
     /// created later (by a `PUT`) gets one exactly when the loaded ones did. Tests that step
     /// the worker themselves leave it off.
     run_workers: Arc<AtomicBool>,
+    /// Whether this process shares the database with other replicas and applies only the
+    /// pools whose lease it holds (`crate::ownership`): set with the workers, on Postgres.
+    coordinated: Arc<AtomicBool>,
+    /// This process's name among the replicas.
+    replica_id: Arc<str>,
+    /// Asks for a heartbeat now rather than at the next tick: a pool was added to memory, and
+    /// should get its owner at once.
+    rebalance: Arc<tokio::sync::Notify>,
     shutdown: CancellationToken,
     /// Open change feeds: each holds a permit while it runs ([`MAX_FEEDS`] in all).
     pub feeds: Arc<tokio::sync::Semaphore>,
@@ -126,6 +135,11 @@ impl AppState {
             settings.server.compute_threads,
             u32::try_from(budget).unwrap_or(u32::MAX),
         )?;
+        let replica_id = if settings.replicas.id.is_empty() {
+            Arc::from(ownership::random_id())
+        } else {
+            Arc::from(settings.replicas.id.as_str())
+        };
         Ok(Self {
             storage,
             pools: Arc::new(Pools::default()),
@@ -136,6 +150,9 @@ impl AppState {
             settings: Arc::new(settings),
             workers: TaskTracker::new(),
             run_workers: Arc::new(AtomicBool::new(false)),
+            coordinated: Arc::new(AtomicBool::new(false)),
+            replica_id,
+            rebalance: Arc::default(),
             shutdown: CancellationToken::new(),
             closing: CancellationToken::new(),
             feeds: Arc::new(tokio::sync::Semaphore::new(MAX_FEEDS)),
@@ -148,6 +165,12 @@ impl AppState {
     /// [`worker::process_next`] themselves).
     pub async fn load_pools(&self, start_workers: bool) -> anyhow::Result<()> {
         self.run_workers.store(start_workers, Ordering::Relaxed);
+        if start_workers {
+            if let Some(replicas) = self.storage.replicas() {
+                self.coordinated.store(true, Ordering::Relaxed);
+                ownership::start(self, &replicas);
+            }
+        }
         self.refresh_keys().await?;
         self.load_new_pools().await?;
         Ok(())
@@ -160,22 +183,17 @@ impl AppState {
         if let Some(pool) = self.pools.get(name) {
             return Ok(Some(pool));
         }
-        let Some(progress) = self.storage.pool_progress(name).await? else {
+        let Some(loaded) = self.storage.load_pool(name).await? else {
             return Ok(None);
         };
-        let players = self.storage.load_players(name).await?;
-        let state = blocking(move || {
-            PoolState::load(progress.params, progress.display, players, progress.applied)
-        })
-        .await?
-        .map_err(|error| storage::Error::Corrupt(format!("pool `{name}`: {error}")))?;
+        let state = blocking(move || PoolState::from_loaded(loaded))
+            .await?
+            .map_err(|error| storage::Error::Corrupt(format!("pool `{name}`: {error}")))?;
         let players = state.len();
-        let (pool, inserted) = self.pools.insert(Pool::new(name.to_owned(), state));
+        let (pool, inserted) = self.pools.insert(self.new_pool(name, state));
         if inserted {
             tracing::info!(pool = name, players, "pool loaded");
-            if self.run_workers.load(Ordering::Relaxed) {
-                self.start_worker(Arc::clone(&pool));
-            }
+            self.start_worker_if_running(&pool);
         }
         Ok(Some(pool))
     }
@@ -205,9 +223,9 @@ impl AppState {
             Some(_) => {}
             None => {
                 let state = PoolState::new(params.clone(), Display::default())?;
-                let (pool, inserted) = self.pools.insert(Pool::new(name.to_owned(), state));
-                if inserted && self.run_workers.load(Ordering::Relaxed) {
-                    self.start_worker(pool);
+                let (pool, inserted) = self.pools.insert(self.new_pool(name, state));
+                if inserted {
+                    self.start_worker_if_running(&pool);
                 }
             }
         }
@@ -433,11 +451,69 @@ impl AppState {
         ));
     }
 
-    /// Asks every worker to stop after its current round and waits until they have.
+    /// Pool `name` holding `state`, to add to memory: where replicas share the database, it is
+    /// followed until this process takes its lease.
+    fn new_pool(&self, name: &str, state: PoolState) -> Pool {
+        let pool = Pool::new(name.to_owned(), state);
+        if self.coordinated.load(Ordering::Relaxed) {
+            pool.following()
+        } else {
+            pool
+        }
+    }
+
+    /// Starts the worker of a pool just added to memory, when the loaded pools got one; where
+    /// replicas share the database, the next heartbeat comes at once to give it an owner.
+    fn start_worker_if_running(&self, pool: &Arc<Pool>) {
+        if self.run_workers.load(Ordering::Relaxed) {
+            if self.coordinated.load(Ordering::Relaxed) {
+                self.rebalance.notify_one();
+            }
+            self.start_worker(Arc::clone(pool));
+        }
+    }
+
+    /// Asks every worker to stop after its current round and waits until they have. Where
+    /// replicas share the database, each pool's lease goes back as soon as its worker has
+    /// stopped (`crate::ownership`), and then the lease connection ends.
     pub async fn stop_workers(&self) {
         self.shutdown.cancel();
         self.workers.close();
         self.workers.wait().await;
+        if self.coordinated.load(Ordering::Relaxed) {
+            if let Some(replicas) = self.storage.replicas() {
+                replicas.leave(&self.replica_id).await;
+            }
+        }
+    }
+
+    /// Runs `task` until the service stops; stopping waits for it.
+    pub fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.workers.spawn(task);
+    }
+
+    /// Resolves when a pool was added to memory since the last call: the heartbeat gives it an
+    /// owner at once.
+    pub async fn pool_added(&self) {
+        self.rebalance.notified().await;
+    }
+
+    /// Resolves once the service is stopping.
+    pub async fn stopping(&self) {
+        self.shutdown.cancelled().await;
+    }
+
+    /// This process's name among the replicas sharing the database.
+    #[must_use]
+    pub fn replica_id(&self) -> &str {
+        &self.replica_id
+    }
+
+    /// Whether this process shares the database with other replicas (see
+    /// [`crate::ownership`]).
+    #[must_use]
+    pub fn coordinated(&self) -> bool {
+        self.coordinated.load(Ordering::Relaxed)
     }
 }
 

@@ -1,4 +1,5 @@
-//! `/healthz` (the process answers), `/readyz` (the database answers and every worker runs),
+//! `/healthz` (the process answers), `/readyz` (the database answers and every worker runs;
+//! which pools this process applies),
 //! `/metrics` (Prometheus) and `/openapi.json`. Only `/metrics` may need a key (a read key, when
 //! reads need one).
 
@@ -79,6 +80,12 @@ pub struct ReadinessResponse {
     pub workers: bool,
     /// Rounds waiting in every pool's queue; `null` when the database did not answer.
     pub queue_depth: Option<u64>,
+    /// This process's name among the replicas sharing a Postgres database; `null` where it
+    /// owns its database alone (SQLite, docs/replicas.md).
+    pub replica: Option<String>,
+    /// The pools whose rounds this process applies (all of them where it owns its database
+    /// alone); it follows the others' owners.
+    pub owned_pools: Vec<String>,
 }
 
 /// The process answers.
@@ -99,7 +106,13 @@ async fn get_readiness(State(state): State<AppState>) -> (StatusCode, Json<Readi
     } else {
         None
     };
-    let workers = state.pools.all().iter().all(|pool| pool.worker_running());
+    let pools = state.pools.all();
+    let workers = pools.iter().all(|pool| pool.worker_running());
+    let owned_pools = pools
+        .iter()
+        .filter(|pool| pool.owned())
+        .map(|pool| pool.name().to_owned())
+        .collect();
     let ready = database && workers && queue_depth.is_some();
     let status = if ready {
         StatusCode::OK
@@ -113,6 +126,8 @@ async fn get_readiness(State(state): State<AppState>) -> (StatusCode, Json<Readi
             database,
             workers,
             queue_depth,
+            replica: state.coordinated().then(|| state.replica_id().to_owned()),
+            owned_pools,
         }),
     )
 }

@@ -28,7 +28,7 @@ use crate::display::leagues::Entrant;
 pub use crate::display::Shown;
 use crate::display::{Display, LeagueMove, LeagueTable, Placement, Resolved, Spread};
 use crate::engine::{self, Beliefs, SoftReset, SystemParams, SystemState};
-use crate::storage::{RatedAsOf, StoredPlayer};
+use crate::storage::{LoadedPool, RatedAsOf, StoredPlayer};
 use leaderboard::{Filter, Kept, Leaderboard, Move, Order, Standing};
 
 /// Why stored players could not be loaded into a pool.
@@ -111,6 +111,9 @@ pub struct PoolState {
     /// Every placed player's league and division.
     leagues: LeagueTable,
     applied: u64,
+    /// The seq of the last line of the pool's stream applied here (0 before the first): a
+    /// process that does not own the pool reads on from it.
+    last_seq: i64,
 }
 
 /// The leaderboard lists `display` needs.
@@ -134,15 +137,17 @@ impl PoolState {
             players: OrdMap::new(),
             spread: Spread::default(),
             applied: 0,
+            last_seq: 0,
         })
     }
 
-    /// A pool rebuilt from its stored players, after `applied` rounds.
+    /// A pool rebuilt from its stored players, after `applied` lines, the last at `last_seq`.
     pub fn load(
         system: SystemParams,
         display: Display,
         stored: Vec<StoredPlayer>,
         applied: u64,
+        last_seq: i64,
     ) -> Result<Self, LoadError> {
         let mut state = Self::new(system, display)?;
         let mut placements = Vec::new();
@@ -178,7 +183,24 @@ impl PoolState {
         state.players = players.into_iter().collect();
         state.leaderboard = state.rebuilt_leaderboard();
         state.applied = applied;
+        state.last_seq = last_seq;
         Ok(state)
+    }
+
+    /// A pool as one snapshot of the database holds it.
+    pub fn from_loaded(loaded: LoadedPool) -> Result<Self, LoadError> {
+        let LoadedPool {
+            progress,
+            players,
+            last_seq,
+        } = loaded;
+        Self::load(
+            progress.params,
+            progress.display,
+            players,
+            progress.applied,
+            last_seq,
+        )
     }
 
     /// This snapshot shown with `display` instead (validated by the caller), whose leagues
@@ -296,15 +318,21 @@ impl PoolState {
         }
     }
 
-    /// Rounds whose ratings this state holds.
+    /// Lines (rounds, season starts, corrections) whose effects this state holds.
     #[must_use]
     pub fn applied(&self) -> u64 {
         self.applied
     }
 
-    /// Records a committed round: its players' states, and the leagues they move to, which it
-    /// returns in the order given. O(k log n) for k players.
-    pub fn apply(&mut self, players: Vec<Played>) -> Vec<LeagueMove> {
+    /// The seq of the last line applied here (0 before the first).
+    #[must_use]
+    pub fn last_seq(&self) -> i64 {
+        self.last_seq
+    }
+
+    /// Records the round at `seq`: its players' states, and the leagues they move to, which
+    /// it returns in the order given. O(k log n) for k players.
+    pub fn apply(&mut self, seq: i64, players: Vec<Played>) -> Vec<LeagueMove> {
         // Each player's standing before the round, and the rounds they had played when the
         // season started (0 for a newcomer): one lookup each.
         let (befores, bases): (Vec<Option<Standing>>, Vec<u64>) = players
@@ -357,13 +385,14 @@ impl PoolState {
             .collect();
         self.leaderboard.update(&moves);
         self.applied += 1;
+        self.last_seq = seq;
         league_moves
     }
 
-    /// The pool after a new season starts: every player's state after the soft `reset`,
-    /// nobody in a league. O(n log n) for n players.
+    /// The pool after the season start at `seq`: every player's state after the soft
+    /// `reset`, nobody in a league. O(n log n) for n players.
     #[must_use]
-    pub fn new_season(&self, reset: SoftReset) -> Self {
+    pub fn new_season(&self, seq: i64, reset: SoftReset) -> Self {
         let mut next = Self {
             leagues: self.leagues.new_season(),
             spread: Spread::default(),
@@ -384,6 +413,7 @@ impl PoolState {
             .collect();
         next.leaderboard = next.rebuilt_leaderboard();
         next.applied += 1;
+        next.last_seq = seq;
         next
     }
 
@@ -524,6 +554,13 @@ pub struct Pool {
     wake: Notify,
     turn: Mutex<()>,
     worker_running: AtomicBool,
+    /// Whether this process applies the pool's rounds: always where one process owns the
+    /// database; while it holds the pool's lease where replicas share one.
+    owned: AtomicBool,
+    /// Whether memory must be loaded afresh before the next step applies anything: set when
+    /// this process takes the pool over, so that what it writes never rests on what it
+    /// computed while following.
+    reload: AtomicBool,
     /// How many snapshots have been published: change feeds wait on it.
     published: watch::Sender<u64>,
     /// The correction this process is applying, or applied last.
@@ -555,6 +592,8 @@ impl Pool {
             wake: Notify::new(),
             turn: Mutex::new(()),
             worker_running: AtomicBool::new(false),
+            owned: AtomicBool::new(true),
+            reload: AtomicBool::new(false),
             published: watch::Sender::new(0),
             recompute: std::sync::Mutex::new(None),
         }
@@ -655,6 +694,51 @@ impl Pool {
     pub fn worker_running(&self) -> bool {
         self.worker_running.load(Ordering::Acquire)
     }
+
+    /// The same pool, followed rather than owned until [`Pool::take_over`].
+    #[must_use]
+    pub fn following(self) -> Self {
+        self.owned.store(false, Ordering::Release);
+        self
+    }
+
+    /// Records that this process applies the pool's rounds from now on, after loading it
+    /// afresh, and wakes the worker.
+    pub fn take_over(&self) {
+        self.reload.store(true, Ordering::Release);
+        self.owned.store(true, Ordering::Release);
+        self.wake();
+    }
+
+    /// Records that this process only follows the pool from now on, and wakes the worker.
+    pub fn hand_over(&self) {
+        self.owned.store(false, Ordering::Release);
+        self.wake();
+    }
+
+    /// Whether memory must be loaded afresh before the next step (see [`Pool::take_over`]).
+    #[must_use]
+    pub fn reload_pending(&self) -> bool {
+        self.reload.load(Ordering::Acquire)
+    }
+
+    /// Records that memory was loaded afresh.
+    pub fn reloaded(&self) {
+        self.reload.store(false, Ordering::Release);
+    }
+
+    /// The pool's turn if nobody holds it now.
+    #[must_use]
+    pub fn try_turn(&self) -> Option<MutexGuard<'_, ()>> {
+        self.turn.try_lock().ok()
+    }
+
+    /// Whether this process applies the pool's rounds; otherwise its worker only follows the
+    /// process that does.
+    #[must_use]
+    pub fn owned(&self) -> bool {
+        self.owned.load(Ordering::Acquire)
+    }
 }
 
 /// Every pool the service knows, by name.
@@ -733,11 +817,14 @@ mod tests {
         let mut strong = PlayerState::new(&params);
         strong.mu = 1800.0;
         let newcomer = || SystemState::EloMmr(PlayerState::new(&params));
-        state.apply(vec![
-            played("bob", 2, newcomer(), "r1"),
-            played("bea", 1, SystemState::EloMmr(strong), "r1"),
-            played("al", 2, newcomer(), "r1"),
-        ]);
+        state.apply(
+            1,
+            vec![
+                played("bob", 2, newcomer(), "r1"),
+                played("bea", 1, SystemState::EloMmr(strong), "r1"),
+                played("al", 2, newcomer(), "r1"),
+            ],
+        );
         let bea = state.player("bea").expect("rated");
         assert_eq!((bea.position, bea.mu), (1, 1800.0));
         assert_eq!(state.player("al").expect("rated").position, 2);
@@ -770,9 +857,11 @@ mod tests {
             .expect("valid settings");
             let mut state = PoolState::new(params.into(), display.clone()).expect("valid");
             let mut played = std::collections::BTreeMap::new();
+            let mut seq = 1;
             for (r, round) in rounds.iter().enumerate() {
                 if seasons.contains(&r) {
-                    state = state.new_season(SoftReset { mu: 0.3, sigma: 0.5 });
+                    state = state.new_season(seq, SoftReset { mu: 0.3, sigma: 0.5 });
+                    seq += 1;
                     proptest::prop_assert!(state.leagues().counts().iter().all(|c| c.players == 0));
                 }
                 let mut seen = std::collections::HashSet::new();
@@ -796,7 +885,8 @@ mod tests {
                         }
                     })
                     .collect();
-                state.apply(entrants);
+                state.apply(seq, entrants);
+                seq += 1;
             }
             let stored = state
                 .beliefs()
@@ -810,7 +900,8 @@ mod tests {
                     season_base: state.players[id].season_base,
                 })
                 .collect();
-            let fresh = PoolState::load(params.into(), display, stored, state.applied())
+            let fresh = PoolState::load(
+                params.into(), display, stored, state.applied(), state.last_seq())
                 .expect("valid");
             proptest::prop_assert_eq!(state.spread, fresh.spread);
             proptest::prop_assert_eq!(state.fixed_range(), fresh.fixed_range());

@@ -10,6 +10,7 @@
 //! text here: the API validates and canonicalizes them, the worker parses them.
 
 mod postgres;
+mod replicas;
 mod rows;
 mod sql;
 mod sql_storage;
@@ -18,6 +19,8 @@ mod sqlite;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+
+pub use replicas::{Change, Replicas};
 
 use crate::config::Role;
 use crate::display::{Display, LeagueMove, Leagues, Placement};
@@ -165,6 +168,29 @@ pub struct PoolProgress {
     pub display: Display,
     /// Lines applied (rounds, season starts, corrections).
     pub applied: u64,
+}
+
+/// A pool as one snapshot of the database holds it: what memory is rebuilt from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedPool {
+    /// Its parameters, display settings and applied lines.
+    pub progress: PoolProgress,
+    /// Every rated player.
+    pub players: Vec<StoredPlayer>,
+    /// The seq of its last applied line (0 before the first): where a follower goes on from.
+    pub last_seq: i64,
+}
+
+/// What a process that does not own a pool reads to catch up with it, in one snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppliedSince {
+    /// The pool's parameters, display settings and applied lines now.
+    pub progress: PoolProgress,
+    /// The lines applied after the seq asked for, oldest first (perhaps not all of them).
+    pub lines: Vec<QueuedRound>,
+    /// Whether a correction was applied after that seq, among these lines or later: the lines
+    /// are then as the correction left them, not as they were rated.
+    pub corrected: bool,
 }
 
 /// Where a round is in its life.
@@ -604,6 +630,25 @@ pub trait Storage: Send + Sync + 'static {
     /// Every pool's name, sorted: without [`Self::pools`]'s counts, cheap enough to ask often.
     async fn pool_names(&self) -> Result<Vec<String>, Error>;
 
+    /// Pool `name` as one snapshot holds it: its progress, every player and the seq of its last
+    /// applied line; `None` if there is no such pool.
+    async fn load_pool(&self, name: &str) -> Result<Option<LoadedPool>, Error>;
+
+    /// Pool `pool`'s progress and its lines applied after seq `after`, oldest first, in one
+    /// snapshot: at most `max_rounds`, and only as many as it takes for their bodies to reach
+    /// `max_bytes` characters (the first is always included). `None` if there is no such pool.
+    async fn applied_since(
+        &self,
+        pool: &str,
+        after: i64,
+        max_rounds: usize,
+        max_bytes: usize,
+    ) -> Result<Option<AppliedSince>, Error>;
+
+    /// How processes sharing this database coordinate (Postgres), or `None` where one process
+    /// owns it (SQLite).
+    fn replicas(&self) -> Option<Arc<dyn Replicas>>;
+
     /// One pool's parameters and applied rounds, without the costlier counts of [`Self::pool`].
     async fn pool_progress(&self, name: &str) -> Result<Option<PoolProgress>, Error>;
 
@@ -716,7 +761,12 @@ pub trait Storage: Send + Sync + 'static {
     }
 
     /// Every player of `pool` with their belief, by player id.
-    async fn load_players(&self, pool: &str) -> Result<Vec<StoredPlayer>, Error>;
+    async fn load_players(&self, pool: &str) -> Result<Vec<StoredPlayer>, Error> {
+        Ok(self
+            .load_pool(pool)
+            .await?
+            .map_or_else(Vec::new, |loaded| loaded.players))
+    }
 
     /// A round's status and, once applied, its results.
     async fn round(&self, pool: &str, id: &str) -> Result<Option<RoundRecord>, Error>;

@@ -3,12 +3,14 @@
 //! transaction-scoped advisory lock for the worker's writes), snapshots through `REPEATABLE
 //! READ`, and the bulk writes through `UNNEST` arrays. Nothing here knows about SQLite.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::{PgConnection, Postgres, Transaction};
 
+use super::replicas::{PgReplicas, CHANGES_CHANNEL};
 use super::rows::{placement_columns, to_i64, StateColumns};
 use super::sql_storage::{Dialect, SqlStorage};
 use super::{AppliedEntrant, AppliedRound, Error, Recomputed};
@@ -233,7 +235,8 @@ pub(super) async fn connect(url: &str) -> Result<SqlStorage<Pg>, Error> {
         .connect(url)
         .await?;
     sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-    Ok(SqlStorage::new(pool))
+    let replicas = Arc::new(PgReplicas::new(pool.clone()));
+    Ok(SqlStorage::new(pool).with_replicas(replicas))
 }
 
 #[async_trait]
@@ -260,6 +263,15 @@ impl Dialect for Pg {
     async fn lock_queue(tx: &mut PgConnection, pool: &str) -> Result<(), Error> {
         sqlx::query(LOCK_APPLY)
             .bind(APPLY_LOCK_CLASS)
+            .bind(pool)
+            .execute(&mut *tx)
+            .await?;
+        Ok(())
+    }
+
+    async fn notify(tx: &mut PgConnection, pool: &str) -> Result<(), Error> {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANGES_CHANNEL)
             .bind(pool)
             .execute(&mut *tx)
             .await?;

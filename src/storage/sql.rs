@@ -67,6 +67,23 @@ pub(super) const SELECT_QUEUED: &str = "
     WHERE before < $3 OR before = 0
     ORDER BY seq";
 
+/// The lines of pool `$1` applied after seq `$2` (rounds, season starts and corrections),
+/// oldest first: at most `$3`, and only as many as it takes for their bodies to reach `$4`
+/// characters (the first is always included).
+pub(super) const SELECT_APPLIED_LINES: &str = "
+    SELECT id, seq, body, kind FROM (
+        SELECT id, seq, body, kind,
+               SUM(length(body)) OVER (ORDER BY seq) - length(body) AS before
+        FROM rounds WHERE pool = $1 AND status = 'applied' AND seq > $2
+        ORDER BY seq LIMIT $3) q
+    WHERE before < $4 OR before = 0
+    ORDER BY seq";
+
+/// How many corrections pool `$1` applied after seq `$2` (along `rounds_by_kind`).
+pub(super) const COUNT_CORRECTIONS_AFTER: &str = "
+    SELECT COUNT(*) FROM rounds
+    WHERE pool = $1 AND kind = 'correction' AND status = 'applied' AND seq > $2";
+
 /// The ids and seqs of the `$2` oldest queued rounds of pool `$1`.
 pub(super) const SELECT_QUEUED_IDS: &str = "
     SELECT id, seq FROM rounds

@@ -4,6 +4,7 @@
 //! round's rows are written in bulk.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use sqlx::{
@@ -17,10 +18,10 @@ use super::rows::{
     PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow, RoundRow, SeasonRow,
 };
 use super::{
-    sql, AppliedRecord, AppliedRound, AsOf, Enqueued, EntryKind, Error, HistoryPage, LeagueHistory,
-    LineOutcome, PoolInfo, PoolProgress, PoolWrite, QueuedRound, RatedAsOf, Recomputed,
-    RecomputedLine, Rewrite, RoundOutcome, RoundRecord, RoundStatus, SeasonRecord, Storage,
-    StoredKey, StoredPlayer,
+    sql, AppliedRecord, AppliedRound, AppliedSince, AsOf, Enqueued, EntryKind, Error, HistoryPage,
+    LeagueHistory, LineOutcome, LoadedPool, PoolInfo, PoolProgress, PoolWrite, QueuedRound,
+    RatedAsOf, Recomputed, RecomputedLine, Replicas, Rewrite, RoundOutcome, RoundRecord,
+    RoundStatus, SeasonRecord, Storage, StoredKey,
 };
 use crate::display::{Display, Leagues};
 use crate::engine::{SystemParams, SystemState};
@@ -69,6 +70,10 @@ pub(super) trait Dialect: Send + Sync + 'static {
         superseded: &[bool],
     ) -> Result<(), Error>;
 
+    /// Tells the other processes sharing the database, once the transaction commits, that pool
+    /// `pool` changed (a no-op where one process owns the database).
+    async fn notify(tx: &mut <Self::Db as Database>::Connection, pool: &str) -> Result<(), Error>;
+
     /// Writes every player's state after a season's soft reset: the rating and the belief's
     /// columns (the caller deletes the factors a reset drops).
     async fn write_states(
@@ -89,13 +94,33 @@ pub(super) trait Dialect: Send + Sync + 'static {
 /// The database, through dialect `D`.
 pub(super) struct SqlStorage<D: Dialect> {
     pool: Pool<D::Db>,
+    replicas: Option<Arc<dyn Replicas>>,
 }
 
 impl<D: Dialect> SqlStorage<D> {
-    /// Storage on `pool`, whose migrations have run.
+    /// Storage on `pool`, whose migrations have run, owned by this process alone.
     pub(super) fn new(pool: Pool<D::Db>) -> Self {
-        Self { pool }
+        Self {
+            pool,
+            replicas: None,
+        }
     }
+
+    /// The same storage, shared with other processes that coordinate through `replicas`.
+    pub(super) fn with_replicas(self, replicas: Arc<dyn Replicas>) -> Self {
+        Self {
+            replicas: Some(replicas),
+            ..self
+        }
+    }
+}
+
+/// A batch's limits, in rounds and in characters of bodies, as the statements bind them.
+fn batch_limits(max_rounds: usize, max_bytes: usize) -> Result<(i64, i64), Error> {
+    Ok((
+        i64::try_from(max_rounds).map_err(|_| Error::OutOfRange { what: "max_rounds" })?,
+        i64::try_from(max_bytes).map_err(|_| Error::OutOfRange { what: "max_bytes" })?,
+    ))
 }
 
 /// Locks `pool`'s queue for the transaction and returns the seqs of `ids`, which must be its
@@ -337,6 +362,7 @@ where
             .fetch_optional(&mut *tx)
             .await?;
         if inserted.is_some() {
+            D::notify(&mut tx, name).await?;
             tx.commit().await?;
             return Ok(PoolWrite::Created);
         }
@@ -358,6 +384,7 @@ where
             .bind(encoded)
             .execute(&mut *tx)
             .await?;
+        D::notify(&mut tx, name).await?;
         tx.commit().await?;
         Ok(PoolWrite::Updated)
     }
@@ -373,6 +400,7 @@ where
             return Err(stale(name));
         }
         write_display::<D>(&mut tx, name, display).await?;
+        D::notify(&mut tx, name).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -447,6 +475,7 @@ where
             sqlx::query(clear).bind(name).execute(&mut *tx).await?;
         }
         D::write_leagues(&mut tx, name, recomputed).await?;
+        D::notify(&mut tx, name).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -527,6 +556,7 @@ where
             .bind(kind.as_str())
             .execute(&mut *tx)
             .await?;
+        D::notify(&mut tx, pool).await?;
         tx.commit().await?;
         Ok(Enqueued::Accepted {
             position: queued + 1,
@@ -540,10 +570,7 @@ where
         max_rounds: usize,
         max_bytes: usize,
     ) -> Result<Vec<QueuedRound>, Error> {
-        let max_rounds =
-            i64::try_from(max_rounds).map_err(|_| Error::OutOfRange { what: "max_rounds" })?;
-        let max_bytes =
-            i64::try_from(max_bytes).map_err(|_| Error::OutOfRange { what: "max_bytes" })?;
+        let (max_rounds, max_bytes) = batch_limits(max_rounds, max_bytes)?;
         Ok(sqlx::query_as(sql::SELECT_QUEUED)
             .bind(pool)
             .bind(max_rounds)
@@ -578,6 +605,7 @@ where
                 .execute(&mut *tx)
                 .await?;
         }
+        D::notify(&mut tx, pool).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -660,21 +688,23 @@ where
             .bind(1i64)
             .execute(&mut *tx)
             .await?;
+        D::notify(&mut tx, pool).await?;
         tx.commit().await?;
         Ok(())
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
-    async fn load_players(&self, pool: &str) -> Result<Vec<StoredPlayer>, Error> {
+    async fn load_pool(&self, pool: &str) -> Result<Option<LoadedPool>, Error> {
         // One snapshot for every query: a round applied between them would mismatch.
         let mut tx = D::begin_snapshot(&self.pool).await?;
-        let Some(system): Option<ParamsRow> = sqlx::query_as(sql::SELECT_POOL_PARAMS)
+        let Some(progress): Option<ProgressRow> = sqlx::query_as(sql::SELECT_POOL_PROGRESS)
             .bind(pool)
             .fetch_optional(&mut *tx)
             .await?
         else {
-            return Ok(Vec::new());
+            return Ok(None);
         };
+        let progress = progress.into_progress()?;
         let players: Vec<PlayerRow> = sqlx::query_as(sql::SELECT_PLAYERS)
             .bind(pool)
             .fetch_all(&mut *tx)
@@ -683,8 +713,58 @@ where
             .bind(pool)
             .fetch_all(&mut *tx)
             .await?;
+        let last_seq: Option<i64> = sqlx::query_scalar(sql::SELECT_LAST_APPLIED_SEQ)
+            .bind(pool)
+            .fetch_optional(&mut *tx)
+            .await?;
         tx.commit().await?;
-        join_players(&system.into_params()?, players, factors)
+        let players = join_players(&progress.params, players, factors)?;
+        Ok(Some(LoadedPool {
+            progress,
+            players,
+            last_seq: last_seq.unwrap_or(0),
+        }))
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, after))]
+    async fn applied_since(
+        &self,
+        pool: &str,
+        after: i64,
+        max_rounds: usize,
+        max_bytes: usize,
+    ) -> Result<Option<AppliedSince>, Error> {
+        let (max_rounds, max_bytes) = batch_limits(max_rounds, max_bytes)?;
+        let mut tx = D::begin_snapshot(&self.pool).await?;
+        let Some(progress): Option<ProgressRow> = sqlx::query_as(sql::SELECT_POOL_PROGRESS)
+            .bind(pool)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let lines: Vec<QueuedRound> = sqlx::query_as(sql::SELECT_APPLIED_LINES)
+            .bind(pool)
+            .bind(after)
+            .bind(max_rounds)
+            .bind(max_bytes)
+            .fetch_all(&mut *tx)
+            .await?;
+        let (corrections,): (i64,) = sqlx::query_as(sql::COUNT_CORRECTIONS_AFTER)
+            .bind(pool)
+            .bind(after)
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(Some(AppliedSince {
+            progress: progress.into_progress()?,
+            lines,
+            corrected: corrections > 0,
+        }))
+    }
+
+    fn replicas(&self) -> Option<Arc<dyn Replicas>> {
+        self.replicas.clone()
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.id = ?id))]

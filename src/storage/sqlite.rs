@@ -123,6 +123,11 @@ impl Dialect for Lite {
         Ok(())
     }
 
+    /// One process owns a SQLite file: nobody to tell.
+    async fn notify(_: &mut SqliteConnection, _: &str) -> Result<(), Error> {
+        Ok(())
+    }
+
     async fn write_entrants(
         tx: &mut SqliteConnection,
         pool: &str,

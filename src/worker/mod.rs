@@ -45,7 +45,14 @@ const BATCH_BYTES: usize = 2 << 20;
 pub enum Processed {
     /// The oldest queued rounds were settled, in this order, in one transaction.
     Settled(Vec<Settled>),
-    /// Another process settled the oldest round first; memory was reloaded from the database.
+    /// Another process moved the pool on: memory caught up by rating again, in order, the
+    /// `lines` it applied since.
+    Followed {
+        /// Lines rated again.
+        lines: usize,
+    },
+    /// Another process changed the pool in a way only a reload shows (a correction, new
+    /// parameters or leagues): memory was reloaded from the database.
     Reloaded,
     /// No round is waiting.
     Idle,
@@ -64,6 +71,11 @@ pub enum Settled {
 /// parameter change cannot slip in between reading the parameters and committing.
 pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed> {
     let _turn = pool.turn().await;
+    if pool.reload_pending() {
+        // Just taken over: what this process writes rests on the database, not on what it
+        // computed while following.
+        return reload(storage, pool).await;
+    }
     let progress = storage
         .pool_progress(pool.name())
         .await
@@ -75,7 +87,7 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
         || progress.display.leagues != state.display().leagues
     {
         // Leagues are state too: new ones were recomputed in the database.
-        return reload(storage, pool).await;
+        return catch_up(storage, pool).await;
     }
     if progress.display != *state.display() {
         // Another process changed only how the pool is shown: re-sort, nothing to reload.
@@ -110,7 +122,7 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
         // Elo-MMR prior holds up to `history_limit` factors, too many to copy for a large round).
         let current = pool.read();
         let rated_on = current.applied();
-        let batch = tokio::task::spawn_blocking(move || rate(&current, queued))
+        let batch = tokio::task::spawn_blocking(move || rate(&current, queued, Record::Outcomes))
             .await
             .context("rating the rounds")?;
         let rating_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -133,7 +145,7 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
         {
             Ok(()) => {}
             Err(storage::Error::NotNextRound { .. } | storage::Error::Stale { .. }) => {
-                return reload(storage, pool).await
+                return catch_up(storage, pool).await
             }
             Err(error) => return Err(error).context("committing the rounds"),
         }
@@ -180,8 +192,77 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
     .await
 }
 
+/// Brings a pool this process does not own up to the database, in the pool's turn: see
+/// [`catch_up`]. `Idle` when memory was current already.
+pub async fn follow(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed> {
+    let _turn = pool.turn().await;
+    catch_up(storage, pool).await
+}
+
+/// Catches memory up with the lines another process applied since the snapshot's last one,
+/// by rating them again here, in order, exactly as that process did (the engine's results do
+/// not depend on the machine or its threads): only the rounds are read, never the pool. A
+/// correction, new parameters or new leagues, or counts that do not add up, are shown by a
+/// reload instead. The caller holds the pool's turn.
+async fn catch_up(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed> {
+    let mut caught_up = 0;
+    loop {
+        let current = pool.read();
+        let since = storage
+            .applied_since(pool.name(), current.last_seq(), BATCH_ROUNDS, BATCH_BYTES)
+            .await
+            .context("reading the lines applied elsewhere")?
+            .with_context(|| format!("pool `{}` disappeared", pool.name()))?;
+        let lines = since.lines.len() as u64;
+        let behind = since.progress.applied.checked_sub(current.applied());
+        let followable = since.progress.params == *current.system()
+            && since.progress.display.leagues == current.display().leagues
+            && !since.corrected
+            && behind.is_some_and(|behind| behind >= lines && (lines > 0 || behind == 0));
+        if !followable {
+            return reload(storage, pool).await;
+        }
+        if since.lines.is_empty() {
+            if since.progress.display != *current.display() {
+                // Only how the pool is shown changed: re-sort, nothing to rate.
+                let display = since.progress.display;
+                let shown = tokio::task::spawn_blocking(move || current.with_display(display))
+                    .await
+                    .context("re-sorting the leaderboards")?;
+                drop(pool.publish(shown));
+            }
+            return Ok(if caught_up == 0 {
+                Processed::Idle
+            } else {
+                Processed::Followed { lines: caught_up }
+            });
+        }
+        let batch = tokio::task::spawn_blocking(move || rate(&current, since.lines, Record::State))
+            .await
+            .context("rating the lines applied elsewhere")?;
+        if let Some((id, _)) = batch
+            .rounds
+            .iter()
+            .find(|(_, outcome)| matches!(outcome, Outcome::Failed(_)))
+        {
+            tracing::warn!(
+                pool = pool.name(),
+                round.id = id,
+                "a round applied elsewhere fails here; reloading the pool"
+            );
+            return reload(storage, pool).await;
+        }
+        caught_up += batch.rounds.len();
+        instruments::followed(pool.name(), batch.rounds.len() as u64);
+        let previous = pool.publish(batch.next);
+        tokio::task::spawn_blocking(move || drop(previous));
+        tracing::debug!(pool = pool.name(), lines, "caught up with another process");
+    }
+}
+
 /// Runs the pool's worker until `shutdown`: steps while rounds wait, sleeps until woken (or
 /// `poll` passes, for rounds another process queued), waits `retry` after a database error.
+/// While another process owns the pool, each step only catches up with it ([`follow`]).
 /// Shutdown is checked only between steps, so a round being applied is always finished.
 pub async fn run(
     storage: Arc<dyn Storage>,
@@ -192,7 +273,12 @@ pub async fn run(
 ) {
     pool.set_worker_running(true);
     while !shutdown.is_cancelled() {
-        let wait = match process_next(storage.as_ref(), &pool).await {
+        let step = if pool.owned() {
+            process_next(storage.as_ref(), &pool).await
+        } else {
+            follow(storage.as_ref(), &pool).await
+        };
+        let wait = match step {
             Ok(Processed::Idle) => poll,
             Ok(_) => continue,
             Err(error) => {
@@ -223,6 +309,15 @@ struct Batch {
     next: PoolState,
 }
 
+/// What rating a line records beyond the new states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Record {
+    /// Everything storage writes: each entrant's expected place too, when the pool keeps them.
+    Outcomes,
+    /// The states only: the lines were stored by the process that applied them.
+    State,
+}
+
 enum Outcome {
     Applied(AppliedRound),
     Failed(String),
@@ -232,7 +327,7 @@ enum Outcome {
 /// Rates `queued` in order, each on the beliefs the rounds before it left, and starts the
 /// seasons among them. A round that cannot be rated (or that makes the engine panic) is failed
 /// and leaves every belief as it was.
-fn rate(current: &PoolState, queued: Vec<QueuedRound>) -> Batch {
+fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch {
     let mut next = current.clone();
     let mut entrants = 0;
     let rounds = queued
@@ -241,7 +336,7 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>) -> Batch {
             let round = match parse(&queued) {
                 Ok(Entry::Season(season)) => {
                     let reset = season.reset();
-                    next = next.new_season(reset);
+                    next = next.new_season(queued.seq, reset);
                     let states = if reset.keeps() {
                         Vec::new()
                     } else {
@@ -262,9 +357,7 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>) -> Batch {
                         .iter()
                         .map(|s| next.belief_or_newcomer(&s.player))
                         .collect();
-                    let expected = next
-                        .display()
-                        .expected_ranks
+                    let expected = (record == Record::Outcomes && next.display().expected_ranks)
                         .then(|| expected_places(next.system(), &round, &priors).ok())
                         .flatten();
                     let applied = next.system().apply(&round, &priors)?;
@@ -286,6 +379,7 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>) -> Batch {
                         time: applied.time,
                     };
                     let moves = next.apply(
+                        queued.seq,
                         applied
                             .entrants
                             .iter()
@@ -354,17 +448,16 @@ fn applied_round(round: &Round, applied: Vec<Applied>, expected: Option<Vec<f64>
 
 /// Rebuilds the pool's memory from the database, after another process changed it.
 pub(crate) async fn reload(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed> {
-    let info = storage
-        .pool_progress(pool.name())
+    let loaded = storage
+        .load_pool(pool.name())
         .await?
         .with_context(|| format!("pool `{}` disappeared", pool.name()))?;
-    let players = storage.load_players(pool.name()).await?;
-    let state = tokio::task::spawn_blocking(move || {
-        PoolState::load(info.params, info.display, players, info.applied)
-    })
-    .await
-    .context("loading players")??;
+    let state = tokio::task::spawn_blocking(move || PoolState::from_loaded(loaded))
+        .await
+        .context("loading players")??;
     drop(pool.publish(state));
+    pool.reloaded();
+    instruments::reloaded(pool.name());
     tracing::info!(pool = pool.name(), "reloaded from the database");
     Ok(Processed::Reloaded)
 }

@@ -21,6 +21,7 @@ backend_tests!(
     a_topcoder_pool_rates_as_computed_by_hand_and_survives_a_restart,
     an_elo_pool_shows_no_uncertainty_and_survives_a_restart,
     a_pool_another_process_created_is_served_and_fed_here,
+    a_follower_rates_the_owners_lines_again_and_reloads_only_for_a_correction,
 );
 
 async fn a_pool_is_created_listed_and_locked_once_it_has_rounds(app: TestApp) {
@@ -595,10 +596,14 @@ async fn a_pool_another_process_created_is_served_and_fed_here(app: TestApp) {
         "loaded by the refresh"
     );
     app.play([round("r1", &["a", "b", "c"])]).await;
-    // Its worker's next step (within a poll interval in the service) sees r1 and reloads.
+    // Its worker's next step (within a poll interval in the service) sees r1 and rates it
+    // again, reading that round only.
     let loaded = other.state.pools.get(POOL).expect("loaded");
     let step = worker::process_next(other.state.storage.as_ref(), &loaded).await;
-    assert_eq!(step.expect("a worker step"), Processed::Reloaded);
+    assert_eq!(
+        step.expect("a worker step"),
+        Processed::Followed { lines: 1 }
+    );
     let board = "/v1/pools/main/leaderboard";
     let there = app
         .get(board)
@@ -627,10 +632,13 @@ async fn a_pool_another_process_created_is_served_and_fed_here(app: TestApp) {
         .await
         .assert_status(StatusCode::OK, "second")
         .clone();
-    // The first process notices the round it did not apply, reloads, and serves the same.
+    // The first process notices the round it did not apply, follows, and serves the same.
     let pool = app.state.pools.get(POOL).expect("loaded");
     let step = worker::process_next(app.state.storage.as_ref(), &pool).await;
-    assert_eq!(step.expect("a worker step"), Processed::Reloaded);
+    assert_eq!(
+        step.expect("a worker step"),
+        Processed::Followed { lines: 1 }
+    );
     let there = app
         .get(board)
         .await
@@ -650,4 +658,79 @@ async fn a_pool_another_process_created_is_served_and_fed_here(app: TestApp) {
         after, here,
         "a PUT of the same parameters keeps the players"
     );
+}
+
+/// Every belief of `app`'s pool, bit for bit, with the leaderboard as served.
+async fn pool_as_held(app: &TestApp) -> (Vec<(String, String)>, serde_json::Value) {
+    let state = app.state.pools.get(POOL).expect("loaded").read();
+    let beliefs = state
+        .beliefs()
+        .map(|(id, belief)| (id.to_owned(), format!("{belief:?}")))
+        .collect();
+    let board = app
+        .get("/v1/pools/main/leaderboard?limit=1000")
+        .await
+        .assert_status(StatusCode::OK, "leaderboard")
+        .clone();
+    (beliefs, board)
+}
+
+/// A process that does not own the pool follows the one that does: it rates again the lines
+/// applied since its last one (rounds and a season start, read from the rounds alone) and then
+/// holds exactly what a fresh load of the database holds; a correction, which rated the whole
+/// pool again, is followed by a reload; a backlog longer than one read is followed read by read.
+async fn a_follower_rates_the_owners_lines_again_and_reloads_only_for_a_correction(app: TestApp) {
+    app.create_pool(POOL).await;
+    let follower = app.restarted().await;
+    let pool = follower.state.pools.get(POOL).expect("loaded");
+    app.play([
+        round("r1", &["a", "b", "c"]),
+        round("r2", &["c", "a"]),
+        round("r3", &["b", "d", "a"]),
+    ])
+    .await;
+    app.post(
+        "/v1/pools/main/seasons",
+        Some(crate::support::ADMIN_KEY),
+        json!({"id": "s2", "mu_reset": 0.3, "sigma_reset": 0.5}),
+    )
+    .await
+    .assert_status(StatusCode::ACCEPTED, "a season starts");
+    app.play([round("r4", &["d", "b"]), round("r5", &["a", "e"])])
+        .await;
+    let step = worker::follow(follower.state.storage.as_ref(), &pool).await;
+    assert_eq!(step.expect("a step"), Processed::Followed { lines: 6 });
+    let followed = pool_as_held(&app).await;
+    assert_eq!(pool_as_held(&follower).await, followed, "followed");
+    assert_eq!(
+        pool_as_held(&app.restarted().await).await,
+        followed,
+        "as loaded"
+    );
+    let step = worker::follow(follower.state.storage.as_ref(), &pool).await;
+    assert_eq!(step.expect("a step"), Processed::Idle, "nothing new");
+
+    app.send(
+        axum::http::Method::DELETE,
+        "/v1/pools/main/rounds/r2",
+        Some(crate::support::ADMIN_KEY),
+        crate::support::Payload::Empty,
+    )
+    .await
+    .assert_status(StatusCode::ACCEPTED, "void r2");
+    app.apply_queued(POOL).await;
+    let step = worker::follow(follower.state.storage.as_ref(), &pool).await;
+    assert_eq!(step.expect("a step"), Processed::Reloaded);
+    let corrected = pool_as_held(&app).await;
+    assert_ne!(corrected.0, followed.0, "voiding r2 changed the ratings");
+    assert_eq!(pool_as_held(&follower).await, corrected, "reloaded");
+
+    // More lines than one read takes (64): read and rated in turn.
+    let backlog: Vec<serde_json::Value> = (0..70)
+        .map(|i| round(&format!("m{i}"), &["a", "b", "f"]))
+        .collect();
+    app.play(backlog).await;
+    let step = worker::follow(follower.state.storage.as_ref(), &pool).await;
+    assert_eq!(step.expect("a step"), Processed::Followed { lines: 70 });
+    assert_eq!(pool_as_held(&follower).await, pool_as_held(&app).await);
 }

@@ -61,7 +61,8 @@ async fn readyz_with_no_pools_is_ready_with_an_empty_queue() {
     let response = app.get("/readyz").await;
     assert_eq!(
         response.assert_status(StatusCode::OK, "readyz"),
-        &json!({"status": "ready", "database": true, "workers": true, "queue_depth": 0})
+        &json!({"status": "ready", "database": true, "workers": true, "queue_depth": 0,
+                "replica": null, "owned_pools": []})
     );
 }
 
@@ -73,7 +74,8 @@ async fn readyz_is_not_ready_while_a_pools_worker_is_not_running_and_counts_the_
     let response = app.get("/readyz").await;
     assert_eq!(
         response.assert_status(StatusCode::SERVICE_UNAVAILABLE, "no worker"),
-        &json!({"status": "not_ready", "database": true, "workers": false, "queue_depth": 1})
+        &json!({"status": "not_ready", "database": true, "workers": false, "queue_depth": 1,
+                "replica": null, "owned_pools": [POOL]})
     );
 }
 
@@ -92,7 +94,8 @@ async fn readyz_is_ready_while_every_worker_runs_and_not_once_they_stop() {
     let response = app.get("/readyz").await;
     assert_eq!(
         response.assert_status(StatusCode::OK, "a running worker"),
-        &json!({"status": "ready", "database": true, "workers": true, "queue_depth": 0})
+        &json!({"status": "ready", "database": true, "workers": true, "queue_depth": 0,
+                "replica": null, "owned_pools": [POOL]})
     );
     app.state.stop_workers().await;
     let response = app.get("/readyz").await;

@@ -308,6 +308,32 @@ async fn a_key_over_its_write_budget_gets_429_with_retry_after_while_other_keys_
     );
 }
 
+/// Budgets are kept per process (docs/replicas.md, "Limits"): a second process on the same
+/// database grants the same key a burst of its own, and refuses beyond it.
+#[tokio::test]
+async fn each_replica_keeps_its_own_write_budget_for_a_key() {
+    let app = one_write_a_second_burst_of_two().await;
+    let replica = app.restarted().await;
+    for (id, process) in [
+        ("r1", &app),
+        ("r2", &app),
+        ("r3", &replica),
+        ("r4", &replica),
+    ] {
+        process
+            .post_round(POOL, round(id, &["a", "b"]))
+            .await
+            .assert_status(StatusCode::ACCEPTED, "within each process's burst");
+    }
+    for (id, process) in [("r5", &app), ("r6", &replica)] {
+        assert_rate_limited(
+            &process.post_round(POOL, round(id, &["a", "b"])).await,
+            "over the burst in each process",
+        );
+    }
+    assert_eq!(app.pool_info(POOL).await["rounds_queued"], 4);
+}
+
 #[tokio::test]
 async fn a_budget_refills_at_its_rate_after_the_retry_after_delay() {
     let app = one_write_a_second_burst_of_two().await;

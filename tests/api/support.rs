@@ -417,7 +417,9 @@ impl TestApp {
             {
                 Processed::Idle => return settled,
                 Processed::Settled(rounds) => settled.extend(rounds),
-                Processed::Reloaded => panic!("nothing else writes to the test database"),
+                Processed::Reloaded | Processed::Followed { .. } => {
+                    panic!("nothing else writes to the test database")
+                }
             }
         }
     }

@@ -19,6 +19,7 @@ mod dashboard;
 mod faults;
 mod import;
 mod recompute;
+mod replicas;
 mod rounds;
 mod server;
 mod slow_client;
@@ -111,12 +112,12 @@ fn replayed_leagues(dir: &Path, rounds: &[String], display: &str) -> BTreeMap<St
         .collect()
 }
 
-/// Every entry of the pool's leaderboard, read page by page.
-fn served_entries(server: &Server) -> Vec<serde_json::Value> {
+/// Every entry of `pool`'s leaderboard, read page by page.
+fn served_entries(server: &Server, pool: &str) -> Vec<serde_json::Value> {
     let mut entries = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
-        let mut url = format!("/v1/pools/{POOL}/leaderboard?limit=1000");
+        let mut url = format!("/v1/pools/{pool}/leaderboard?limit=1000");
         if let Some(cursor) = &cursor {
             url.push_str(&format!("&cursor={cursor}"));
         }
@@ -131,7 +132,12 @@ fn served_entries(server: &Server) -> Vec<serde_json::Value> {
 
 /// Every rated player of the pool with their rating.
 fn served(server: &Server) -> BTreeMap<String, (f64, f64)> {
-    served_entries(server)
+    served_in(server, POOL)
+}
+
+/// Every rated player of `pool` with their rating.
+fn served_in(server: &Server, pool: &str) -> BTreeMap<String, (f64, f64)> {
+    served_entries(server, pool)
         .iter()
         .map(|entry| {
             let player = entry["player"].as_str().expect("player").to_owned();
@@ -144,7 +150,7 @@ fn served(server: &Server) -> BTreeMap<String, (f64, f64)> {
 
 /// Every rated player of the pool with their `"league/division"`, empty when not placed.
 fn served_leagues(server: &Server) -> BTreeMap<String, String> {
-    served_entries(server)
+    served_entries(server, POOL)
         .iter()
         .map(|entry| {
             let player = entry["player"].as_str().expect("player").to_owned();

@@ -195,6 +195,29 @@ impl Server {
         Some(server)
     }
 
+    /// Another service on this one's database, with a working directory of its own: a
+    /// replica, started and listening. This one keeps the database (and drops it).
+    pub fn replica(&self) -> Self {
+        let mut server = Self {
+            child: None,
+            dir: tempfile::tempdir().expect("a temporary directory"),
+            args: self.args.clone(),
+            env: self.env.clone(),
+            database_url: self.database_url.clone(),
+            base: String::new(),
+            client: reqwest::blocking::Client::new(),
+            postgres: None,
+            first_key: Arc::default(),
+        };
+        server.restart();
+        server
+    }
+
+    /// Whether the service runs (it was not killed or stopped since it last started).
+    pub fn running(&self) -> bool {
+        self.child.is_some()
+    }
+
     /// The service's working directory.
     pub fn dir(&self) -> &Path {
         self.dir.path()

@@ -1,0 +1,223 @@
+//! What several service processes (replicas) sharing one Postgres database need of it beyond
+//! the rows: a heartbeat table saying which replicas are alive, one lease per pool (a session
+//! advisory lock, held on a connection of its own, so that it ends the moment the process or
+//! its connection dies), and notifications (`LISTEN`/`NOTIFY`) naming each pool whose rows a
+//! commit changed. docs/replicas.md tells how the service uses them. SQLite has none of this:
+//! one process owns its file.
+//!
+//! Leases decide who does the work, never what is correct: every settling transaction checks,
+//! under the pool's lock, that the pool has applied exactly what the rounds were rated on.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sha2::{Digest, Sha256};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool};
+use sqlx::{ConnectOptions, PgConnection};
+use tokio::sync::{mpsc, Mutex};
+
+use super::Error;
+
+/// The channel every commit that changes a pool notifies, with the pool's name as payload.
+pub(super) const CHANGES_CHANNEL: &str = "mmr_pool_changed";
+
+/// Heartbeats older than this are deleted: a replica that stopped long ago.
+const FORGET_AFTER_SECS: f64 = 3600.0;
+
+/// What a replica hears from the others through the database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A commit changed pool `.0` (a round queued or settled, its settings changed, or the
+    /// pool created).
+    Pool(String),
+    /// The listening connection was lost and is back: notifications may have been missed.
+    Reconnected,
+}
+
+/// The database's side of running several replicas (Postgres only).
+#[async_trait]
+pub trait Replicas: Send + Sync {
+    /// Records that `replica` is alive now and returns every replica seen within `within`,
+    /// itself included, sorted. An error means the lease connection was lost, and with it
+    /// every lease this process held.
+    async fn heartbeat(&self, replica: &str, within: Duration) -> Result<Vec<String>, Error>;
+
+    /// Takes pool `pool`'s lease unless another process holds it; whether this process holds
+    /// it now. Held until [`Self::release`] or until the lease connection ends.
+    async fn try_lease(&self, pool: &str) -> Result<bool, Error>;
+
+    /// Gives pool `pool`'s lease back.
+    async fn release(&self, pool: &str) -> Result<(), Error>;
+
+    /// Removes `replica`'s heartbeat: the others rank the pools without it from their next
+    /// heartbeat, and take each as soon as its lease is free.
+    async fn withdraw(&self, replica: &str) -> Result<(), Error>;
+
+    /// Removes `replica`'s heartbeat and ends the lease connection, which gives back every
+    /// lease still held.
+    async fn leave(&self, replica: &str);
+
+    /// Starts listening for changes; they arrive on the receiver until it is dropped.
+    async fn listen(&self) -> Result<mpsc::Receiver<Change>, Error>;
+}
+
+/// [`Replicas`] on a Postgres server.
+pub(super) struct PgReplicas {
+    pool: PgPool,
+    options: PgConnectOptions,
+    /// The connection holding this process's leases; `None` after it was lost.
+    session: Mutex<Option<PgConnection>>,
+}
+
+impl PgReplicas {
+    /// Replicas coordinated through the server `pool` connects to.
+    pub(super) fn new(pool: PgPool) -> Self {
+        let options = (*pool.connect_options()).clone();
+        Self {
+            pool,
+            options,
+            session: Mutex::new(None),
+        }
+    }
+}
+
+/// The advisory lock key of pool `pool`'s lease: 64 bits of a SHA-256, so that two pools never
+/// share a lease in practice (a shared one would leave one of them without an owner whenever
+/// the two are meant for different replicas). Single-key advisory locks do not overlap the
+/// two-key ones the settling transactions take.
+fn lease_key(pool: &str) -> i64 {
+    let digest = Sha256::digest(format!("mmr-service lease\0{pool}"));
+    let mut bytes = [0; 8];
+    bytes.copy_from_slice(&digest[..8]);
+    i64::from_be_bytes(bytes)
+}
+
+/// Runs one statement on the lease connection of `$self`, bound to `$db` in `$work`
+/// (connecting first if there is none). A failure drops the connection, and every lease with it.
+macro_rules! on_session {
+    ($self:ident, |$db:ident| $work:expr) => {{
+        let mut session = $self.session.lock().await;
+        let mut connection = match session.take() {
+            Some(connection) => connection,
+            None => $self.options.connect().await?,
+        };
+        let $db = &mut connection;
+        let result = $work;
+        if result.is_ok() {
+            *session = Some(connection);
+        }
+        Ok(result?)
+    }};
+}
+
+#[async_trait]
+impl Replicas for PgReplicas {
+    async fn heartbeat(&self, replica: &str, within: Duration) -> Result<Vec<String>, Error> {
+        on_session!(self, |db| {
+            async {
+                sqlx::query(
+                    "INSERT INTO replicas (id, seen_at) VALUES ($1, now())
+                     ON CONFLICT (id) DO UPDATE SET seen_at = now()",
+                )
+                .bind(replica)
+                .execute(&mut *db)
+                .await?;
+                sqlx::query(
+                    "DELETE FROM replicas WHERE seen_at < now() - make_interval(secs => $1)",
+                )
+                .bind(FORGET_AFTER_SECS)
+                .execute(&mut *db)
+                .await?;
+                sqlx::query_scalar(
+                    "SELECT id FROM replicas WHERE seen_at >= now() - make_interval(secs => $1)
+                     ORDER BY id",
+                )
+                .bind(within.as_secs_f64())
+                .fetch_all(&mut *db)
+                .await
+            }
+            .await
+        })
+    }
+
+    async fn try_lease(&self, pool: &str) -> Result<bool, Error> {
+        on_session!(self, |db| {
+            sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+                .bind(lease_key(pool))
+                .fetch_one(db)
+                .await
+        })
+    }
+
+    async fn release(&self, pool: &str) -> Result<(), Error> {
+        on_session!(self, |db| {
+            sqlx::query("SELECT pg_advisory_unlock($1)")
+                .bind(lease_key(pool))
+                .execute(db)
+                .await
+                .map(drop)
+        })
+    }
+
+    async fn withdraw(&self, replica: &str) -> Result<(), Error> {
+        sqlx::query("DELETE FROM replicas WHERE id = $1")
+            .bind(replica)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn leave(&self, replica: &str) {
+        let mut session = self.session.lock().await;
+        if let Err(error) = self.withdraw(replica).await {
+            tracing::warn!(%error, "removing this replica's heartbeat failed");
+        }
+        if let Some(connection) = session.take() {
+            if let Err(error) = sqlx::Connection::close(connection).await {
+                tracing::warn!(%error, "closing the lease connection failed");
+            }
+        }
+    }
+
+    async fn listen(&self) -> Result<mpsc::Receiver<Change>, Error> {
+        let mut listener = PgListener::connect_with(&self.pool).await?;
+        listener.listen(CHANGES_CHANNEL).await?;
+        let (sender, receiver) = mpsc::channel(1024);
+        tokio::spawn(async move {
+            loop {
+                let received = tokio::select! {
+                    received = listener.try_recv() => received,
+                    // Nobody listens any more (the service stops): the connection goes too.
+                    () = sender.closed() => return,
+                };
+                let change = match received {
+                    Ok(Some(notification)) => Change::Pool(notification.payload().to_owned()),
+                    // The connection was lost; the next call reconnects.
+                    Ok(None) => Change::Reconnected,
+                    Err(error) => {
+                        // Reconnecting failed: ending the channel tells the caller to listen
+                        // again later.
+                        tracing::warn!(%error, "listening for other replicas' changes failed");
+                        return;
+                    }
+                };
+                // A full channel drops the notice: the followers' periodic catch-up covers it.
+                if let Err(mpsc::error::TrySendError::Closed(_)) = sender.try_send(change) {
+                    return;
+                }
+            }
+        });
+        Ok(receiver)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lease_key;
+
+    #[test]
+    fn lease_keys_differ_by_pool_and_stay_put() {
+        assert_ne!(lease_key("main"), lease_key("main2"));
+        assert_eq!(lease_key("main"), lease_key("main"));
+    }
+}
