@@ -177,6 +177,25 @@ where
     Ok((decode_display(&display)?, to_u64(applied, "applied")?))
 }
 
+/// Pool `name`'s parameters, display settings and applied lines, read in `tx`; `None` if
+/// there is no such pool.
+async fn progress_in<D: Dialect>(
+    tx: &mut <D::Db as Database>::Connection,
+    name: &str,
+) -> Result<Option<PoolProgress>, Error>
+where
+    for<'c> &'c mut <D::Db as Database>::Connection: Executor<'c, Database = D::Db>,
+    for<'q> <D::Db as Database>::Arguments<'q>: IntoArguments<'q, D::Db>,
+    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
+    for<'r> ProgressRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+{
+    let row: Option<ProgressRow> = sqlx::query_as(sql::SELECT_POOL_PROGRESS)
+        .bind(name)
+        .fetch_optional(&mut *tx)
+        .await?;
+    row.map(ProgressRow::into_progress).transpose()
+}
+
 /// Stores `display` as pool `name`'s settings, in `tx`.
 async fn write_display<D: Dialect>(
     tx: &mut <D::Db as Database>::Connection,
@@ -697,14 +716,9 @@ where
     async fn load_pool(&self, pool: &str) -> Result<Option<LoadedPool>, Error> {
         // One snapshot for every query: a round applied between them would mismatch.
         let mut tx = D::begin_snapshot(&self.pool).await?;
-        let Some(progress): Option<ProgressRow> = sqlx::query_as(sql::SELECT_POOL_PROGRESS)
-            .bind(pool)
-            .fetch_optional(&mut *tx)
-            .await?
-        else {
+        let Some(progress) = progress_in::<D>(&mut tx, pool).await? else {
             return Ok(None);
         };
-        let progress = progress.into_progress()?;
         let players: Vec<PlayerRow> = sqlx::query_as(sql::SELECT_PLAYERS)
             .bind(pool)
             .fetch_all(&mut *tx)
@@ -736,11 +750,7 @@ where
     ) -> Result<Option<AppliedSince>, Error> {
         let (max_rounds, max_bytes) = batch_limits(max_rounds, max_bytes)?;
         let mut tx = D::begin_snapshot(&self.pool).await?;
-        let Some(progress): Option<ProgressRow> = sqlx::query_as(sql::SELECT_POOL_PROGRESS)
-            .bind(pool)
-            .fetch_optional(&mut *tx)
-            .await?
-        else {
+        let Some(progress) = progress_in::<D>(&mut tx, pool).await? else {
             return Ok(None);
         };
         let lines: Vec<QueuedRound> = sqlx::query_as(sql::SELECT_APPLIED_LINES)
@@ -757,7 +767,7 @@ where
             .await?;
         tx.commit().await?;
         Ok(Some(AppliedSince {
-            progress: progress.into_progress()?,
+            progress,
             lines,
             corrected: corrections > 0,
         }))
