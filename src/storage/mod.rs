@@ -649,6 +649,11 @@ pub trait Storage: Send + Sync + 'static {
     /// owns it (SQLite).
     fn replicas(&self) -> Option<Arc<dyn Replicas>>;
 
+    /// Whether the database lets one transaction write at a time (SQLite). A worker then does
+    /// not rate its next rounds while a batch commits: the writer is the bottleneck anyway, and
+    /// commits back to back would leave a `POST /rounds` waiting for the write lock.
+    fn one_writer(&self) -> bool;
+
     /// One pool's parameters and applied rounds, without the costlier counts of [`Self::pool`].
     async fn pool_progress(&self, name: &str) -> Result<Option<PoolProgress>, Error>;
 
@@ -689,12 +694,14 @@ pub trait Storage: Send + Sync + 'static {
         before: Option<i64>,
     ) -> Result<Vec<RatedAsOf>, Error>;
 
-    /// The pool's oldest queued rounds, oldest first: at most `max_rounds`, and only as many
-    /// as it takes for their bodies to reach `max_bytes` characters (the first is always
-    /// included).
+    /// The pool's oldest queued rounds after seq `after` (0: from the oldest), oldest first:
+    /// at most `max_rounds`, and only as many as it takes for their bodies to reach
+    /// `max_bytes` characters (the first is always included). A worker reads on past the
+    /// rounds it is still committing.
     async fn queued_rounds(
         &self,
         pool: &str,
+        after: i64,
         max_rounds: usize,
         max_bytes: usize,
     ) -> Result<Vec<QueuedRound>, Error>;
@@ -736,7 +743,7 @@ pub trait Storage: Send + Sync + 'static {
 
     /// The pool's oldest queued round, if any.
     async fn oldest_queued(&self, pool: &str) -> Result<Option<QueuedRound>, Error> {
-        Ok(self.queued_rounds(pool, 1, 0).await?.pop())
+        Ok(self.queued_rounds(pool, 0, 1, 0).await?.pop())
     }
 
     /// [`Self::settle_rounds`] for the one round `id`, applied, in a pool without leagues,

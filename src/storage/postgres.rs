@@ -250,6 +250,8 @@ impl Dialect for Pg {
     const LOCK_POOL_PARAMS: &'static str =
         "SELECT system, params FROM pools WHERE name = $1 FOR UPDATE";
 
+    const ONE_WRITER: bool = false;
+
     async fn begin_write(pool: &PgPool) -> Result<Transaction<'static, Postgres>, Error> {
         Ok(pool.begin().await?)
     }

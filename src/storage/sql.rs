@@ -56,13 +56,13 @@ pub(super) const INSERT_ROUND: &str = "
     INSERT INTO rounds (pool, id, seq, body, content_hash, kind)
     SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, $4, $5 FROM rounds WHERE pool = $1";
 
-/// The oldest queued rounds of pool `$1`: at most `$2`, and those whose predecessors' bodies
-/// add up to fewer than `$3` characters.
+/// The oldest queued rounds of pool `$1` after seq `$4`: at most `$2`, and those whose
+/// predecessors' bodies add up to fewer than `$3` characters.
 pub(super) const SELECT_QUEUED: &str = "
     SELECT id, seq, body, kind FROM (
         SELECT id, seq, body, kind,
                SUM(length(body)) OVER (ORDER BY seq) - length(body) AS before
-        FROM rounds WHERE pool = $1 AND status = 'queued'
+        FROM rounds WHERE pool = $1 AND status = 'queued' AND seq > $4
         ORDER BY seq LIMIT $2) q
     WHERE before < $3 OR before = 0
     ORDER BY seq";

@@ -44,6 +44,9 @@ pub(super) trait Dialect: Send + Sync + 'static {
     /// Pool `$1`'s `system` and `params`, locked like [`Self::LOCK_POOL`].
     const LOCK_POOL_PARAMS: &'static str;
 
+    /// Whether the database lets one transaction write at a time.
+    const ONE_WRITER: bool;
+
     /// Starts a transaction that will write.
     async fn begin_write(pool: &Pool<Self::Db>) -> Result<Transaction<'static, Self::Db>, Error>;
 
@@ -586,6 +589,7 @@ where
     async fn queued_rounds(
         &self,
         pool: &str,
+        after: i64,
         max_rounds: usize,
         max_bytes: usize,
     ) -> Result<Vec<QueuedRound>, Error> {
@@ -594,6 +598,7 @@ where
             .bind(pool)
             .bind(max_rounds)
             .bind(max_bytes)
+            .bind(after)
             .fetch_all(&self.pool)
             .await?)
     }
@@ -771,6 +776,10 @@ where
             lines,
             corrected: corrections > 0,
         }))
+    }
+
+    fn one_writer(&self) -> bool {
+        D::ONE_WRITER
     }
 
     fn replicas(&self) -> Option<Arc<dyn Replicas>> {

@@ -88,7 +88,11 @@ pub(super) async fn connect(url: &str) -> Result<SqlStorage<Lite>, Error> {
         // FULL: a commit is on disk before the caller hears of it, even across power loss.
         .synchronous(SqliteSynchronous::Full)
         .foreign_keys(true)
-        .busy_timeout(WRITE_LOCK_WAIT);
+        .busy_timeout(WRITE_LOCK_WAIT)
+        // SQLite's default page cache is 2 MB per connection: settling a batch of rounds then
+        // reads most index pages back through a system call each. 64 MB (a negative size is in
+        // KiB) took ctftime's ingest from 25 s to 18-22 s (BENCHMARKS.md, issue 10 item 7).
+        .pragma("cache_size", "-65536");
     if let Some(dir) = options.get_filename().parent() {
         if !dir.as_os_str().is_empty() {
             std::fs::create_dir_all(dir).map_err(Error::CreateDir)?;
@@ -108,6 +112,8 @@ impl Dialect for Lite {
     const LOCK_POOL: &'static str = "SELECT name FROM pools WHERE name = $1";
 
     const LOCK_POOL_PARAMS: &'static str = sql::SELECT_POOL_PARAMS;
+
+    const ONE_WRITER: bool = true;
 
     async fn begin_write(pool: &SqlitePool) -> Result<Transaction<'static, Sqlite>, Error> {
         Ok(pool.begin_with(BEGIN_WRITE).await?)

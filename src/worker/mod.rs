@@ -9,9 +9,11 @@
 //! state ([`recompute`]), and storing the result in one transaction.
 //!
 //! Rounds that wait together are settled together: one transaction (one disk flush), one
-//! staleness check and one published snapshot for the lot, which is what lets ingest keep up
-//! with a platform posting its history. A round alone in the queue is settled alone, as soon
-//! as it arrives.
+//! staleness check and one published snapshot for a batch of them, which is what lets ingest
+//! keep up with a platform posting its history. Where the database takes several writers
+//! (Postgres), the rounds queued after a batch are read and rated on its result while it
+//! commits, so rating and writing overlap; they commit after it, or are thrown away if its
+//! commit fails. A round alone in the queue is settled alone, as soon as it arrives.
 
 mod recompute;
 
@@ -33,12 +35,15 @@ use crate::storage::{
 };
 use crate::wire::Entry;
 
-/// Most rounds settled in one step.
+/// Most rounds settled in one transaction.
 const BATCH_ROUNDS: usize = 64;
-/// A step takes further rounds only while the bodies taken so far are shorter than this, in
-/// characters (about 40,000 standings): a large round waits for no more than a few small ones, and a
-/// step's memory and transaction stay bounded.
+/// A batch takes further rounds only while the bodies taken so far are shorter than this, in
+/// characters (about 40,000 standings): a large round waits for no more than a few small ones,
+/// and a batch's memory and transaction stay bounded.
 const BATCH_BYTES: usize = 2 << 20;
+/// Most batches one step settles. A step holds the pool's turn, which a parameter change and a
+/// hand-over to another replica wait for.
+const PIPELINED_BATCHES: usize = 16;
 
 /// What one step of the worker did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,8 +72,10 @@ pub enum Settled {
     Failed(String),
 }
 
-/// Settles the pool's oldest queued rounds, if any. The pool's turn is held throughout, so a
-/// parameter change cannot slip in between reading the parameters and committing.
+/// Settles the pool's oldest queued rounds, if any, in batches: on a database that takes
+/// several writers, each batch is rated while the one before it commits, and published after
+/// its own commit. The pool's turn is held throughout, so a parameter change cannot slip in
+/// between reading the parameters and committing.
 pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed> {
     let _turn = pool.turn().await;
     if pool.reload_pending() {
@@ -96,36 +103,116 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
             .context("re-sorting the leaderboards")?;
         drop(pool.publish(shown));
     }
+    let queued = match next_rounds(storage, pool, 0).await? {
+        Next::Correction(correction) => return recompute::apply(storage, pool, correction).await,
+        Next::Rounds(queued) if queued.is_empty() => return Ok(Processed::Idle),
+        Next::Rounds(queued) => queued,
+    };
+    let mut rated = Some(rate_on(pool.read(), queued).await?);
+    let mut settled = Vec::new();
+    let mut batches = 0;
+    while let Some(batch) = rated.take() {
+        batches += 1;
+        // The next rounds are rated on this batch's result while it commits; they are
+        // committed only after it, and published only after their own commit.
+        let ahead = batches < PIPELINED_BATCHES && pool.owned() && !storage.one_writer();
+        let (committed, upcoming) = tokio::join!(settle(storage, pool, &batch), async {
+            if ahead {
+                rate_ahead(storage, pool, &batch).await
+            } else {
+                Ok(None)
+            }
+        });
+        match committed {
+            Ok(()) => {}
+            // Rounds settled before this batch stay settled; the next step's check of the
+            // pool's progress catches up.
+            Err(storage::Error::NotNextRound { .. } | storage::Error::Stale { .. })
+                if !settled.is_empty() =>
+            {
+                break
+            }
+            Err(storage::Error::NotNextRound { .. } | storage::Error::Stale { .. }) => {
+                return catch_up(storage, pool).await
+            }
+            Err(error) => return Err(error).context("committing the rounds"),
+        }
+        let previous = pool.publish(batch.next);
+        // Freeing a snapshot can mean freeing millions of shared places: not on the runtime's
+        // threads (when a reader still holds it, that reader frees it later instead).
+        tokio::task::spawn_blocking(move || drop(previous));
+        settled.extend(batch.rounds.into_iter().map(|(id, outcome)| match outcome {
+            Outcome::Applied(_) | Outcome::Season(_) => Settled::Applied(id),
+            Outcome::Failed(reason) => {
+                tracing::warn!(round.id = id, reason, "round failed");
+                Settled::Failed(id)
+            }
+        }));
+        rated = upcoming?;
+    }
+    Ok(Processed::Settled(settled))
+}
+
+/// What the queue holds next.
+enum Next {
+    /// Rounds to rate (none: the queue is empty), up to a correction.
+    Rounds(Vec<QueuedRound>),
+    /// A correction, the oldest queued line: it goes alone, after the rounds before it.
+    Correction(QueuedRound),
+}
+
+/// The pool's oldest queued lines after seq `after`, as one batch.
+async fn next_rounds(storage: &dyn Storage, pool: &Pool, after: i64) -> anyhow::Result<Next> {
     let mut queued = storage
-        .queued_rounds(pool.name(), BATCH_ROUNDS, BATCH_BYTES)
+        .queued_rounds(pool.name(), after, BATCH_ROUNDS, BATCH_BYTES)
         .await
         .context("reading the queue")?;
-    match queued.iter().position(recompute::is_correction) {
-        Some(0) => return recompute::apply(storage, pool, queued.swap_remove(0)).await,
-        // A correction goes alone, after the rounds before it.
-        Some(at) => queued.truncate(at),
-        None => {}
+    Ok(match queued.iter().position(recompute::is_correction) {
+        Some(0) => Next::Correction(queued.swap_remove(0)),
+        Some(at) => {
+            queued.truncate(at);
+            Next::Rounds(queued)
+        }
+        None => Next::Rounds(queued),
+    })
+}
+
+/// Rates `queued` on `current`, off the async runtime.
+async fn rate_on(current: Arc<PoolState>, queued: Vec<QueuedRound>) -> anyhow::Result<Batch> {
+    // The snapshot travels to the blocking thread: the priors are read there, in place (an
+    // Elo-MMR prior holds up to `history_limit` factors, too many to copy for a large round).
+    tokio::task::spawn_blocking(move || rate(&current, queued, Record::Outcomes))
+        .await
+        .context("rating the rounds")
+}
+
+/// The rounds queued after `batch`, rated on its result, while it commits; none when the
+/// queue holds nothing more, or a correction next (it waits for the next step).
+async fn rate_ahead(
+    storage: &dyn Storage,
+    pool: &Pool,
+    batch: &Batch,
+) -> anyhow::Result<Option<Batch>> {
+    match next_rounds(storage, pool, batch.last_seq).await? {
+        Next::Rounds(queued) if !queued.is_empty() => {
+            Ok(Some(rate_on(Arc::new(batch.next.clone()), queued).await?))
+        }
+        Next::Rounds(_) | Next::Correction(_) => Ok(None),
     }
-    let (Some(first), Some(last)) = (queued.first(), queued.last()) else {
-        return Ok(Processed::Idle);
-    };
+}
+
+/// Commits `batch` (rated on the pool after `batch.rated_on` lines) in one transaction, and
+/// counts and logs it.
+async fn settle(storage: &dyn Storage, pool: &Pool, batch: &Batch) -> Result<(), storage::Error> {
     let span = info_span!(
         "apply_rounds",
         pool = pool.name(),
-        rounds = queued.len(),
-        round.first = first.seq,
-        round.last = last.seq,
+        rounds = batch.rounds.len(),
+        round.first = batch.first_seq,
+        round.last = batch.last_seq,
     );
     async {
         let started = std::time::Instant::now();
-        // The snapshot travels to the blocking thread: the priors are read there, in place (an
-        // Elo-MMR prior holds up to `history_limit` factors, too many to copy for a large round).
-        let current = pool.read();
-        let rated_on = current.applied();
-        let batch = tokio::task::spawn_blocking(move || rate(&current, queued, Record::Outcomes))
-            .await
-            .context("rating the rounds")?;
-        let rating_ms = started.elapsed().as_secs_f64() * 1e3;
         let outcomes: Vec<(&str, RoundOutcome<'_>)> = batch
             .rounds
             .iter()
@@ -139,17 +226,10 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
             })
             .collect();
         let leagues = batch.next.display().leagues.as_ref();
-        match storage
-            .settle_rounds(pool.name(), &outcomes, rated_on, leagues)
-            .await
-        {
-            Ok(()) => {}
-            Err(storage::Error::NotNextRound { .. } | storage::Error::Stale { .. }) => {
-                return catch_up(storage, pool).await
-            }
-            Err(error) => return Err(error).context("committing the rounds"),
-        }
-        let commit_ms = started.elapsed().as_secs_f64() * 1e3 - rating_ms;
+        storage
+            .settle_rounds(pool.name(), &outcomes, batch.rated_on, leagues)
+            .await?;
+        let commit = started.elapsed();
         let count = |kind: fn(&Outcome) -> bool| {
             batch
                 .rounds
@@ -161,32 +241,16 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
             pool.name(),
             count(|outcome| matches!(outcome, Outcome::Applied(_))),
             count(|outcome| matches!(outcome, Outcome::Failed(_))),
-            Duration::from_secs_f64(rating_ms / 1e3),
-            Duration::from_secs_f64(commit_ms.max(0.0) / 1e3),
+            batch.rating,
+            commit,
         );
-        let previous = pool.publish(batch.next);
-        // Freeing a snapshot can mean freeing millions of shared places: not on the runtime's
-        // threads (when a reader still holds it, that reader frees it later instead).
-        tokio::task::spawn_blocking(move || drop(previous));
         tracing::info!(
             entrants = batch.entrants,
-            rating_ms,
-            commit_ms,
-            total_ms = started.elapsed().as_secs_f64() * 1e3,
+            rating_ms = batch.rating.as_secs_f64() * 1e3,
+            commit_ms = commit.as_secs_f64() * 1e3,
             "rounds settled"
         );
-        let settled = batch
-            .rounds
-            .into_iter()
-            .map(|(id, outcome)| match outcome {
-                Outcome::Applied(_) | Outcome::Season(_) => Settled::Applied(id),
-                Outcome::Failed(reason) => {
-                    tracing::warn!(round.id = id, reason, "round failed");
-                    Settled::Failed(id)
-                }
-            })
-            .collect();
-        Ok(Processed::Settled(settled))
+        Ok(())
     }
     .instrument(span)
     .await
@@ -299,12 +363,19 @@ pub async fn run(
     pool.set_worker_running(false);
 }
 
-/// Rounds rated in one step, and the snapshot that holds their ratings.
+/// Rounds rated together, and the snapshot that holds their ratings.
 struct Batch {
     /// Each round's id and outcome, oldest first.
     rounds: Vec<(String, Outcome)>,
+    /// The seqs of the first and the last of them.
+    first_seq: i64,
+    last_seq: i64,
     /// Standings of the applied rounds.
     entrants: usize,
+    /// Lines applied in the state they were rated on.
+    rated_on: u64,
+    /// How long rating them took.
+    rating: Duration,
     /// The pool after every applied round: published once they are committed.
     next: PoolState,
 }
@@ -328,6 +399,9 @@ enum Outcome {
 /// seasons among them. A round that cannot be rated (or that makes the engine panic) is failed
 /// and leaves every belief as it was.
 fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch {
+    let started = std::time::Instant::now();
+    let first_seq = queued.first().map_or(current.last_seq(), |q| q.seq);
+    let last_seq = queued.last().map_or(current.last_seq(), |q| q.seq);
     let mut next = current.clone();
     let mut entrants = 0;
     let rounds = queued
@@ -406,7 +480,11 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch 
         .collect();
     Batch {
         rounds,
+        first_seq,
+        last_seq,
         entrants,
+        rated_on: current.applied(),
+        rating: started.elapsed(),
         next,
     }
 }

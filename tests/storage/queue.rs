@@ -202,7 +202,7 @@ async fn the_worker_takes_the_oldest_rounds_up_to_its_budget(db: Db) {
         let storage = &db.storage;
         async move {
             let rounds = storage
-                .queued_rounds(POOL, max_rounds, max_bytes)
+                .queued_rounds(POOL, 0, max_rounds, max_bytes)
                 .await
                 .expect("read the queue");
             rounds.into_iter().map(|r| r.id).collect::<Vec<_>>()
@@ -214,9 +214,25 @@ async fn the_worker_takes_the_oldest_rounds_up_to_its_budget(db: Db) {
     assert_eq!(taken(10, 2 * length + 1).await, ["r1", "r2", "r3"]);
     assert_eq!(taken(2, usize::MAX >> 1).await, ["r1", "r2"]);
     assert_eq!(taken(10, usize::MAX >> 1).await, ids);
+    let second = db
+        .storage
+        .queued_rounds(POOL, 0, 2, usize::MAX >> 1)
+        .await
+        .expect("read the queue")[1]
+        .seq;
+    let after_second = db
+        .storage
+        .queued_rounds(POOL, second, 10, 0)
+        .await
+        .expect("read the queue");
+    assert_eq!(
+        after_second.into_iter().map(|r| r.id).collect::<Vec<_>>(),
+        ["r3"],
+        "read on past the rounds being committed: the first after `after` always"
+    );
     assert_eq!(
         db.storage
-            .queued_rounds("nowhere", 10, 0)
+            .queued_rounds("nowhere", 0, 10, 0)
             .await
             .expect("read"),
         []
