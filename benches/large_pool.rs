@@ -11,26 +11,25 @@
 //! `cargo bench --bench large_pool` (skipped when Postgres does not answer). Results go to
 //! stdout as Markdown rows for BENCHMARKS.md.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use mmr_service::api::auth::hash_key;
 use serde_json::{json, Value};
 use sqlx::Connection;
 
+#[path = "common/binary.rs"]
+mod binary;
 // Only its fresh Postgres database is used here, not its in-process service.
 #[allow(dead_code)]
 #[path = "common/mod.rs"]
 mod common;
 
+use binary::Service;
+
 const KEY: &str = "bench-key";
 const POOL: &str = "large";
 /// Entrants of each round that builds the pool.
 const ROUND: usize = 10_000;
-/// What the service logs once it listens, before its address.
-const SERVING: &str = "serving addr=";
 
 /// The rating systems measured, as `PUT /v1/pools/{pool}` creates them.
 const SYSTEMS: [(&str, &str); 7] = [
@@ -64,8 +63,8 @@ fn main() {
         };
         let config = dir.path().join(format!("{system}.toml"));
         std::fs::write(&config, config_text(&url)).expect("write the config file");
-        let service = Service::start(&config);
-        let (empty_start, empty_rss) = (service.started_in, service.resident_kib());
+        let (service, empty_start) = start(&config);
+        let empty_rss = service.resident_kib();
         let client = reqwest::blocking::Client::builder()
             .timeout(Duration::from_secs(600))
             .build()
@@ -91,14 +90,14 @@ fn main() {
         wait_applied(&client, &service.base, rounds as u64);
         let ingest = started.elapsed().as_secs_f64();
         drop(service);
-        let service = Service::start(&config);
+        let (service, started_in) = start(&config);
         let rss = service.resident_kib();
         println!(
             "| {label} | {ingest:.1} | {:.0} | {:.2} | {:.2} | {:.2} | {:.0} | {:.0} | {:.0} |",
             players as f64 / ingest,
             empty_start.as_secs_f64(),
-            service.started_in.as_secs_f64(),
-            service.started_in.saturating_sub(empty_start).as_secs_f64(),
+            started_in.as_secs_f64(),
+            started_in.saturating_sub(empty_start).as_secs_f64(),
             empty_rss as f64 / 1024.0,
             rss as f64 / 1024.0,
             rss.saturating_sub(empty_rss) as f64 * 1024.0 / players as f64,
@@ -118,6 +117,14 @@ fn main() {
         drop(service);
         runtime.block_on(drop_database(&url));
     }
+}
+
+/// The service started with `config`, and how long it took to listen (pools are loaded
+/// before).
+fn start(config: &std::path::Path) -> (Service, Duration) {
+    let started = Instant::now();
+    let service = Service::start(config);
+    (service, started.elapsed())
 }
 
 /// Drops the database at `url`, which holds a pool of a million players.
@@ -177,64 +184,5 @@ fn wait_applied(client: &reqwest::blocking::Client, base: &str, applied: u64) {
             return;
         }
         std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// The service binary, running.
-struct Service {
-    child: Child,
-    base: String,
-    /// From spawning the process until it listened (pools are loaded before).
-    started_in: Duration,
-}
-
-impl Service {
-    fn start(config: &std::path::Path) -> Self {
-        let started = Instant::now();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mmr-service"))
-            .args(["serve", "--config"])
-            .arg(config)
-            .env("RUST_LOG", "info")
-            .env_remove("DATABASE_URL")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the service starts");
-        let stderr = child.stderr.take().expect("piped stderr");
-        let (addr_tx, addr_rx) = mpsc::channel();
-        // Drains the log for the child's whole life, so it never blocks on a full pipe.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some((_, addr)) = line.split_once(SERVING) {
-                    let _ = addr_tx.send(addr.trim().to_owned());
-                }
-            }
-        });
-        let addr = addr_rx
-            .recv_timeout(Duration::from_secs(600))
-            .expect("the service listens");
-        Self {
-            started_in: started.elapsed(),
-            child,
-            base: format!("http://{addr}"),
-        }
-    }
-
-    /// The process's resident memory (`VmRSS`), in KiB.
-    fn resident_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("the process's status");
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmRSS")
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
