@@ -3,6 +3,7 @@
 //! transaction-scoped advisory lock for the worker's writes), snapshots through `REPEATABLE
 //! READ`, and the bulk writes through `UNNEST` arrays. Nothing here knows about SQLite.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -235,8 +236,9 @@ pub(super) async fn connect(url: &str) -> Result<SqlStorage<Pg>, Error> {
         .connect(url)
         .await?;
     sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-    let replicas = Arc::new(PgReplicas::new(pool.clone()));
-    Ok(SqlStorage::new(pool).with_replicas(replicas))
+    let others = Arc::new(AtomicBool::new(true));
+    let replicas = Arc::new(PgReplicas::new(pool.clone(), Arc::clone(&others)));
+    Ok(SqlStorage::new(pool).with_replicas(replicas, others))
 }
 
 #[async_trait]

@@ -8,6 +8,8 @@
 //! Leases decide who does the work, never what is correct: every settling transaction checks,
 //! under the pool's lock, that the pool has applied exactly what the rounds were rated on.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -67,16 +69,20 @@ pub(super) struct PgReplicas {
     options: PgConnectOptions,
     /// The connection holding this process's leases; `None` after it was lost.
     session: Mutex<Option<PgConnection>>,
+    /// Whether another replica was live at the last heartbeat (true when it failed).
+    others: Arc<AtomicBool>,
 }
 
 impl PgReplicas {
-    /// Replicas coordinated through the server `pool` connects to.
-    pub(super) fn new(pool: PgPool) -> Self {
+    /// Replicas coordinated through the server `pool` connects to; each heartbeat sets
+    /// `others` to whether another replica is live.
+    pub(super) fn new(pool: PgPool, others: Arc<AtomicBool>) -> Self {
         let options = (*pool.connect_options()).clone();
         Self {
             pool,
             options,
             session: Mutex::new(None),
+            others,
         }
     }
 }
@@ -113,7 +119,7 @@ macro_rules! on_session {
 #[async_trait]
 impl Replicas for PgReplicas {
     async fn heartbeat(&self, replica: &str, within: Duration) -> Result<Vec<String>, Error> {
-        on_session!(self, |db| {
+        let live: Result<Vec<String>, Error> = on_session!(self, |db| {
             async {
                 sqlx::query(
                     "INSERT INTO replicas (id, seen_at) VALUES ($1, now())
@@ -137,7 +143,12 @@ impl Replicas for PgReplicas {
                 .await
             }
             .await
-        })
+        });
+        let alone = live
+            .as_ref()
+            .is_ok_and(|live| live.iter().all(|id| id == replica));
+        self.others.store(!alone, Ordering::Release);
+        live
     }
 
     async fn try_lease(&self, pool: &str) -> Result<bool, Error> {

@@ -1,6 +1,8 @@
 //! The round queue: durable acceptance, acceptance order, re-posts, conflicts and the bound.
 
-use mmr_service::storage::{Enqueued, Error, RoundStatus};
+use std::time::Duration;
+
+use mmr_service::storage::{Change, Enqueued, Error, RoundStatus};
 
 use crate::support::{self, body, create_pool, enqueue, population, Db, POOL, ROOMY_QUEUE};
 
@@ -13,6 +15,7 @@ backend_tests!(
     round_ids_are_scoped_to_their_pool,
     queued_rounds_survive_reopening_the_database,
     the_worker_takes_the_oldest_rounds_up_to_its_budget,
+    a_queued_round_is_announced_only_while_another_replica_may_listen,
 );
 
 async fn enqueueing_into_an_unknown_pool_is_an_error(db: Db) {
@@ -237,4 +240,50 @@ async fn the_worker_takes_the_oldest_rounds_up_to_its_budget(db: Db) {
             .expect("read"),
         []
     );
+}
+
+/// A commit announces the change to the other replicas (Postgres `NOTIFY`) before any
+/// heartbeat and while another replica is live, and not while this one is alone: notifying
+/// serializes commits in Postgres.
+async fn a_queued_round_is_announced_only_while_another_replica_may_listen(db: Db) {
+    // SQLite serves one process: there is nobody to tell.
+    let Some(replicas) = db.storage.replicas() else {
+        return;
+    };
+    create_pool(&db).await;
+    let mut changes = replicas.listen().await.expect("listening");
+    let pool_changed = Some(Change::Pool(POOL.to_owned()));
+    assert_eq!(
+        announced(&db, &mut changes, "r1").await,
+        pool_changed,
+        "before any heartbeat"
+    );
+    let within = Duration::from_secs(3);
+    let live = replicas.heartbeat("me", within).await.expect("a heartbeat");
+    assert_eq!(live, ["me"]);
+    assert_eq!(announced(&db, &mut changes, "r2").await, None, "alone");
+    replicas
+        .heartbeat("other", within)
+        .await
+        .expect("a heartbeat");
+    let live = replicas.heartbeat("me", within).await.expect("a heartbeat");
+    assert_eq!(live, ["me", "other"]);
+    assert_eq!(
+        announced(&db, &mut changes, "r3").await,
+        pool_changed,
+        "with another replica"
+    );
+}
+
+/// Queues round `id` and returns the change announced within half a second, if any.
+async fn announced(
+    db: &Db,
+    changes: &mut tokio::sync::mpsc::Receiver<Change>,
+    id: &str,
+) -> Option<Change> {
+    enqueue(db, id, &["a", "b"]).await;
+    tokio::time::timeout(Duration::from_millis(500), changes.recv())
+        .await
+        .ok()
+        .flatten()
 }
