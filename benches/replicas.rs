@@ -76,6 +76,8 @@ fn main() {
             (POOLS * ROUNDS * ENTRANTS) as f64 / ingest,
             resident.join(", "),
         );
+        drop(services);
+        runtime.block_on(binary::drop_database(&url));
     }
 }
 
@@ -146,10 +148,17 @@ fn ingest(bases: &[String]) -> f64 {
     started.elapsed().as_secs_f64()
 }
 
-/// Waits until the replica at `base` serves `round`'s first player after it.
+/// Waits (at most a minute) until the replica at `base` serves `round`'s first player after
+/// it.
 fn wait_served(client: &reqwest::blocking::Client, base: &str, pool: usize, round: &Value) {
     let player = round["standings"][0]["player"].as_str().expect("a player");
+    let started = Instant::now();
     loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{base} serves {}",
+            round["id"]
+        );
         let response = client
             .get(format!("{base}/v1/pools/pool-{pool}/players/{player}"))
             .send()

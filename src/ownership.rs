@@ -131,6 +131,12 @@ async fn beat(
 /// step (the workers stop between steps). The caller then ends the lease connection.
 async fn leave(state: &AppState, replicas: &dyn Replicas, leases: &mut HashSet<String>) {
     let me = state.replica_id();
+    for name in leases.iter() {
+        // A step under way ends after the batch it is committing instead of rating on.
+        if let Some(pool) = state.pools.get(name) {
+            pool.hand_over();
+        }
+    }
     if let Err(error) = replicas.withdraw(me).await {
         tracing::warn!(%error, "removing this replica's heartbeat failed");
     }

@@ -1,10 +1,12 @@
-//! The service's binary, run by the benches that measure a whole process (start-up, memory,
-//! several replicas).
+//! What the benches that measure whole processes (start-up, memory, several replicas) share:
+//! the service's binary, running, and dropping the databases they fill.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
+
+use sqlx::Connection;
 
 /// What the service logs once it listens, before its address.
 const SERVING: &str = "serving addr=";
@@ -64,4 +66,16 @@ impl Drop for Service {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Drops the database at `url`, made by `common::fresh_postgres` (it may hold millions of rows).
+pub async fn drop_database(url: &str) {
+    let (server, name) = url.rsplit_once('/').expect("a URL with a database");
+    let mut admin = sqlx::PgConnection::connect(&format!("{server}/postgres"))
+        .await
+        .expect("the server answers");
+    sqlx::query(&format!("DROP DATABASE \"{name}\""))
+        .execute(&mut admin)
+        .await
+        .expect("the database dropped");
 }

@@ -131,7 +131,7 @@ impl<D: Dialect> SqlStorage<D> {
 
     /// Tells the other processes, once `tx` commits, that pool `pool` changed, unless this
     /// process is known to be alone: Postgres commits notifying transactions one at a time
-    /// (about 5% of one pool's ingest, BENCHMARKS.md "Replicas").
+    /// (BENCHMARKS.md, "Replicas", measures what that costs one pool's ingest).
     async fn notify(
         &self,
         tx: &mut <D::Db as Database>::Connection,

@@ -148,7 +148,15 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
                 Settled::Failed(id)
             }
         }));
-        rated = upcoming?;
+        rated = upcoming.unwrap_or_else(|error| {
+            // What was committed stays settled; the next step reads the queue again.
+            tracing::warn!(
+                pool = pool.name(),
+                error = format!("{error:#}"),
+                "reading or rating the next rounds failed"
+            );
+            None
+        });
     }
     Ok(Processed::Settled(settled))
 }
