@@ -180,16 +180,16 @@ impl RoundRequest {
             Some(Value::Array(entries)) => entries
                 .iter()
                 .enumerate()
-                .map(|(i, entry)| StandingRequest::from_value(entry, &format!("standings[{i}]")))
+                .map(|(i, entry)| StandingRequest::from_value(entry, &StandingAt(i)))
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err(FieldError::new("standings", "must be an array")),
             None => return Err(FieldError::new("standings", "is missing")),
         };
         Ok(Self {
-            id: required_string(object, "id", "id")?,
-            time: optional_string(object, "time", "time")?,
-            weight: optional_number(object, "weight", "weight")?,
-            perf_ceiling: optional_number(object, "perf_ceiling", "perf_ceiling")?,
+            id: required_string(object, "", "id")?,
+            time: optional_string(object, "", "time")?,
+            weight: optional_number(object, "", "weight")?,
+            perf_ceiling: optional_number(object, "", "perf_ceiling")?,
             standings,
         })
     }
@@ -219,6 +219,11 @@ impl RoundRequest {
     /// checks (duplicate players, team ranks, weight range, …) run here too, so a round that
     /// converts is one the engine accepts.
     pub fn to_round(&self) -> Result<engine::Round, FieldError> {
+        self.clone().into_round()
+    }
+
+    /// [`Self::to_round`], moving the ids instead of copying them.
+    pub fn into_round(self) -> Result<engine::Round, FieldError> {
         if self.id.is_empty() {
             return Err(FieldError::new("id", "must not be empty"));
         }
@@ -237,11 +242,11 @@ impl RoundRequest {
             perf_ceiling: self.perf_ceiling,
             standings: self
                 .standings
-                .iter()
+                .into_iter()
                 .map(|s| engine::Standing {
-                    player: s.player.clone(),
+                    player: s.player,
                     rank: s.rank,
-                    team: s.team.clone(),
+                    team: s.team,
                     partial_play: s.partial_play,
                 })
                 .collect(),
@@ -258,21 +263,14 @@ impl SeasonRequest {
     /// request body, `season` inside a stream line), checking every field.
     pub fn from_value(value: &Value, path: &str) -> Result<Self, FieldError> {
         let object = as_object(value, path, &SEASON_FIELDS)?;
-        let at = |key: &str| {
-            if path.is_empty() {
-                key.to_owned()
-            } else {
-                format!("{path}.{key}")
-            }
-        };
-        let id = required_string(object, "id", &at("id"))?;
+        let id = required_string(object, path, "id")?;
         if let Some(problem) = crate::names::id_problem(&id) {
-            return Err(FieldError::new(at("id"), problem));
+            return Err(FieldError::new(path.field("id"), problem));
         }
-        let fraction = |key: &str| match optional_number(object, key, &at(key))? {
+        let fraction = |key: &str| match optional_number(object, path, key)? {
             None => Ok(0.0),
             Some(f) if (0.0..=1.0).contains(&f) => Ok(f),
-            Some(_) => Err(FieldError::new(at(key), "must be between 0 and 1")),
+            Some(_) => Err(FieldError::new(path.field(key), "must be between 0 and 1")),
         };
         Ok(Self {
             id,
@@ -296,17 +294,10 @@ impl CorrectionRequest {
     /// body, `correction` inside a stream line), checking every field and every id. Parameters
     /// (`"action": "params"`) are read as stored: `{"system": NAME, "params": {…}}`.
     pub fn from_value(value: &Value, path: &str) -> Result<Self, FieldError> {
-        let at = |key: &str| {
-            if path.is_empty() {
-                key.to_owned()
-            } else {
-                format!("{path}.{key}")
-            }
-        };
         let object = value
             .as_object()
             .ok_or_else(|| FieldError::new(path, "must be a JSON object"))?;
-        let action = required_string(object, "action", &at("action"))?;
+        let action = required_string(object, path, "action")?;
         let fields: &[&str] = match action.as_str() {
             "void" => &["id", "action", "round"],
             "disqualify" => &["id", "action", "round", "player"],
@@ -315,16 +306,16 @@ impl CorrectionRequest {
             "params" => &["id", "action", "system"],
             _ => {
                 return Err(FieldError::new(
-                    at("action"),
+                    path.field("action"),
                     "must be `void`, `disqualify`, `rename`, `merge` or `params`",
                 ))
             }
         };
         as_object(value, path, fields)?;
         let id = |key: &str| {
-            let text = required_string(object, key, &at(key))?;
+            let text = required_string(object, path, key)?;
             match crate::names::id_problem(&text) {
-                Some(problem) => Err(FieldError::new(at(key), problem)),
+                Some(problem) => Err(FieldError::new(path.field(key), problem)),
                 None => Ok(text),
             }
         };
@@ -347,10 +338,10 @@ impl CorrectionRequest {
             _ => {
                 let system = object
                     .get("system")
-                    .ok_or_else(|| FieldError::new(at("system"), "is missing"))?;
+                    .ok_or_else(|| FieldError::new(path.field("system"), "is missing"))?;
                 Correction::Params {
                     system: serde_json::from_value(system.clone())
-                        .map_err(|e| FieldError::new(at("system"), e.to_string()))?,
+                        .map_err(|e| FieldError::new(path.field("system"), e.to_string()))?,
                 }
             }
         };
@@ -365,7 +356,10 @@ impl CorrectionRequest {
                 } else {
                     "into"
                 };
-                return Err(FieldError::new(at(key), "must differ from `player`"));
+                return Err(FieldError::new(
+                    path.field(key),
+                    "must differ from `player`",
+                ));
             }
             _ => {}
         }
@@ -411,29 +405,31 @@ impl Entry {
 }
 
 impl StandingRequest {
-    fn from_value(value: &Value, path: &str) -> Result<Self, FieldError> {
-        let object = as_object(value, path, &STANDING_FIELDS)?;
-        let rank_path = format!("{path}.rank");
+    fn from_value(value: &Value, at: &StandingAt) -> Result<Self, FieldError> {
+        let object = as_object(value, at, &STANDING_FIELDS)?;
         let rank = match object.get("rank") {
             Some(rank) => match rank.as_u64() {
                 Some(rank @ 1..=MAX_RANK) => rank,
                 Some(0) | None => {
-                    return Err(FieldError::new(rank_path, "must be a positive integer"))
+                    return Err(FieldError::new(
+                        at.field("rank"),
+                        "must be a positive integer",
+                    ))
                 }
                 Some(_) => {
                     return Err(FieldError::new(
-                        rank_path,
+                        at.field("rank"),
                         format!("must be at most {MAX_RANK}"),
                     ))
                 }
             },
-            None => return Err(FieldError::new(rank_path, "is missing")),
+            None => return Err(FieldError::new(at.field("rank"), "is missing")),
         };
         Ok(Self {
-            player: required_string(object, "player", &format!("{path}.player"))?,
+            player: required_string(object, at, "player")?,
             rank,
-            team: optional_string(object, "team", &format!("{path}.team"))?,
-            partial_play: optional_number(object, "partial_play", &format!("{path}.partial_play"))?,
+            team: optional_string(object, at, "team")?,
+            partial_play: optional_number(object, at, "partial_play")?,
         })
     }
 }
@@ -445,56 +441,84 @@ impl<'de> Deserialize<'de> for RoundRequest {
     }
 }
 
+/// Where a JSON object sits in the document, spelled out only when an error names it or one
+/// of its fields: a round carries thousands of standings, and formatting every field's path
+/// up front cost more than parsing the JSON.
+trait Place {
+    /// The object's own path, empty for the document itself.
+    fn path(&self) -> String;
+
+    /// The path of the object's field `key`.
+    fn field(&self, key: &str) -> String {
+        let path = self.path();
+        if path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{path}.{key}")
+        }
+    }
+}
+
+impl Place for str {
+    fn path(&self) -> String {
+        self.to_owned()
+    }
+}
+
+/// The place of `standings[i]`.
+struct StandingAt(usize);
+
+impl Place for StandingAt {
+    fn path(&self) -> String {
+        format!("standings[{}]", self.0)
+    }
+}
+
 fn as_object<'a>(
     value: &'a Value,
-    path: &str,
+    at: &(impl Place + ?Sized),
     known: &[&str],
 ) -> Result<&'a Map<String, Value>, FieldError> {
     let object = value
         .as_object()
-        .ok_or_else(|| FieldError::new(path, "must be a JSON object"))?;
+        .ok_or_else(|| FieldError::new(at.path(), "must be a JSON object"))?;
     if let Some(unknown) = object.keys().find(|k| !known.contains(&k.as_str())) {
-        let field = if path.is_empty() {
-            unknown.clone()
-        } else {
-            format!("{path}.{unknown}")
-        };
-        return Err(FieldError::new(field, "unknown field"));
+        return Err(FieldError::new(at.field(unknown), "unknown field"));
     }
     Ok(object)
 }
 
 fn required_string(
     object: &Map<String, Value>,
+    at: &(impl Place + ?Sized),
     key: &str,
-    path: &str,
 ) -> Result<String, FieldError> {
-    optional_string(object, key, path)?.ok_or_else(|| FieldError::new(path, "is missing"))
+    optional_string(object, at, key)?.ok_or_else(|| FieldError::new(at.field(key), "is missing"))
 }
 
 fn optional_string(
     object: &Map<String, Value>,
+    at: &(impl Place + ?Sized),
     key: &str,
-    path: &str,
 ) -> Result<Option<String>, FieldError> {
     match object.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text.clone())),
-        Some(_) => Err(FieldError::new(path, "must be a string")),
+        Some(_) => Err(FieldError::new(at.field(key), "must be a string")),
     }
 }
 
 fn optional_number(
     object: &Map<String, Value>,
+    at: &(impl Place + ?Sized),
     key: &str,
-    path: &str,
 ) -> Result<Option<f64>, FieldError> {
     match object.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(number) => number
             .as_f64()
             .map(Some)
-            .ok_or_else(|| FieldError::new(path, "must be a number")),
+            .ok_or_else(|| FieldError::new(at.field(key), "must be a number")),
     }
 }
 

@@ -195,75 +195,136 @@ pub fn round_metrics(
     counted: impl Fn(usize) -> bool + Sync,
     opponents: Opponents,
 ) -> Result<Vec<Option<ParticipationMetrics>>, Error> {
-    system.validate()?;
-    if priors.len() != round.standings.len() {
-        return Err(Error::PriorCount {
-            standings: round.standings.len(),
-            priors: priors.len(),
-        });
-    }
-    let layout = Layout::of(round)?;
-    let mut metrics = vec![None; round.standings.len()];
-    let kept = Kept::of(&layout, &counted);
-    if kept.groups.len() < 2 {
-        return Ok(metrics);
-    }
-    let performances: Vec<(f64, f64)> = kept
-        .entrants
-        .iter()
-        .map(|&e| {
-            let states: Vec<&SystemState> = layout.entrants[e].iter().map(|&m| priors[m]).collect();
-            let performance = system.performance(&states)?;
-            Ok((performance.mean, performance.variance))
-        })
-        .collect::<Result<_, Error>>()?;
-    let ratings: Vec<f64> = performances.iter().map(|&(mu, _)| mu).collect();
-    let ordering = RatingOrder::of(&ratings, &kept.groups);
-    let opponent_count = (ratings.len() - 1) as f64;
+    Ok(Judging::of(system, round, priors, counted)?.score(opponents))
+}
 
-    let mut group_of = vec![0; ratings.len()];
-    for (g, range) in kept.groups.iter().enumerate() {
-        group_of[range.clone()].fill(g);
+/// What [`round_metrics`] takes from the priors, owned: the round's judging can then run
+/// while the round itself is being applied (`replay` does both at once).
+#[derive(Debug)]
+pub struct Judging {
+    model: Model,
+    layout: Layout,
+    /// Which standings the metrics count.
+    counted: Vec<bool>,
+    /// The kept entrants, indices into `layout.entrants`, and their tie groups.
+    kept: Kept,
+    /// Each kept entrant's performance (mean, variance).
+    performances: Vec<(f64, f64)>,
+}
+
+impl Judging {
+    /// Reads what judging `round` needs from `priors`, with the same arguments and errors as
+    /// [`round_metrics`].
+    pub fn of(
+        system: &SystemParams,
+        round: &Round,
+        priors: &[&SystemState],
+        counted: impl Fn(usize) -> bool,
+    ) -> Result<Self, Error> {
+        system.validate()?;
+        if priors.len() != round.standings.len() {
+            return Err(Error::PriorCount {
+                standings: round.standings.len(),
+                priors: priors.len(),
+            });
+        }
+        let layout = Layout::of(round)?;
+        let counted: Vec<bool> = (0..round.standings.len()).map(counted).collect();
+        let kept = Kept::of(&layout, &|i| counted[i]);
+        let performances = if kept.groups.len() < 2 {
+            Vec::new()
+        } else {
+            kept.entrants
+                .iter()
+                .map(|&e| {
+                    let states: Vec<&SystemState> =
+                        layout.entrants[e].iter().map(|&m| priors[m]).collect();
+                    let performance = system.performance(&states)?;
+                    Ok((performance.mean, performance.variance))
+                })
+                .collect::<Result<_, Error>>()?
+        };
+        Ok(Self {
+            model: system.model(),
+            layout,
+            counted,
+            kept,
+            performances,
+        })
     }
-    let entrant_metrics: Vec<ParticipationMetrics> = (0..ratings.len())
-        .into_par_iter()
-        .map(|e| {
-            let group = &kept.groups[group_of[e]];
-            let scores = match opponents {
-                Opponents::AtMost { count, seed } if count >= 2 && count < ratings.len() - 1 => {
-                    sampled_scores(system.model(), &performances, group.clone(), e, count, seed)
-                }
-                _ => pairwise_scores(system.model(), &performances, group.clone(), e),
-            };
-            ParticipationMetrics {
-                pair_inversion: ordering.correct[e] as f64 / opponent_count,
-                rank_deviation: ordering.deviation(e, group.start, group.end - 1) as f64
-                    / opponent_count,
-                log_loss: scores.log_loss,
-                brier: scores.brier,
-                log_loss_variance: scores.log_loss_variance,
-                brier_variance: scores.brier_variance,
+
+    /// The metrics of every standing, as [`round_metrics`] returns them.
+    #[must_use]
+    pub fn score(&self, opponents: Opponents) -> Vec<Option<ParticipationMetrics>> {
+        let mut metrics = vec![None; self.counted.len()];
+        let (kept, performances) = (&self.kept, &self.performances);
+        if kept.groups.len() < 2 {
+            return metrics;
+        }
+        let ratings: Vec<f64> = performances.iter().map(|&(mu, _)| mu).collect();
+        let ordering = RatingOrder::of(&ratings, &kept.groups);
+        let opponent_count = (ratings.len() - 1) as f64;
+
+        let mut group_of = vec![0; ratings.len()];
+        for (g, range) in kept.groups.iter().enumerate() {
+            group_of[range.clone()].fill(g);
+        }
+        let sample = match opponents {
+            Opponents::AtMost { count, seed } if count >= 2 && count < ratings.len() - 1 => {
+                Some((count, seed))
             }
-        })
-        .collect();
+            _ => None,
+        };
+        let exact = match sample {
+            Some(_) => Vec::new(),
+            None => pairwise_scores(
+                self.model,
+                performances,
+                &group_of,
+                tile_width(ratings.len()),
+            ),
+        };
+        let entrant_metrics: Vec<ParticipationMetrics> = (0..ratings.len())
+            .into_par_iter()
+            .map(|e| {
+                let group = &kept.groups[group_of[e]];
+                let scores = match sample {
+                    Some((count, seed)) => {
+                        sampled_scores(self.model, performances, group.clone(), e, count, seed)
+                    }
+                    None => exact[e],
+                };
+                ParticipationMetrics {
+                    pair_inversion: ordering.correct[e] as f64 / opponent_count,
+                    rank_deviation: ordering.deviation(e, group.start, group.end - 1) as f64
+                        / opponent_count,
+                    log_loss: scores.log_loss,
+                    brier: scores.brier,
+                    log_loss_variance: scores.log_loss_variance,
+                    brier_variance: scores.brier_variance,
+                }
+            })
+            .collect();
 
-    for (&e, entrant) in kept.entrants.iter().zip(&entrant_metrics) {
-        let members = &layout.entrants[e];
-        let shared = members.iter().filter(|&&m| counted(m)).count() as f64;
-        for &m in members {
-            if counted(m) {
-                metrics[m] = Some(ParticipationMetrics {
-                    log_loss_variance: shared * entrant.log_loss_variance,
-                    brier_variance: shared * entrant.brier_variance,
-                    ..*entrant
-                });
+        for (&e, entrant) in kept.entrants.iter().zip(&entrant_metrics) {
+            let members = &self.layout.entrants[e];
+            let shared = members.iter().filter(|&&m| self.counted[m]).count() as f64;
+            for &m in members {
+                if self.counted[m] {
+                    metrics[m] = Some(ParticipationMetrics {
+                        log_loss_variance: shared * entrant.log_loss_variance,
+                        brier_variance: shared * entrant.brier_variance,
+                        ..*entrant
+                    });
+                }
             }
         }
+        metrics
     }
-    Ok(metrics)
 }
 
 /// The entrants a round's metrics are computed among, in the layout's rank order.
+#[derive(Debug)]
 struct Kept {
     /// Indices into the layout's entrants.
     entrants: Vec<usize>,
@@ -293,6 +354,7 @@ impl Kept {
 
 /// One entrant's log loss and Brier score, averaged over its opponents, and their variances
 /// as estimates.
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct Scores {
     log_loss: f64,
     brier: f64,
@@ -300,46 +362,165 @@ struct Scores {
     brier_variance: f64,
 }
 
-/// Log loss and Brier score of entrant `e` against every other entrant, exactly. Entrants are
-/// in rank order, so those before `ties` beat `e` and those after lost to it. The probability
-/// of the outcome that happened is computed directly (winner over loser), which keeps a tiny
+/// Entrants per side of a tile of the pair matrix, at least (see [`pairwise_scores`]).
+const MIN_TILE: usize = 64;
+/// Tiles per side of the pair matrix, at most: each entrant keeps one partial sum per tile.
+const MAX_TILES: usize = 32;
+
+/// The side of the pair matrix's tiles for a round of `n` kept entrants: a function of `n`
+/// alone, so that the sums, added tile by tile, do not depend on the machine.
+fn tile_width(n: usize) -> usize {
+    n.div_ceil(MAX_TILES).max(MIN_TILE)
+}
+
+/// Log loss and Brier score of every entrant against every other, exactly, each pair's
+/// probabilities computed once for both of its entrants (half the work of computing each
+/// entrant's row alone). Entrants are in rank order, `group_of` their tie groups' indices.
+///
+/// The pair matrix is cut into square tiles of side `tile`; the tiles on and above the
+/// diagonal are computed in parallel, each giving its rows' and its columns' entrants one
+/// partial sum, and every entrant adds its partial sums in tile order. So the result depends
+/// on `tile` but on neither the thread count nor the scheduling. The probability of the
+/// outcome that happened is computed directly (winner over loser), which keeps a tiny
 /// probability accurate instead of forming it as `1 − p`.
 fn pairwise_scores(
     model: Model,
     performances: &[(f64, f64)],
-    ties: std::ops::Range<usize>,
-    e: usize,
-) -> Scores {
-    let own = performances[e];
-    let mut decided = NegativeLogProduct::new();
-    let mut brier = 0.0;
-    for &winner in &performances[..ties.start] {
-        let p = beats(model, winner, own);
-        decided.multiply(p);
-        brier += (1.0 - p) * (1.0 - p);
-    }
-    let mut tied = NegativeLogProduct::new();
-    for (j, &other) in performances[ties.clone()].iter().enumerate() {
-        if ties.start + j == e {
-            continue;
+    group_of: &[usize],
+    tile: usize,
+) -> Vec<Scores> {
+    let n = performances.len();
+    let tiles = n.div_ceil(tile);
+    let span = |t: usize| t * tile..((t + 1) * tile).min(n);
+    let pairs: Vec<(usize, usize)> = (0..tiles)
+        .flat_map(|a| (a..tiles).map(move |b| (a, b)))
+        .collect();
+    let partials: Vec<(Vec<TileSums>, Vec<TileSums>)> = pairs
+        .par_iter()
+        .map(|&(a, b)| tile_sums(model, performances, group_of, span(a), span(b)))
+        .collect();
+    // Entrant `e`'s partial sum over the opponents of tile `t` sits at `e * tiles + t`.
+    let mut sums = vec![TileSums::default(); n * tiles];
+    for (&(a, b), (rows, columns)) in pairs.iter().zip(&partials) {
+        for (e, partial) in span(a).zip(rows) {
+            sums[e * tiles + b] = *partial;
         }
-        let p = beats(model, own, other);
-        tied.multiply(p);
-        tied.multiply(beats(model, other, own));
-        brier += (p - TIE_OUTCOME) * (p - TIE_OUTCOME);
+        for (e, partial) in span(b).zip(columns) {
+            sums[e * tiles + a] = *partial;
+        }
     }
-    for &loser in &performances[ties.end..] {
-        let p = beats(model, own, loser);
-        decided.multiply(p);
-        brier += (1.0 - p) * (1.0 - p);
+    let opponents = (n - 1) as f64;
+    sums.chunks(tiles)
+        .map(|row| {
+            let total = row.iter().fold(TileSums::default(), |sum, t| TileSums {
+                decided: sum.decided + t.decided,
+                tied: sum.tied + t.tied,
+                brier: sum.brier + t.brier,
+            });
+            Scores {
+                log_loss: (total.decided + TIE_OUTCOME * total.tied) / opponents,
+                brier: total.brier / opponents,
+                log_loss_variance: 0.0,
+                brier_variance: 0.0,
+            }
+        })
+        .collect()
+}
+
+/// One entrant's sums over the opponents of one tile: `−ln` of the probabilities of the
+/// decided pairs' outcomes, `−ln` of both ways of each tied pair's (halved by the caller),
+/// and the squared errors.
+#[derive(Debug, Clone, Copy, Default)]
+struct TileSums {
+    decided: f64,
+    tied: f64,
+    brier: f64,
+}
+
+/// [`TileSums`] being gathered.
+struct TileProducts {
+    decided: NegativeLogProduct,
+    tied: NegativeLogProduct,
+    brier: f64,
+}
+
+impl TileProducts {
+    fn new() -> Self {
+        Self {
+            decided: NegativeLogProduct::new(),
+            tied: NegativeLogProduct::new(),
+            brier: 0.0,
+        }
     }
-    let opponents = (performances.len() - 1) as f64;
-    Scores {
-        log_loss: (decided.value() + TIE_OUTCOME * tied.value()) / opponents,
-        brier: brier / opponents,
-        log_loss_variance: 0.0,
-        brier_variance: 0.0,
+
+    /// The entrant's pair was decided, and `p` is the probability the model gave the outcome.
+    fn decided(&mut self, p: f64) {
+        self.decided.multiply(p);
+        self.brier += (1.0 - p) * (1.0 - p);
     }
+
+    /// The entrant tied, and the model gave it `p` to win and its opponent `q`.
+    fn tied(&mut self, p: f64, q: f64) {
+        self.tied.multiply(p);
+        self.tied.multiply(q);
+        self.brier += (p - TIE_OUTCOME) * (p - TIE_OUTCOME);
+    }
+
+    fn sums(&self) -> TileSums {
+        TileSums {
+            decided: self.decided.value(),
+            tied: self.tied.value(),
+            brier: self.brier,
+        }
+    }
+}
+
+/// The partial sums of the tile of pairs `rows` × `columns`, `rows` not after `columns`:
+/// the rows' entrants' sums over the columns' entrants, and the columns' over the rows'. On
+/// the diagonal (`rows == columns`) the tile's pairs are its entrant pairs, each once, and
+/// all its sums are the rows'.
+fn tile_sums(
+    model: Model,
+    performances: &[(f64, f64)],
+    group_of: &[usize],
+    rows: std::ops::Range<usize>,
+    columns: std::ops::Range<usize>,
+) -> (Vec<TileSums>, Vec<TileSums>) {
+    let diagonal = rows == columns;
+    let mut row_products: Vec<TileProducts> = rows.clone().map(|_| TileProducts::new()).collect();
+    let mut column_products: Vec<TileProducts> = if diagonal {
+        Vec::new()
+    } else {
+        columns.clone().map(|_| TileProducts::new()).collect()
+    };
+    for i in rows.clone() {
+        let first = if diagonal { i + 1 } else { columns.start };
+        for j in first..columns.end {
+            let (ahead, behind) = if diagonal {
+                let (left, right) = row_products.split_at_mut(j - rows.start);
+                (&mut left[i - rows.start], &mut right[0])
+            } else {
+                (
+                    &mut row_products[i - rows.start],
+                    &mut column_products[j - columns.start],
+                )
+            };
+            // Entrants are in rank order: `i` finished ahead of `j`, or tied with it.
+            let p = beats(model, performances[i], performances[j]);
+            if group_of[i] == group_of[j] {
+                let q = beats(model, performances[j], performances[i]);
+                ahead.tied(p, q);
+                behind.tied(q, p);
+            } else {
+                ahead.decided(p);
+                behind.decided(p);
+            }
+        }
+    }
+    (
+        row_products.iter().map(TileProducts::sums).collect(),
+        column_products.iter().map(TileProducts::sums).collect(),
+    )
 }
 
 /// Log loss and Brier score of entrant `e` estimated from `m` opponents (fewer than the round
@@ -591,6 +772,47 @@ mod tests {
         let system = SystemParams::EloMmr(*params);
         let metrics = round_metrics(&system, round, priors, |_| true, Opponents::All)?;
         Ok(metrics.into_iter().flatten().collect())
+    }
+
+    /// Entrant `e`'s exact sums computed alone, one opponent after another: the oracle of the
+    /// tiled [`pairwise_scores`]. Entrants are in rank order, so those before `ties` beat `e`
+    /// and those after lost to it.
+    fn row_scores(
+        model: Model,
+        performances: &[(f64, f64)],
+        ties: std::ops::Range<usize>,
+        e: usize,
+    ) -> Scores {
+        let own = performances[e];
+        let mut decided = NegativeLogProduct::new();
+        let mut brier = 0.0;
+        for &winner in &performances[..ties.start] {
+            let p = beats(model, winner, own);
+            decided.multiply(p);
+            brier += (1.0 - p) * (1.0 - p);
+        }
+        let mut tied = NegativeLogProduct::new();
+        for (j, &other) in performances[ties.clone()].iter().enumerate() {
+            if ties.start + j == e {
+                continue;
+            }
+            let p = beats(model, own, other);
+            tied.multiply(p);
+            tied.multiply(beats(model, other, own));
+            brier += (p - TIE_OUTCOME) * (p - TIE_OUTCOME);
+        }
+        for &loser in &performances[ties.end..] {
+            let p = beats(model, own, loser);
+            decided.multiply(p);
+            brier += (1.0 - p) * (1.0 - p);
+        }
+        let opponents = (performances.len() - 1) as f64;
+        Scores {
+            log_loss: (decided.value() + TIE_OUTCOME * tied.value()) / opponents,
+            brier: brier / opponents,
+            log_loss_variance: 0.0,
+            brier_variance: 0.0,
+        }
     }
 
     /// The performance distribution of a team of `members` in an Elo-MMR pool.
@@ -932,6 +1154,40 @@ mod tests {
             }
             for (i, metrics) in some.iter().enumerate() {
                 prop_assert!(!left_out[i] || metrics.is_none());
+            }
+        }
+
+        #[test]
+        fn tiles_of_any_width_sum_every_pair_as_each_row_alone_does(
+            entries in arbitrary_round(),
+            spreads in prop::collection::vec(1.0..400.0f64, 40),
+            gaussian in any::<bool>(),
+            tile in 1usize..12,
+        ) {
+            let model = if gaussian { Model::Gaussian } else { Model::Logistic };
+            let mut ranks: Vec<u64> = entries.iter().map(|e| e.0).collect();
+            ranks.sort_unstable();
+            let performances: Vec<(f64, f64)> = entries
+                .iter()
+                .zip(&spreads)
+                .map(|(e, s)| (e.1, s * s))
+                .collect();
+            let mut group_of = vec![0; ranks.len()];
+            let mut groups = Vec::new();
+            for (e, &rank) in ranks.iter().enumerate() {
+                if e == 0 || rank != ranks[e - 1] {
+                    groups.push(e..e);
+                }
+                let last = groups.len() - 1;
+                groups[last].end = e + 1;
+                group_of[e] = last;
+            }
+            let tiled = pairwise_scores(model, &performances, &group_of, tile);
+            for (e, scores) in tiled.iter().enumerate() {
+                let alone = row_scores(model, &performances, groups[group_of[e]].clone(), e);
+                prop_assert!((scores.log_loss - alone.log_loss).abs() <= 1e-12 * alone.log_loss.max(1.0));
+                prop_assert!((scores.brier - alone.brier).abs() <= 1e-12);
+                prop_assert_eq!((scores.log_loss_variance, scores.brier_variance), (0.0, 0.0));
             }
         }
 

@@ -100,7 +100,7 @@ fn parse_line(line: &str) -> Result<Line, FieldError> {
     let value: Value = serde_json::from_str(line)
         .map_err(|e| FieldError::new("", format!("invalid JSON: {e}")))?;
     match Entry::from_value(&value)? {
-        Entry::Round(round) => round.to_round().map(Line::Round),
+        Entry::Round(round) => round.into_round().map(Line::Round),
         Entry::Season(season) => Ok(Line::Season(season.reset())),
         Entry::Correction(_) => Err(FieldError::new(
             "correction",

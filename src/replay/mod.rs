@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::display::leagues::Entrant;
 use crate::display::{Display, LeagueTable, Leagues};
-use crate::engine::metrics::{round_metrics, MetricsSum, Opponents};
+use crate::engine::metrics::{Judging, MetricsSum, Opponents, ParticipationMetrics};
 use crate::engine::{self, Beliefs, Population, SystemParams, SystemState};
 use crate::wire::FieldError;
 
@@ -131,6 +131,20 @@ pub(crate) fn progress_bar(shown: bool, len: u64, unit: &str) -> ProgressBar {
     bar
 }
 
+/// Adds a round's judged participations to `metrics` by player id, so that the means do not
+/// depend on the order standings are listed.
+fn add_by_player(
+    metrics: &mut MetricsSum,
+    round: &engine::Round,
+    judged: &[Option<ParticipationMetrics>],
+) {
+    let mut by_player: Vec<usize> = (0..judged.len()).filter(|&i| judged[i].is_some()).collect();
+    by_player.sort_unstable_by_key(|&i| &round.standings[i].player);
+    for judged in by_player.into_iter().filter_map(|i| judged[i].as_ref()) {
+        metrics.add(judged);
+    }
+}
+
 /// One pass over rounds already read: each is judged on the priors before it (from round
 /// `judged_from` on), then applied.
 #[derive(Debug, Clone, Copy)]
@@ -200,30 +214,40 @@ impl Pass<'_> {
                 error: error.into(),
             };
             participations += round.standings.len();
-            if index >= self.judged_from {
-                let started = Instant::now();
+            let started = Instant::now();
+            let judging = if index >= self.judged_from {
                 let priors: Vec<&SystemState> = round
                     .standings
                     .iter()
                     .map(|s| population.belief_or_newcomer(&s.player))
                     .collect();
                 let counted = |i: usize| priors[i].rounds() >= self.min_history;
-                // Each round draws its own opponents, so that sampling errors average out.
-                let opponents = self.opponents.seeded(index as u64);
-                let judged = round_metrics(population.system(), round, &priors, counted, opponents)
-                    .map_err(in_round)?;
-                // Added by player id, so the means do not depend on the order standings are
-                // listed.
-                let mut by_player: Vec<usize> = (0..judged.len()).collect();
-                by_player.sort_unstable_by_key(|&i| &round.standings[i].player);
-                for judged in by_player.into_iter().filter_map(|i| judged[i].as_ref()) {
-                    metrics.add(judged);
-                }
-                metrics_time += started.elapsed();
+                Some(Judging::of(population.system(), round, &priors, counted).map_err(in_round)?)
+            } else {
+                None
+            };
+            metrics_time += started.elapsed();
+            // The judging needs nothing of the population any more, so it runs while the round
+            // is applied and fills the cores the rating leaves idle.
+            let (judged, (changes, rated_in)) = rayon::join(
+                || {
+                    let started = Instant::now();
+                    // Each round draws its own opponents, so that sampling errors average out.
+                    let judged = judging.map(|j| j.score(self.opponents.seeded(index as u64)));
+                    (judged, started.elapsed())
+                },
+                || {
+                    let started = Instant::now();
+                    (population.apply(round), started.elapsed())
+                },
+            );
+            let changes = changes.map_err(in_round)?;
+            rating_time += rated_in;
+            if let (Some(judged), judged_in) = judged {
+                let started = Instant::now();
+                add_by_player(&mut metrics, round, &judged);
+                metrics_time += judged_in + started.elapsed();
             }
-            let started = Instant::now();
-            let changes = population.apply(round).map_err(in_round)?;
-            rating_time += started.elapsed();
             if self.leagues.is_some() {
                 let entrants: Vec<Entrant<'_>> = round
                     .standings

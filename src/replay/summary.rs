@@ -20,7 +20,9 @@ pub struct Summary {
     pub players: usize,
     /// Seconds spent inside the engine rating rounds: reading and metrics excluded.
     pub rating_seconds: f64,
-    /// Seconds spent judging the rounds' predictions (the metrics).
+    /// Seconds spent judging the rounds' predictions (the metrics). A round is judged while
+    /// it is applied, so this overlaps `rating_seconds`: the two add up to more than the
+    /// replay took when judging used cores the rating left idle.
     pub metrics_seconds: f64,
     /// Seconds the whole replay took, from reading the input to the last round's metrics
     /// (writing the ratings file excluded).
