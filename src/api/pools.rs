@@ -19,6 +19,7 @@ use crate::config::{own_parameters, ParamsOverrides};
 use crate::display::Display;
 use crate::engine::{Params, SystemName, SystemParams, Ties, Variant, WengLinModel};
 use crate::names;
+use crate::pools::PoolState;
 use crate::state::{AppState, PutPoolError};
 use crate::storage::{PoolInfo, PoolWrite};
 
@@ -258,10 +259,11 @@ pub struct PoolResponse {
     pub params: ParamsResponse,
     /// How it shows ratings (`/v1/pools/{pool}/display`).
     pub display: Display,
-    /// Players rated in it.
+    /// Players rated in it, in the ratings this replica serves.
     pub players: u64,
     /// Lines of the pool's stream applied: rounds, season starts and corrections (a round a
-    /// correction voided stays counted: the count only grows).
+    /// correction voided stays counted: the count only grows), in the ratings this replica
+    /// serves: a line counts once its ratings are readable here.
     pub rounds_applied: u64,
     /// Rounds waiting in its queue.
     pub rounds_queued: u64,
@@ -269,18 +271,33 @@ pub struct PoolResponse {
     pub rounds_failed: u64,
 }
 
-impl From<PoolInfo> for PoolResponse {
-    fn from(info: PoolInfo) -> Self {
+impl PoolResponse {
+    /// Pool `info` as stored, with the counts of the ratings this process serves: players and
+    /// lines applied from `served`, the snapshot its reads see (so the two agree with every
+    /// read), the queue's counts from the database.
+    fn new(info: PoolInfo, served: &PoolState) -> Self {
         Self {
             system: info.params.name(),
             params: ParamsResponse::from(&info.params),
             display: info.display,
             name: info.name,
-            players: info.players,
-            rounds_applied: info.applied,
+            players: served.len() as u64,
+            rounds_applied: served.applied(),
             rounds_queued: info.queued,
             rounds_failed: info.failed,
         }
+    }
+
+    /// [`Self::new`] with the snapshot of `info`'s pool, loaded if this process has not yet.
+    async fn served(state: &AppState, info: PoolInfo) -> Result<Self, Error> {
+        let pool = state
+            .pool(&info.name)
+            .await?
+            .ok_or_else(|| Error::NotFound {
+                what: "pool",
+                id: info.name.clone(),
+            })?;
+        Ok(Self::new(info, &pool.read()))
     }
 }
 
@@ -371,10 +388,11 @@ async fn list_pools(
     _: Authorized<Read>,
     State(state): State<AppState>,
 ) -> Result<Json<PoolsResponse>, Error> {
-    let pools = state.storage.pools().await?;
-    Ok(Json(PoolsResponse {
-        pools: pools.into_iter().map(PoolResponse::from).collect(),
-    }))
+    let mut pools = Vec::new();
+    for info in state.storage.pools().await? {
+        pools.push(PoolResponse::served(&state, info).await?);
+    }
+    Ok(Json(PoolsResponse { pools }))
 }
 
 /// One pool with its parameters and counts.
@@ -393,7 +411,7 @@ async fn get_pool(
         what: "pool",
         id: pool,
     })?;
-    Ok(Json(info.into()))
+    Ok(Json(PoolResponse::served(&state, info).await?))
 }
 
 /// Creates a pool, or changes its parameters while it has no rounds (409 once it has).

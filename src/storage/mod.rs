@@ -139,7 +139,7 @@ pub enum PoolWrite {
     Unchanged,
 }
 
-/// A pool, its parameters and its counts.
+/// A pool, its parameters and its queue's counts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PoolInfo {
     /// The pool's name.
@@ -148,8 +148,6 @@ pub struct PoolInfo {
     pub params: SystemParams,
     /// How it shows ratings.
     pub display: Display,
-    /// Players who have played at least one applied round.
-    pub players: u64,
     /// Lines applied: rounds, season starts and corrections (it only grows).
     pub applied: u64,
     /// Rounds waiting in the queue.

@@ -206,7 +206,6 @@ pub(super) struct PoolRow {
     #[sqlx(flatten)]
     params: ParamsRow,
     display: String,
-    players: i64,
     applied: i64,
     queued: i64,
     failed: i64,
@@ -219,7 +218,6 @@ impl PoolRow {
             name: self.name,
             params: self.params.into_params()?,
             display: decode_display(&self.display)?,
-            players: to_u64(self.players, "players")?,
             applied: to_u64(self.applied, "applied")?,
             queued: to_u64(self.queued, "queued")?,
             failed: to_u64(self.failed, "failed")?,
