@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use replicas::{Change, Replicas};
+pub use replicas::{lock_table_full, Change, Lease, Replicas};
 
 use crate::config::Role;
 use crate::display::{Display, LeagueMove, Leagues, Placement};

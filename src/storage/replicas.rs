@@ -36,6 +36,18 @@ pub enum Change {
     Reconnected,
 }
 
+/// What asking for a pool's lease gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    /// This process holds it now.
+    Taken,
+    /// Another process holds it.
+    Held,
+    /// Postgres's shared lock table is full (`out of shared memory`, SQLSTATE 53200), so no
+    /// process can take it. The leases already held stay held: the connection is kept.
+    NoRoom,
+}
+
 /// The database's side of running several replicas (Postgres only).
 #[async_trait]
 pub trait Replicas: Send + Sync {
@@ -44,9 +56,9 @@ pub trait Replicas: Send + Sync {
     /// every lease this process held.
     async fn heartbeat(&self, replica: &str, within: Duration) -> Result<Vec<String>, Error>;
 
-    /// Takes pool `pool`'s lease unless another process holds it; whether this process holds
-    /// it now. Held until [`Self::release`] or until the lease connection ends.
-    async fn try_lease(&self, pool: &str) -> Result<bool, Error>;
+    /// Takes pool `pool`'s lease unless another process holds it or the server has no room
+    /// for it. Held until [`Self::release`] or until the lease connection ends.
+    async fn try_lease(&self, pool: &str) -> Result<Lease, Error>;
 
     /// Gives pool `pool`'s lease back.
     async fn release(&self, pool: &str) -> Result<(), Error>;
@@ -96,6 +108,15 @@ fn lease_key(pool: &str) -> i64 {
     let mut bytes = [0; 8];
     bytes.copy_from_slice(&digest[..8]);
     i64::from_be_bytes(bytes)
+}
+
+/// Whether `error` is Postgres's answer when its shared lock table has no room left:
+/// `out of shared memory`, SQLSTATE 53200.
+pub fn lock_table_full(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .and_then(|e| e.code())
+        .is_some_and(|code| code == "53200")
 }
 
 /// Runs one statement on the lease connection of `$self`, bound to `$db` in `$work`
@@ -151,12 +172,21 @@ impl Replicas for PgReplicas {
         live
     }
 
-    async fn try_lease(&self, pool: &str) -> Result<bool, Error> {
+    async fn try_lease(&self, pool: &str) -> Result<Lease, Error> {
         on_session!(self, |db| {
-            sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            match sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
                 .bind(lease_key(pool))
                 .fetch_one(db)
                 .await
+            {
+                Ok(true) => Ok(Lease::Taken),
+                Ok(false) => Ok(Lease::Held),
+                // The statement failed on a sound session, which keeps its locks: dropping
+                // it would give back every lease, only to meet the same wall when they are
+                // taken again.
+                Err(error) if lock_table_full(&error) => Ok(Lease::NoRoom),
+                Err(error) => Err(error),
+            }
         })
     }
 
