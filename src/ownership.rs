@@ -61,20 +61,14 @@ async fn heartbeats(state: AppState, replicas: Arc<dyn Replicas>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let within = Duration::from_millis(settings.lease_timeout_ms);
     let mut leases = HashSet::new();
-    let mut full_since = None;
+    let mut full = None;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             () = state.pool_added() => {}
             () = state.stopping() => break,
         }
-        let beat = beat(
-            &state,
-            replicas.as_ref(),
-            within,
-            &mut leases,
-            &mut full_since,
-        );
+        let beat = beat(&state, replicas.as_ref(), within, &mut leases, &mut full);
         if let Err(error) = beat.await {
             lost(&state, &mut leases, &error);
         }
@@ -102,29 +96,41 @@ fn lost(state: &AppState, leases: &mut HashSet<String>, error: &crate::storage::
 /// 1,656 times in 12 s.
 const HEADROOM: usize = 64;
 
-/// How long a replica that found the lock table full takes no new lease.
+/// How long a replica that found the lock table full waits before it tries to hold more
+/// leases than it kept.
 const FULL_PAUSE: Duration = Duration::from_secs(60);
 
+/// Postgres's lock table was found full: since when (or since a later try found it still
+/// full), and how many leases this replica kept then, its most until a try is granted.
+#[derive(Debug, Clone, Copy)]
+struct Full {
+    since: Instant,
+    cap: usize,
+}
+
 /// One heartbeat: says this process is alive, then takes the leases of the pools it should
-/// own and gives back the others; `leases` are the pools whose lease it holds, `full_since`
-/// when Postgres's lock table was last found full. An error means the lease connection, and
-/// with it every lease, was lost. Nothing here waits for a pool: a beat that took longer than
-/// the lease timeout would have the others take this replica for dead.
+/// own and gives back the others; `leases` are the pools whose lease it holds, `full` set
+/// while Postgres's lock table has no room for more. An error means the lease connection,
+/// and with it every lease, was lost. Nothing here waits for a pool: a beat that took longer
+/// than the lease timeout would have the others take this replica for dead.
 async fn beat(
     state: &AppState,
     replicas: &dyn Replicas,
     within: Duration,
     leases: &mut HashSet<String>,
-    full_since: &mut Option<Instant>,
+    full: &mut Option<Full>,
 ) -> Result<(), crate::storage::Error> {
     let me = state.replica_id();
     let live = replicas.heartbeat(me, within).await?;
-    let paused = full_since.is_some_and(|since| since.elapsed() < FULL_PAUSE);
+    // Once a pause is over, one lease beyond the cap is tried; granted, the cap goes.
+    let mut trying = full.is_some_and(|f| f.since.elapsed() >= FULL_PAUSE);
     let mut no_room = 0;
+    let mut wall = false;
     for pool in state.pools.all() {
         let mine = owner(pool.name(), &live) == Some(me);
         let held = leases.contains(pool.name());
-        if mine && !held && paused {
+        let capped = full.is_some_and(|f| leases.len() >= f.cap) && !trying;
+        if mine && !held && (wall || capped) {
             no_room += 1;
         } else if mine && !held {
             // Still held while its previous owner finishes a step: taken at a later beat.
@@ -133,9 +139,16 @@ async fn beat(
                     leases.insert(pool.name().to_owned());
                     pool.take_over();
                     tracing::info!(pool = pool.name(), replica = me, "pool taken");
+                    if trying {
+                        trying = false;
+                        *full = None;
+                    }
                 }
                 Lease::Held => {}
-                Lease::NoRoom => no_room += 1,
+                Lease::NoRoom => {
+                    no_room += 1;
+                    wall = true;
+                }
             }
         } else if mine && !pool.owned() {
             // Given up at an earlier beat, but not yet given back.
@@ -151,16 +164,26 @@ async fn beat(
             }
         }
     }
-    if no_room > 0 && !paused {
-        let freed = make_room(state, replicas, leases).await?;
-        *full_since = Some(Instant::now());
-        tracing::error!(
-            pools = no_room + freed,
-            held = leases.len(),
-            "Postgres's lock table is full: these pools are applied by no replica, and this one \
-             gave back leases to leave room and takes no new one for a minute; raise \
-             max_locks_per_transaction (docs/replicas.md)"
-        );
+    match full {
+        // Still no room: the leases kept stay, and no more are given back.
+        Some(full) if wall => full.since = Instant::now(),
+        Some(_) => {}
+        None if wall => {
+            let freed = make_room(state, replicas, leases).await?;
+            *full = Some(Full {
+                since: Instant::now(),
+                cap: leases.len(),
+            });
+            tracing::error!(
+                pools = no_room + freed,
+                held = leases.len(),
+                "Postgres's lock table is full: these pools are applied by no replica; this one \
+                 gave back leases to leave room and holds no more than it kept until a lease \
+                 is granted again (tried each minute); raise max_locks_per_transaction \
+                 (docs/replicas.md)"
+            );
+        }
+        None => {}
     }
     Ok(())
 }

@@ -198,18 +198,16 @@ impl RoundRequest {
     /// ([`crate::names::id_problem`]) and the round itself ([`Self::to_round`]). What only a
     /// pool's rating system refuses is `check_round`'s.
     pub fn checked_round(&self) -> Result<engine::Round, FieldError> {
-        let ids = std::iter::once(("id".to_owned(), self.id.as_str())).chain(
-            self.standings.iter().enumerate().flat_map(|(i, s)| {
-                std::iter::once((format!("standings[{i}].player"), s.player.as_str())).chain(
-                    s.team
-                        .as_deref()
-                        .map(|team| (format!("standings[{i}].team"), team)),
-                )
-            }),
-        );
-        for (field, id) in ids {
-            if let Some(problem) = crate::names::id_problem(id) {
-                return Err(FieldError::new(field, problem));
+        if let Some(problem) = crate::names::id_problem(&self.id) {
+            return Err(FieldError::new("id", problem));
+        }
+        for (i, standing) in self.standings.iter().enumerate() {
+            let ids = std::iter::once(("player", standing.player.as_str()))
+                .chain(standing.team.as_deref().map(|team| ("team", team)));
+            for (key, id) in ids {
+                if let Some(problem) = crate::names::id_problem(id) {
+                    return Err(FieldError::new(StandingAt(i).field(key), problem));
+                }
             }
         }
         self.to_round()

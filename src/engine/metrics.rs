@@ -159,8 +159,9 @@ impl MetricsSum {
 /// entrants all tie, predicts nothing and gives every participation `None`.
 ///
 /// Pair inversion and rank deviation cost O(N log N); log loss and Brier look at the
-/// `opponents` of each kept entrant, in parallel over entrants, each entrant's sum
-/// sequential, so the result does not depend on the thread count nor on the order of
+/// `opponents` of each kept entrant: sampled ones in parallel over entrants, each entrant's
+/// sum sequential; every pair exactly, over tiles of the pair matrix that depend on N alone
+/// (`pairwise_scores`). So the result does not depend on the thread count nor on the order of
 /// `round.standings`, and a participation that is not kept costs nothing.
 ///
 /// ```
@@ -192,7 +193,7 @@ pub fn round_metrics(
     system: &SystemParams,
     round: &Round,
     priors: &[&SystemState],
-    counted: impl Fn(usize) -> bool + Sync,
+    counted: impl Fn(usize) -> bool,
     opponents: Opponents,
 ) -> Result<Vec<Option<ParticipationMetrics>>, Error> {
     Ok(Judging::of(system, round, priors, counted)?.score(opponents))

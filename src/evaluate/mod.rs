@@ -93,7 +93,8 @@ pub struct Row {
     pub log_loss: Option<f64>,
     /// Mean Brier score.
     pub brier: Option<f64>,
-    /// Seconds spent rating the whole history once (the scored pass).
+    /// Seconds spent rating the whole history once (the scored pass), timed while its judging
+    /// runs beside it.
     pub rating_seconds: f64,
     /// Participations judged.
     pub judged: u64,
