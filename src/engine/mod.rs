@@ -16,7 +16,8 @@
 //! [`codeforces`].
 //! Elo-MMR: [`elo_mmr`] (its place on the seam), [`params`] (its parameters), [`player`] (a
 //! player's belief, diffusion and update), `performance` (step 3, the exact O(N)-per-sample
-//! performance solver), [`rate`] (one round end to end).
+//! performance solver), `lanes` (the `tanh` of the hot loops, and running them on vector
+//! instructions), [`rate`] (one round end to end).
 
 pub mod any;
 mod bradley_terry;
@@ -25,6 +26,7 @@ pub mod codeforces;
 pub mod elo;
 pub mod elo_mmr;
 pub mod glicko2;
+mod lanes;
 pub mod matchmaking;
 pub mod metrics;
 pub mod normal;
@@ -62,17 +64,10 @@ pub use topcoder::{Topcoder, TopcoderParams, TopcoderState};
 pub use true_skill::{TrueSkill, TrueSkillParams, TrueSkillState};
 pub use weng_lin::{WengLin, WengLinModel, WengLinParams, WengLinState};
 
+use lanes::tanh;
+
 /// `√3 / π`: a logistic distribution with scale `s̄ = LOGISTIC_SCALE · s` has std `s`.
 pub const LOGISTIC_SCALE: f64 = 0.551_328_895_421_792_1;
-
-/// `tanh` through one `exp`: twice as fast as libm's `tanh` on the hot paths (every
-/// performance sum and every posterior update), within a few ulps of 1 in absolute terms
-/// (all those sums need), and exactly ±1 wherever `tanh` rounds to ±1.
-#[must_use]
-pub(crate) fn tanh(x: f64) -> f64 {
-    let e = (-2.0 * x.abs()).exp();
-    ((1.0 - e) / (1.0 + e)).copysign(x)
-}
 
 /// Uniform draws in [0, 1) from a 64-bit LCG started at `seed`: the same on every run, for
 /// tests that need many varied inputs.
@@ -253,25 +248,5 @@ impl Error {
             Self::InvalidPrediction { at, .. } => Some(at.render(ENTRANTS)),
             Self::PriorCount { .. } | Self::ForeignState { .. } | Self::Cancelled => None,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn fast_tanh_agrees_with_libm(x in -40.0..40.0f64) {
-            let (fast, libm) = (super::tanh(x), x.tanh());
-            prop_assert!((fast - libm).abs() <= 4.0 * f64::EPSILON, "{} vs {}", fast, libm);
-        }
-    }
-
-    #[test]
-    fn fast_tanh_saturates_exactly() {
-        assert_eq!(super::tanh(20.0), 1.0);
-        assert_eq!(super::tanh(-25.0), -1.0);
-        assert_eq!(super::tanh(0.0), 0.0);
     }
 }

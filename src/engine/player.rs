@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+use super::lanes::{vectorized, WithSimd};
 use super::params::{Params, Variant};
 use super::solve::increasing_root;
 use super::{tanh, LOGISTIC_SCALE};
@@ -174,28 +175,69 @@ impl PlayerState {
             (lo.min(f.perf), hi.max(f.perf))
         });
         let mut factor_weight = 0.0;
-        let terms: Vec<(f64, f64, f64)> = self
-            .factors
-            .iter()
-            .map(|f| {
-                let weight = self.weight(f);
-                factor_weight += weight;
-                let beta_bar = LOGISTIC_SCALE * f.beta;
-                (f.perf, weight * f.beta * f.beta / beta_bar, 0.5 / beta_bar)
-            })
-            .collect();
+        let mut blocks = vec![FactorBlock::default(); self.factors.len().div_ceil(LANES)];
+        for (i, f) in self.factors.iter().enumerate() {
+            let weight = self.weight(f);
+            factor_weight += weight;
+            let beta_bar = LOGISTIC_SCALE * f.beta;
+            let (block, lane) = (&mut blocks[i / LANES], i % LANES);
+            block.center[lane] = f.perf;
+            block.amplitude[lane] = weight * f.beta * f.beta / beta_bar;
+            block.inv_width[lane] = 0.5 / beta_bar;
+        }
         let mode = increasing_root(lo, hi, self.mu.clamp(lo, hi), |x| {
-            let mut value = self.w0 * (x - self.p0);
-            let mut slope = self.w0;
-            for &(center, amplitude, inv_width) in &terms {
-                let t = tanh((x - center) * inv_width);
-                value += amplitude * t;
-                slope += amplitude * inv_width * (1.0 - t * t);
-            }
-            (value, slope)
+            let (value, slope) = vectorized(FactorSums { blocks: &blocks, x });
+            (
+                self.w0 * (x - self.p0) + lane_total(value),
+                self.w0 + lane_total(slope),
+            )
         });
         (mode, factor_weight)
     }
+}
+
+/// Factors summed together in the posterior's Newton steps, one vector lane each. The lanes
+/// are fixed, not the processor's width, so the sums' association, and the result, are the
+/// same on every processor.
+const LANES: usize = 4;
+
+/// `LANES` factors' terms of `L'`, laid out lane by lane so the sum vectorizes. A lane with no
+/// factor has zero amplitude and width, and adds exactly zero.
+#[derive(Clone, Copy, Default)]
+struct FactorBlock {
+    center: [f64; LANES],
+    amplitude: [f64; LANES],
+    inv_width: [f64; LANES],
+}
+
+/// The factors' terms of `L'(x)` and of its slope, lane by lane.
+struct FactorSums<'a> {
+    blocks: &'a [FactorBlock],
+    x: f64,
+}
+
+impl WithSimd for FactorSums<'_> {
+    type Output = ([f64; LANES], [f64; LANES]);
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) -> Self::Output {
+        let mut value = [0.0; LANES];
+        let mut slope = [0.0; LANES];
+        for block in self.blocks {
+            for lane in 0..LANES {
+                let inv_width = block.inv_width[lane];
+                let t = tanh((self.x - block.center[lane]) * inv_width);
+                value[lane] += block.amplitude[lane] * t;
+                slope[lane] += block.amplitude[lane] * inv_width * (1.0 - t * t);
+            }
+        }
+        (value, slope)
+    }
+}
+
+/// The lanes' partial sums added in a fixed order.
+fn lane_total(lanes: [f64; LANES]) -> f64 {
+    (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
 }
 
 #[cfg(test)]

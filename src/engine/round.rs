@@ -2,7 +2,7 @@
 //! solvers work on: entrants (a team or a lone player) sorted by rank and name, grouped by
 //! tied rank. Sorting by name makes every result independent of the order entries were listed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
@@ -189,7 +189,7 @@ impl Layout {
         }
         let mut seen: HashMap<&str, usize> = HashMap::with_capacity(round.standings.len());
         let mut team_ranks: HashMap<&str, u64> = HashMap::new();
-        let mut entrants: BTreeMap<EntrantKey<'_>, Vec<usize>> = BTreeMap::new();
+        let mut keyed: Vec<(EntrantKey<'_>, usize)> = Vec::with_capacity(round.standings.len());
         for (i, standing) in round.standings.iter().enumerate() {
             if standing.player.is_empty() {
                 return Err(Error::round(
@@ -239,8 +239,16 @@ impl Layout {
                 }
                 None => (standing.rank, false, standing.player.as_str()),
             };
-            entrants.entry(key).or_default().push(i);
+            keyed.push((key, i));
         }
+        // Entrants in key order, a team's members by name: names are unique, so the order is
+        // total and an unstable sort gives the one order there is.
+        keyed.sort_unstable_by(|(a, i), (b, j)| {
+            a.cmp(b)
+                .then_with(|| round.standings[*i].player.cmp(&round.standings[*j].player))
+        });
+        let entrants: Vec<&[(EntrantKey<'_>, usize)]> =
+            keyed.chunk_by(|(a, _), (b, _)| a == b).collect();
         if entrants.len() < 2 {
             return Err(Error::round(
                 "standings",
@@ -250,9 +258,9 @@ impl Layout {
         let mut groups: Vec<Range<usize>> = Vec::new();
         let mut previous_rank = None;
         let mut members: Vec<Vec<usize>> = Vec::with_capacity(entrants.len());
-        for (index, ((rank, _, _), mut team)) in entrants.into_iter().enumerate() {
-            team.sort_by(|&x, &y| round.standings[x].player.cmp(&round.standings[y].player));
-            members.push(team);
+        for (index, team) in entrants.into_iter().enumerate() {
+            let ((rank, _, _), _) = team[0];
+            members.push(team.iter().map(|&(_, i)| i).collect());
             match groups.last_mut() {
                 Some(group) if previous_rank == Some(rank) => group.end = index + 1,
                 _ => groups.push(index..index + 1),

@@ -7,6 +7,7 @@
 use rayon::prelude::*;
 
 use super::chebyshev::{self, Chebyshev, Leaves};
+use super::lanes::{node_sums, TermSum, NODE_BLOCK};
 use super::solve::increasing_root;
 use super::tanh;
 
@@ -19,6 +20,15 @@ pub(crate) struct TanhSum<'a> {
     grid: Leaves,
     leaves: Vec<Chebyshev>,
     entrants: f64,
+}
+
+impl TermSum for TanhSum<'_> {
+    type Term = f64;
+
+    #[inline(always)]
+    fn term(&self, mu: &f64, x: f64) -> f64 {
+        tanh(self.a * (x - mu))
+    }
 }
 
 impl<'a> TanhSum<'a> {
@@ -41,7 +51,13 @@ impl<'a> TanhSum<'a> {
                 .into_par_iter()
                 .map(|k| {
                     let (lo, hi) = grid.bounds(k);
-                    Chebyshev::fit(lo, hi, &chebyshev::nodes(lo, hi).map(|x| sum.exact(x).0))
+                    let nodes = chebyshev::nodes(lo, hi);
+                    let mut values = [0.0; chebyshev::POINTS];
+                    for (out, block) in values.chunks_mut(NODE_BLOCK).zip(nodes.chunks(NODE_BLOCK))
+                    {
+                        out.copy_from_slice(&node_sums(&sum, ratings, block));
+                    }
+                    Chebyshev::fit(lo, hi, &values)
                 })
                 .collect();
         }

@@ -12,8 +12,11 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::{chunked_sum, interpolated_crossing, inverse_delta_sum, Curves, Term};
+use super::{
+    chunked_lane_sums, chunked_sum, interpolated_crossing, inverse_delta_sum, Curves, Term,
+};
 use crate::engine::chebyshev::{nodes, Chebyshev, POINTS};
+use crate::engine::lanes::{node_sums, TermSum, NODE_BLOCK};
 use crate::engine::params::Ties;
 use crate::engine::solve::increasing_root;
 use crate::engine::{tanh, LOGISTIC_SCALE};
@@ -133,6 +136,31 @@ impl<'a> LogisticCurves<'a> {
         (below - above + near, slope)
     }
 
+    /// `T` at every node of a leaf (nodes `NODE_BLOCK` at a time, in vector lanes), from one
+    /// pass over the entrants near the leaf: those within the window of its lowest or highest
+    /// node. An entrant inside that window but outside one node's own window is saturated at
+    /// that node, so it adds exactly `±1/δ_j`, as the prefix sums would.
+    fn shared_at_nodes(&self, xs: &[f64; POINTS]) -> [f64; POINTS] {
+        let low = xs.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let lo = self.by_mu.partition_point(|t| t.mu < low - self.window);
+        let hi = self.by_mu.partition_point(|t| t.mu <= high + self.window);
+        let below = self.prefix[lo];
+        let above = self.prefix[self.by_mu.len()] - self.prefix[hi];
+        let near = &self.by_mu[lo..hi];
+        let mut values = [0.0; POINTS];
+        values
+            .par_chunks_mut(NODE_BLOCK)
+            .zip(xs.par_chunks(NODE_BLOCK))
+            .for_each(|(out, block)| {
+                let sums = chunked_lane_sums(near, |terms| node_sums(&SharedTerms, terms, block));
+                for (value, sum) in out.iter_mut().zip(sums) {
+                    *value = below - above + sum;
+                }
+            });
+        values
+    }
+
     /// `T_g(x)` and its derivative, if ties count twice; zero otherwise.
     fn tie_term(&self, g: usize, x: f64) -> (f64, f64) {
         if self.count_ties_twice {
@@ -167,11 +195,7 @@ impl Curves for LogisticCurves<'_> {
 
     fn leaf_roots(&self, a: f64, b: f64, groups: Range<usize>, force: bool) -> Option<Vec<f64>> {
         let xs = nodes(a, b);
-        let mut values = [0.0; POINTS];
-        values
-            .par_iter_mut()
-            .zip(&xs)
-            .for_each(|(value, &x)| *value = self.shared(x).0);
+        let values = self.shared_at_nodes(&xs);
         let shared = Chebyshev::fit(a, b, &values);
         if !force && shared.tail() > TAIL_TOLERANCE * self.scale {
             return None;
@@ -199,5 +223,45 @@ impl Curves for LogisticCurves<'_> {
 
     fn span(&self) -> (f64, f64) {
         self.span
+    }
+}
+
+/// The terms of `T`.
+struct SharedTerms;
+
+impl TermSum for SharedTerms {
+    type Term = Scaled;
+
+    #[inline(always)]
+    fn term(&self, term: &Scaled, x: f64) -> f64 {
+        tanh((x - term.mu) * term.inv_width) * term.inv_delta
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// Large rounds take the chunked path (more than `CHUNK` entrants near the leaf).
+        #[test]
+        fn a_leaf_sums_at_every_node_what_one_point_sums(
+            raw in prop::collection::vec((-2000.0..5000.0f64, 60.0..700.0f64), 1..5000),
+            start in -3000.0..6000.0f64,
+            width in 1.0..2000.0f64,
+        ) {
+            let terms: Vec<Term> = raw.iter().map(|&(mu, delta)| Term { mu, delta }).collect();
+            // One tie group of every entrant: only the shared curve is tested here.
+            let groups: Vec<Range<usize>> = std::iter::once(0..terms.len()).collect();
+            let curves = LogisticCurves::new(&terms, &groups, Ties::Split);
+            let xs = nodes(start, start + width);
+            let at_nodes = curves.shared_at_nodes(&xs);
+            for (x, value) in xs.into_iter().zip(at_nodes) {
+                let one = curves.shared(x).0;
+                prop_assert!((value - one).abs() <= 1e-13 * curves.scale, "{x}: {value} vs {one}");
+            }
+        }
     }
 }

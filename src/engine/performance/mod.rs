@@ -148,6 +148,25 @@ fn add_pair(acc: (f64, f64), x: (f64, f64)) -> (f64, f64) {
     (acc.0 + x.0, acc.1 + x.1)
 }
 
+/// Sums over `items` for several lanes at once: `lanes` of each fixed-size chunk, computed on
+/// rayon, added lane by lane in chunk order, so every lane's sum is the same for any number
+/// of threads.
+pub(crate) fn chunked_lane_sums<T: Sync, const L: usize>(
+    items: &[T],
+    lanes: impl Fn(&[T]) -> [f64; L] + Sync,
+) -> [f64; L] {
+    if items.len() <= CHUNK {
+        return lanes(items);
+    }
+    let partial: Vec<[f64; L]> = items.par_chunks(CHUNK).map(&lanes).collect();
+    partial.into_iter().fold([0.0; L], |mut acc, chunk| {
+        for (sum, x) in acc.iter_mut().zip(chunk) {
+            *sum += x;
+        }
+        acc
+    })
+}
+
 /// Where an increasing curve sampled at `xs` (the Chebyshev points, descending) with values
 /// `ys` reaches `target`, by linear interpolation between the samples around it: a start for
 /// Newton close enough that it converges in a few steps.
