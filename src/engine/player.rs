@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::lanes::{vectorized, WithSimd};
+use super::lanes::{lane_total, vectorized, WithSimd, POINT_LANES as LANES};
 use super::params::{Params, Variant};
 use super::solve::increasing_root;
 use super::{tanh, LOGISTIC_SCALE};
@@ -175,7 +175,17 @@ impl PlayerState {
             (lo.min(f.perf), hi.max(f.perf))
         });
         let mut factor_weight = 0.0;
-        let mut blocks = vec![FactorBlock::default(); self.factors.len().div_ceil(LANES)];
+        // Most beliefs hold few factors: their blocks live on the stack, not in an allocation
+        // per update (malloc and free were a tenth of a replay's profile).
+        let count = self.factors.len().div_ceil(LANES);
+        let mut on_stack = [FactorBlock::default(); STACK_BLOCKS];
+        let mut on_heap = Vec::new();
+        let blocks: &mut [FactorBlock] = if count <= STACK_BLOCKS {
+            &mut on_stack[..count]
+        } else {
+            on_heap.resize(count, FactorBlock::default());
+            &mut on_heap
+        };
         for (i, f) in self.factors.iter().enumerate() {
             let weight = self.weight(f);
             factor_weight += weight;
@@ -186,7 +196,7 @@ impl PlayerState {
             block.inv_width[lane] = 0.5 / beta_bar;
         }
         let mode = increasing_root(lo, hi, self.mu.clamp(lo, hi), |x| {
-            let (value, slope) = vectorized(FactorSums { blocks: &blocks, x });
+            let (value, slope) = vectorized(FactorSums { blocks, x });
             (
                 self.w0 * (x - self.p0) + lane_total(value),
                 self.w0 + lane_total(slope),
@@ -196,10 +206,8 @@ impl PlayerState {
     }
 }
 
-/// Factors summed together in the posterior's Newton steps, one vector lane each. The lanes
-/// are fixed, not the processor's width, so the sums' association, and the result, are the
-/// same on every processor.
-const LANES: usize = 4;
+/// Blocks of factors held on the stack in a posterior update: 32 factors.
+const STACK_BLOCKS: usize = 8;
 
 /// `LANES` factors' terms of `L'`, laid out lane by lane so the sum vectorizes. A lane with no
 /// factor has zero amplitude and width, and adds exactly zero.
@@ -233,11 +241,6 @@ impl WithSimd for FactorSums<'_> {
         }
         (value, slope)
     }
-}
-
-/// The lanes' partial sums added in a fixed order.
-fn lane_total(lanes: [f64; LANES]) -> f64 {
-    (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 use rayon::prelude::*;
 
 use super::chebyshev::{self, Chebyshev, Leaves};
-use super::lanes::{node_sums, TermSum, NODE_BLOCK};
+use super::lanes::{node_sums, point_sum, TermSum, NODE_BLOCK};
 use super::solve::increasing_root;
 use super::tanh;
 
@@ -28,6 +28,12 @@ impl TermSum for TanhSum<'_> {
     #[inline(always)]
     fn term(&self, mu: &f64, x: f64) -> f64 {
         tanh(self.a * (x - mu))
+    }
+
+    #[inline(always)]
+    fn term_and_slope(&self, mu: &f64, x: f64) -> (f64, f64) {
+        let t = tanh(self.a * (x - mu));
+        (t, self.a * (1.0 - t * t))
     }
 }
 
@@ -66,10 +72,7 @@ impl<'a> TanhSum<'a> {
 
     /// `F(x)` and its slope, summed over every rating.
     fn exact(&self, x: f64) -> (f64, f64) {
-        self.ratings.iter().fold((0.0, 0.0), |(value, slope), &mu| {
-            let t = tanh(self.a * (x - mu));
-            (value + t, slope + self.a * (1.0 - t * t))
-        })
+        point_sum(self, self.ratings, x)
     }
 
     /// The leaf holding `x`, ends included.

@@ -12,11 +12,9 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::{
-    chunked_lane_sums, chunked_sum, interpolated_crossing, inverse_delta_sum, Curves, Term,
-};
+use super::{chunked_lane_sums, interpolated_crossing, inverse_delta_sum, Curves, Term};
 use crate::engine::chebyshev::{nodes, Chebyshev, POINTS};
-use crate::engine::lanes::{node_sums, TermSum, NODE_BLOCK};
+use crate::engine::lanes::{node_sums, point_sum, TermSum, NODE_BLOCK};
 use crate::engine::params::Ties;
 use crate::engine::solve::increasing_root;
 use crate::engine::{tanh, LOGISTIC_SCALE};
@@ -37,16 +35,6 @@ struct Scaled {
     inv_delta: f64,
     /// `1 / (2 δ̄)`.
     inv_width: f64,
-}
-
-impl Scaled {
-    fn tanh_term(&self, x: f64) -> (f64, f64) {
-        let t = tanh((x - self.mu) * self.inv_width);
-        (
-            t * self.inv_delta,
-            (1.0 - t * t) * self.inv_width * self.inv_delta,
-        )
-    }
 }
 
 /// The logistic curves of one round.
@@ -132,7 +120,7 @@ impl<'a> LogisticCurves<'a> {
         let hi = self.by_mu.partition_point(|t| t.mu <= x + self.window);
         let below = self.prefix[lo];
         let above = self.prefix[self.by_mu.len()] - self.prefix[hi];
-        let (near, slope) = chunked_sum(&self.by_mu[lo..hi], |t| t.tanh_term(x));
+        let (near, slope) = shared_sum(&self.by_mu[lo..hi], x);
         (below - above + near, slope)
     }
 
@@ -164,7 +152,7 @@ impl<'a> LogisticCurves<'a> {
     /// `T_g(x)` and its derivative, if ties count twice; zero otherwise.
     fn tie_term(&self, g: usize, x: f64) -> (f64, f64) {
         if self.count_ties_twice {
-            chunked_sum(&self.terms[self.groups[g].clone()], |t| t.tanh_term(x))
+            shared_sum(&self.terms[self.groups[g].clone()], x)
         } else {
             (0.0, 0.0)
         }
@@ -236,6 +224,24 @@ impl TermSum for SharedTerms {
     fn term(&self, term: &Scaled, x: f64) -> f64 {
         tanh((x - term.mu) * term.inv_width) * term.inv_delta
     }
+
+    #[inline(always)]
+    fn term_and_slope(&self, term: &Scaled, x: f64) -> (f64, f64) {
+        let t = tanh((x - term.mu) * term.inv_width);
+        (
+            t * term.inv_delta,
+            (1.0 - t * t) * term.inv_width * term.inv_delta,
+        )
+    }
+}
+
+/// `Σ_j tanh((x − μ_j) / (2 δ̄_j)) / δ_j` over `terms`, and its slope.
+fn shared_sum(terms: &[Scaled], x: f64) -> (f64, f64) {
+    let [value, slope] = chunked_lane_sums(terms, |chunk| {
+        let (value, slope) = point_sum(&SharedTerms, chunk, x);
+        [value, slope]
+    });
+    (value, slope)
 }
 
 #[cfg(test)]
