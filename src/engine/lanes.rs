@@ -6,7 +6,7 @@
 //! glibc picks its implementation by processor (an FMA variant where the processor has FMA),
 //! so its last bit could differ between machines. The exponential here is plain arithmetic:
 //! the same operations, so the same bits, in a scalar loop and in every vector lane, on every
-//! x86-64 processor, with a relative error below `5e-16` (docs/elo-mmr.md, "Arithmetic").
+//! processor, with a relative error below `5e-16` (docs/elo-mmr.md, "Arithmetic").
 
 pub(crate) use pulp::WithSimd;
 
@@ -14,31 +14,34 @@ pub(crate) use pulp::WithSimd;
 /// integer and leaves that integer in the low bits of the sum's representation.
 const ROUND_SHIFT: f64 = 6_755_399_441_055_744.0;
 /// `ln 2` split in two: the high part has enough trailing zero bits that `k · LN2_HIGH` is
-/// exact for every `|k| < 2^11`, so the reduced argument loses nothing to rounding.
+/// exact for every `|k| < 2^11`, so the first step of the reduction, `x − k · LN2_HIGH`, is
+/// exact and only the small correction `k · LN2_LOW` rounds.
 const LN2_HIGH: f64 = 6.931_471_803_691_238e-1;
 const LN2_LOW: f64 = 1.908_214_929_270_587_7e-10;
 /// `exp(x)` is below `1e-304` from here down: far past where `tanh` rounds to ±1, and still a
 /// normal number, so the exponent never needs the subnormal case.
 const FLOOR: f64 = -700.0;
 
-/// `e^x` for `x ≤ 0`, to a relative error below `5e-16`: `x = k ln 2 + r` with `|r| ≤ ln 2 / 2`, `e^r`
-/// from its Taylor polynomial of degree 13 (the first term left out is below `4e-18`),
-/// evaluated in Estrin's scheme (short dependency chains, so vector lanes stay busy), then
-/// `2^k` placed in the exponent bits.
+/// `e^x` for `x ≤ 0`, to a relative error below `5e-16`: `x = k ln 2 + r` with `|r|` at most
+/// `ln 2 / 2` (plus the rounding of `x / ln 2`), `e^r` from its Taylor polynomial of degree 13
+/// (the first term left out is below `6e-18` of it), evaluated in Estrin's scheme (short
+/// dependency chains, so vector lanes stay busy), then `2^k` placed in the exponent bits. NaN
+/// stays NaN.
 #[inline(always)]
 fn exp_nonpositive(x: f64) -> f64 {
-    let x = x.max(FLOOR);
+    // Not `x.max(FLOOR)`, which would turn NaN into FLOOR and hide it.
+    let x = if x < FLOOR { FLOOR } else { x };
     let shifted = x * std::f64::consts::LOG2_E + ROUND_SHIFT;
     let k = shifted - ROUND_SHIFT;
     let r = (x - k * LN2_HIGH) - k * LN2_LOW;
     let r2 = r * r;
     let r4 = r2 * r2;
-    let pair = |k: f64| 1.0 / k;
-    let low = (1.0 + r) + (pair(2.0) + pair(6.0) * r) * r2;
-    let mid_low = (pair(24.0) + pair(120.0) * r) + (pair(720.0) + pair(5_040.0) * r) * r2;
+    let inv = |factorial: f64| 1.0 / factorial;
+    let low = (1.0 + r) + (inv(2.0) + inv(6.0) * r) * r2;
+    let mid_low = (inv(24.0) + inv(120.0) * r) + (inv(720.0) + inv(5_040.0) * r) * r2;
     let mid_high =
-        (pair(40_320.0) + pair(362_880.0) * r) + (pair(3_628_800.0) + pair(39_916_800.0) * r) * r2;
-    let high = pair(479_001_600.0) + pair(6_227_020_800.0) * r;
+        (inv(40_320.0) + inv(362_880.0) * r) + (inv(3_628_800.0) + inv(39_916_800.0) * r) * r2;
+    let high = inv(479_001_600.0) + inv(6_227_020_800.0) * r;
     let polynomial = (low + mid_low * r4) + (mid_high + high * r4) * (r4 * r4);
     // The low bits of `shifted` hold `k` in two's complement; adding the exponent bias and
     // shifting the sum into the exponent field gives the bits of `2^k`.
@@ -55,13 +58,14 @@ pub(crate) fn tanh(x: f64) -> f64 {
     ((1.0 - e) / (1.0 + e)).copysign(x)
 }
 
-/// Runs `work` compiled for the widest vector instructions the processor has (AVX2 where it
-/// has them, detected at run time, SSE2 otherwise), so that its loops over independent lanes
+/// Runs `work` compiled for the widest vector instructions the processor has (AVX2, with the
+/// FMA, BMI and LZCNT that pulp's x86-64-v3 level also asks for, detected at run time; the
+/// baseline, SSE2, otherwise), so that its loops over independent lanes
 /// vectorize. `work` is a [`WithSimd`] whose `with_simd` is `#[inline(always)]`, with every
 /// function it calls `#[inline(always)]` too: only code inlined into the dispatched function
 /// is compiled for its instructions (a closure is not inlined there). Rust never fuses a
 /// multiply and an add unless the code asks for it, so every lane computes the bits the
-/// scalar code would: the result is the same on every processor.
+/// scalar code would: the loop's result is the same on every processor.
 #[inline(always)]
 pub(crate) fn vectorized<W: WithSimd>(work: W) -> W::Output {
     pulp::Arch::new().dispatch(work)
@@ -71,6 +75,8 @@ pub(crate) fn vectorized<W: WithSimd>(work: W) -> W::Output {
 /// accumulators keep AVX2's registers busy without spilling them (four left the division
 /// unit idle, sixteen spilled, in a micro-benchmark of this module's `tanh`).
 pub(crate) const NODE_BLOCK: usize = 8;
+// Interpolants are sampled in whole blocks of nodes.
+const _: () = assert!(super::chebyshev::POINTS % NODE_BLOCK == 0);
 
 /// Lanes one point's sum is split into, whatever the processor's width: the lanes' partial
 /// sums are added in one fixed order, so the result is the same on every processor.
@@ -204,7 +210,7 @@ mod tests {
         }
 
         #[test]
-        fn tanh_is_exactly_one_where_it_saturates(x in 19.07f64..1e300) {
+        fn tanh_is_exactly_one_where_it_saturates(x in 19.07f64..40.0) {
             prop_assert_eq!(tanh(x), 1.0);
             prop_assert_eq!(tanh(-x), -1.0);
         }
@@ -212,7 +218,7 @@ mod tests {
         /// What [`vectorized`] picked on this processor (AVX2 on CI's) against pulp's scalar
         /// backend, compiled for the baseline x86-64: the same bits.
         #[test]
-        fn the_widest_instructions_give_the_baseline_s_bits(
+        fn dispatched_and_scalar_sums_give_the_same_bits(
             mus in prop::collection::vec(-3000.0f64..6000.0, 0..300),
             points in prop::collection::vec(-4000.0f64..7000.0, NODE_BLOCK),
             a in 1e-4f64..0.1,
@@ -237,6 +243,11 @@ mod tests {
     fn zero_maps_exactly_and_the_floor_stays_positive() {
         assert_eq!(exp_nonpositive(0.0), 1.0);
         assert_eq!(tanh(0.0), 0.0);
+        assert!(tanh(f64::NAN).is_nan());
+        // Where the curves' windows stop summing term by term (logistic.rs, SATURATION).
+        assert_eq!(tanh(20.0), 1.0);
+        assert_eq!(tanh(-20.0 * (1.0 - 4.0 * f64::EPSILON)), -1.0);
+        assert_eq!(tanh(1e300), 1.0);
         assert!(exp_nonpositive(-1e6) > 0.0 && exp_nonpositive(-1e6) < 1e-303);
     }
 }

@@ -245,7 +245,37 @@ impl WithSimd for FactorSums<'_> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+    use pulp::Simd;
+
     use super::*;
+
+    proptest! {
+        /// The posterior's lanes on what [`vectorized`] picked here (AVX2 on CI's) and on
+        /// pulp's scalar backend: the same bits.
+        #[test]
+        fn dispatched_and_scalar_factor_sums_give_the_same_bits(
+            factors in prop::collection::vec((0.0f64..3000.0, 1e-6f64..1e-3, 1e-3f64..1e-2), 0..40),
+            x in 0.0f64..3000.0,
+        ) {
+            let blocks: Vec<FactorBlock> = factors
+                .chunks(LANES)
+                .map(|chunk| {
+                    let mut block = FactorBlock::default();
+                    for (lane, &(center, amplitude, inv_width)) in chunk.iter().enumerate() {
+                        block.center[lane] = center;
+                        block.amplitude[lane] = amplitude;
+                        block.inv_width[lane] = inv_width;
+                    }
+                    block
+                })
+                .collect();
+            let widest = vectorized(FactorSums { blocks: &blocks, x });
+            let baseline = pulp::Scalar::new().vectorize(FactorSums { blocks: &blocks, x });
+            prop_assert_eq!(widest.0.map(f64::to_bits), baseline.0.map(f64::to_bits));
+            prop_assert_eq!(widest.1.map(f64::to_bits), baseline.1.map(f64::to_bits));
+        }
+    }
 
     fn seasoned(params: &Params) -> PlayerState {
         let mut state = PlayerState::new(params);

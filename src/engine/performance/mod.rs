@@ -132,22 +132,6 @@ fn solve_interval(curves: &impl Curves, a: f64, b: f64, groups: Range<usize>, ou
     );
 }
 
-/// `Σ f(item)` over `items`, computed in fixed-size chunks on rayon and added in order.
-pub(crate) fn chunked_sum<T: Sync>(items: &[T], f: impl Fn(&T) -> (f64, f64) + Sync) -> (f64, f64) {
-    if items.len() <= CHUNK {
-        return items.iter().map(&f).fold((0.0, 0.0), add_pair);
-    }
-    let partial: Vec<(f64, f64)> = items
-        .par_chunks(CHUNK)
-        .map(|chunk| chunk.iter().map(&f).fold((0.0, 0.0), add_pair))
-        .collect();
-    partial.into_iter().fold((0.0, 0.0), add_pair)
-}
-
-fn add_pair(acc: (f64, f64), x: (f64, f64)) -> (f64, f64) {
-    (acc.0 + x.0, acc.1 + x.1)
-}
-
 /// Sums over `items` for several lanes at once: `lanes` of each fixed-size chunk, computed on
 /// rayon, added lane by lane in chunk order, so every lane's sum is the same for any number
 /// of threads.
@@ -191,7 +175,8 @@ pub(crate) fn interpolated_crossing(xs: &[f64], ys: &[f64], target: f64) -> f64 
 /// Sum of `1/δ` over all entrants: the natural size of every `Q_g`, against which
 /// interpolation error is measured.
 pub(crate) fn inverse_delta_sum(terms: &[Term]) -> f64 {
-    chunked_sum(terms, |t| (1.0 / t.delta, 0.0)).0
+    let [sum] = chunked_lane_sums(terms, |chunk| [chunk.iter().map(|t| 1.0 / t.delta).sum()]);
+    sum
 }
 
 #[cfg(test)]
