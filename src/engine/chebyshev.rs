@@ -6,6 +6,8 @@
 use std::f64::consts::PI;
 use std::sync::LazyLock;
 
+use super::lanes::{vectorized, WithSimd};
+
 /// Chebyshev points per interpolated interval.
 pub(crate) const POINTS: usize = 32;
 
@@ -158,11 +160,82 @@ impl Chebyshev {
         let slope = self.derivative.first().copied().unwrap_or(0.0) + t * d1 - d2;
         (value, slope * 2.0 / (self.b - self.a))
     }
+
+    /// [`Chebyshev::eval`] at `L` points at once, one per vector lane: the same operations,
+    /// so the same bits, as `L` calls of `eval`, but the lanes' recurrences overlap where one
+    /// call's is a serial chain of dependent steps.
+    pub(crate) fn eval_lanes<const L: usize>(&self, xs: [f64; L]) -> [(f64, f64); L] {
+        vectorized(EvalLanes {
+            chebyshev: self,
+            xs,
+        })
+    }
+}
+
+struct EvalLanes<'a, const L: usize> {
+    chebyshev: &'a Chebyshev,
+    xs: [f64; L],
+}
+
+impl<const L: usize> WithSimd for EvalLanes<'_, L> {
+    type Output = [(f64, f64); L];
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) -> Self::Output {
+        let c = self.chebyshev;
+        let mut t = [0.0; L];
+        let mut two_t = [0.0; L];
+        for lane in 0..L {
+            t[lane] = (2.0 * self.xs[lane] - c.a - c.b) / (c.b - c.a);
+            two_t[lane] = 2.0 * t[lane];
+        }
+        let (mut v1, mut v2) = ([0.0; L], [0.0; L]);
+        let (mut d1, mut d2) = ([0.0; L], [0.0; L]);
+        for (&coeff, &d) in c.coeffs.iter().zip(&c.derivative).skip(1).rev() {
+            for lane in 0..L {
+                let v0 = two_t[lane] * v1[lane] - v2[lane] + coeff;
+                let d0 = two_t[lane] * d1[lane] - d2[lane] + d;
+                v2[lane] = v1[lane];
+                v1[lane] = v0;
+                d2[lane] = d1[lane];
+                d1[lane] = d0;
+            }
+        }
+        let first = c.coeffs.first().copied().unwrap_or(0.0);
+        let first_slope = c.derivative.first().copied().unwrap_or(0.0);
+        let mut out = [(0.0, 0.0); L];
+        for lane in 0..L {
+            let value = first + t[lane] * v1[lane] - v2[lane];
+            let slope = first_slope + t[lane] * d1[lane] - d2[lane];
+            out[lane] = (value, slope * 2.0 / (c.b - c.a));
+        }
+        out
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    proptest! {
+        #[test]
+        fn lanes_evaluate_the_bits_one_call_does(
+            values in prop::collection::vec(-1e4f64..1e4, POINTS),
+            (a, width) in (-5000.0f64..5000.0, 1.0f64..3000.0),
+            at in prop::collection::vec(0.0f64..=1.0, 4),
+        ) {
+            let b = a + width;
+            let cheb = Chebyshev::fit(a, b, &values.try_into().expect("POINTS values"));
+            let xs: [f64; 4] = std::array::from_fn(|lane| a + width * at[lane]);
+            for (lane, (value, slope)) in cheb.eval_lanes(xs).into_iter().enumerate() {
+                let (one_value, one_slope) = cheb.eval(xs[lane]);
+                prop_assert_eq!(value.to_bits(), one_value.to_bits());
+                prop_assert_eq!(slope.to_bits(), one_slope.to_bits());
+            }
+        }
+    }
 
     #[test]
     fn reproduces_a_smooth_function_and_its_derivative() {

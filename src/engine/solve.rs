@@ -15,28 +15,72 @@ const ABSOLUTE_TOLERANCE: f64 = 1e-10;
 /// `f(hi) < 0` it is `hi`: the caller's bracket decides, the result is never NaN or infinite
 /// as long as `lo` and `hi` are finite.
 pub(crate) fn increasing_root(
-    mut lo: f64,
-    mut hi: f64,
+    lo: f64,
+    hi: f64,
     start: f64,
     mut f: impl FnMut(f64) -> (f64, f64),
 ) -> f64 {
-    debug_assert!(lo <= hi, "bracket [{lo}, {hi}] is reversed");
-    let mut x = if start.is_finite() {
-        start.clamp(lo, hi)
-    } else {
-        0.5 * (lo + hi)
-    };
-    let mut step = hi - lo;
-    let mut previous_step = step;
-    for _ in 0..MAX_ITERATIONS {
+    let mut search = RootSearch::new(lo, hi, start);
+    while let Some(x) = search.point() {
         let (value, slope) = f(x);
+        search.take(value, slope);
+    }
+    search.root()
+}
+
+/// [`increasing_root`] one evaluation at a time, so that several searches can share each
+/// evaluation of their curves (four roots on one interpolant, in vector lanes): every search
+/// takes exactly the steps `increasing_root` would.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RootSearch {
+    lo: f64,
+    hi: f64,
+    x: f64,
+    step: f64,
+    previous_step: f64,
+    iterations: usize,
+    found: Option<f64>,
+}
+
+impl RootSearch {
+    pub(crate) fn new(lo: f64, hi: f64, start: f64) -> Self {
+        debug_assert!(lo <= hi, "bracket [{lo}, {hi}] is reversed");
+        let x = if start.is_finite() {
+            start.clamp(lo, hi)
+        } else {
+            0.5 * (lo + hi)
+        };
+        Self {
+            lo,
+            hi,
+            x,
+            step: hi - lo,
+            previous_step: hi - lo,
+            iterations: 0,
+            found: None,
+        }
+    }
+
+    /// Where the curve is wanted next; `None` once the root is found.
+    pub(crate) fn point(&self) -> Option<f64> {
+        match self.found {
+            Some(_) => None,
+            None => Some(self.x),
+        }
+    }
+
+    /// The curve's value and slope at [`RootSearch::point`].
+    pub(crate) fn take(&mut self, value: f64, slope: f64) {
+        let x = self.x;
+        self.iterations += 1;
         if value == 0.0 || value.is_nan() {
-            return x;
+            self.found = Some(x);
+            return;
         }
         if value < 0.0 {
-            lo = x;
+            self.lo = x;
         } else {
-            hi = x;
+            self.hi = x;
         }
         // Newton is taken only when it stays inside the bracket and the step shrinks fast
         // enough (at least halves every two iterations); otherwise bisect. The bracket's ends
@@ -44,20 +88,28 @@ pub(crate) fn increasing_root(
         // Newton's step rounds to zero onto it, which must end the search, not restart it by
         // bisection.
         let newton = x - value / slope;
-        let converging = (2.0 * value).abs() <= (previous_step * slope).abs();
-        previous_step = step;
-        let next = if newton >= lo && newton <= hi && converging {
+        let converging = (2.0 * value).abs() <= (self.previous_step * slope).abs();
+        self.previous_step = self.step;
+        let next = if newton >= self.lo && newton <= self.hi && converging {
             newton
         } else {
-            0.5 * (lo + hi)
+            0.5 * (self.lo + self.hi)
         };
-        step = x - next;
-        if step.abs() <= ABSOLUTE_TOLERANCE.max(RELATIVE_TOLERANCE * next.abs()) || next == x {
-            return next;
+        self.step = x - next;
+        if self.step.abs() <= ABSOLUTE_TOLERANCE.max(RELATIVE_TOLERANCE * next.abs()) || next == x {
+            self.found = Some(next);
+            return;
         }
-        x = next;
+        self.x = next;
+        if self.iterations == MAX_ITERATIONS {
+            self.found = Some(next);
+        }
     }
-    x
+
+    /// The root: the last point once the iterations run out.
+    pub(crate) fn root(&self) -> f64 {
+        self.found.unwrap_or(self.x)
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use super::{chunked_lane_sums, interpolated_crossing, inverse_delta_sum, Curves,
 use crate::engine::chebyshev::{nodes, Chebyshev, POINTS};
 use crate::engine::lanes::{node_sums, point_sum, TermSum, NODE_BLOCK};
 use crate::engine::params::Ties;
-use crate::engine::solve::increasing_root;
+use crate::engine::solve::RootSearch;
 use crate::engine::{tanh, LOGISTIC_SCALE};
 
 /// `tanh(x)` is exactly 1.0 in `f64` for every `x` above this.
@@ -28,6 +28,10 @@ const LEAF_WIDTH_IN_SCALES: f64 = 5.0;
 const TAIL_TOLERANCE: f64 = 1e-14;
 /// Half-width, in `δ̄_max`, of the first bracket tried around the ratings.
 const SPAN_IN_SCALES: f64 = 12.0;
+/// Tie groups whose roots on a leaf are searched together, one vector lane each: evaluating
+/// the interpolant is a serial chain of 31 dependent steps, which one search alone leaves
+/// mostly waiting (9% of a ctftime replay's samples went there; BENCHMARKS.md).
+const ROOT_LANES: usize = 4;
 
 #[derive(Debug, Clone, Copy)]
 struct Scaled {
@@ -148,6 +152,44 @@ impl<'a> LogisticCurves<'a> {
         values
     }
 
+    /// The zeros of up to `ROOT_LANES` groups' curves on the leaf `[a, b]`, where `shared`
+    /// interpolates `T` through `values` at the nodes `xs`: each group's [`RootSearch`] starts
+    /// from a point read off the samples, and their interpolant evaluations share vector lanes.
+    fn roots_on_leaf(
+        &self,
+        (a, b): (f64, f64),
+        shared: &Chebyshev,
+        (xs, values): (&[f64; POINTS], &[f64; POINTS]),
+        chunk: &[usize],
+    ) -> Vec<f64> {
+        let mid = 0.5 * (a + b);
+        let mut searches = [RootSearch::new(a, b, mid); ROOT_LANES];
+        for (search, &g) in searches.iter_mut().zip(chunk) {
+            let target = -(self.constants[g] + self.tie_term(g, mid).0);
+            let start = interpolated_crossing(xs, values, target);
+            *search = RootSearch::new(a, b, start);
+        }
+        let searches = &mut searches[..chunk.len()];
+        loop {
+            let mut points = [None; ROOT_LANES];
+            for (point, search) in points.iter_mut().zip(searches.iter()) {
+                *point = search.point();
+            }
+            if points.iter().all(Option::is_none) {
+                break;
+            }
+            let at = shared.eval_lanes(points.map(|p| p.unwrap_or(mid)));
+            for (lane, (search, &g)) in searches.iter_mut().zip(chunk).enumerate() {
+                if let Some(x) = points[lane] {
+                    let (t, dt) = at[lane];
+                    let (tie, dtie) = self.tie_term(g, x);
+                    search.take(t + tie + self.constants[g], dt + dtie);
+                }
+            }
+        }
+        searches.iter().map(RootSearch::root).collect()
+    }
+
     /// `T_g(x)` and its derivative, if ties count twice; zero otherwise.
     fn tie_term(&self, g: usize, x: f64) -> (f64, f64) {
         if self.count_ties_twice {
@@ -187,19 +229,11 @@ impl Curves for LogisticCurves<'_> {
         if !force && shared.tail() > TAIL_TOLERANCE * self.scale {
             return None;
         }
-        let mid = 0.5 * (a + b);
+        let groups: Vec<usize> = groups.collect();
         Some(
             groups
-                .into_par_iter()
-                .map(|g| {
-                    let target = -(self.constants[g] + self.tie_term(g, mid).0);
-                    let start = interpolated_crossing(&xs, &values, target);
-                    increasing_root(a, b, start, |x| {
-                        let (t, dt) = shared.eval(x);
-                        let (tie, dtie) = self.tie_term(g, x);
-                        (t + tie + self.constants[g], dt + dtie)
-                    })
-                })
+                .par_chunks(ROOT_LANES)
+                .flat_map_iter(|chunk| self.roots_on_leaf((a, b), &shared, (&xs, &values), chunk))
                 .collect(),
         )
     }
