@@ -60,12 +60,12 @@ pub(crate) fn tanh(x: f64) -> f64 {
 
 /// Runs `work` compiled for the widest vector instructions the processor has (AVX2, with the
 /// FMA, BMI and LZCNT that pulp's x86-64-v3 level also asks for, detected at run time; the
-/// baseline, SSE2, otherwise), so that its loops over independent lanes
-/// vectorize. `work` is a [`WithSimd`] whose `with_simd` is `#[inline(always)]`, with every
-/// function it calls `#[inline(always)]` too: only code inlined into the dispatched function
-/// is compiled for its instructions (a closure is not inlined there). Rust never fuses a
-/// multiply and an add unless the code asks for it, so every lane computes the bits the
-/// scalar code would: the loop's result is the same on every processor.
+/// baseline, SSE2, otherwise), so that its loops over independent lanes vectorize. `work` is
+/// a [`WithSimd`] whose `with_simd` is `#[inline(always)]`, with every function it calls
+/// `#[inline(always)]` too: only code inlined into the dispatched function is compiled for its
+/// instructions (a closure is not inlined there). Rust never fuses a multiply and an add
+/// unless the code asks for it, so every lane computes the bits the scalar code would: the
+/// loop's result is the same on every processor.
 #[inline(always)]
 pub(crate) fn vectorized<W: WithSimd>(work: W) -> W::Output {
     pulp::Arch::new().dispatch(work)

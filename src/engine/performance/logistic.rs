@@ -30,7 +30,7 @@ const TAIL_TOLERANCE: f64 = 1e-14;
 const SPAN_IN_SCALES: f64 = 12.0;
 /// Tie groups whose roots on a leaf are searched together, one vector lane each: evaluating
 /// the interpolant is a serial chain of 31 dependent steps, which one search alone leaves
-/// mostly waiting (9% of a ctftime replay's samples went there; BENCHMARKS.md).
+/// mostly waiting (about a tenth of a ctftime replay's samples; BENCHMARKS.md).
 const ROOT_LANES: usize = 4;
 
 #[derive(Debug, Clone, Copy)]
@@ -120,25 +120,19 @@ impl<'a> LogisticCurves<'a> {
     /// `T(x)` and its slope: saturated entrants from the prefix sums (their slope is exactly
     /// zero), the window term by term.
     fn shared(&self, x: f64) -> (f64, f64) {
-        let lo = self.by_mu.partition_point(|t| t.mu < x - self.window);
-        let hi = self.by_mu.partition_point(|t| t.mu <= x + self.window);
-        let below = self.prefix[lo];
-        let above = self.prefix[self.by_mu.len()] - self.prefix[hi];
-        let (near, slope) = shared_sum(&self.by_mu[lo..hi], x);
-        (below - above + near, slope)
+        let (near, saturated) = self.window(x, x);
+        let (near, slope) = shared_sum(near, x);
+        (saturated + near, slope)
     }
 
     /// `T` at every node of a leaf, `NODE_BLOCK` nodes (one per vector lane) per pass over the
-    /// entrants near the leaf: those within the window of its lowest or highest node. An entrant inside that window but outside one node's own window is saturated at
-    /// that node, so it adds exactly `±1/δ_j`, as the prefix sums would.
+    /// entrants near the leaf: those within the window of its lowest or highest node. An
+    /// entrant inside that window but outside one node's own window is saturated at that
+    /// node, so it adds exactly `±1/δ_j`, as the prefix sums would.
     fn shared_at_nodes(&self, xs: &[f64; POINTS]) -> [f64; POINTS] {
         let low = xs.iter().copied().fold(f64::INFINITY, f64::min);
         let high = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let lo = self.by_mu.partition_point(|t| t.mu < low - self.window);
-        let hi = self.by_mu.partition_point(|t| t.mu <= high + self.window);
-        let below = self.prefix[lo];
-        let above = self.prefix[self.by_mu.len()] - self.prefix[hi];
-        let near = &self.by_mu[lo..hi];
+        let (near, saturated) = self.window(low, high);
         let mut values = [0.0; POINTS];
         values
             .par_chunks_mut(NODE_BLOCK)
@@ -146,10 +140,21 @@ impl<'a> LogisticCurves<'a> {
             .for_each(|(out, block)| {
                 let sums = chunked_lane_sums(near, |terms| node_sums(&SharedTerms, terms, block));
                 for (value, sum) in out.iter_mut().zip(sums) {
-                    *value = below - above + sum;
+                    *value = saturated + sum;
                 }
             });
         values
+    }
+
+    /// The entrants within the window of some point of `[low, high]`, by rating, and what
+    /// the others add to `T` anywhere in `[low, high]`: `+1/δ` for those far below, `−1/δ`
+    /// for those far above, from the prefix sums.
+    fn window(&self, low: f64, high: f64) -> (&[Scaled], f64) {
+        let lo = self.by_mu.partition_point(|t| t.mu < low - self.window);
+        let hi = self.by_mu.partition_point(|t| t.mu <= high + self.window);
+        let below = self.prefix[lo];
+        let above = self.prefix[self.by_mu.len()] - self.prefix[hi];
+        (&self.by_mu[lo..hi], below - above)
     }
 
     /// The zeros of up to `ROOT_LANES` groups' curves on the leaf `[a, b]`, where `shared`
