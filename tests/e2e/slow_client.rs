@@ -91,8 +91,11 @@ fn a_client_trickling_its_body_is_cut_off_at_the_timeout_without_holding_other_r
          Content-Length: {}\r\n\r\n",
         slow.body.len()
     );
-    stream.write_all(head.as_bytes()).expect("send the head");
+    // The clock starts before the head is sent: the service's timeout cannot start earlier,
+    // so the cut-off measured here is never short of it (started after the write, a
+    // preempted test thread once saw 4.9997 s).
     let started = Instant::now();
+    stream.write_all(head.as_bytes()).expect("send the head");
     let dribbler = {
         let mut stream = stream.try_clone().expect("a socket handle");
         let body = slow.body.clone().into_bytes();
