@@ -440,38 +440,54 @@ impl LeagueTable {
     ) -> Result<Self, String> {
         let mut table = Self::new(leagues);
         for (player, placement, bonus_spent) in placements {
-            let Some(placement) = placement else {
-                if bonus_spent != 0.0 && table.leagues.is_some() {
-                    table.carried.insert(Arc::clone(player), bonus_spent);
-                }
-                continue;
-            };
-            let (Some(settings), Some(league)) = (
-                &table.leagues,
-                table
-                    .leagues
-                    .as_ref()
-                    .and_then(|l| l.index(&placement.league)),
-            ) else {
-                return Err(format!(
-                    "player `{player}` is in league `{}`, which the pool does not have",
-                    placement.league
-                ));
-            };
-            if placement.division == 0 {
-                return Err(format!("player `{player}` is in division 0"));
-            }
-            let size = settings.division_size;
-            table.divisions[league].seat(placement.division, size);
-            let seat = Seat {
-                league: league as u16,
-                division: placement.division,
-                points: placement.points.unwrap_or(0.0),
-                bonus_spent,
-            };
-            table.placed.insert(Arc::clone(player), seat);
+            table.place(player, placement, bonus_spent)?;
         }
         Ok(table)
+    }
+
+    /// Puts `player` where a stored row says (in `placement`, or waiting for placement in
+    /// this season having spent `bonus_spent`), wherever they sat before; fails on a league
+    /// these settings do not have.
+    pub fn place(
+        &mut self,
+        player: &Arc<str>,
+        placement: Option<&Placement>,
+        bonus_spent: f64,
+    ) -> Result<(), String> {
+        if let Some(seat) = self.placed.remove(player) {
+            self.divisions[usize::from(seat.league)].leave(seat.division);
+        }
+        self.carried.remove(player);
+        let Some(placement) = placement else {
+            if bonus_spent != 0.0 && self.leagues.is_some() {
+                self.carried.insert(Arc::clone(player), bonus_spent);
+            }
+            return Ok(());
+        };
+        let (Some(settings), Some(league)) = (
+            &self.leagues,
+            self.leagues
+                .as_ref()
+                .and_then(|l| l.index(&placement.league)),
+        ) else {
+            return Err(format!(
+                "player `{player}` is in league `{}`, which the pool does not have",
+                placement.league
+            ));
+        };
+        if placement.division == 0 {
+            return Err(format!("player `{player}` is in division 0"));
+        }
+        let size = settings.division_size;
+        self.divisions[league].seat(placement.division, size);
+        let seat = Seat {
+            league: league as u16,
+            division: placement.division,
+            points: placement.points.unwrap_or(0.0),
+            bonus_spent,
+        };
+        self.placed.insert(Arc::clone(player), seat);
+        Ok(())
     }
 
     fn placement(&self, seat: Seat) -> Option<Placement> {

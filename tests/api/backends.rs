@@ -7,6 +7,7 @@ use serde_json::json;
 
 use mmr_service::worker::{self, Processed, Settled};
 
+use crate::leagues::{ladder, ladder_rounds, leagues_shown, put_leagues};
 use crate::support::{round, round_at, TestApp, POOL};
 
 backend_tests!(
@@ -21,7 +22,8 @@ backend_tests!(
     a_topcoder_pool_rates_as_computed_by_hand_and_survives_a_restart,
     an_elo_pool_shows_no_uncertainty_and_survives_a_restart,
     a_pool_another_process_created_is_served_and_fed_here,
-    a_follower_rates_the_owners_lines_again_and_reloads_only_for_a_correction,
+    a_follower_reads_the_owners_rows_and_reloads_only_for_a_correction,
+    a_follower_keeps_what_the_owner_keeps_one_round_or_many_behind,
     a_backlog_settles_in_one_step_of_pipelined_batches_exactly_as_one_by_one,
 );
 
@@ -676,11 +678,11 @@ async fn pool_as_held(app: &TestApp) -> (Vec<(String, String)>, serde_json::Valu
     (beliefs, board)
 }
 
-/// A process that does not own the pool follows the one that does: it rates again the lines
-/// applied since its last one (rounds and a season start, read from the rounds alone) and then
+/// A process that does not own the pool follows the one that does from the rows of the lines
+/// applied since its last one (rounds and a season start), without rating them, and then
 /// holds exactly what a fresh load of the database holds; a correction, which rated the whole
-/// pool again, is followed by a reload; a backlog longer than one read is followed read by read.
-async fn a_follower_rates_the_owners_lines_again_and_reloads_only_for_a_correction(app: TestApp) {
+/// pool again, is followed by a reload; a long backlog is followed in one read.
+async fn a_follower_reads_the_owners_rows_and_reloads_only_for_a_correction(app: TestApp) {
     app.create_pool(POOL).await;
     let follower = app.restarted().await;
     let pool = follower.state.pools.get(POOL).expect("loaded");
@@ -726,7 +728,7 @@ async fn a_follower_rates_the_owners_lines_again_and_reloads_only_for_a_correcti
     assert_ne!(corrected.0, followed.0, "voiding r2 changed the ratings");
     assert_eq!(pool_as_held(&follower).await, corrected, "reloaded");
 
-    // More lines than one read takes (64): read and rated in turn.
+    // More lines than the owner settles in one batch (64).
     let backlog: Vec<serde_json::Value> = (0..70)
         .map(|i| round(&format!("m{i}"), &["a", "b", "f"]))
         .collect();
@@ -734,6 +736,66 @@ async fn a_follower_rates_the_owners_lines_again_and_reloads_only_for_a_correcti
     let step = worker::follow(follower.state.storage.as_ref(), &pool).await;
     assert_eq!(step.expect("a step"), Processed::Followed { lines: 70 });
     assert_eq!(pool_as_held(&follower).await, pool_as_held(&app).await);
+}
+
+/// What a follower reads completes what it holds: with a short memory (each player keeps two
+/// factors) the factors it keeps are exactly the owner's, whether it follows round by round or
+/// seven lines at once across a season start; leagues, divisions, ladder points and bonus
+/// points follow too.
+async fn a_follower_keeps_what_the_owner_keeps_one_round_or_many_behind(app: TestApp) {
+    app.put_pool(POOL, json!({"history_limit": 2}))
+        .await
+        .assert_status(StatusCode::CREATED, "a pool with a short memory");
+    put_leagues(&app, POOL, ladder()).await;
+    let follower = app.restarted().await;
+    let pool = follower.state.pools.get(POOL).expect("loaded");
+    let (players, rounds) = ladder_rounds();
+    let same = |what: &str, a: &TestApp, b: &TestApp| {
+        let (a, b) = (
+            a.state.pools.get(POOL).expect("loaded").read(),
+            b.state.pools.get(POOL).expect("loaded").read(),
+        );
+        assert_eq!(a.leagues(), b.leagues(), "{what}: leagues");
+    };
+    for r in &rounds[..4] {
+        app.play([r.clone()]).await;
+        let step = worker::follow(follower.state.storage.as_ref(), &pool).await;
+        assert_eq!(step.expect("a step"), Processed::Followed { lines: 1 });
+        assert_eq!(pool_as_held(&follower).await, pool_as_held(&app).await);
+        same("round by round", &follower, &app);
+    }
+    app.play(rounds[4..7].to_vec()).await;
+    app.post(
+        "/v1/pools/main/seasons",
+        Some(crate::support::ADMIN_KEY),
+        json!({"id": "s2", "mu_reset": 0.5, "sigma_reset": 0.5}),
+    )
+    .await
+    .assert_status(StatusCode::ACCEPTED, "a season starts");
+    app.play(rounds[7..].to_vec()).await;
+    let step = worker::follow(follower.state.storage.as_ref(), &pool).await;
+    assert_eq!(step.expect("a step"), Processed::Followed { lines: 7 });
+    let loaded = app.restarted().await;
+    let held = pool_as_held(&follower).await;
+    assert_eq!(held, pool_as_held(&app).await, "as the owner holds it");
+    assert_eq!(held, pool_as_held(&loaded).await, "as loaded");
+    same("seven at once", &follower, &loaded);
+    let shown = leagues_shown(&follower, POOL, &rounds, &players).await;
+    assert_eq!(shown, leagues_shown(&app, POOL, &rounds, &players).await);
+    let factors = |app: &TestApp| {
+        app.state
+            .pools
+            .get(POOL)
+            .expect("loaded")
+            .read()
+            .beliefs()
+            .map(|(_, state)| match state {
+                mmr_service::engine::SystemState::EloMmr(s) => s.factors.len(),
+                other => panic!("an Elo-MMR state: {other:?}"),
+            })
+            .max()
+    };
+    assert_eq!(factors(&follower), Some(2), "memory is short");
 }
 
 /// A backlog of three batches is settled in one worker step on Postgres, each batch rated
