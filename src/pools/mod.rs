@@ -17,7 +17,7 @@ pub mod leaderboard;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use arc_swap::ArcSwap;
@@ -620,6 +620,8 @@ pub struct Pool {
     state: ArcSwap<PoolState>,
     wake: Notify,
     turn: Mutex<()>,
+    /// Tasks waiting for the turn: a worker step that sees one stops rating ahead.
+    waiting: AtomicUsize,
     worker_running: AtomicBool,
     /// Whether this process applies the pool's rounds: always where one process owns the
     /// database; while it holds the pool's lease where replicas share one.
@@ -632,6 +634,23 @@ pub struct Pool {
     published: watch::Sender<u64>,
     /// The correction this process is applying, or applied last.
     recompute: std::sync::Mutex<Option<Recompute>>,
+}
+
+/// Counts a task among those waiting for a pool's turn for as long as it lives, however the wait
+/// ends (the turn taken, or the waiting future dropped).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn on(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::AcqRel);
+        Self(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// A correction's recomputation in this process, under way or finished.
@@ -658,6 +677,7 @@ impl Pool {
             state: ArcSwap::from_pointee(state),
             wake: Notify::new(),
             turn: Mutex::new(()),
+            waiting: AtomicUsize::new(0),
             worker_running: AtomicBool::new(false),
             owned: AtomicBool::new(true),
             reload: AtomicBool::new(false),
@@ -747,8 +767,20 @@ impl Pool {
     }
 
     /// Takes the pool's turn: held by the worker for a whole step and by a parameter change.
+    /// Turns are taken in the order asked for.
     pub async fn turn(&self) -> MutexGuard<'_, ()> {
+        if let Ok(turn) = self.turn.try_lock() {
+            return turn;
+        }
+        let _waiting = Waiting::on(&self.waiting);
         self.turn.lock().await
+    }
+
+    /// Whether another task waits for the turn its holder has: a worker step then settles
+    /// what it has rated and ends, instead of rating its next batch.
+    #[must_use]
+    pub fn turn_wanted(&self) -> bool {
+        self.waiting.load(Ordering::Acquire) > 0
     }
 
     /// Records whether the pool's worker loop is running.

@@ -42,7 +42,7 @@ const BATCH_ROUNDS: usize = 64;
 /// and a batch's memory and transaction stay bounded.
 const BATCH_BYTES: usize = 2 << 20;
 /// Most batches one step settles. A step holds the pool's turn, which a parameter change and a
-/// hand-over to another replica wait for.
+/// hand-over to another replica wait for: it rates no further batch once one of them waits.
 const PIPELINED_BATCHES: usize = 16;
 
 /// What one step of the worker did.
@@ -115,7 +115,10 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
         batches += 1;
         // The next rounds are rated on this batch's result while it commits; they are
         // committed only after it, and published only after their own commit.
-        let ahead = batches < PIPELINED_BATCHES && pool.owned() && !storage.one_writer();
+        let ahead = batches < PIPELINED_BATCHES
+            && pool.owned()
+            && !pool.turn_wanted()
+            && !storage.one_writer();
         let (committed, upcoming) = tokio::join!(settle(storage, pool, &batch), async {
             if ahead {
                 rate_ahead(storage, pool, &batch).await

@@ -25,6 +25,7 @@ backend_tests!(
     a_follower_reads_the_owners_rows_and_reloads_only_for_a_correction,
     a_follower_keeps_what_the_owner_keeps_one_round_or_many_behind,
     a_backlog_settles_in_one_step_of_pipelined_batches_exactly_as_one_by_one,
+    a_worker_step_ends_after_one_batch_once_another_task_waits_for_the_turn,
 );
 
 async fn a_pool_is_created_listed_and_locked_once_it_has_rounds(app: TestApp) {
@@ -900,4 +901,35 @@ async fn a_backlog_settles_in_one_step_of_pipelined_batches_exactly_as_one_by_on
             assert_eq!(together[count], alone[count], "{count}");
         }
     }
+}
+
+/// A task waiting for the pool's turn (a parameter change, new display settings) waits for
+/// the batch being settled, not for the whole backlog: the step holding the turn rates no
+/// further batch once another task waits, and the next steps settle the rest.
+async fn a_worker_step_ends_after_one_batch_once_another_task_waits_for_the_turn(app: TestApp) {
+    const ROUNDS: usize = 200;
+    const BATCH: usize = 64;
+    app.create_pool(POOL).await;
+    for i in 0..ROUNDS {
+        app.queue_round(round(&format!("r{i}"), &["a", "b", "c"]))
+            .await;
+    }
+    let pool = app.state.pools.get(POOL).expect("loaded");
+    let step = tokio::spawn({
+        let storage = std::sync::Arc::clone(&app.state.storage);
+        let pool = std::sync::Arc::clone(&pool);
+        async move { worker::process_next(storage.as_ref(), &pool).await }
+    });
+    while pool.try_turn().is_some() {
+        tokio::task::yield_now().await;
+    }
+    let turn = pool.turn().await;
+    let Processed::Settled(settled) = step.await.expect("the step").expect("a step") else {
+        panic!("rounds settled")
+    };
+    assert_eq!(settled.len(), BATCH, "one batch, then the turn");
+    drop(turn);
+    let rest = app.apply_queued(POOL).await;
+    assert_eq!(settled.len() + rest.len(), ROUNDS);
+    assert!(rest.iter().all(|s| matches!(s, Settled::Applied(_))));
 }
