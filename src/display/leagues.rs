@@ -439,25 +439,38 @@ impl LeagueTable {
         placements: impl Iterator<Item = (&'a Arc<str>, Option<&'a Placement>, f64)>,
     ) -> Result<Self, String> {
         let mut table = Self::new(leagues);
-        for (player, placement, bonus_spent) in placements {
-            table.place(player, placement, bonus_spent)?;
-        }
+        table.replace(placements)?;
         Ok(table)
     }
 
-    /// Puts `player` where a stored row says (in `placement`, or waiting for placement in
-    /// this season having spent `bonus_spent`), wherever they sat before; fails on a league
-    /// these settings do not have.
-    pub fn place(
+    /// Puts each of `rows`' players where their stored row says (as in
+    /// [`Self::from_placements`]), wherever they sat before: all of them leave first, then
+    /// all are seated, so two players who swapped places in a full division never overfill it
+    /// on the way. Fails on a league these settings do not have.
+    pub fn replace<'a>(
+        &mut self,
+        rows: impl Iterator<Item = (&'a Arc<str>, Option<&'a Placement>, f64)>,
+    ) -> Result<(), String> {
+        let rows: Vec<_> = rows.collect();
+        for &(player, _, _) in &rows {
+            if let Some(seat) = self.placed.remove(player) {
+                self.divisions[usize::from(seat.league)].leave(seat.division);
+            }
+            self.carried.remove(player);
+        }
+        for (player, placement, bonus_spent) in rows {
+            self.place(player, placement, bonus_spent)?;
+        }
+        Ok(())
+    }
+
+    /// Seats `player`, whom the table does not hold, as a stored row says.
+    fn place(
         &mut self,
         player: &Arc<str>,
         placement: Option<&Placement>,
         bonus_spent: f64,
     ) -> Result<(), String> {
-        if let Some(seat) = self.placed.remove(player) {
-            self.divisions[usize::from(seat.league)].leave(seat.division);
-        }
-        self.carried.remove(player);
         let Some(placement) = placement else {
             if bonus_spent != 0.0 && self.leagues.is_some() {
                 self.carried.insert(Arc::clone(player), bonus_spent);
@@ -878,6 +891,29 @@ mod tests {
         d.leave(3);
         assert_eq!(d.counts.len(), 2, "an empty last division closes");
         assert_eq!(d.arrive(2), 3);
+    }
+
+    #[test]
+    fn players_who_swap_places_in_full_divisions_leave_the_table_as_a_load_would() {
+        let settings = leagues(1);
+        let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
+        let seat = |league: &str| Placement {
+            league: league.into(),
+            division: 1,
+            points: Some(0.0),
+        };
+        let (silver, gold) = (seat("silver"), seat("gold"));
+        let mut table = LeagueTable::from_placements(
+            Some(&settings),
+            [(&a, Some(&silver), 0.0), (&b, Some(&gold), 0.0)].into_iter(),
+        )
+        .expect("a table");
+        let swapped = [(&a, Some(&gold), 0.0), (&b, Some(&silver), 3.0)];
+        table.replace(swapped.into_iter()).expect("replaced");
+        let loaded =
+            LeagueTable::from_placements(Some(&settings), swapped.into_iter()).expect("loaded");
+        assert_eq!(table, loaded);
+        assert_eq!(table.bonus_spent("b"), 3.0);
     }
 
     #[test]

@@ -458,11 +458,14 @@ impl PoolState {
                 None => (Arc::from(p.player.as_str()), None),
             })
             .collect();
-        for ((name, _), p) in befores.iter().zip(&stored) {
-            next.leagues
-                .place(name, p.league.as_ref(), p.bonus_spent)
-                .map_err(LoadError::Leagues)?;
-        }
+        next.leagues
+            .replace(
+                befores
+                    .iter()
+                    .zip(&stored)
+                    .map(|((name, _), p)| (name, p.league.as_ref(), p.bonus_spent)),
+            )
+            .map_err(LoadError::Leagues)?;
         let mut moves = Vec::with_capacity(stored.len());
         for ((name, before), p) in befores.into_iter().zip(stored) {
             let (_, rated, _, _) = Rated::stored(p);

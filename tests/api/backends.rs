@@ -24,6 +24,7 @@ backend_tests!(
     a_pool_another_process_created_is_served_and_fed_here,
     a_follower_reads_the_owners_rows_and_reloads_only_for_a_correction,
     a_follower_keeps_what_the_owner_keeps_one_round_or_many_behind,
+    a_follower_follows_beliefs_that_keep_no_factors,
     a_backlog_settles_in_one_step_of_pipelined_batches_exactly_as_one_by_one,
     a_worker_step_ends_after_one_batch_once_another_task_waits_for_the_turn,
 );
@@ -666,13 +667,18 @@ async fn a_pool_another_process_created_is_served_and_fed_here(app: TestApp) {
 
 /// Every belief of `app`'s pool, bit for bit, with the leaderboard as served.
 async fn pool_as_held(app: &TestApp) -> (Vec<(String, String)>, serde_json::Value) {
-    let state = app.state.pools.get(POOL).expect("loaded").read();
+    pool_as_held_in(app, POOL).await
+}
+
+/// Every belief of `app`'s pool `pool`, bit for bit, with the leaderboard as served.
+async fn pool_as_held_in(app: &TestApp, pool: &str) -> (Vec<(String, String)>, serde_json::Value) {
+    let state = app.state.pools.get(pool).expect("loaded").read();
     let beliefs = state
         .beliefs()
         .map(|(id, belief)| (id.to_owned(), format!("{belief:?}")))
         .collect();
     let board = app
-        .get("/v1/pools/main/leaderboard?limit=1000")
+        .get(&format!("/v1/pools/{pool}/leaderboard?limit=1000"))
         .await
         .assert_status(StatusCode::OK, "leaderboard")
         .clone();
@@ -797,6 +803,51 @@ async fn a_follower_keeps_what_the_owner_keeps_one_round_or_many_behind(app: Tes
             .max()
     };
     assert_eq!(factors(&follower), Some(2), "memory is short");
+}
+
+/// Beliefs that keep no logistic factor (Elo-MMχ, the Gaussian variant; `rho` infinite, which
+/// folds every factor into the Gaussian term) are followed from their rows alone, round by
+/// round and several rounds at once.
+async fn a_follower_follows_beliefs_that_keep_no_factors(app: TestApp) {
+    let pools = [
+        ("gaussian", json!({"variant": "gaussian"})),
+        ("rho_inf", json!({"rho": "inf"})),
+    ];
+    for (pool, params) in &pools {
+        app.put_pool(pool, params.clone())
+            .await
+            .assert_status(StatusCode::CREATED, pool);
+    }
+    let follower = app.restarted().await;
+    let (_, rounds) = ladder_rounds();
+    for (pool, _) in pools {
+        let followed = follower.state.pools.get(pool).expect("loaded");
+        let follow = |from: usize, to: usize| {
+            let (app, follower, rounds, followed) = (&app, &follower, &rounds, &followed);
+            async move {
+                for r in &rounds[from..to] {
+                    app.post_round(pool, r.clone())
+                        .await
+                        .assert_status(StatusCode::ACCEPTED, "queued");
+                }
+                app.apply_queued(pool).await;
+                let step = worker::follow(follower.state.storage.as_ref(), followed).await;
+                assert_eq!(
+                    step.expect("a step"),
+                    Processed::Followed { lines: to - from },
+                    "{pool}"
+                );
+                assert_eq!(
+                    pool_as_held_in(follower, pool).await,
+                    pool_as_held_in(app, pool).await,
+                    "{pool}"
+                );
+            }
+        };
+        follow(0, 1).await;
+        follow(1, 2).await;
+        follow(2, rounds.len()).await;
+    }
 }
 
 /// A backlog of three batches is settled in one worker step on Postgres, each batch rated
