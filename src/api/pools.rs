@@ -259,8 +259,9 @@ pub struct PoolResponse {
     pub params: ParamsResponse,
     /// How it shows ratings (`/v1/pools/{pool}/display`).
     pub display: Display,
-    /// Players rated in it, in the ratings this replica serves.
-    pub players: u64,
+    /// Players rated in it, in the ratings this replica serves; `null` in the list when this
+    /// replica cannot load the pool (its own routes then answer 500 `internal`).
+    pub players: Option<u64>,
     /// Lines of the pool's stream applied: rounds, season starts and corrections (a round a
     /// correction voided stays counted: the count only grows), in the ratings this replica
     /// serves: a line counts once its ratings are readable here.
@@ -281,8 +282,23 @@ impl PoolResponse {
             params: ParamsResponse::from(&info.params),
             display: info.display,
             name: info.name,
-            players: served.len() as u64,
+            players: Some(served.len() as u64),
             rounds_applied: served.applied(),
+            rounds_queued: info.queued,
+            rounds_failed: info.failed,
+        }
+    }
+
+    /// Pool `info` as stored, for a replica that cannot load it: no players, the lines the
+    /// database counts as applied.
+    fn unloaded(info: PoolInfo) -> Self {
+        Self {
+            system: info.params.name(),
+            params: ParamsResponse::from(&info.params),
+            display: info.display,
+            name: info.name,
+            players: None,
+            rounds_applied: info.applied,
             rounds_queued: info.queued,
             rounds_failed: info.failed,
         }
@@ -390,7 +406,16 @@ async fn list_pools(
 ) -> Result<Json<PoolsResponse>, Error> {
     let mut pools = Vec::new();
     for info in state.storage.pools().await? {
-        pools.push(PoolResponse::served(&state, info).await?);
+        match state.pool(&info.name).await {
+            Ok(Some(pool)) => pools.push(PoolResponse::new(info, &pool.read())),
+            Ok(None) => {}
+            Err(error) if error.is_unavailable() => return Err(error.into()),
+            // A pool this replica cannot load (its own routes answer 500) hides no other.
+            Err(error) => {
+                tracing::error!(pool = info.name, %error, "a listed pool cannot be loaded");
+                pools.push(PoolResponse::unloaded(info));
+            }
+        }
     }
     Ok(Json(PoolsResponse { pools }))
 }

@@ -248,6 +248,42 @@ async fn played_then_altered(sql: &str) -> TestApp {
     app
 }
 
+/// A pool another process created that this one cannot load (here: a player in a league the
+/// pool does not have) answers 500 on its own routes, and is listed without its players, after
+/// the pools this process serves, rather than failing the list.
+#[tokio::test]
+async fn a_pool_that_cannot_be_loaded_fails_its_own_routes_not_the_list() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.play([round("r1", &["a", "b"])]).await;
+    let here = app.restarted().await;
+    app.create_pool("broken").await;
+    let altered = app.post_round("broken", round("b1", &["a", "b"])).await;
+    altered.assert_status(StatusCode::ACCEPTED, "queued");
+    app.apply_queued("broken").await;
+    let mut connection = sqlx::SqliteConnection::connect(&app.state.settings.database.url)
+        .await
+        .expect("open the database beside the service");
+    sqlx::query("UPDATE players SET league = 'nowhere', division = 1 WHERE pool = 'broken'")
+        .execute(&mut connection)
+        .await
+        .expect("alter the database");
+    connection.close().await.expect("close");
+    here.get("/v1/pools/broken").await.assert_error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        None,
+        "the pool's own route",
+    );
+    let list = here.get("/v1/pools").await;
+    let pools = &list.assert_status(StatusCode::OK, "the list")["pools"];
+    assert_eq!(pools[0]["name"], "broken");
+    assert_eq!(pools[0]["players"], serde_json::Value::Null);
+    assert_eq!(pools[0]["rounds_applied"], 1);
+    assert_eq!(pools[1]["name"], POOL);
+    assert_eq!(pools[1]["players"], 2);
+}
+
 #[tokio::test]
 async fn a_failure_inside_the_service_returns_500_internal_revealing_nothing() {
     let app = played_then_altered("UPDATE history SET rank = -7").await;
