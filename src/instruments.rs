@@ -20,7 +20,7 @@ pub const REQUEST_SECONDS: &str = "mmr_http_request_duration_seconds";
 pub const ROUNDS_APPLIED: &str = "mmr_rounds_applied_total";
 /// Rounds the worker could not rate, by pool.
 pub const ROUNDS_FAILED: &str = "mmr_rounds_failed_total";
-/// Lines another replica applied that this one followed from their rows, by pool.
+/// Lines another replica applied that this one rated again to follow it, by pool.
 pub const LINES_FOLLOWED: &str = "mmr_lines_followed_total";
 /// Times a pool's memory was loaded afresh from the database, by pool.
 pub const POOL_RELOADS: &str = "mmr_pool_reloads_total";
@@ -80,7 +80,7 @@ pub fn settled(pool: &str, applied: u64, failed: u64, rating: Duration, commit: 
     metrics::histogram!(COMMIT_SECONDS, &labels).record(commit.as_secs_f64());
 }
 
-/// Records that `lines` lines another replica applied to `pool` were followed here.
+/// Records that `lines` lines another replica applied to `pool` were rated again here.
 pub fn followed(pool: &str, lines: u64) {
     metrics::counter!(LINES_FOLLOWED, "pool" => pool.to_owned()).increment(lines);
 }

@@ -439,68 +439,39 @@ impl LeagueTable {
         placements: impl Iterator<Item = (&'a Arc<str>, Option<&'a Placement>, f64)>,
     ) -> Result<Self, String> {
         let mut table = Self::new(leagues);
-        table.replace(placements)?;
+        for (player, placement, bonus_spent) in placements {
+            let Some(placement) = placement else {
+                if bonus_spent != 0.0 && table.leagues.is_some() {
+                    table.carried.insert(Arc::clone(player), bonus_spent);
+                }
+                continue;
+            };
+            let (Some(settings), Some(league)) = (
+                &table.leagues,
+                table
+                    .leagues
+                    .as_ref()
+                    .and_then(|l| l.index(&placement.league)),
+            ) else {
+                return Err(format!(
+                    "player `{player}` is in league `{}`, which the pool does not have",
+                    placement.league
+                ));
+            };
+            if placement.division == 0 {
+                return Err(format!("player `{player}` is in division 0"));
+            }
+            let size = settings.division_size;
+            table.divisions[league].seat(placement.division, size);
+            let seat = Seat {
+                league: league as u16,
+                division: placement.division,
+                points: placement.points.unwrap_or(0.0),
+                bonus_spent,
+            };
+            table.placed.insert(Arc::clone(player), seat);
+        }
         Ok(table)
-    }
-
-    /// Puts each of `rows`' players where their stored row says (as in
-    /// [`Self::from_placements`]), wherever they sat before: all of them leave first, then
-    /// all are seated, so two players who swapped places in a full division never overfill it
-    /// on the way. Fails on a league these settings do not have.
-    pub fn replace<'a>(
-        &mut self,
-        rows: impl Iterator<Item = (&'a Arc<str>, Option<&'a Placement>, f64)>,
-    ) -> Result<(), String> {
-        let rows: Vec<_> = rows.collect();
-        for &(player, _, _) in &rows {
-            if let Some(seat) = self.placed.remove(player) {
-                self.divisions[usize::from(seat.league)].leave(seat.division);
-            }
-            self.carried.remove(player);
-        }
-        for (player, placement, bonus_spent) in rows {
-            self.place(player, placement, bonus_spent)?;
-        }
-        Ok(())
-    }
-
-    /// Seats `player`, whom the table does not hold, as a stored row says.
-    fn place(
-        &mut self,
-        player: &Arc<str>,
-        placement: Option<&Placement>,
-        bonus_spent: f64,
-    ) -> Result<(), String> {
-        let Some(placement) = placement else {
-            if bonus_spent != 0.0 && self.leagues.is_some() {
-                self.carried.insert(Arc::clone(player), bonus_spent);
-            }
-            return Ok(());
-        };
-        let (Some(settings), Some(league)) = (
-            &self.leagues,
-            self.leagues
-                .as_ref()
-                .and_then(|l| l.index(&placement.league)),
-        ) else {
-            return Err(format!(
-                "player `{player}` is in league `{}`, which the pool does not have",
-                placement.league
-            ));
-        };
-        if placement.division == 0 {
-            return Err(format!("player `{player}` is in division 0"));
-        }
-        let size = settings.division_size;
-        self.divisions[league].seat(placement.division, size);
-        let seat = Seat {
-            league: league as u16,
-            division: placement.division,
-            points: placement.points.unwrap_or(0.0),
-            bonus_spent,
-        };
-        self.placed.insert(Arc::clone(player), seat);
-        Ok(())
     }
 
     fn placement(&self, seat: Seat) -> Option<Placement> {
@@ -891,29 +862,6 @@ mod tests {
         d.leave(3);
         assert_eq!(d.counts.len(), 2, "an empty last division closes");
         assert_eq!(d.arrive(2), 3);
-    }
-
-    #[test]
-    fn players_who_swap_places_in_full_divisions_leave_the_table_as_a_load_would() {
-        let settings = leagues(1);
-        let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
-        let seat = |league: &str| Placement {
-            league: league.into(),
-            division: 1,
-            points: Some(0.0),
-        };
-        let (silver, gold) = (seat("silver"), seat("gold"));
-        let mut table = LeagueTable::from_placements(
-            Some(&settings),
-            [(&a, Some(&silver), 0.0), (&b, Some(&gold), 0.0)].into_iter(),
-        )
-        .expect("a table");
-        let swapped = [(&a, Some(&gold), 0.0), (&b, Some(&silver), 3.0)];
-        table.replace(swapped.into_iter()).expect("replaced");
-        let loaded =
-            LeagueTable::from_placements(Some(&settings), swapped.into_iter()).expect("loaded");
-        assert_eq!(table, loaded);
-        assert_eq!(table.bonus_spent("b"), 3.0);
     }
 
     #[test]

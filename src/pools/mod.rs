@@ -28,7 +28,7 @@ use crate::display::leagues::Entrant;
 pub use crate::display::Shown;
 use crate::display::{Display, LeagueMove, LeagueTable, Placement, Resolved, Spread};
 use crate::engine::{self, Beliefs, SoftReset, SystemParams, SystemState};
-use crate::storage::{ChangedPlayer, LoadedPool, RatedAsOf, StoredPlayer};
+use crate::storage::{LoadedPool, RatedAsOf, StoredPlayer};
 use leaderboard::{Filter, Kept, Leaderboard, Move, Order, Standing};
 
 /// Why stored players could not be loaded into a pool.
@@ -40,9 +40,6 @@ pub enum LoadError {
     /// A stored league or division does not fit the pool's leagues.
     #[error("{0}")]
     Leagues(String),
-    /// Rows another process stored do not continue what memory holds.
-    #[error("{0}")]
-    OutOfStep(String),
 }
 
 /// One player's part in a committed round.
@@ -98,22 +95,6 @@ struct Rated {
     last_round: LastRound,
     /// Rounds played when the current season started: placement counts the rounds since.
     season_base: u64,
-}
-
-impl Rated {
-    /// A stored player as a snapshot holds them, with their id, league and the bonus points
-    /// they spent (which the snapshot keeps in its [`LeagueTable`]).
-    fn stored(p: StoredPlayer) -> (String, Self, Option<Placement>, f64) {
-        let rated = Self {
-            state: p.state,
-            last_round: LastRound {
-                id: Arc::from(p.last_round_id),
-                time: p.last_round_time,
-            },
-            season_base: p.season_base,
-        };
-        (p.player, rated, p.league, p.bonus_spent)
-    }
 }
 
 /// One pool's readable state at one moment: rating system, every rated player and both
@@ -173,10 +154,18 @@ impl PoolState {
         let players: Vec<(Arc<str>, Arc<Rated>)> = stored
             .into_iter()
             .map(|p| {
-                let (player, rated, league, bonus_spent) = Rated::stored(p);
-                let player: Arc<str> = Arc::from(player);
-                if league.is_some() || bonus_spent != 0.0 {
-                    placements.push((Arc::clone(&player), league, bonus_spent));
+                let last_round = LastRound {
+                    id: Arc::from(p.last_round_id),
+                    time: p.last_round_time,
+                };
+                let rated = Rated {
+                    state: p.state,
+                    last_round,
+                    season_base: p.season_base,
+                };
+                let player: Arc<str> = Arc::from(p.player);
+                if p.league.is_some() || p.bonus_spent != 0.0 {
+                    placements.push((Arc::clone(&player), p.league, p.bonus_spent));
                 }
                 (player, Arc::new(rated))
             })
@@ -426,65 +415,6 @@ impl PoolState {
         next.applied += 1;
         next.last_seq = seq;
         next
-    }
-
-    /// This pool after `lines` more lines another process applied and stored, the last at
-    /// `last_seq`: the season starts among them (`seasons`, by seq, oldest first) started
-    /// here, then every player who played a round among them (`changed`) put as that process
-    /// stored them after the last line. Nothing is rated. Fails when memory is out of step
-    /// with the rows: only a reload is exact then. O(k log n) for k changed players, O(n log
-    /// n) with a season start.
-    pub fn followed(
-        &self,
-        seasons: &[(i64, SoftReset)],
-        changed: Vec<ChangedPlayer>,
-        lines: u64,
-        last_seq: i64,
-    ) -> Result<Self, LoadError> {
-        let mut next = self.clone();
-        for &(seq, reset) in seasons {
-            next = next.new_season(seq, reset);
-        }
-        let mut stored = Vec::with_capacity(changed.len());
-        for player in changed {
-            let known = next.belief(&player.stored.player);
-            stored.push(player.merged(known).map_err(LoadError::OutOfStep)?);
-        }
-        // Standings before anyone moves: a player's standing carries their league.
-        let befores: Vec<(Arc<str>, Option<Standing>)> = stored
-            .iter()
-            .map(|p| match next.players.get_key_value(p.player.as_str()) {
-                Some((name, old)) => (Arc::clone(name), Some(next.standing(name, &old.state))),
-                None => (Arc::from(p.player.as_str()), None),
-            })
-            .collect();
-        next.leagues
-            .replace(
-                befores
-                    .iter()
-                    .zip(&stored)
-                    .map(|((name, _), p)| (name, p.league.as_ref(), p.bonus_spent)),
-            )
-            .map_err(LoadError::Leagues)?;
-        let mut moves = Vec::with_capacity(stored.len());
-        for ((name, before), p) in befores.into_iter().zip(stored) {
-            let (_, rated, _, _) = Rated::stored(p);
-            if let Some(before) = before {
-                next.spread.remove(before.rating.mu);
-            }
-            let after = next.standing(&name, &rated.state);
-            next.spread.add(after.rating.mu);
-            next.players.insert(Arc::clone(&name), Arc::new(rated));
-            moves.push(Move {
-                player: name,
-                before,
-                after,
-            });
-        }
-        next.leaderboard.update(&moves);
-        next.applied = self.applied + lines;
-        next.last_seq = last_seq;
-        Ok(next)
     }
 
     /// Every placed player's league and division.

@@ -179,87 +179,16 @@ pub struct LoadedPool {
     pub last_seq: i64,
 }
 
-/// What a process that does not own a pool reads to catch up with it, in one snapshot: what
-/// the lines applied since its last one changed, never the whole pool.
+/// What a process that does not own a pool reads to catch up with it, in one snapshot.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChangesSince {
+pub struct AppliedSince {
     /// The pool's parameters, display settings and applied lines now.
     pub progress: PoolProgress,
-    /// Every line applied after the seq asked for, oldest first. A round's body is left out
-    /// (empty): its players' rows say what it did.
+    /// The lines applied after the seq asked for, oldest first (perhaps not all of them).
     pub lines: Vec<QueuedRound>,
-    /// Whether a correction was applied after that seq: the rows are then as the correction
-    /// left them.
+    /// Whether a correction was applied after that seq, among these lines or later: the lines
+    /// are then as the correction left them, not as they were rated.
     pub corrected: bool,
-    /// Every player who played a round among `lines`, as stored after the last of them, by id.
-    pub players: Vec<ChangedPlayer>,
-}
-
-/// A player whose row the lines a follower reads changed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChangedPlayer {
-    /// Their row now, with only the factors those rounds added and the database still keeps
-    /// (the newest, numbered up to their round count).
-    pub stored: StoredPlayer,
-    /// How many of those rounds they played.
-    pub played: u64,
-    /// The number of their oldest stored factor (factors are numbered by the player's round
-    /// count when each was added), if any is stored.
-    pub first_factor: Option<i64>,
-}
-
-impl ChangedPlayer {
-    /// The player's whole state: the factors read, after those of `known` (their state in
-    /// memory before these rounds; `None` for a newcomer) that the database still keeps.
-    /// Fails when `known` is not where these rounds started from (its round count is not
-    /// theirs less the rounds played, or it lacks a factor still stored): memory then does not
-    /// hold what the database held before, and only a reload is exact.
-    pub fn merged(self, known: Option<&SystemState>) -> Result<StoredPlayer, String> {
-        let Self {
-            mut stored,
-            played,
-            first_factor,
-        } = self;
-        let out_of_step = || format!("player `{}`: memory is out of step", stored.player);
-        let known_rounds = known.map_or(0, SystemState::rounds);
-        if known_rounds.checked_add(played) != Some(stored.state.rounds()) {
-            return Err(out_of_step());
-        }
-        let SystemState::EloMmr(state) = &mut stored.state else {
-            return Ok(stored);
-        };
-        // Stored: factors `first ..= rounds`; read: the last `read` of them. The rest, up to
-        // round `rounds - read`, were added before these rounds and are in memory.
-        let read = state.factors.len() as u64;
-        let Some(first) = first_factor.and_then(|n| u64::try_from(n).ok()) else {
-            return if read == 0 {
-                Ok(stored)
-            } else {
-                Err(out_of_step())
-            };
-        };
-        let older = (state.rounds + 1)
-            .checked_sub(read)
-            .and_then(|oldest_read| oldest_read.checked_sub(first))
-            .ok_or_else(out_of_step)?;
-        if older == 0 {
-            return Ok(stored);
-        }
-        // Memory holds the factors numbered `known.rounds - held + 1 ..= known.rounds`, and
-        // the oldest one read must come right after them.
-        let Some(SystemState::EloMmr(known)) = known else {
-            return Err(out_of_step());
-        };
-        let held = known.factors.len() as u64;
-        if known.rounds + read != state.rounds || older > held {
-            return Err(out_of_step());
-        }
-        let skip = (held - older) as usize;
-        for &factor in known.factors.range(skip..).rev() {
-            state.factors.push_front(factor);
-        }
-        Ok(stored)
-    }
 }
 
 /// Where a round is in its life.
@@ -703,9 +632,16 @@ pub trait Storage: Send + Sync + 'static {
     /// applied line; `None` if there is no such pool.
     async fn load_pool(&self, name: &str) -> Result<Option<LoadedPool>, Error>;
 
-    /// Pool `pool`'s progress, its lines applied after seq `after` and the rows they changed,
-    /// in one snapshot; `None` if there is no such pool.
-    async fn changes_since(&self, pool: &str, after: i64) -> Result<Option<ChangesSince>, Error>;
+    /// Pool `pool`'s progress and its lines applied after seq `after`, oldest first, in one
+    /// snapshot: at most `max_rounds`, and only as many as it takes for their bodies to reach
+    /// `max_bytes` characters (the first is always included). `None` if there is no such pool.
+    async fn applied_since(
+        &self,
+        pool: &str,
+        after: i64,
+        max_rounds: usize,
+        max_bytes: usize,
+    ) -> Result<Option<AppliedSince>, Error>;
 
     /// How processes sharing this database coordinate (Postgres), or `None` where one process
     /// owns it (SQLite).
@@ -879,87 +815,7 @@ pub async fn connect(url: &str) -> Result<Arc<dyn Storage>, Error> {
 mod tests {
     use sqlx::sqlite::SqlitePoolOptions;
 
-    use super::{ChangedPlayer, Error, StoredPlayer};
-    use crate::engine::{Factor, Params, PlayerState, SystemState};
-
-    /// A player of `rounds` rounds holding the factors numbered `numbers`.
-    fn holding(rounds: u64, numbers: std::ops::RangeInclusive<u64>) -> SystemState {
-        let mut state = PlayerState::new(&Params::default());
-        state.rounds = rounds;
-        state.factors = numbers
-            .map(|n| Factor {
-                perf: n as f64,
-                weight: 1.0,
-                beta: 1.0,
-                log_decay: 0.0,
-            })
-            .collect();
-        SystemState::EloMmr(state)
-    }
-
-    /// Player `p` as a follower reads them: `rounds` rounds, `played` of them new, the factors
-    /// numbered `read` read and the oldest stored numbered `first`.
-    fn read(
-        rounds: u64,
-        played: u64,
-        read: std::ops::RangeInclusive<u64>,
-        first: Option<i64>,
-    ) -> ChangedPlayer {
-        ChangedPlayer {
-            stored: StoredPlayer {
-                player: "p".into(),
-                state: holding(rounds, read),
-                last_round_id: "r".into(),
-                last_round_time: None,
-                league: None,
-                bonus_spent: 0.0,
-                season_base: 0,
-            },
-            played,
-            first_factor: first,
-        }
-    }
-
-    fn numbers(state: &SystemState) -> Vec<f64> {
-        match state {
-            SystemState::EloMmr(s) => s.factors.iter().map(|f| f.perf).collect(),
-            other => panic!("an Elo-MMR state: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn merged_factors_are_the_stored_ones_in_order() {
-        // Ten rounds, two new; the database keeps 4..=10.
-        let known = holding(8, 3..=8);
-        let merged = read(10, 2, 9..=10, Some(4)).merged(Some(&known));
-        let expected: Vec<f64> = (4..=10).map(|n| n as f64).collect();
-        assert_eq!(numbers(&merged.expect("in step").state), expected);
-        // Five new rounds with a memory of three: only what was read is kept.
-        let merged = read(13, 5, 11..=13, Some(11)).merged(Some(&known));
-        assert_eq!(numbers(&merged.expect("in step").state), [11.0, 12.0, 13.0]);
-        // A newcomer has nothing older.
-        let merged = read(2, 2, 1..=2, Some(1)).merged(None);
-        assert_eq!(numbers(&merged.expect("in step").state), [1.0, 2.0]);
-    }
-
-    #[test]
-    fn rows_that_do_not_continue_memory_are_refused() {
-        let known = holding(8, 6..=8);
-        for (case, player) in [
-            ("memory a round behind", read(10, 1, 10..=10, Some(4))),
-            (
-                "a stored factor memory dropped",
-                read(10, 2, 9..=10, Some(4)),
-            ),
-            ("factors read but none stored", read(10, 2, 9..=10, None)),
-        ] {
-            assert!(player.merged(Some(&known)).is_err(), "{case}");
-        }
-        assert!(
-            read(3, 2, 2..=3, Some(1)).merged(None).is_err(),
-            "a newcomer with a past"
-        );
-    }
+    use super::Error;
 
     /// Runs `sql` on a fresh in-memory SQLite database holding one table with a unique key.
     async fn failure(sql: &str) -> Error {

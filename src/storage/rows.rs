@@ -7,9 +7,8 @@ use std::collections::{HashMap, VecDeque};
 use sha2::{Digest, Sha256};
 
 use super::{
-    ChangedPlayer, Enqueued, EntryKind, Error, HistoryEntry, HistoryPage, LeagueRow, PoolInfo,
-    PoolProgress, RatedAsOf, RoundRecord, RoundResult, RoundStatus, SeasonRecord, StoredKey,
-    StoredPlayer,
+    Enqueued, EntryKind, Error, HistoryEntry, HistoryPage, LeagueRow, PoolInfo, PoolProgress,
+    RatedAsOf, RoundRecord, RoundResult, RoundStatus, SeasonRecord, StoredKey, StoredPlayer,
 };
 use crate::config::Role;
 use crate::display::{Display, LeagueMove, Placement};
@@ -454,40 +453,6 @@ pub(super) fn join_players(
         )));
     }
     Ok(stored)
-}
-
-/// A row of `sql::SELECT_CHANGED_PLAYERS`: a player's row and what the follower needs to
-/// complete its factors.
-#[derive(Debug, sqlx::FromRow)]
-pub(super) struct ChangedRow {
-    #[sqlx(flatten)]
-    player: PlayerRow,
-    played: i64,
-    first_factor: Option<i64>,
-}
-
-/// Joins the rows of `sql::SELECT_CHANGED_PLAYERS` and `sql::SELECT_NEW_FACTORS` as
-/// [`join_players`] does, each player with only the factors read.
-pub(super) fn join_changed_players(
-    system: &SystemParams,
-    changed: Vec<ChangedRow>,
-    factors: Vec<FactorRow>,
-) -> Result<Vec<ChangedPlayer>, Error> {
-    let (players, counts): (Vec<PlayerRow>, Vec<(i64, Option<i64>)>) = changed
-        .into_iter()
-        .map(|row| (row.player, (row.played, row.first_factor)))
-        .unzip();
-    join_players(system, players, factors)?
-        .into_iter()
-        .zip(counts)
-        .map(|(stored, (played, first_factor))| {
-            Ok(ChangedPlayer {
-                stored,
-                played: to_u64(played, "played")?,
-                first_factor,
-            })
-        })
-        .collect()
 }
 
 /// A state's columns of `players` besides `mu` and `sigma` (a state's rating, which the

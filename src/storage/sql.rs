@@ -69,55 +69,16 @@ pub(super) const SELECT_QUEUED: &str = "
     ORDER BY seq";
 
 /// The lines of pool `$1` applied after seq `$2` (rounds, season starts and corrections),
-/// oldest first; a round's body is left out (empty): who played it is read from the rows it
-/// wrote.
+/// oldest first: at most `$3`, and only as many as it takes for their bodies to reach `$4`
+/// characters (the first is always included).
 pub(super) const SELECT_APPLIED_LINES: &str = "
-    SELECT id, seq, CASE WHEN kind = 'round' THEN '' ELSE body END AS body, kind
-    FROM rounds WHERE pool = $1 AND status = 'applied' AND seq > $2
+    SELECT id, seq, body, kind FROM (
+        SELECT id, seq, body, kind,
+               SUM(length(body)) OVER (ORDER BY seq) - length(body) AS before
+        FROM rounds WHERE pool = $1 AND status = 'applied' AND seq > $2
+        ORDER BY seq LIMIT $3) q
+    WHERE before < $4 OR before = 0
     ORDER BY seq";
-
-/// The players who played the rounds of pool `$1` applied after seq `$2`, each with how many
-/// of those rounds they played: along `history_by_round`. Grouping by `player || ''` rather
-/// than by the column keeps SQLite from choosing the primary key, whose order groups for free,
-/// and with it every history row of the pool.
-macro_rules! played_since {
-    () => {
-        "SELECT player || '' AS player, COUNT(*) AS played FROM history
-         WHERE pool = $1 AND seq > $2 GROUP BY player || ''"
-    };
-}
-
-/// Every player of pool `$1` who played a round applied after seq `$2`, as stored now, with
-/// how many of those rounds they played and the number of their oldest stored factor. The
-/// cross joins fix the join order (SQLite keeps it): from the players who played to their
-/// rows, one key lookup each.
-pub(super) const SELECT_CHANGED_PLAYERS: &str = concat!(
-    "SELECT p.player, p.mu, p.sigma, p.rounds, p.p0, p.w0, p.log_decay, p.last_time,
-            p.volatility, p.last_round_id, p.last_round_time, p.league, p.division, p.points,
-            p.bonus_spent, p.season_base, c.played,
-            (SELECT MIN(f.n) FROM factors f WHERE f.pool = p.pool AND f.player = p.player)
-                AS first_factor
-     FROM (",
-    played_since!(),
-    ") c
-     CROSS JOIN players p
-     WHERE p.pool = $1 AND p.player = c.player
-     ORDER BY p.player"
-);
-
-/// The factors that the rounds of pool `$1` applied after seq `$2` added and that are still
-/// stored: each player's newest, one per round played since, by player and `n`, read by key.
-pub(super) const SELECT_NEW_FACTORS: &str = concat!(
-    "SELECT f.player, f.n, f.perf, f.weight, f.beta, f.log_decay
-     FROM (",
-    played_since!(),
-    ") c
-     CROSS JOIN players p
-     CROSS JOIN factors f
-     WHERE p.pool = $1 AND p.player = c.player
-       AND f.pool = $1 AND f.player = c.player AND f.n > p.rounds - c.played
-     ORDER BY f.player, f.n"
-);
 
 /// How many corrections pool `$1` applied after seq `$2` (along `rounds_by_kind`).
 pub(super) const COUNT_CORRECTIONS_AFTER: &str = "

@@ -14,13 +14,12 @@ use sqlx::{
 use tracing::instrument;
 
 use super::rows::{
-    content_hash, decode_display, display_column, history_page, join_changed_players, join_players,
-    params_columns, repost_outcome, to_u64, AsOfRow, ChangedRow, FactorRow, HistoryRow, KeyRow,
-    LeagueHistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow,
-    RoundRow, SeasonRow,
+    content_hash, decode_display, display_column, history_page, join_players, params_columns,
+    repost_outcome, to_u64, AsOfRow, FactorRow, HistoryRow, KeyRow, LeagueHistoryRow, ParamsRow,
+    PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow, RoundRow, SeasonRow,
 };
 use super::{
-    sql, AppliedRecord, AppliedRound, AsOf, ChangesSince, Enqueued, EntryKind, Error, HistoryPage,
+    sql, AppliedRecord, AppliedRound, AppliedSince, AsOf, Enqueued, EntryKind, Error, HistoryPage,
     LeagueHistory, LineOutcome, LoadedPool, PoolInfo, PoolProgress, PoolWrite, QueuedRound,
     RatedAsOf, Recomputed, RecomputedLine, Replicas, Rewrite, RoundOutcome, RoundRecord,
     RoundStatus, SeasonRecord, Storage, StoredKey,
@@ -393,7 +392,6 @@ where
     for<'r> ResultRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> PlayerRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> FactorRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
-    for<'r> ChangedRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> HistoryRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> AsOfRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> LeagueHistoryRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
@@ -774,7 +772,14 @@ where
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, after))]
-    async fn changes_since(&self, pool: &str, after: i64) -> Result<Option<ChangesSince>, Error> {
+    async fn applied_since(
+        &self,
+        pool: &str,
+        after: i64,
+        max_rounds: usize,
+        max_bytes: usize,
+    ) -> Result<Option<AppliedSince>, Error> {
+        let (max_rounds, max_bytes) = batch_limits(max_rounds, max_bytes)?;
         let mut tx = D::begin_snapshot(&self.pool).await?;
         let Some(progress) = progress_in::<D>(&mut tx, pool).await? else {
             return Ok(None);
@@ -782,6 +787,8 @@ where
         let lines: Vec<QueuedRound> = sqlx::query_as(sql::SELECT_APPLIED_LINES)
             .bind(pool)
             .bind(after)
+            .bind(max_rounds)
+            .bind(max_bytes)
             .fetch_all(&mut *tx)
             .await?;
         let (corrections,): (i64,) = sqlx::query_as(sql::COUNT_CORRECTIONS_AFTER)
@@ -789,23 +796,11 @@ where
             .bind(after)
             .fetch_one(&mut *tx)
             .await?;
-        let changed: Vec<ChangedRow> = sqlx::query_as(sql::SELECT_CHANGED_PLAYERS)
-            .bind(pool)
-            .bind(after)
-            .fetch_all(&mut *tx)
-            .await?;
-        let factors: Vec<FactorRow> = sqlx::query_as(sql::SELECT_NEW_FACTORS)
-            .bind(pool)
-            .bind(after)
-            .fetch_all(&mut *tx)
-            .await?;
         tx.commit().await?;
-        let players = join_changed_players(&progress.params, changed, factors)?;
-        Ok(Some(ChangesSince {
+        Ok(Some(AppliedSince {
             progress,
             lines,
             corrected: corrections > 0,
-            players,
         }))
     }
 

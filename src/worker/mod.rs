@@ -31,7 +31,7 @@ use crate::engine::{Applied, Beliefs, Round, SystemState};
 use crate::instruments;
 use crate::pools::{LastRound, Played, Pool, PoolState};
 use crate::storage::{
-    self, AppliedEntrant, AppliedRound, EntryKind, QueuedRound, RoundOutcome, SeasonStart, Storage,
+    self, AppliedEntrant, AppliedRound, QueuedRound, RoundOutcome, SeasonStart, Storage,
 };
 use crate::wire::Entry;
 
@@ -50,10 +50,10 @@ const PIPELINED_BATCHES: usize = 16;
 pub enum Processed {
     /// The oldest queued rounds were settled, in this order, in one transaction.
     Settled(Vec<Settled>),
-    /// Another process moved the pool on: memory caught up from the rows of the `lines` it
-    /// applied since, without rating them.
+    /// Another process moved the pool on: memory caught up by rating again, in order, the
+    /// `lines` it applied since.
     Followed {
-        /// Lines followed.
+        /// Lines rated again.
         lines: usize,
     },
     /// Another process changed the pool in a way only a reload shows (a correction, new
@@ -192,7 +192,7 @@ async fn next_rounds(storage: &dyn Storage, pool: &Pool, after: i64) -> anyhow::
 async fn rate_on(current: Arc<PoolState>, queued: Vec<QueuedRound>) -> anyhow::Result<Batch> {
     // The snapshot travels to the blocking thread: the priors are read there, in place (an
     // Elo-MMR prior holds up to `history_limit` factors, too many to copy for a large round).
-    tokio::task::spawn_blocking(move || rate(&current, queued))
+    tokio::task::spawn_blocking(move || rate(&current, queued, Record::Outcomes))
         .await
         .context("rating the rounds")
 }
@@ -275,74 +275,64 @@ pub async fn follow(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Proces
 }
 
 /// Catches memory up with the lines another process applied since the snapshot's last one,
-/// from the rows they wrote: the players who played them, read with only their new factors,
-/// and the season starts among them, started here as that process started them. Nothing is
-/// rated and the pool is never read whole. A correction, new parameters or new leagues,
-/// counts that do not add up, or rows that do not continue memory, are shown by a reload
-/// instead. The caller holds the pool's turn.
+/// by rating them again here, in order, exactly as that process did (the engine's results do
+/// not depend on the machine or its threads): only the rounds are read, never the pool. A
+/// correction, new parameters or new leagues, or counts that do not add up, are shown by a
+/// reload instead. The caller holds the pool's turn.
 async fn catch_up(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed> {
-    let current = pool.read();
-    let since = storage
-        .changes_since(pool.name(), current.last_seq())
-        .await
-        .context("reading what another process applied")?
-        .with_context(|| format!("pool `{}` disappeared", pool.name()))?;
-    let lines = since.lines.len();
-    let followable = since.progress.params == *current.system()
-        && since.progress.display.leagues == current.display().leagues
-        && !since.corrected
-        && since.progress.applied.checked_sub(current.applied()) == Some(lines as u64);
-    if !followable {
-        return reload(storage, pool).await;
-    }
-    let display = since.progress.display;
-    if lines == 0 {
-        if display == *current.display() {
-            return Ok(Processed::Idle);
-        }
-        // Only how the pool is shown changed: re-sort, nothing to read.
-        let shown = tokio::task::spawn_blocking(move || current.with_display(display))
+    let mut caught_up = 0;
+    loop {
+        let current = pool.read();
+        let since = storage
+            .applied_since(pool.name(), current.last_seq(), BATCH_ROUNDS, BATCH_BYTES)
             .await
-            .context("re-sorting the leaderboards")?;
-        drop(pool.publish(shown));
-        return Ok(Processed::Idle);
-    }
-    let mut seasons = Vec::new();
-    for line in &since.lines {
-        if line.kind == EntryKind::Season.as_str() {
-            match parse(line) {
-                Ok(Entry::Season(season)) => seasons.push((line.seq, season.reset())),
-                _ => return reload(storage, pool).await,
-            }
-        }
-    }
-    let last_seq = since
-        .lines
-        .last()
-        .map_or(current.last_seq(), |line| line.seq);
-    let players = since.players;
-    let followed = tokio::task::spawn_blocking(move || {
-        let next = current.followed(&seasons, players, lines as u64, last_seq)?;
-        Ok::<_, crate::pools::LoadError>(if display == *next.display() {
-            next
-        } else {
-            next.with_display(display)
-        })
-    })
-    .await
-    .context("following another process")?;
-    let next = match followed {
-        Ok(next) => next,
-        Err(error) => {
-            tracing::warn!(pool = pool.name(), %error, "reloading the pool");
+            .context("reading the lines applied elsewhere")?
+            .with_context(|| format!("pool `{}` disappeared", pool.name()))?;
+        let lines = since.lines.len() as u64;
+        let behind = since.progress.applied.checked_sub(current.applied());
+        let followable = since.progress.params == *current.system()
+            && since.progress.display.leagues == current.display().leagues
+            && !since.corrected
+            && behind.is_some_and(|behind| behind >= lines && (lines > 0 || behind == 0));
+        if !followable {
             return reload(storage, pool).await;
         }
-    };
-    instruments::followed(pool.name(), lines as u64);
-    let previous = pool.publish(next);
-    tokio::task::spawn_blocking(move || drop(previous));
-    tracing::debug!(pool = pool.name(), lines, "caught up with another process");
-    Ok(Processed::Followed { lines })
+        if since.lines.is_empty() {
+            if since.progress.display != *current.display() {
+                // Only how the pool is shown changed: re-sort, nothing to rate.
+                let display = since.progress.display;
+                let shown = tokio::task::spawn_blocking(move || current.with_display(display))
+                    .await
+                    .context("re-sorting the leaderboards")?;
+                drop(pool.publish(shown));
+            }
+            return Ok(if caught_up == 0 {
+                Processed::Idle
+            } else {
+                Processed::Followed { lines: caught_up }
+            });
+        }
+        let batch = tokio::task::spawn_blocking(move || rate(&current, since.lines, Record::State))
+            .await
+            .context("rating the lines applied elsewhere")?;
+        if let Some((id, _)) = batch
+            .rounds
+            .iter()
+            .find(|(_, outcome)| matches!(outcome, Outcome::Failed(_)))
+        {
+            tracing::warn!(
+                pool = pool.name(),
+                round.id = id,
+                "a round applied elsewhere fails here; reloading the pool"
+            );
+            return reload(storage, pool).await;
+        }
+        caught_up += batch.rounds.len();
+        instruments::followed(pool.name(), batch.rounds.len() as u64);
+        let previous = pool.publish(batch.next);
+        tokio::task::spawn_blocking(move || drop(previous));
+        tracing::debug!(pool = pool.name(), lines, "caught up with another process");
+    }
 }
 
 /// Runs the pool's worker until `shutdown`: steps while rounds wait, sleeps until woken (or
@@ -401,6 +391,15 @@ struct Batch {
     next: PoolState,
 }
 
+/// What rating a line records beyond the new states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Record {
+    /// Everything storage writes: each entrant's expected place too, when the pool keeps them.
+    Outcomes,
+    /// The states only: the lines were stored by the process that applied them.
+    State,
+}
+
 enum Outcome {
     Applied(AppliedRound),
     Failed(String),
@@ -410,7 +409,7 @@ enum Outcome {
 /// Rates `queued` in order, each on the beliefs the rounds before it left, and starts the
 /// seasons among them. A round that cannot be rated (or that makes the engine panic) is failed
 /// and leaves every belief as it was.
-fn rate(current: &PoolState, queued: Vec<QueuedRound>) -> Batch {
+fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch {
     let started = std::time::Instant::now();
     let first_seq = queued.first().map_or(current.last_seq(), |q| q.seq);
     let last_seq = queued.last().map_or(current.last_seq(), |q| q.seq);
@@ -443,9 +442,7 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>) -> Batch {
                         .iter()
                         .map(|s| next.belief_or_newcomer(&s.player))
                         .collect();
-                    let expected = next
-                        .display()
-                        .expected_ranks
+                    let expected = (record == Record::Outcomes && next.display().expected_ranks)
                         .then(|| expected_places(next.system(), &round, &priors).ok())
                         .flatten();
                     let applied = next.system().apply(&round, &priors)?;

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use anyhow::Context;
 use tokio::sync::mpsc;
 
-use super::{parse, rate, reload, Outcome, Processed, Settled, BATCH_ROUNDS};
+use super::{parse, rate, reload, Outcome, Processed, Record, Settled, BATCH_ROUNDS};
 use crate::corrections;
 use crate::engine::Beliefs;
 use crate::pools::{Pool, PoolState};
@@ -92,7 +92,7 @@ pub(super) async fn apply(
             }
         };
         for chunk in lines.chunks(BATCH_ROUNDS) {
-            let batch = rate(&state, chunk.to_vec());
+            let batch = rate(&state, chunk.to_vec(), Record::Outcomes);
             let mut rated = Vec::with_capacity(chunk.len());
             for ((id, outcome), line) in batch.rounds.into_iter().zip(chunk) {
                 let outcome = match outcome {

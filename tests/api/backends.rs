@@ -22,7 +22,7 @@ backend_tests!(
     a_topcoder_pool_rates_as_computed_by_hand_and_survives_a_restart,
     an_elo_pool_shows_no_uncertainty_and_survives_a_restart,
     a_pool_another_process_created_is_served_and_fed_here,
-    a_follower_reads_the_owners_rows_and_reloads_only_for_a_correction,
+    a_follower_rates_the_owners_lines_again_and_reloads_only_for_a_correction,
     a_follower_keeps_what_the_owner_keeps_one_round_or_many_behind,
     a_follower_follows_beliefs_that_keep_no_factors,
     a_backlog_settles_in_one_step_of_pipelined_batches_exactly_as_one_by_one,
@@ -685,11 +685,11 @@ async fn pool_as_held_in(app: &TestApp, pool: &str) -> (Vec<(String, String)>, s
     (beliefs, board)
 }
 
-/// A process that does not own the pool follows the one that does from the rows of the lines
-/// applied since its last one (rounds and a season start), without rating them, and then
+/// A process that does not own the pool follows the one that does: it rates again the lines
+/// applied since its last one (rounds and a season start, read from the rounds alone) and then
 /// holds exactly what a fresh load of the database holds; a correction, which rated the whole
-/// pool again, is followed by a reload; a long backlog is followed in one read.
-async fn a_follower_reads_the_owners_rows_and_reloads_only_for_a_correction(app: TestApp) {
+/// pool again, is followed by a reload; a backlog longer than one read is followed read by read.
+async fn a_follower_rates_the_owners_lines_again_and_reloads_only_for_a_correction(app: TestApp) {
     app.create_pool(POOL).await;
     let follower = app.restarted().await;
     let pool = follower.state.pools.get(POOL).expect("loaded");
@@ -735,7 +735,7 @@ async fn a_follower_reads_the_owners_rows_and_reloads_only_for_a_correction(app:
     assert_ne!(corrected.0, followed.0, "voiding r2 changed the ratings");
     assert_eq!(pool_as_held(&follower).await, corrected, "reloaded");
 
-    // More lines than the owner settles in one batch (64).
+    // More lines than one read takes (64): read and rated in turn.
     let backlog: Vec<serde_json::Value> = (0..70)
         .map(|i| round(&format!("m{i}"), &["a", "b", "f"]))
         .collect();
@@ -745,10 +745,10 @@ async fn a_follower_reads_the_owners_rows_and_reloads_only_for_a_correction(app:
     assert_eq!(pool_as_held(&follower).await, pool_as_held(&app).await);
 }
 
-/// What a follower reads completes what it holds: with a short memory (each player keeps two
-/// factors) the factors it keeps are exactly the owner's, whether it follows round by round or
-/// seven lines at once across a season start; leagues, divisions, ladder points and bonus
-/// points follow too.
+/// What a follower rates again is what the owner stored: with a short memory (each player
+/// keeps two factors) its beliefs are exactly the owner's and a fresh load's, whether it follows
+/// round by round or seven lines at once across a season start; leagues, divisions, ladder
+/// points and bonus points follow too.
 async fn a_follower_keeps_what_the_owner_keeps_one_round_or_many_behind(app: TestApp) {
     app.put_pool(POOL, json!({"history_limit": 2}))
         .await
@@ -806,8 +806,8 @@ async fn a_follower_keeps_what_the_owner_keeps_one_round_or_many_behind(app: Tes
 }
 
 /// Beliefs that keep no logistic factor (Elo-MMχ, the Gaussian variant; `rho` infinite, which
-/// folds every factor into the Gaussian term) are followed from their rows alone, round by
-/// round and several rounds at once.
+/// folds every factor into the Gaussian term) are followed exactly too, round by round and
+/// several rounds at once.
 async fn a_follower_follows_beliefs_that_keep_no_factors(app: TestApp) {
     let pools = [
         ("gaussian", json!({"variant": "gaussian"})),
