@@ -184,7 +184,39 @@ impl SystemParams {
     /// Rates one round: `priors[i]` is the state of `round.standings[i].player` before it (a
     /// [`newcomer`](Self::newcomer) for a first round). The result is aligned with
     /// `round.standings`. A prior of another system is [`Error::ForeignState`].
+    ///
+    /// The whole round runs on one of rayon's threads (`rayon::scope` moves it there when
+    /// called from outside the pool): each of its parallel steps then shares its work from
+    /// inside the pool, instead of handing it to the pool and waiting to be woken, five or more
+    /// times a round.
     pub fn apply(&self, round: &Round, priors: &[&SystemState]) -> Result<Vec<Applied>, Error> {
+        rayon::scope(|_| self.apply_here(round, priors))
+    }
+
+    /// [`Self::apply`] on states the caller gives up, which a system may update in place
+    /// instead of copying (Elo-MMR's beliefs hold up to `history_limit` factors): the same
+    /// results bit for bit. On an error the states come back unchanged, in order.
+    pub fn apply_owned(
+        &self,
+        round: &Round,
+        priors: Vec<SystemState>,
+    ) -> Result<Vec<Applied>, (Error, Vec<SystemState>)> {
+        rayon::scope(|_| match self {
+            Self::EloMmr(p) => applied_owned::<EloMmr>(p, round, priors, SystemState::EloMmr),
+            Self::WengLin(p) => applied_owned::<WengLin>(p, round, priors, SystemState::WengLin),
+            Self::TrueSkill(p) => {
+                applied_owned::<TrueSkill>(p, round, priors, SystemState::TrueSkill)
+            }
+            Self::Glicko2(p) => applied_owned::<Glicko2>(p, round, priors, SystemState::Glicko2),
+            Self::Codeforces(p) => {
+                applied_owned::<Codeforces>(p, round, priors, SystemState::Codeforces)
+            }
+            Self::Topcoder(p) => applied_owned::<Topcoder>(p, round, priors, SystemState::Topcoder),
+            Self::Elo(p) => applied_owned::<Elo>(p, round, priors, SystemState::Elo),
+        })
+    }
+
+    fn apply_here(&self, round: &Round, priors: &[&SystemState]) -> Result<Vec<Applied>, Error> {
         match self {
             Self::EloMmr(p) => applied::<EloMmr>(p, round, priors, SystemState::EloMmr),
             Self::WengLin(p) => applied::<WengLin>(p, round, priors, SystemState::WengLin),
@@ -279,8 +311,9 @@ impl SystemState {
 }
 
 /// A [`SystemState`] that may hold system `S`'s state.
-trait StateOf<S> {
+trait StateOf<S>: Sized {
     fn state_of(&self) -> Option<&S>;
+    fn into_state(self) -> Result<S, Self>;
 }
 
 /// `StateOf<S>` for the variant that holds `S`.
@@ -291,6 +324,13 @@ macro_rules! state_of {
                 match self {
                     Self::$variant(s) => Some(s),
                     _ => None,
+                }
+            }
+
+            fn into_state(self) -> Result<$state, Self> {
+                match self {
+                    Self::$variant(s) => Ok(s),
+                    other => Err(other),
                 }
             }
         }
@@ -315,6 +355,42 @@ where
         .enumerate()
         .map(|(index, s)| s.state_of().ok_or(Error::ForeignState { index }))
         .collect()
+}
+
+/// [`SystemParams::apply_owned`] for system `S`; `wrap` turns `S`'s state into a
+/// [`SystemState`].
+fn applied_owned<S: RatingSystem>(
+    params: &S::Params,
+    round: &Round,
+    priors: Vec<SystemState>,
+    wrap: fn(S::State) -> SystemState,
+) -> Result<Vec<Applied>, (Error, Vec<SystemState>)>
+where
+    SystemState: StateOf<S::State>,
+{
+    if let Some(index) = priors.iter().position(|s| s.state_of().is_none()) {
+        return Err((Error::ForeignState { index }, priors));
+    }
+    let states: Vec<S::State> = priors
+        .into_iter()
+        .filter_map(|s| s.into_state().ok())
+        .collect();
+    let before: Vec<Rating> = states.iter().map(S::rating).collect();
+    match S::rate_owned(params, round, states) {
+        Ok(rated) => Ok(before
+            .into_iter()
+            .zip(rated)
+            .map(|(before, Rated { performance, state })| Applied {
+                change: RatingChange {
+                    performance,
+                    before,
+                    after: S::rating(&state),
+                },
+                state: wrap(state),
+            })
+            .collect()),
+        Err((error, states)) => Err((error, states.into_iter().map(wrap).collect())),
+    }
 }
 
 /// [`SystemParams::apply`] for system `S`; `wrap` turns `S`'s state into a [`SystemState`].

@@ -4,10 +4,10 @@
 
 use super::params::{Params, Variant};
 use super::player::PlayerState;
-use super::rate::rate_round;
+use super::rate::{rate_round, rate_round_owned};
 use super::rating::Rating;
 use super::round::Round;
-use super::system::{Model, Performance, Rated, RatingSystem};
+use super::system::{Given, Model, Performance, Rated, RatingSystem};
 use super::Error;
 
 /// Elo-MMR (Ebtekar & Liu).
@@ -37,6 +37,13 @@ impl RatingSystem for EloMmr {
     ) -> Result<Vec<Rated<PlayerState>>, Error> {
         Self::check_round(params, round)?;
         rate_round(params, round, priors)
+    }
+
+    fn rate_owned(params: &Params, round: &Round, priors: Vec<PlayerState>) -> Given<PlayerState> {
+        if let Err(error) = Self::check_round(params, round) {
+            return Err((error, priors));
+        }
+        rate_round_owned(params, round, priors)
     }
 
     fn rating(state: &PlayerState) -> Rating {

@@ -29,7 +29,7 @@ pub trait Beliefs {
 pub struct Population {
     system: SystemParams,
     newcomer: SystemState,
-    players: HashMap<String, SystemState>,
+    players: HashMap<String, SystemState, foldhash::fast::RandomState>,
 }
 
 impl Population {
@@ -40,7 +40,7 @@ impl Population {
         Ok(Self {
             newcomer: system.newcomer(),
             system,
-            players: HashMap::new(),
+            players: HashMap::default(),
         })
     }
 
@@ -79,12 +79,33 @@ impl Population {
     /// Rates `round` and stores the new states; on error nothing changes. The result is
     /// aligned with `round.standings`.
     pub fn apply(&mut self, round: &Round) -> Result<Vec<RatingChange>, Error> {
-        let priors: Vec<&SystemState> = round
+        // The entrants' states are moved out into the round (a newcomer's in their place
+        // meanwhile) rather than copied: an Elo-MMR belief holds up to `history_limit`
+        // factors. `held[i]` says whether standing i's player had a state to move.
+        let (priors, held): (Vec<SystemState>, Vec<bool>) = round
             .standings
             .iter()
-            .map(|s| self.belief_or_newcomer(&s.player))
-            .collect();
-        let applied = self.system.apply(round, &priors)?;
+            .map(|s| match self.players.get_mut(&s.player) {
+                Some(state) => (std::mem::replace(state, self.newcomer.clone()), true),
+                None => (self.newcomer.clone(), false),
+            })
+            .unzip();
+        let applied = match self.system.apply_owned(round, priors) {
+            Ok(applied) => applied,
+            Err((error, priors)) => {
+                // Back where they were. Last first: a player listed twice (which the round
+                // is refused for) had their state moved out at their first place.
+                for ((standing, prior), held) in round.standings.iter().zip(priors).zip(held).rev()
+                {
+                    if held {
+                        if let Some(state) = self.players.get_mut(&standing.player) {
+                            *state = prior;
+                        }
+                    }
+                }
+                return Err(error);
+            }
+        };
         Ok(round
             .standings
             .iter()
@@ -113,5 +134,36 @@ impl Beliefs for Population {
 
     fn newcomer(&self) -> &SystemState {
         &self.newcomer
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Params, Standing};
+
+    fn held(population: &Population) -> Vec<String> {
+        let mut held: Vec<String> = population
+            .players()
+            .map(|(id, state)| format!("{id}: {state:?}"))
+            .collect();
+        held.sort();
+        held
+    }
+
+    #[test]
+    fn a_refused_round_leaves_every_state_where_it_was() {
+        let mut population = Population::new(Params::default()).expect("valid parameters");
+        let first = Round::new(vec![Standing::solo("ann", 1), Standing::solo("bob", 2)]);
+        population.apply(&first).expect("a valid round");
+        let before = held(&population);
+        // Ann twice (moved out at her first place), and a newcomer.
+        let refused = Round::new(vec![
+            Standing::solo("ann", 1),
+            Standing::solo("cy", 2),
+            Standing::solo("ann", 3),
+        ]);
+        assert!(population.apply(&refused).is_err());
+        assert_eq!(held(&population), before);
     }
 }

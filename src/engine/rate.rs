@@ -7,7 +7,7 @@ use super::params::{Params, Variant};
 use super::performance::{group_roots, GaussianCurves, LogisticCurves, Term};
 use super::player::PlayerState;
 use super::round::{Layout, Round};
-use super::system::Rated;
+use super::system::{Given, Rated};
 use super::Error;
 
 /// Rates one round. `priors[i]` is the belief of `round.standings[i].player` before the round
@@ -31,16 +31,7 @@ pub fn rate_round(
     round: &Round,
     priors: &[&PlayerState],
 ) -> Result<Vec<Rated<PlayerState>>, Error> {
-    params.validate()?;
-    if priors.len() != round.standings.len() {
-        return Err(Error::PriorCount {
-            standings: round.standings.len(),
-            priors: priors.len(),
-        });
-    }
-    let layout = Layout::of(round)?;
-    let beta_t2 = params.beta * params.beta / round.weight;
-
+    let layout = checked(params, round, priors.len())?;
     let diffused: Vec<PlayerState> = priors
         .par_iter()
         .map(|p| {
@@ -51,6 +42,52 @@ pub fn rate_round(
             )
         })
         .collect();
+    Ok(rate_diffused(params, round, &layout, diffused))
+}
+
+/// [`rate_round`] on states the caller gives up: each is diffused in place instead of copied
+/// (a belief holds up to `history_limit` factors), with the same results bit for bit. On an
+/// error the states come back unchanged.
+pub fn rate_round_owned(
+    params: &Params,
+    round: &Round,
+    mut priors: Vec<PlayerState>,
+) -> Given<PlayerState> {
+    let layout = match checked(params, round, priors.len()) {
+        Ok(layout) => layout,
+        Err(error) => return Err((error, priors)),
+    };
+    priors.par_iter_mut().for_each(|p| {
+        p.diffuse(
+            p.drift_variance(params, round.time),
+            params.rho,
+            params.variant,
+        );
+    });
+    Ok(rate_diffused(params, round, &layout, priors))
+}
+
+/// The round's layout, once the parameters and the number of priors are checked.
+fn checked(params: &Params, round: &Round, priors: usize) -> Result<Layout, Error> {
+    params.validate()?;
+    if priors != round.standings.len() {
+        return Err(Error::PriorCount {
+            standings: round.standings.len(),
+            priors,
+        });
+    }
+    Layout::of(round)
+}
+
+/// The rest of Algorithm 1, once every participant is diffused (`diffused[i]` is
+/// `round.standings[i]`'s): every entrant's performance, then every participant's update.
+fn rate_diffused(
+    params: &Params,
+    round: &Round,
+    layout: &Layout,
+    diffused: Vec<PlayerState>,
+) -> Vec<Rated<PlayerState>> {
+    let beta_t2 = params.beta * params.beta / round.weight;
 
     // Paper §3.3: a team is one entrant whose mean and variance are its members' sums.
     let terms: Vec<Term> = layout
@@ -91,12 +128,12 @@ pub fn rate_round(
         }
     }
 
-    Ok(diffused
+    diffused
         .into_par_iter()
         .zip(observations)
         .map(|(state, (performance, beta))| Rated {
             performance,
             state: state.observed(performance, beta, params, round.time),
         })
-        .collect())
+        .collect()
 }

@@ -41,6 +41,10 @@ pub struct Rated<S> {
     pub state: S,
 }
 
+/// What rating states given up to a round yields: the rated states, or the error with the
+/// states back, unchanged.
+pub type Given<S> = Result<Vec<Rated<S>>, (Error, Vec<S>)>;
+
 /// A rating system: pure functions of its parameters, a round and the players' states.
 pub trait RatingSystem {
     /// The pool-wide parameters.
@@ -68,6 +72,20 @@ pub trait RatingSystem {
         round: &Round,
         priors: &[&Self::State],
     ) -> Result<Vec<Rated<Self::State>>, Error>;
+
+    /// [`rate`](Self::rate) on states the caller gives up, which a system may update in place
+    /// instead of copying: the same results bit for bit. On an error the states come back.
+    fn rate_owned(
+        params: &Self::Params,
+        round: &Round,
+        priors: Vec<Self::State>,
+    ) -> Given<Self::State> {
+        let refs: Vec<&Self::State> = priors.iter().collect();
+        match Self::rate(params, round, &refs) {
+            Ok(rated) => Ok(rated),
+            Err(error) => Err((error, priors)),
+        }
+    }
 
     /// What reads show of a state.
     fn rating(state: &Self::State) -> Rating;

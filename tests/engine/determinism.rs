@@ -3,7 +3,9 @@
 //! recovery rely on both. Rounds here are large enough (thousands of entrants) that every
 //! parallel sum is split into several chunks and performances come from interpolants.
 
-use mmr_service::engine::{rate_round, Factor, Params, PlayerState, Rated, Round, Standing};
+use mmr_service::engine::{
+    rate_round, rate_round_owned, Factor, Params, PlayerState, Rated, Round, Standing,
+};
 use proptest::prelude::*;
 
 use crate::support::{any_params, belief, build_round, prior_spec, round_spec, Lcg, PriorSpec};
@@ -183,5 +185,26 @@ proptest! {
         let (shuffled, shuffled_refs) = reorder(&round, &refs, &order);
         let rated = rate_round(&params, &shuffled, &shuffled_refs).expect("a valid round");
         assert_identical(&listed, &back_in_listed_order(rated, &order), "shuffled")?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// States given up to the round (diffused in place) are rated exactly as states lent to it
+    /// (diffused into copies): what `Population` and `replay` rely on.
+    #[test]
+    fn states_given_up_are_rated_bit_for_bit_as_states_lent(
+        (params, specs, spec, _) in listed_round(),
+    ) {
+        let (round, playing) = build_round(&spec, Some(5 * DAY));
+        let states: Vec<PlayerState> =
+            playing.iter().map(|&i| belief(&params, &specs[i])).collect();
+        let refs: Vec<&PlayerState> = states.iter().collect();
+        let lent = rate_round(&params, &round, &refs).expect("a valid round");
+        let given = rate_round_owned(&params, &round, states.clone())
+            .map_err(|(error, _)| error)
+            .expect("a valid round");
+        assert_identical(&lent, &given, "given up")?;
     }
 }
