@@ -103,7 +103,7 @@ async function poolsPage(started) {
       ? el("p", {}, "No pool yet: create one with PUT /v1/pools/{pool}.")
       : table(
           ["pool", "system", "players", "rounds"],
-          pools.map((p) => [poolLink(p.name), p.system, p.players, p.rounds_applied]),
+          pools.map((p) => [poolLink(p.name), p.system, p.players ?? "—", p.rounds_applied]),
           "pools"
         )
   );

@@ -259,12 +259,15 @@ pub struct PoolResponse {
     pub params: ParamsResponse,
     /// How it shows ratings (`/v1/pools/{pool}/display`).
     pub display: Display,
-    /// Players rated in it, in the ratings this replica serves; `null` in the list when this
-    /// replica cannot load the pool (its own routes then answer 500 `internal`).
+    /// Players rated in it, in the ratings this replica serves. Always a number from
+    /// `GET /v1/pools/{pool}` and `PUT`; `null` in the list for a pool this replica cannot load
+    /// (its own routes then answer 500 `internal`).
+    #[schema(required = true)]
     pub players: Option<u64>,
     /// Lines of the pool's stream applied: rounds, season starts and corrections (a round a
     /// correction voided stays counted: the count only grows), in the ratings this replica
-    /// serves: a line counts once its ratings are readable here.
+    /// serves: a line counts once its ratings are readable here. For a pool this replica cannot
+    /// load, the database's count.
     pub rounds_applied: u64,
     /// Rounds waiting in its queue.
     pub rounds_queued: u64,

@@ -188,7 +188,8 @@ impl SystemParams {
     /// The whole round runs on one of rayon's threads (`rayon::scope` moves it there when
     /// called from outside the pool): each of its parallel steps then shares its work from
     /// inside the pool, instead of handing it to the pool and waiting to be woken, five or more
-    /// times a round.
+    /// times a round. While one of its steps waits, that thread may take up other work of the
+    /// pool, another pool's whole round included, and finishes it first.
     pub fn apply(&self, round: &Round, priors: &[&SystemState]) -> Result<Vec<Applied>, Error> {
         rayon::scope(|_| self.apply_here(round, priors))
     }

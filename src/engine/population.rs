@@ -77,7 +77,8 @@ impl Population {
     }
 
     /// Rates `round` and stores the new states; on error nothing changes. The result is
-    /// aligned with `round.standings`.
+    /// aligned with `round.standings`. Should the engine panic, the entrants' states are lost
+    /// (newcomers' in their place): nothing uses a population after a panic.
     pub fn apply(&mut self, round: &Round) -> Result<Vec<RatingChange>, Error> {
         // The entrants' states are moved out into the round (a newcomer's in their place
         // meanwhile) rather than copied: an Elo-MMR belief holds up to `history_limit`

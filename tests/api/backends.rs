@@ -956,7 +956,9 @@ async fn a_backlog_settles_in_one_step_of_pipelined_batches_exactly_as_one_by_on
 
 /// A task waiting for the pool's turn (a parameter change, new display settings) waits for
 /// the batch being settled, not for the whole backlog: the step holding the turn rates no
-/// further batch once another task waits, and the next steps settle the rest.
+/// further batch once another task waits, and the next steps settle the rest. Only Postgres
+/// rates ahead at all (SQLite settles one batch per step anyway), so the Postgres run is the
+/// one that tells.
 async fn a_worker_step_ends_after_one_batch_once_another_task_waits_for_the_turn(app: TestApp) {
     const ROUNDS: usize = 200;
     const BATCH: usize = 64;

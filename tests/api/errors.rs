@@ -249,8 +249,8 @@ async fn played_then_altered(sql: &str) -> TestApp {
 }
 
 /// A pool another process created that this one cannot load (here: a player in a league the
-/// pool does not have) answers 500 on its own routes, and is listed without its players, after
-/// the pools this process serves, rather than failing the list.
+/// pool does not have) answers 500 on its own routes, and is listed without its players, in its
+/// place by name, rather than failing the list.
 #[tokio::test]
 async fn a_pool_that_cannot_be_loaded_fails_its_own_routes_not_the_list() {
     let app = TestApp::new().await;
