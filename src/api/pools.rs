@@ -280,28 +280,24 @@ impl PoolResponse {
     /// lines applied from `served`, the snapshot its reads see (so the two agree with every
     /// read), the queue's counts from the database.
     fn new(info: PoolInfo, served: &PoolState) -> Self {
-        Self {
-            system: info.params.name(),
-            params: ParamsResponse::from(&info.params),
-            display: info.display,
-            name: info.name,
-            players: Some(served.len() as u64),
-            rounds_applied: served.applied(),
-            rounds_queued: info.queued,
-            rounds_failed: info.failed,
-        }
+        Self::with_counts(info, Some(served.len() as u64), served.applied())
     }
 
     /// Pool `info` as stored, for a replica that cannot load it: no players, the lines the
     /// database counts as applied.
     fn unloaded(info: PoolInfo) -> Self {
+        let applied = info.applied;
+        Self::with_counts(info, None, applied)
+    }
+
+    fn with_counts(info: PoolInfo, players: Option<u64>, rounds_applied: u64) -> Self {
         Self {
             system: info.params.name(),
             params: ParamsResponse::from(&info.params),
             display: info.display,
             name: info.name,
-            players: None,
-            rounds_applied: info.applied,
+            players,
+            rounds_applied,
             rounds_queued: info.queued,
             rounds_failed: info.failed,
         }

@@ -191,7 +191,15 @@ impl SystemParams {
     /// times a round. While one of its steps waits, that thread may take up other work of the
     /// pool, another pool's whole round included, and finishes it first.
     pub fn apply(&self, round: &Round, priors: &[&SystemState]) -> Result<Vec<Applied>, Error> {
-        rayon::scope(|_| self.apply_here(round, priors))
+        rayon::scope(|_| match self {
+            Self::EloMmr(p) => applied::<EloMmr>(p, round, priors, SystemState::EloMmr),
+            Self::WengLin(p) => applied::<WengLin>(p, round, priors, SystemState::WengLin),
+            Self::TrueSkill(p) => applied::<TrueSkill>(p, round, priors, SystemState::TrueSkill),
+            Self::Glicko2(p) => applied::<Glicko2>(p, round, priors, SystemState::Glicko2),
+            Self::Codeforces(p) => applied::<Codeforces>(p, round, priors, SystemState::Codeforces),
+            Self::Topcoder(p) => applied::<Topcoder>(p, round, priors, SystemState::Topcoder),
+            Self::Elo(p) => applied::<Elo>(p, round, priors, SystemState::Elo),
+        })
     }
 
     /// [`Self::apply`] on states the caller gives up, which a system may update in place
@@ -215,18 +223,6 @@ impl SystemParams {
             Self::Topcoder(p) => applied_owned::<Topcoder>(p, round, priors, SystemState::Topcoder),
             Self::Elo(p) => applied_owned::<Elo>(p, round, priors, SystemState::Elo),
         })
-    }
-
-    fn apply_here(&self, round: &Round, priors: &[&SystemState]) -> Result<Vec<Applied>, Error> {
-        match self {
-            Self::EloMmr(p) => applied::<EloMmr>(p, round, priors, SystemState::EloMmr),
-            Self::WengLin(p) => applied::<WengLin>(p, round, priors, SystemState::WengLin),
-            Self::TrueSkill(p) => applied::<TrueSkill>(p, round, priors, SystemState::TrueSkill),
-            Self::Glicko2(p) => applied::<Glicko2>(p, round, priors, SystemState::Glicko2),
-            Self::Codeforces(p) => applied::<Codeforces>(p, round, priors, SystemState::Codeforces),
-            Self::Topcoder(p) => applied::<Topcoder>(p, round, priors, SystemState::Topcoder),
-            Self::Elo(p) => applied::<Elo>(p, round, priors, SystemState::Elo),
-        }
     }
 
     /// The family of every entrant's performance distribution.
@@ -378,20 +374,30 @@ where
         .collect();
     let before: Vec<Rating> = states.iter().map(S::rating).collect();
     match S::rate_owned(params, round, states) {
-        Ok(rated) => Ok(before
-            .into_iter()
-            .zip(rated)
-            .map(|(before, Rated { performance, state })| Applied {
-                change: RatingChange {
-                    performance,
-                    before,
-                    after: S::rating(&state),
-                },
-                state: wrap(state),
-            })
-            .collect()),
+        Ok(rated) => Ok(changes::<S>(before, rated, wrap)),
         Err((error, states)) => Err((error, states.into_iter().map(wrap).collect())),
     }
+}
+
+/// Each entrant's new state and what the round did to their rating, from their ratings
+/// `before` it and their rated states.
+fn changes<S: RatingSystem>(
+    before: Vec<Rating>,
+    rated: Vec<Rated<S::State>>,
+    wrap: fn(S::State) -> SystemState,
+) -> Vec<Applied> {
+    before
+        .into_iter()
+        .zip(rated)
+        .map(|(before, Rated { performance, state })| Applied {
+            change: RatingChange {
+                performance,
+                before,
+                after: S::rating(&state),
+            },
+            state: wrap(state),
+        })
+        .collect()
 }
 
 /// [`SystemParams::apply`] for system `S`; `wrap` turns `S`'s state into a [`SystemState`].
@@ -406,16 +412,6 @@ where
 {
     let states = own::<S::State>(priors)?;
     let rated = S::rate(params, round, &states)?;
-    Ok(states
-        .iter()
-        .zip(rated)
-        .map(|(prior, Rated { performance, state })| Applied {
-            change: RatingChange {
-                performance,
-                before: S::rating(prior),
-                after: S::rating(&state),
-            },
-            state: wrap(state),
-        })
-        .collect())
+    let before = states.iter().map(|&prior| S::rating(prior)).collect();
+    Ok(changes::<S>(before, rated, wrap))
 }

@@ -237,6 +237,12 @@ async fn played_then_altered(sql: &str) -> TestApp {
     let app = TestApp::new().await;
     app.create_pool(POOL).await;
     app.play([round("r1", &["a", "b"])]).await;
+    alter(&app, sql).await;
+    app
+}
+
+/// Runs `sql` on `app`'s SQLite database beside the service.
+async fn alter(app: &TestApp, sql: &str) {
     let mut connection = sqlx::SqliteConnection::connect(&app.state.settings.database.url)
         .await
         .expect("open the database beside the service");
@@ -245,7 +251,6 @@ async fn played_then_altered(sql: &str) -> TestApp {
         .await
         .expect("alter the database");
     connection.close().await.expect("close");
-    app
 }
 
 /// A pool another process created that this one cannot load (here: a player in a league the
@@ -261,14 +266,11 @@ async fn a_pool_that_cannot_be_loaded_fails_its_own_routes_not_the_list() {
     let altered = app.post_round("broken", round("b1", &["a", "b"])).await;
     altered.assert_status(StatusCode::ACCEPTED, "queued");
     app.apply_queued("broken").await;
-    let mut connection = sqlx::SqliteConnection::connect(&app.state.settings.database.url)
-        .await
-        .expect("open the database beside the service");
-    sqlx::query("UPDATE players SET league = 'nowhere', division = 1 WHERE pool = 'broken'")
-        .execute(&mut connection)
-        .await
-        .expect("alter the database");
-    connection.close().await.expect("close");
+    alter(
+        &app,
+        "UPDATE players SET league = 'nowhere', division = 1 WHERE pool = 'broken'",
+    )
+    .await;
     here.get("/v1/pools/broken").await.assert_error(
         StatusCode::INTERNAL_SERVER_ERROR,
         "internal",
