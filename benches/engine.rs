@@ -142,19 +142,22 @@ fn shared_dataset(group: &str, name: &str) -> Option<(Vec<Round>, Vec<Contest>)>
 /// Replays `rounds` in a fresh population of `system`, each round's expected places first
 /// when `explained` (as the service's worker does); returns the players rated.
 fn replay(system: &SystemParams, rounds: &[Round], explained: bool) -> usize {
-    let mut population = Population::new(system.clone()).expect("valid parameters");
-    for round in rounds {
-        if explained {
-            let priors: Vec<&SystemState> = round
-                .standings
-                .iter()
-                .map(|s| population.belief_or_newcomer(&s.player))
-                .collect();
-            black_box(expected_places(system, round, &priors).expect("valid rounds"));
+    // On one of rayon's threads, as the `replay` command and the service's worker rate.
+    rayon::scope(|_| {
+        let mut population = Population::new(system.clone()).expect("valid parameters");
+        for round in rounds {
+            if explained {
+                let priors: Vec<&SystemState> = round
+                    .standings
+                    .iter()
+                    .map(|s| population.belief_or_newcomer(&s.player))
+                    .collect();
+                black_box(expected_places(system, round, &priors).expect("valid rounds"));
+            }
+            black_box(population.apply(round).expect("dataset rounds are valid"));
         }
-        black_box(population.apply(round).expect("dataset rounds are valid"));
-    }
-    population.len()
+        population.len()
+    })
 }
 
 /// Replays `contests` through the reference crate's `system`, newcomers at Elo-MMR's default

@@ -134,11 +134,14 @@ fn engine_seconds(rounds: &[serde_json::Value]) -> f64 {
         })
         .collect();
     let mut population = Population::new(Params::default()).expect("default parameters");
-    let started = Instant::now();
-    for round in &parsed {
-        population.apply(round).expect("rated");
-    }
-    started.elapsed().as_secs_f64()
+    // On one of rayon's threads, as the worker rates its batches.
+    rayon::scope(|_| {
+        let started = Instant::now();
+        for round in &parsed {
+            population.apply(round).expect("rated");
+        }
+        started.elapsed().as_secs_f64()
+    })
 }
 
 /// Posts every round in order, waits until all are applied, then times two large rounds.

@@ -25,11 +25,15 @@ pub trait Beliefs {
 }
 
 /// Every player of one pool with their current state.
+///
+/// States sit in a vector and the map holds each player's index in it: a round looks each
+/// entrant up once, and its new states go back by index, without hashing the ids again.
 #[derive(Debug, Clone)]
 pub struct Population {
     system: SystemParams,
     newcomer: SystemState,
-    players: HashMap<String, SystemState, foldhash::fast::RandomState>,
+    slots: HashMap<String, usize, foldhash::fast::RandomState>,
+    states: Vec<SystemState>,
 }
 
 impl Population {
@@ -40,30 +44,42 @@ impl Population {
         Ok(Self {
             newcomer: system.newcomer(),
             system,
-            players: HashMap::default(),
+            slots: HashMap::default(),
+            states: Vec::new(),
         })
     }
 
     /// Every player who has played, in no particular order.
     pub fn players(&self) -> impl Iterator<Item = (&str, &SystemState)> {
-        self.players.iter().map(|(id, state)| (id.as_str(), state))
+        self.slots
+            .iter()
+            .map(|(id, &slot)| (id.as_str(), &self.states[slot]))
     }
 
     /// Number of players who have played.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.players.len()
+        self.states.len()
     }
 
     /// Whether nobody has played yet.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.players.is_empty()
+        self.states.is_empty()
     }
 
     /// Sets a player's state, e.g. one loaded from storage.
     pub fn insert(&mut self, id: String, state: SystemState) {
-        self.players.insert(id, state);
+        match self.slots.get(&id) {
+            Some(&slot) => self.states[slot] = state,
+            None => self.add(id, state),
+        }
+    }
+
+    /// A player not held yet.
+    fn add(&mut self, id: String, state: SystemState) {
+        self.slots.insert(id, self.states.len());
+        self.states.push(state);
     }
 
     /// Starts a new season: every player's state after the soft `reset`.
@@ -71,7 +87,7 @@ impl Population {
         if reset.keeps() {
             return;
         }
-        for state in self.players.values_mut() {
+        for state in &mut self.states {
             *state = self.system.soft_reset(state, reset);
         }
     }
@@ -82,13 +98,16 @@ impl Population {
     pub fn apply(&mut self, round: &Round) -> Result<Vec<RatingChange>, Error> {
         // The entrants' states are moved out into the round (a newcomer's in their place
         // meanwhile) rather than copied: an Elo-MMR belief holds up to `history_limit`
-        // factors. `held[i]` says whether standing i's player had a state to move.
-        let (priors, held): (Vec<SystemState>, Vec<bool>) = round
+        // factors. `held[i]` is the slot standing i's state came from, if it had one.
+        let (priors, held): (Vec<SystemState>, Vec<Option<usize>>) = round
             .standings
             .iter()
-            .map(|s| match self.players.get_mut(&s.player) {
-                Some(state) => (std::mem::replace(state, self.newcomer.clone()), true),
-                None => (self.newcomer.clone(), false),
+            .map(|s| match self.slots.get(&s.player) {
+                Some(&slot) => (
+                    std::mem::replace(&mut self.states[slot], self.newcomer.clone()),
+                    Some(slot),
+                ),
+                None => (self.newcomer.clone(), None),
             })
             .unzip();
         let applied = match self.system.apply_owned(round, priors) {
@@ -96,12 +115,9 @@ impl Population {
             Err((error, priors)) => {
                 // Back where they were. Last first: a player listed twice (which the round
                 // is refused for) had their state moved out at their first place.
-                for ((standing, prior), held) in round.standings.iter().zip(priors).zip(held).rev()
-                {
-                    if held {
-                        if let Some(state) = self.players.get_mut(&standing.player) {
-                            *state = prior;
-                        }
+                for (prior, held) in priors.into_iter().zip(held).rev() {
+                    if let Some(slot) = held {
+                        self.states[slot] = prior;
                     }
                 }
                 return Err(error);
@@ -111,12 +127,11 @@ impl Population {
             .standings
             .iter()
             .zip(applied)
-            .map(|(standing, a)| {
-                match self.players.get_mut(&standing.player) {
-                    Some(state) => *state = a.state,
-                    None => {
-                        self.players.insert(standing.player.clone(), a.state);
-                    }
+            .zip(held)
+            .map(|((standing, a), held)| {
+                match held {
+                    Some(slot) => self.states[slot] = a.state,
+                    None => self.add(standing.player.clone(), a.state),
                 }
                 a.change
             })
@@ -130,7 +145,7 @@ impl Beliefs for Population {
     }
 
     fn belief(&self, id: &str) -> Option<&SystemState> {
-        self.players.get(id)
+        self.slots.get(id).map(|&slot| &self.states[slot])
     }
 
     fn newcomer(&self) -> &SystemState {

@@ -179,12 +179,19 @@ pub(crate) struct Rated {
 }
 
 impl Pass<'_> {
-    /// Applies every round to `population`, stepping `progress` once a round.
+    /// Applies every round to `population`, stepping `progress` once a round. The rounds go
+    /// through on one of rayon's threads: each round's parallel steps then start from inside
+    /// the pool, instead of the round being handed to the pool and waited for, round after
+    /// round.
     pub(crate) fn run(
         self,
-        mut population: Population,
+        population: Population,
         progress: &ProgressBar,
     ) -> Result<Rated, Error> {
+        rayon::scope(|_| self.rate_all(population, progress))
+    }
+
+    fn rate_all(self, mut population: Population, progress: &ProgressBar) -> Result<Rated, Error> {
         let mut rating_time = Duration::ZERO;
         let mut metrics_time = Duration::ZERO;
         let mut participations = 0;
