@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use super::params::{MAX_ABS_RATING, MAX_ROUND_WEIGHT, MIN_ROUND_WEIGHT};
 use super::Error;
@@ -135,10 +136,14 @@ impl Round {
 pub(crate) struct Layout {
     /// Indices into `standings` of each entrant's members (sorted by player id); entrants are
     /// sorted best rank first, then by name.
-    pub entrants: Vec<Vec<usize>>,
+    pub entrants: Vec<Members>,
     /// Ranges of `entrants` that share a rank, best first.
     pub groups: Vec<Range<usize>>,
 }
+
+/// An entrant's members: one index held inline, as most entrants are lone players, so that
+/// laying out a round allocates nothing per entrant.
+pub(crate) type Members = SmallVec<[usize; 1]>;
 
 /// Orders entrants: by rank, then lone players before teams, then by name.
 type EntrantKey<'a> = (u64, bool, &'a str);
@@ -187,8 +192,9 @@ impl Layout {
                 ));
             }
         }
-        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(round.standings.len());
-        let mut team_ranks: HashMap<&str, u64> = HashMap::new();
+        let mut seen: HashMap<&str, usize, foldhash::fast::RandomState> =
+            HashMap::with_capacity_and_hasher(round.standings.len(), Default::default());
+        let mut team_ranks: HashMap<&str, u64, foldhash::fast::RandomState> = HashMap::default();
         let mut keyed: Vec<(EntrantKey<'_>, usize)> = Vec::with_capacity(round.standings.len());
         for (i, standing) in round.standings.iter().enumerate() {
             if standing.player.is_empty() {
@@ -257,7 +263,7 @@ impl Layout {
         }
         let mut groups: Vec<Range<usize>> = Vec::new();
         let mut previous_rank = None;
-        let mut members: Vec<Vec<usize>> = Vec::with_capacity(entrants.len());
+        let mut members: Vec<Members> = Vec::with_capacity(entrants.len());
         for (index, team) in entrants.into_iter().enumerate() {
             let ((rank, _, _), _) = team[0];
             members.push(team.iter().map(|&(_, i)| i).collect());
@@ -278,6 +284,10 @@ impl Layout {
 mod tests {
     use super::*;
 
+    fn members(layout: &Layout) -> Vec<Vec<usize>> {
+        layout.entrants.iter().map(|m| m.to_vec()).collect()
+    }
+
     fn field_of(round: &Round) -> String {
         match Layout::of(round) {
             Err(Error::InvalidRound { field, .. }) => field,
@@ -294,7 +304,7 @@ mod tests {
             Standing::solo("b", 2),
         ]);
         let layout = Layout::of(&round).expect("valid round");
-        assert_eq!(layout.entrants, vec![vec![1], vec![3], vec![2], vec![0]]);
+        assert_eq!(members(&layout), vec![vec![1], vec![3], vec![2], vec![0]]);
         assert_eq!(layout.groups, vec![0..1, 1..3, 3..4]);
     }
 
@@ -307,7 +317,7 @@ mod tests {
             member("z", "blue", 1),
         ]);
         let layout = Layout::of(&round).expect("valid round");
-        assert_eq!(layout.entrants, vec![vec![2], vec![1, 0]]);
+        assert_eq!(members(&layout), vec![vec![2], vec![1, 0]]);
     }
 
     #[test]
