@@ -142,7 +142,7 @@ fn shared_dataset(group: &str, name: &str) -> Option<(Vec<Round>, Vec<Contest>)>
 /// Replays `rounds` in a fresh population of `system`, each round's expected places first
 /// when `explained` (as the service's worker does); returns the players rated.
 fn replay(system: &SystemParams, rounds: &[Round], explained: bool) -> usize {
-    // On one of rayon's threads, as the `replay` command and the service's worker rate.
+    // On one of rayon's threads, as the `replay` command rates.
     rayon::scope(|_| {
         let mut population = Population::new(system.clone()).expect("valid parameters");
         for round in rounds {

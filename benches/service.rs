@@ -134,7 +134,7 @@ fn engine_seconds(rounds: &[serde_json::Value]) -> f64 {
         })
         .collect();
     let mut population = Population::new(Params::default()).expect("default parameters");
-    // On one of rayon's threads, as the worker rates its batches.
+    // On one of rayon's threads, as the `replay` command rates: the engine alone.
     rayon::scope(|_| {
         let started = Instant::now();
         for round in &parsed {

@@ -27,7 +27,7 @@ pub trait Beliefs {
 /// Every player of one pool with their current state.
 ///
 /// States sit in a vector and the map holds each player's index in it: a round looks each
-/// entrant up once, and its new states go back by index, without hashing the ids again.
+/// entrant up once, and a held player's new state goes back by index.
 #[derive(Debug, Clone)]
 pub struct Population {
     system: SystemParams,
@@ -78,6 +78,7 @@ impl Population {
 
     /// A player not held yet.
     fn add(&mut self, id: String, state: SystemState) {
+        debug_assert!(!self.slots.contains_key(&id), "{id} is held already");
         self.slots.insert(id, self.states.len());
         self.states.push(state);
     }
@@ -181,5 +182,20 @@ mod tests {
         ]);
         assert!(population.apply(&refused).is_err());
         assert_eq!(held(&population), before);
+        assert_eq!(population.len(), 2);
+    }
+
+    #[test]
+    fn inserting_a_held_player_replaces_their_state() {
+        let mut population = Population::new(Params::default()).expect("valid parameters");
+        let first = Round::new(vec![Standing::solo("ann", 1), Standing::solo("bob", 2)]);
+        population.apply(&first).expect("a valid round");
+        let bob = population.belief("bob").expect("bob played").clone();
+        population.insert("ann".to_owned(), bob.clone());
+        assert_eq!(population.len(), 2);
+        assert_eq!(population.belief("ann"), Some(&bob));
+        population.insert("cy".to_owned(), bob.clone());
+        assert_eq!(population.len(), 3);
+        assert_eq!(population.players().count(), 3);
     }
 }

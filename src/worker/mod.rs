@@ -408,13 +408,12 @@ enum Outcome {
 
 /// Rates `queued` in order, each on the beliefs the rounds before it left, and starts the
 /// seasons among them. A round that cannot be rated (or that makes the engine panic) is failed
-/// and leaves every belief as it was. The batch runs on one of rayon's threads, so that its
-/// rounds' parallel steps start from inside the pool instead of each round being handed to it.
+/// and leaves every belief as it was.
+///
+/// Each round goes to rayon's pool on its own (`SystemParams::apply`), not the whole batch as
+/// `replay` does: a pool thread waiting inside a round may take up a job injected meanwhile and
+/// finish it first, so a batch as one job could hold another pool's round up for 64 rounds.
 fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch {
-    rayon::scope(|_| rate_each(current, queued, record))
-}
-
-fn rate_each(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch {
     let started = std::time::Instant::now();
     let first_seq = queued.first().map_or(current.last_seq(), |q| q.seq);
     let last_seq = queued.last().map_or(current.last_seq(), |q| q.seq);
