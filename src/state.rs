@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -20,6 +20,7 @@ use crate::display::leagues::{recompute, Entrant, HistoryPoint};
 use crate::display::{Display, LeagueTable, Leagues};
 use crate::engine::{self, SystemParams};
 use crate::ownership;
+use crate::pools::load_failures::{LoadFailures, LOAD_RETRY};
 use crate::pools::{Pool, PoolState, Pools};
 use crate::rate_limit::RateLimits;
 use crate::storage::{
@@ -46,6 +47,10 @@ pub struct AppState {
     pub keys: Arc<ArcSwap<Vec<KeySettings>>>,
     /// Held while the keys are re-read and replaced.
     keys_turn: Arc<tokio::sync::Mutex<()>>,
+    /// Held while a pool is read from the database into memory.
+    loading: Arc<tokio::sync::Mutex<()>>,
+    /// Pools that failed to load lately, answered from memory.
+    load_failures: Arc<LoadFailures>,
     workers: TaskTracker,
     /// Whether pools get a worker loop: set by [`AppState::load_pools`], so that a pool
     /// created later (by a `PUT`) gets one exactly when the loaded ones did. Tests that step
@@ -147,6 +152,8 @@ impl AppState {
             compute: Arc::new(compute),
             keys: Arc::new(ArcSwap::from_pointee(Vec::new())),
             keys_turn: Arc::default(),
+            loading: Arc::default(),
+            load_failures: Arc::default(),
             settings: Arc::new(settings),
             workers: TaskTracker::new(),
             run_workers: Arc::new(AtomicBool::new(false)),
@@ -183,6 +190,31 @@ impl AppState {
         if let Some(pool) = self.pools.get(name) {
             return Ok(Some(pool));
         }
+        // One load at a time: the requests that name a pool while it loads wait for that load
+        // instead of each reading the whole pool again.
+        let _loading = self.loading.lock().await;
+        if let Some(pool) = self.pools.get(name) {
+            return Ok(Some(pool));
+        }
+        if let Some(why) = self.load_failures.recent(name, Instant::now()) {
+            return Err(storage::Error::Corrupt(format!(
+                "pool `{name}` could not be loaded (retried after {} s): {why}",
+                LOAD_RETRY.as_secs()
+            )));
+        }
+        match self.load(name).await {
+            Err(error) if !error.is_unavailable() => {
+                tracing::error!(pool = name, %error, "the pool cannot be loaded");
+                self.load_failures
+                    .record(name, error.to_string(), Instant::now());
+                Err(error)
+            }
+            loaded => loaded,
+        }
+    }
+
+    /// Reads pool `name` from the database into memory.
+    async fn load(&self, name: &str) -> Result<Option<Arc<Pool>>, storage::Error> {
         let Some(loaded) = self.storage.load_pool(name).await? else {
             return Ok(None);
         };
@@ -375,7 +407,12 @@ impl AppState {
     pub async fn load_new_pools(&self) -> Result<(), storage::Error> {
         for name in self.storage.pool_names().await? {
             if self.pools.get(&name).is_none() {
-                self.pool(&name).await?;
+                match self.pool(&name).await {
+                    Err(error) if error.is_unavailable() => return Err(error),
+                    // A pool that cannot load (logged where its load was tried) keeps no
+                    // other from loading.
+                    _ => {}
+                }
             }
         }
         Ok(())

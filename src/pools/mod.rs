@@ -14,6 +14,7 @@
 //! fixed-range rating, provisional flags, leagues) always matches the leaderboard it came with.
 
 pub mod leaderboard;
+pub mod load_failures;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;

@@ -253,6 +253,20 @@ async fn alter(app: &TestApp, sql: &str) {
     connection.close().await.expect("close");
 }
 
+/// Creates pool `broken` with one round applied, then puts a player in a league it does not
+/// have: a pool another process created that this one cannot load.
+async fn break_a_pool(app: &TestApp) {
+    app.create_pool("broken").await;
+    let posted = app.post_round("broken", round("b1", &["a", "b"])).await;
+    posted.assert_status(StatusCode::ACCEPTED, "queued");
+    app.apply_queued("broken").await;
+    alter(
+        app,
+        "UPDATE players SET league = 'nowhere', division = 1 WHERE pool = 'broken'",
+    )
+    .await;
+}
+
 /// A pool another process created that this one cannot load (here: a player in a league the
 /// pool does not have) answers 500 on its own routes, and is listed without its players, in its
 /// place by name, rather than failing the list.
@@ -262,15 +276,7 @@ async fn a_pool_that_cannot_be_loaded_fails_its_own_routes_not_the_list() {
     app.create_pool(POOL).await;
     app.play([round("r1", &["a", "b"])]).await;
     let here = app.restarted().await;
-    app.create_pool("broken").await;
-    let altered = app.post_round("broken", round("b1", &["a", "b"])).await;
-    altered.assert_status(StatusCode::ACCEPTED, "queued");
-    app.apply_queued("broken").await;
-    alter(
-        &app,
-        "UPDATE players SET league = 'nowhere', division = 1 WHERE pool = 'broken'",
-    )
-    .await;
+    break_a_pool(&app).await;
     here.get("/v1/pools/broken").await.assert_error(
         StatusCode::INTERNAL_SERVER_ERROR,
         "internal",
@@ -284,6 +290,57 @@ async fn a_pool_that_cannot_be_loaded_fails_its_own_routes_not_the_list() {
     assert_eq!(pools[0]["rounds_applied"], 1);
     assert_eq!(pools[1]["name"], POOL);
     assert_eq!(pools[1]["players"], 2);
+}
+
+/// A pool that failed to load is not read again at every request that names it (each load
+/// reads the whole pool): repaired in the database, it keeps answering 500 on this replica until
+/// the retry time, while a replica started after the repair loads it.
+#[tokio::test]
+async fn a_pool_that_failed_to_load_is_not_read_again_at_each_request() {
+    let app = TestApp::new().await;
+    let here = app.restarted().await;
+    break_a_pool(&app).await;
+    here.get("/v1/pools/broken").await.assert_error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        None,
+        "the first load",
+    );
+    alter(
+        &app,
+        "UPDATE players SET league = NULL, division = NULL WHERE pool = 'broken'",
+    )
+    .await;
+    here.get("/v1/pools/broken").await.assert_error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        None,
+        "answered from memory",
+    );
+    let list = here.get("/v1/pools").await;
+    let pools = &list.assert_status(StatusCode::OK, "the list")["pools"];
+    assert_eq!(pools[0]["players"], serde_json::Value::Null);
+    let later = app.restarted().await;
+    let loaded = later.get("/v1/pools/broken").await;
+    assert_eq!(
+        loaded.assert_status(StatusCode::OK, "repaired")["players"],
+        2
+    );
+}
+
+/// Looking for pools another process created goes past one this process cannot load.
+#[tokio::test]
+async fn a_pool_that_cannot_be_loaded_keeps_no_other_new_pool_from_loading() {
+    let app = TestApp::new().await;
+    let here = app.restarted().await;
+    break_a_pool(&app).await;
+    app.create_pool("later").await;
+    here.state
+        .load_new_pools()
+        .await
+        .expect("a pool that cannot load is no outage");
+    assert!(here.state.pools.get("broken").is_none());
+    assert!(here.state.pools.get("later").is_some());
 }
 
 #[tokio::test]
