@@ -267,6 +267,16 @@ async fn break_a_pool(app: &TestApp) {
     .await;
 }
 
+/// Asserts that pool `broken` answers 500 `internal` on `app`.
+async fn fails_to_load(app: &TestApp, context: &str) {
+    app.get("/v1/pools/broken").await.assert_error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        None,
+        context,
+    );
+}
+
 /// A pool another process created that this one cannot load (here: a player in a league the
 /// pool does not have) answers 500 on its own routes, and is listed without its players, in its
 /// place by name, rather than failing the list.
@@ -277,12 +287,7 @@ async fn a_pool_that_cannot_be_loaded_fails_its_own_routes_not_the_list() {
     app.play([round("r1", &["a", "b"])]).await;
     let here = app.restarted().await;
     break_a_pool(&app).await;
-    here.get("/v1/pools/broken").await.assert_error(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "internal",
-        None,
-        "the pool's own route",
-    );
+    fails_to_load(&here, "the pool's own route").await;
     let list = here.get("/v1/pools").await;
     let pools = &list.assert_status(StatusCode::OK, "the list")["pools"];
     assert_eq!(pools[0]["name"], "broken");
@@ -300,23 +305,13 @@ async fn a_pool_that_failed_to_load_is_not_read_again_at_each_request() {
     let app = TestApp::new().await;
     let here = app.restarted().await;
     break_a_pool(&app).await;
-    here.get("/v1/pools/broken").await.assert_error(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "internal",
-        None,
-        "the first load",
-    );
+    fails_to_load(&here, "the first load").await;
     alter(
         &app,
         "UPDATE players SET league = NULL, division = NULL WHERE pool = 'broken'",
     )
     .await;
-    here.get("/v1/pools/broken").await.assert_error(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "internal",
-        None,
-        "answered from memory",
-    );
+    fails_to_load(&here, "answered from memory").await;
     let list = here.get("/v1/pools").await;
     let pools = &list.assert_status(StatusCode::OK, "the list")["pools"];
     assert_eq!(pools[0]["players"], serde_json::Value::Null);
