@@ -20,7 +20,7 @@ use crate::display::leagues::{recompute, Entrant, HistoryPoint};
 use crate::display::{Display, LeagueTable, Leagues};
 use crate::engine::{self, SystemParams};
 use crate::ownership;
-use crate::pools::load_failures::{LoadFailures, LOAD_RETRY};
+use crate::pools::loading::{Loading, LOAD_RETRY};
 use crate::pools::{Pool, PoolState, Pools};
 use crate::rate_limit::RateLimits;
 use crate::storage::{
@@ -47,10 +47,8 @@ pub struct AppState {
     pub keys: Arc<ArcSwap<Vec<KeySettings>>>,
     /// Held while the keys are re-read and replaced.
     keys_turn: Arc<tokio::sync::Mutex<()>>,
-    /// Held while a pool is read from the database into memory.
-    loading: Arc<tokio::sync::Mutex<()>>,
-    /// Pools that failed to load lately, answered from memory.
-    load_failures: Arc<LoadFailures>,
+    /// Each pool's turn to be read from the database into memory, and the recent failures.
+    loading: Arc<Loading>,
     workers: TaskTracker,
     /// Whether pools get a worker loop: set by [`AppState::load_pools`], so that a pool
     /// created later (by a `PUT`) gets one exactly when the loaded ones did. Tests that step
@@ -153,7 +151,6 @@ impl AppState {
             keys: Arc::new(ArcSwap::from_pointee(Vec::new())),
             keys_turn: Arc::default(),
             loading: Arc::default(),
-            load_failures: Arc::default(),
             settings: Arc::new(settings),
             workers: TaskTracker::new(),
             run_workers: Arc::new(AtomicBool::new(false)),
@@ -179,38 +176,43 @@ impl AppState {
             }
         }
         self.refresh_keys().await?;
-        self.load_new_pools().await?;
+        self.load_stored_pools(false).await?;
         Ok(())
     }
 
     /// Pool `name`: from memory, or else loaded from the database (with a worker if
     /// [`AppState::load_pools`] started them): at startup, and for a pool another process
-    /// created since. `None` if the database has no such pool.
+    /// created since. `None` if the database has no such pool. Requests naming a pool while it
+    /// loads wait for that load, and a load that failed on the stored data is answered from
+    /// memory for [`LOAD_RETRY`] (`crate::pools::loading`).
     pub async fn pool(&self, name: &str) -> Result<Option<Arc<Pool>>, storage::Error> {
         if let Some(pool) = self.pools.get(name) {
             return Ok(Some(pool));
         }
-        // One load at a time: the requests that name a pool while it loads wait for that load
-        // instead of each reading the whole pool again.
-        let _loading = self.loading.lock().await;
+        let remembered = |why: String| {
+            storage::Error::Corrupt(format!(
+                "{why} (remembered: the pool is read again {} s after the failure)",
+                LOAD_RETRY.as_secs()
+            ))
+        };
+        if let Some(why) = self.loading.recent_failure(name, Instant::now()) {
+            return Err(remembered(why));
+        }
+        let _turn = self.loading.turn(name).await;
         if let Some(pool) = self.pools.get(name) {
             return Ok(Some(pool));
         }
-        if let Some(why) = self.load_failures.recent(name, Instant::now()) {
-            return Err(storage::Error::Corrupt(format!(
-                "pool `{name}` could not be loaded (retried after {} s): {why}",
-                LOAD_RETRY.as_secs()
-            )));
+        if let Some(why) = self.loading.recent_failure(name, Instant::now()) {
+            return Err(remembered(why));
         }
-        match self.load(name).await {
-            Err(error) if !error.is_unavailable() => {
+        let loaded = self.load(name).await;
+        if let Err(error) = &loaded {
+            if let Some(why) = bad_data(error) {
                 tracing::error!(pool = name, %error, "the pool cannot be loaded");
-                self.load_failures
-                    .record(name, error.to_string(), Instant::now());
-                Err(error)
+                self.loading.failed(name, why, Instant::now());
             }
-            loaded => loaded,
         }
+        loaded
     }
 
     /// Reads pool `name` from the database into memory.
@@ -402,15 +404,20 @@ impl AppState {
         Ok(created.then_some(secret))
     }
 
-    /// Loads every pool the database has and memory has not: all of them at startup, later
-    /// those another process created.
+    /// Loads the pools another process created since: every pool the database has and memory
+    /// has not, past any that cannot be loaded.
     pub async fn load_new_pools(&self) -> Result<(), storage::Error> {
+        self.load_stored_pools(true).await
+    }
+
+    /// Loads every stored pool not in memory yet. A pool that cannot be loaded fails the whole
+    /// at startup; later (`skip_unloadable`), it keeps no other pool from loading (its failure
+    /// is logged where its load was tried, and its own routes answer 500).
+    async fn load_stored_pools(&self, skip_unloadable: bool) -> Result<(), storage::Error> {
         for name in self.storage.pool_names().await? {
             if self.pools.get(&name).is_none() {
                 match self.pool(&name).await {
-                    Err(error) if error.is_unavailable() => return Err(error),
-                    // A pool that cannot load (logged where its load was tried) keeps no
-                    // other from loading.
+                    Err(error) if error.is_unavailable() || !skip_unloadable => return Err(error),
                     _ => {}
                 }
             }
@@ -555,6 +562,20 @@ impl AppState {
 }
 
 /// Runs `work` on a blocking thread. A panic in it (a bug) goes on as the caller's panic.
+/// What a failed load says, if it failed on the stored data itself (a value that does not
+/// decode, players that do not fit the pool): that fails the same way until someone repairs the
+/// data, so it is remembered. Anything else (an outage, an SQL error, a server out of memory) is
+/// tried again at the next request.
+fn bad_data(error: &storage::Error) -> Option<String> {
+    match error {
+        storage::Error::Corrupt(why) => Some(why.clone()),
+        storage::Error::Database(
+            cause @ (sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_)),
+        ) => Some(cause.to_string()),
+        _ => None,
+    }
+}
+
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, storage::Error> {

@@ -14,7 +14,7 @@
 //! fixed-range rating, provisional flags, leagues) always matches the leaderboard it came with.
 
 pub mod leaderboard;
-pub mod load_failures;
+pub mod loading;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;

@@ -3,8 +3,11 @@
 //! answers with the shared JSON body.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use axum::http::{header, Method, StatusCode};
+use mmr_service::config::Settings;
+use mmr_service::state::AppState;
 use serde_json::json;
 use sqlx::Connection;
 
@@ -323,12 +326,14 @@ async fn a_pool_that_failed_to_load_is_not_read_again_at_each_request() {
     );
 }
 
-/// Looking for pools another process created goes past one this process cannot load.
+/// Looking for pools another process created goes past one this process cannot load, while a
+/// start with such a pool fails.
 #[tokio::test]
 async fn a_pool_that_cannot_be_loaded_keeps_no_other_new_pool_from_loading() {
     let app = TestApp::new().await;
     let here = app.restarted().await;
     break_a_pool(&app).await;
+    // Pools are looked for by name: `later` comes after `broken`.
     app.create_pool("later").await;
     here.state
         .load_new_pools()
@@ -336,6 +341,12 @@ async fn a_pool_that_cannot_be_loaded_keeps_no_other_new_pool_from_loading() {
         .expect("a pool that cannot load is no outage");
     assert!(here.state.pools.get("broken").is_none());
     assert!(here.state.pools.get("later").is_some());
+    let starting = AppState::new(
+        Arc::clone(&app.state.storage),
+        Settings::clone(&app.state.settings),
+    )
+    .expect("the state");
+    assert!(starting.load_pools(false).await.is_err());
 }
 
 #[tokio::test]
