@@ -8,8 +8,9 @@
 //! - for Elo-MMR, a round of every player of the pool posted over HTTP: the time from the POST
 //!   until the round is applied.
 //!
-//! `cargo bench --bench large_pool` (skipped when Postgres does not answer). Results go to
-//! stdout as Markdown rows for BENCHMARKS.md.
+//! `cargo bench --bench large_pool` (skipped when Postgres does not answer); set
+//! `MMR_LARGE_POOL_SYSTEMS` to a comma-separated list of systems (`elo_mmr,glicko2`) to measure
+//! only those. Results go to stdout as Markdown rows for BENCHMARKS.md.
 
 use std::time::{Duration, Instant};
 
@@ -46,13 +47,18 @@ fn main() {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(1_000_000);
+    let only = std::env::var("MMR_LARGE_POOL_SYSTEMS").ok();
+    let measured = |system: &str| {
+        only.as_deref()
+            .is_none_or(|only| only.split(',').any(|name| name.trim() == system))
+    };
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let dir = tempfile::tempdir().expect("a temporary directory");
     println!("Pools of {players} players, each rated once (rounds of {ROUND} newcomers)");
     println!();
     println!("| system | ingest s | participations/s | empty start s | start with the pool s | load s | resident MiB, empty | with the pool | bytes per player |");
     println!("|---|---|---|---|---|---|---|---|---|");
-    for (label, system) in SYSTEMS {
+    for (label, system) in SYSTEMS.into_iter().filter(|&(_, system)| measured(system)) {
         let url = match runtime.block_on(common::fresh_postgres("mmr_large")) {
             Ok(url) => url,
             Err(reason) => {

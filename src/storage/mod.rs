@@ -68,8 +68,8 @@ pub enum Error {
         /// Which number.
         what: &'static str,
     },
-    /// A stored value could not be decoded (an unknown status, a player's factors that do not
-    /// match their round count, …).
+    /// A stored value could not be decoded (an unknown status, a player who keeps more factors
+    /// than their history rows hold, …).
     #[error("corrupt stored value: {0}")]
     Corrupt(String),
     /// The database URL has a scheme other than `postgres://`, `postgresql://` or `sqlite:`.
@@ -709,9 +709,10 @@ pub trait Storage: Send + Sync + 'static {
     /// ([`Error::NotNextRound`] otherwise, and nothing changes); for each applied round,
     /// upserts every entrant's state, inserts their history rows and marks it applied; marks
     /// each failed one failed with its reason; for each season start, writes every player's
-    /// reset state, takes every player out of their league and marks it applied. Each entrant's state must be their belief right
-    /// after that round: of its factors only the newest (that round's) is written; older ones
-    /// were written with their own rounds, and those the belief no longer holds are deleted.
+    /// reset state, takes every player out of their league and marks it applied. Each entrant's
+    /// state must be their belief right after that round: of its factors only the newest (that
+    /// round's) is written, in the entrant's history row; older ones were written with their
+    /// own rounds, and the player's row counts how many of them the belief still holds.
     /// The rounds must have been rated on the pool as it stood after `rated_on` applied
     /// rounds, and their leagues worked out under `leagues`: if the pool has applied more
     /// since, or stores other leagues (another process moved it on meanwhile, and the rounds'

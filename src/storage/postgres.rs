@@ -37,52 +37,44 @@ const LOCK_APPLY: &str = "SELECT pg_advisory_xact_lock($1, hashtext($2))";
 const UPSERT_PLAYERS: &str = "
     INSERT INTO players (pool, player, mu, sigma, rounds, last_round_id, last_round_time,
                          p0, w0, log_decay, last_time, volatility, league, division, points,
-                         bonus_spent)
+                         bonus_spent, factors)
     SELECT $1, u.player, u.mu, u.sigma, u.rounds, $2, $3, u.p0, u.w0, u.log_decay, u.last_time,
-           u.volatility, u.league, u.division, u.points, u.bonus_spent
+           u.volatility, u.league, u.division, u.points, u.bonus_spent, u.factors
     FROM UNNEST($4::TEXT[], $5::FLOAT8[], $6::FLOAT8[], $7::INT8[], $8::FLOAT8[], $9::FLOAT8[],
                 $10::FLOAT8[], $11::INT8[], $12::FLOAT8[], $13::TEXT[], $14::INT8[],
-                $15::FLOAT8[], $16::FLOAT8[])
+                $15::FLOAT8[], $16::FLOAT8[], $17::INT8[])
          AS u (player, mu, sigma, rounds, p0, w0, log_decay, last_time, volatility, league,
-               division, points, bonus_spent)
+               division, points, bonus_spent, factors)
     ON CONFLICT (pool, player) DO UPDATE SET
         mu = EXCLUDED.mu, sigma = EXCLUDED.sigma, rounds = EXCLUDED.rounds,
         last_round_id = EXCLUDED.last_round_id, last_round_time = EXCLUDED.last_round_time,
         p0 = EXCLUDED.p0, w0 = EXCLUDED.w0, log_decay = EXCLUDED.log_decay,
         last_time = EXCLUDED.last_time, volatility = EXCLUDED.volatility,
         league = EXCLUDED.league, division = EXCLUDED.division, points = EXCLUDED.points,
-        bonus_spent = EXCLUDED.bonus_spent";
-
-/// Inserts the factors a round added, in one statement.
-const INSERT_FACTORS: &str = "
-    INSERT INTO factors (pool, player, n, perf, weight, beta, log_decay)
-    SELECT $1, u.player, u.n, u.perf, u.weight, u.beta, u.log_decay
-    FROM UNNEST($2::TEXT[], $3::INT8[], $4::FLOAT8[], $5::FLOAT8[], $6::FLOAT8[], $7::FLOAT8[])
-         AS u (player, n, perf, weight, beta, log_decay)";
-
-/// Deletes the factors that fell out of the entrants' beliefs, in one statement.
-const DELETE_FACTORS: &str = "
-    DELETE FROM factors f
-    USING UNNEST($2::TEXT[], $3::INT8[]) AS u (player, keep_from)
-    WHERE f.pool = $1 AND f.player = u.player AND f.n < u.keep_from";
+        bonus_spent = EXCLUDED.bonus_spent, factors = EXCLUDED.factors";
 
 /// Makes the transaction's queries read one snapshot (the first statement of a transaction).
 const REPEATABLE_READ: &str = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ";
 
-/// Inserts the history rows of every entrant of a round in one statement.
+/// Inserts the history rows of every entrant of a round, with the factor the round added to
+/// each belief, in one statement.
 const INSERT_HISTORY: &str = "
     INSERT INTO history (pool, player, seq, rank, performance, mu_before, sigma_before,
                          mu_after, sigma_after, league_before, division_before, points_before,
-                         league_after, division_after, points_after, expected_rank)
+                         league_after, division_after, points_after, expected_rank,
+                         factor_perf, factor_weight, factor_beta, factor_log_decay)
     SELECT $1, u.player, $2, u.rank, u.performance, u.mu_before, u.sigma_before,
            u.mu_after, u.sigma_after, u.league_before, u.division_before, u.points_before,
-           u.league_after, u.division_after, u.points_after, u.expected_rank
+           u.league_after, u.division_after, u.points_after, u.expected_rank,
+           u.factor_perf, u.factor_weight, u.factor_beta, u.factor_log_decay
     FROM UNNEST($3::TEXT[], $4::INT8[], $5::FLOAT8[], $6::FLOAT8[], $7::FLOAT8[],
                 $8::FLOAT8[], $9::FLOAT8[], $10::TEXT[], $11::INT8[], $12::FLOAT8[],
-                $13::TEXT[], $14::INT8[], $15::FLOAT8[], $16::FLOAT8[])
+                $13::TEXT[], $14::INT8[], $15::FLOAT8[], $16::FLOAT8[], $17::FLOAT8[],
+                $18::FLOAT8[], $19::FLOAT8[], $20::FLOAT8[])
          AS u (player, rank, performance, mu_before, sigma_before, mu_after, sigma_after,
                league_before, division_before, points_before, league_after, division_after,
-               points_after, expected_rank)";
+               points_after, expected_rank, factor_perf, factor_weight, factor_beta,
+               factor_log_decay)";
 
 /// Rows written per statement when a pool's leagues are recomputed.
 const LEAGUE_ROWS_PER_STATEMENT: usize = 20_000;
@@ -109,10 +101,11 @@ const UPDATE_HISTORY_LEAGUES: &str = "
 /// Sets players' ratings and belief columns after a soft reset, in one statement.
 const UPDATE_PLAYER_STATES: &str = "
     UPDATE players p SET mu = u.mu, sigma = u.sigma, p0 = u.p0, w0 = u.w0,
-                         log_decay = u.log_decay, volatility = u.volatility
+                         log_decay = u.log_decay, volatility = u.volatility,
+                         factors = u.factors
     FROM UNNEST($2::TEXT[], $3::FLOAT8[], $4::FLOAT8[], $5::FLOAT8[], $6::FLOAT8[],
-                $7::FLOAT8[], $8::FLOAT8[])
-         AS u (player, mu, sigma, p0, w0, log_decay, volatility)
+                $7::FLOAT8[], $8::FLOAT8[], $9::INT8[])
+         AS u (player, mu, sigma, p0, w0, log_decay, volatility, factors)
     WHERE p.pool = $1 AND p.player = u.player";
 
 /// Placements as one vector per column (league, division, points), for bulk writes.
@@ -143,22 +136,18 @@ impl<'a> PlacementArrays<'a> {
     }
 }
 
-/// Factors as one vector per column, for bulk writes.
+/// The factor columns of history rows, one vector per column, for bulk writes.
 #[derive(Debug, Default)]
-struct FactorColumns<'a> {
-    players: Vec<&'a str>,
-    numbers: Vec<i64>,
-    perfs: Vec<f64>,
-    weights: Vec<f64>,
-    betas: Vec<f64>,
-    log_decays: Vec<f64>,
+struct FactorColumns {
+    perfs: Vec<Option<f64>>,
+    weights: Vec<Option<f64>>,
+    betas: Vec<Option<f64>>,
+    log_decays: Vec<Option<f64>>,
 }
 
-impl<'a> FactorColumns<'a> {
+impl FactorColumns {
     fn with_capacity(n: usize) -> Self {
         Self {
-            players: Vec::with_capacity(n),
-            numbers: Vec::with_capacity(n),
             perfs: Vec::with_capacity(n),
             weights: Vec::with_capacity(n),
             betas: Vec::with_capacity(n),
@@ -166,14 +155,24 @@ impl<'a> FactorColumns<'a> {
         }
     }
 
-    /// Appends `player`'s factor number `n`.
-    fn push(&mut self, player: &'a str, n: i64, factor: &Factor) {
-        self.players.push(player);
-        self.numbers.push(n);
-        self.perfs.push(factor.perf);
-        self.weights.push(factor.weight);
-        self.betas.push(factor.beta);
-        self.log_decays.push(factor.log_decay);
+    /// Appends the factor a round added, if any.
+    fn push(&mut self, factor: Option<&Factor>) {
+        self.perfs.push(factor.map(|f| f.perf));
+        self.weights.push(factor.map(|f| f.weight));
+        self.betas.push(factor.map(|f| f.beta));
+        self.log_decays.push(factor.map(|f| f.log_decay));
+    }
+
+    /// Binds the four columns, in order.
+    fn bind<'q>(
+        &'q self,
+        query: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+        query
+            .bind(&self.perfs)
+            .bind(&self.weights)
+            .bind(&self.betas)
+            .bind(&self.log_decays)
     }
 }
 
@@ -191,6 +190,7 @@ struct StateArrays<'a> {
     volatilities: Vec<Option<f64>>,
     placements: PlacementArrays<'a>,
     bonus_spent: Vec<f64>,
+    factors: Vec<i64>,
 }
 
 impl<'a> StateArrays<'a> {
@@ -207,6 +207,7 @@ impl<'a> StateArrays<'a> {
             volatilities: Vec::with_capacity(n),
             placements: PlacementArrays::default(),
             bonus_spent: Vec::with_capacity(n),
+            factors: Vec::with_capacity(n),
         }
     }
 
@@ -223,6 +224,7 @@ impl<'a> StateArrays<'a> {
         self.volatilities.push(columns.volatility);
         self.placements.push(entrant.league.after.as_ref());
         self.bonus_spent.push(entrant.bonus_spent);
+        self.factors.push(columns.factors);
     }
 }
 
@@ -334,7 +336,8 @@ impl Dialect for Pg {
                 Vec::with_capacity(n),
                 Vec::with_capacity(n),
             );
-            let (mut p0s, mut w0s, mut log_decays, mut volatilities) = (
+            let (mut p0s, mut w0s, mut log_decays, mut volatilities, mut factors) = (
+                Vec::with_capacity(n),
                 Vec::with_capacity(n),
                 Vec::with_capacity(n),
                 Vec::with_capacity(n),
@@ -350,6 +353,7 @@ impl Dialect for Pg {
                 w0s.push(columns.w0);
                 log_decays.push(columns.log_decay);
                 volatilities.push(columns.volatility);
+                factors.push(columns.factors);
             }
             sqlx::query(UPDATE_PLAYER_STATES)
                 .bind(pool)
@@ -360,6 +364,7 @@ impl Dialect for Pg {
                 .bind(&w0s)
                 .bind(&log_decays)
                 .bind(&volatilities)
+                .bind(&factors)
                 .execute(&mut *tx)
                 .await?;
         }
@@ -386,8 +391,6 @@ impl Dialect for Pg {
         let mut expected_ranks = Vec::with_capacity(n);
         let mut states = StateArrays::with_capacity(n);
         let mut added = FactorColumns::with_capacity(n);
-        let mut pruned_players = Vec::new();
-        let mut keep_from = Vec::new();
         for (entrant, &superseded) in round.entrants.iter().zip(superseded) {
             let columns = StateColumns::of(&entrant.state)?;
             let change = &entrant.change;
@@ -401,18 +404,9 @@ impl Dialect for Pg {
             before.push(entrant.league.before.as_ref());
             after.push(entrant.league.after.as_ref());
             expected_ranks.push(entrant.expected_rank);
+            added.push(columns.added);
             if !superseded {
                 states.push(entrant, &columns);
-            }
-            let Some(writes) = columns.factors else {
-                continue;
-            };
-            if let Some((number, factor)) = writes.added {
-                added.push(&entrant.player, number, factor);
-            }
-            if let Some(first_kept) = writes.keep_from {
-                pruned_players.push(entrant.player.as_str());
-                keep_from.push(first_kept);
             }
         }
         sqlx::query(UPSERT_PLAYERS)
@@ -432,28 +426,9 @@ impl Dialect for Pg {
             .bind(&states.placements.divisions)
             .bind(&states.placements.points)
             .bind(&states.bonus_spent)
+            .bind(&states.factors)
             .execute(&mut *tx)
             .await?;
-        if !added.players.is_empty() {
-            sqlx::query(INSERT_FACTORS)
-                .bind(pool)
-                .bind(&added.players)
-                .bind(&added.numbers)
-                .bind(&added.perfs)
-                .bind(&added.weights)
-                .bind(&added.betas)
-                .bind(&added.log_decays)
-                .execute(&mut *tx)
-                .await?;
-        }
-        if !pruned_players.is_empty() {
-            sqlx::query(DELETE_FACTORS)
-                .bind(pool)
-                .bind(&pruned_players)
-                .bind(&keep_from)
-                .execute(&mut *tx)
-                .await?;
-        }
         let query = sqlx::query(INSERT_HISTORY)
             .bind(pool)
             .bind(seq)
@@ -464,11 +439,8 @@ impl Dialect for Pg {
             .bind(&sigmas_before)
             .bind(&mus_after)
             .bind(&sigmas_after);
-        after
-            .bind(before.bind(query))
-            .bind(&expected_ranks)
-            .execute(&mut *tx)
-            .await?;
+        let query = after.bind(before.bind(query)).bind(&expected_ranks);
+        added.bind(query).execute(&mut *tx).await?;
         Ok(())
     }
 }

@@ -14,7 +14,7 @@ use crate::config::Role;
 use crate::display::{Display, LeagueMove, Placement};
 use crate::engine::{
     CodeforcesState, EloState, Factor, Glicko2State, PlayerState, Rating, RatingChange,
-    SystemParams, SystemState, TopcoderState, TrueSkillState, WengLinState,
+    SystemParams, SystemState, TopcoderState, TrueSkillState, Variant, WengLinState,
 };
 
 /// A pool's rating system and its parameters as stored in `pools`: the system's name and its
@@ -335,55 +335,102 @@ pub(super) struct PlayerRow {
     points: Option<f64>,
     bonus_spent: f64,
     season_base: i64,
+    /// How many of the player's latest history rows hold the factors their belief keeps.
+    factors: i64,
 }
 
-/// A row of `sql::SELECT_FACTORS`.
+/// A row of `sql::SELECT_FACTORS`: the factor round `seq` added to a player's belief, if any.
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct FactorRow {
     player: String,
-    n: i64,
-    perf: f64,
-    weight: f64,
-    beta: f64,
-    log_decay: f64,
+    seq: i64,
+    perf: Option<f64>,
+    weight: Option<f64>,
+    beta: Option<f64>,
+    log_decay: Option<f64>,
 }
 
-/// Joins the rows of `sql::SELECT_PLAYERS` and `sql::SELECT_FACTORS` (which lists each
-/// player's factors by `n`) into whole states of the pool's `system`, checking that every
-/// player has exactly the factors numbered up to their round count.
+impl FactorRow {
+    /// The factor the row holds, if it holds one whole.
+    fn factor(&self) -> Option<Factor> {
+        Some(Factor {
+            perf: self.perf?,
+            weight: self.weight?,
+            beta: self.beta?,
+            log_decay: self.log_decay?,
+        })
+    }
+}
+
+/// Whether players of a pool of `system` keep factors: only Elo-MMR's logistic variant's do.
+pub(super) fn keeps_factors(system: &SystemParams) -> bool {
+    matches!(system, SystemParams::EloMmr(params) if params.variant == Variant::Logistic)
+}
+
+/// The factors each of `players` keeps, in their order: those of their last `factors` history
+/// rows, oldest first. Every row goes into one vector, sorted once: no list per player to
+/// build and free beside the million beliefs a large pool loads.
+fn kept_factors(
+    players: &[PlayerRow],
+    history: Vec<FactorRow>,
+) -> Result<Vec<VecDeque<Factor>>, Error> {
+    let keeping: HashMap<&str, usize> = players
+        .iter()
+        .enumerate()
+        .filter(|(_, row)| row.factors > 0)
+        .map(|(i, row)| (row.player.as_str(), i))
+        .collect();
+    let mut rows: Vec<(usize, i64, Option<Factor>)> = history
+        .iter()
+        .filter_map(|row| Some((*keeping.get(row.player.as_str())?, row.seq, row.factor())))
+        .collect();
+    drop(history);
+    rows.sort_unstable_by_key(|&(player, seq, _)| (player, seq));
+    let mut rest = rows.as_slice();
+    let mut kept = Vec::with_capacity(players.len());
+    for (i, row) in players.iter().enumerate() {
+        let own = rest
+            .iter()
+            .take_while(|&&(player, _, _)| player == i)
+            .count();
+        let (history, after) = rest.split_at(own);
+        rest = after;
+        kept.push(last_factors(history, row.factors).ok_or_else(|| {
+            Error::Corrupt(format!(
+                "player `{}` keeps {} factors: their last {} history rows (of {} read) do not \
+                 each hold one",
+                row.player, row.factors, row.factors, own
+            ))
+        })?);
+    }
+    Ok(kept)
+}
+
+/// The factors of the last `count` of `history` (a player's history rows by seq), oldest
+/// first; `None` when there are fewer rows, or one of them holds no factor.
+fn last_factors(history: &[(usize, i64, Option<Factor>)], count: i64) -> Option<VecDeque<Factor>> {
+    let first = history.len().checked_sub(usize::try_from(count).ok()?)?;
+    // Sized exactly: a collected deque would keep room for several factors in every belief.
+    let mut kept = VecDeque::with_capacity(history.len() - first);
+    for &(_, _, factor) in &history[first..] {
+        kept.push_back(factor?);
+    }
+    Some(kept)
+}
+
+/// Joins the rows of `sql::SELECT_PLAYERS` and `sql::SELECT_FACTORS` (the pool's history rows;
+/// none where its system keeps no factors) into whole states of the pool's `system`, checking
+/// that each player's last `factors` rounds each added the factor their belief keeps from it.
 pub(super) fn join_players(
     system: &SystemParams,
     players: Vec<PlayerRow>,
     factors: Vec<FactorRow>,
 ) -> Result<Vec<StoredPlayer>, Error> {
-    let mut by_player: HashMap<String, VecDeque<(i64, Factor)>> = HashMap::new();
-    for row in factors {
-        let factor = Factor {
-            perf: row.perf,
-            weight: row.weight,
-            beta: row.beta,
-            log_decay: row.log_decay,
-        };
-        by_player
-            .entry(row.player)
-            .or_default()
-            .push_back((row.n, factor));
-    }
+    let kept = kept_factors(&players, factors)?;
     let stored = players
         .into_iter()
-        .map(|row| {
-            let numbered = by_player.remove(&row.player).unwrap_or_default();
-            let first = row.rounds - numbered.len() as i64 + 1;
-            if numbered
-                .iter()
-                .zip(first..)
-                .any(|(&(n, _), want)| n != want)
-            {
-                return Err(Error::Corrupt(format!(
-                    "factors of player `{}` are not the last of their {} rounds",
-                    row.player, row.rounds
-                )));
-            }
+        .zip(kept)
+        .map(|(row, kept)| {
             let rounds = to_u64(row.rounds, "rounds")?;
             let missing = || Error::Corrupt(format!("player `{}`: no posterior", row.player));
             // Every system but Elo keeps a σ.
@@ -394,18 +441,11 @@ pub(super) fn join_players(
                     sigma: sigma()?,
                     p0: row.p0.ok_or_else(missing)?,
                     w0: row.w0.ok_or_else(missing)?,
-                    factors: numbered.into_iter().map(|(_, factor)| factor).collect(),
+                    factors: kept,
                     log_decay: row.log_decay.ok_or_else(missing)?,
                     last_time: row.last_time,
                     rounds,
                 }),
-                _ if !numbered.is_empty() => {
-                    return Err(Error::Corrupt(format!(
-                        "player `{}`: factors in a {:?} pool",
-                        row.player,
-                        system.name()
-                    )))
-                }
                 SystemParams::WengLin(_) => SystemState::WengLin(WengLinState {
                     mu: row.mu,
                     sigma: sigma()?,
@@ -436,7 +476,7 @@ pub(super) fn join_players(
                     rounds,
                 }),
             };
-            Ok(StoredPlayer {
+            Ok::<_, Error>(StoredPlayer {
                 state,
                 league: placement(row.league, row.division, row.points)?,
                 bonus_spent: row.bonus_spent,
@@ -447,16 +487,11 @@ pub(super) fn join_players(
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some(player) = by_player.keys().next() {
-        return Err(Error::Corrupt(format!(
-            "factors of player `{player}`, who has no belief"
-        )));
-    }
     Ok(stored)
 }
 
 /// A state's columns of `players` besides `mu` and `sigma` (a state's rating, which the
-/// entrant's [`RatingChange::after`] carries), and what changes in its factors.
+/// entrant's [`RatingChange::after`] carries), and the factor columns of its history row.
 pub(super) struct StateColumns<'a> {
     pub(super) rounds: i64,
     pub(super) p0: Option<f64>,
@@ -464,8 +499,11 @@ pub(super) struct StateColumns<'a> {
     pub(super) log_decay: Option<f64>,
     pub(super) last_time: Option<i64>,
     pub(super) volatility: Option<f64>,
-    /// Only Elo-MMR keeps factors.
-    pub(super) factors: Option<FactorWrites<'a>>,
+    /// How many factors the belief keeps: those its last rounds added, one each.
+    pub(super) factors: i64,
+    /// The factor the round just played added, the belief's newest (only Elo-MMR's logistic
+    /// variant adds any).
+    pub(super) added: Option<&'a Factor>,
 }
 
 impl<'a> StateColumns<'a> {
@@ -479,7 +517,8 @@ impl<'a> StateColumns<'a> {
                 log_decay: Some(belief.log_decay),
                 last_time: belief.last_time,
                 volatility: None,
-                factors: Some(FactorWrites::of(belief)?),
+                factors: to_i64(belief.factors.len() as u64, "factors")?,
+                added: belief.factors.back(),
             },
             SystemState::WengLin(WengLinState { rounds, .. })
             | SystemState::TrueSkill(TrueSkillState { rounds, .. })
@@ -492,7 +531,8 @@ impl<'a> StateColumns<'a> {
                 log_decay: None,
                 last_time: None,
                 volatility: None,
-                factors: None,
+                factors: 0,
+                added: None,
             },
             SystemState::Glicko2(belief) => Self {
                 rounds: to_i64(belief.rounds, "rounds")?,
@@ -501,31 +541,9 @@ impl<'a> StateColumns<'a> {
                 log_decay: None,
                 last_time: None,
                 volatility: Some(belief.volatility),
-                factors: None,
+                factors: 0,
+                added: None,
             },
-        })
-    }
-}
-
-/// What [`Storage::apply_round`] writes of one entrant's factors.
-pub(super) struct FactorWrites<'a> {
-    /// The factor this round added, numbered by the entrant's round count (the newest one;
-    /// the Gaussian variant keeps none).
-    pub(super) added: Option<(i64, &'a Factor)>,
-    /// Stored factors numbered below this one fell out of the belief (`history_limit`, or a
-    /// diffusion that dropped every factor); `None` when none can have.
-    pub(super) keep_from: Option<i64>,
-}
-
-impl<'a> FactorWrites<'a> {
-    /// What changes in `state`'s stored factors: its belief after the round it just played.
-    fn of(state: &'a PlayerState) -> Result<Self, Error> {
-        let rounds = to_i64(state.rounds, "rounds")?;
-        let kept = to_i64(state.factors.len() as u64, "factors")?;
-        let keep_from = rounds - kept + 1;
-        Ok(Self {
-            added: state.factors.back().map(|factor| (rounds, factor)),
-            keep_from: (keep_from > 1).then_some(keep_from),
         })
     }
 }

@@ -120,13 +120,12 @@ pub(super) const START_SEASON: &str = "
     UPDATE players SET league = NULL, division = NULL, points = NULL, season_base = rounds
     WHERE pool = $1";
 
-/// Deletes every factor of pool `$1`: a soft reset leaves each belief one Gaussian term.
-pub(super) const DELETE_POOL_FACTORS: &str = "DELETE FROM factors WHERE pool = $1";
-
-/// Sets player `$2` of pool `$1`'s rating (`$3`, `$4`) and belief columns (`$5` p0, `$6` w0,
-/// `$7` log decay, `$8` volatility) to their values after a soft reset.
+/// Sets player `$2` of pool `$1`'s rating (`$3`, `$4`), belief columns (`$5` p0, `$6` w0,
+/// `$7` log decay, `$8` volatility) and count of factors kept (`$9`: none, where the reset
+/// leaves a belief one Gaussian term) to their values after a soft reset.
 pub(super) const UPDATE_PLAYER_STATE: &str = "
-    UPDATE players SET mu = $3, sigma = $4, p0 = $5, w0 = $6, log_decay = $7, volatility = $8
+    UPDATE players SET mu = $3, sigma = $4, p0 = $5, w0 = $6, log_decay = $7, volatility = $8,
+                       factors = $9
     WHERE pool = $1 AND player = $2";
 
 /// Every season start of pool `$1`, in order. (`kind <> 'round'` lets SQLite use the partial
@@ -175,16 +174,20 @@ pub(super) const SELECT_RESULTS: &str = "
     FROM history WHERE pool = $1 AND seq = $2
     ORDER BY rank, player";
 
-/// Every player of pool `$1`, their belief without its factors.
+/// Every player of pool `$1`, their belief without its factors, and how many factors it keeps.
 pub(super) const SELECT_PLAYERS: &str = "
     SELECT player, mu, sigma, rounds, p0, w0, log_decay, last_time, volatility, last_round_id,
-           last_round_time, league, division, points, bonus_spent, season_base
+           last_round_time, league, division, points, bonus_spent, season_base, factors
     FROM players WHERE pool = $1 ORDER BY player";
 
-/// Every factor of every player of pool `$1`, each player's by `n`.
+/// The factor columns of every history row of pool `$1`: each player's last `players.factors`
+/// rows by `seq` hold the factors their belief keeps. Unordered: the service sorts them in
+/// memory, where the server would sort them on disk (BENCHMARKS.md, "each factor in its
+/// history row").
 pub(super) const SELECT_FACTORS: &str = "
-    SELECT player, n, perf, weight, beta, log_decay FROM factors
-    WHERE pool = $1 ORDER BY player, n";
+    SELECT player, seq, factor_perf AS perf, factor_weight AS weight, factor_beta AS beta,
+           factor_log_decay AS log_decay
+    FROM history WHERE pool = $1";
 
 /// Up to `$4` rounds of player `$2` in pool `$1` older than seq `$3`, newest first.
 pub(super) const SELECT_HISTORY: &str = "

@@ -14,9 +14,10 @@ use sqlx::{
 use tracing::instrument;
 
 use super::rows::{
-    content_hash, decode_display, display_column, history_page, join_players, params_columns,
-    repost_outcome, to_u64, AsOfRow, FactorRow, HistoryRow, KeyRow, LeagueHistoryRow, ParamsRow,
-    PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow, RoundRow, SeasonRow,
+    content_hash, decode_display, display_column, history_page, join_players, keeps_factors,
+    params_columns, repost_outcome, to_u64, AsOfRow, FactorRow, HistoryRow, KeyRow,
+    LeagueHistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow,
+    RoundRow, SeasonRow,
 };
 use super::{
     sql, AppliedRecord, AppliedRound, AppliedSince, AsOf, Enqueued, EntryKind, Error, HistoryPage,
@@ -62,8 +63,8 @@ pub(super) trait Dialect: Send + Sync + 'static {
         pool: &str,
     ) -> Result<(), Error>;
 
-    /// Writes what applying round `id` (at `seq`) did to its entrants: their states, the
-    /// factors they gained and lost, and their history rows. The state of an entrant marked
+    /// Writes what applying round `id` (at `seq`) did to its entrants: their states and their
+    /// history rows, each with the factor the round added. The state of an entrant marked
     /// `superseded` is not written: a later round of the same transaction writes theirs.
     async fn write_entrants(
         tx: &mut <Self::Db as Database>::Connection,
@@ -78,8 +79,8 @@ pub(super) trait Dialect: Send + Sync + 'static {
     /// `pool` changed (a no-op where one process owns the database).
     async fn notify(tx: &mut <Self::Db as Database>::Connection, pool: &str) -> Result<(), Error>;
 
-    /// Writes every player's state after a season's soft reset: the rating and the belief's
-    /// columns (the caller deletes the factors a reset drops).
+    /// Writes every player's state after a season's soft reset: the rating, the belief's
+    /// columns and how many factors it keeps (none, after a reset that drops them).
     async fn write_states(
         tx: &mut <Self::Db as Database>::Connection,
         pool: &str,
@@ -338,10 +339,6 @@ where
             RoundOutcome::Season(start) => {
                 if !start.states.is_empty() {
                     D::write_states(&mut *tx, pool, &start.states).await?;
-                    sqlx::query(sql::DELETE_POOL_FACTORS)
-                        .bind(pool)
-                        .execute(&mut *tx)
-                        .await?;
                 }
                 sqlx::query(sql::START_SEASON)
                     .bind(pool)
@@ -673,11 +670,7 @@ where
         if applied_before != rewrite.rated_on || stored.leagues.as_ref() != rewrite.leagues {
             return Err(stale(pool));
         }
-        for statement in [
-            sql::DELETE_POOL_HISTORY,
-            sql::DELETE_POOL_FACTORS,
-            sql::DELETE_POOL_PLAYERS,
-        ] {
+        for statement in [sql::DELETE_POOL_HISTORY, sql::DELETE_POOL_PLAYERS] {
             sqlx::query(statement).bind(pool).execute(&mut *tx).await?;
         }
         let mut written = 0;
@@ -754,10 +747,14 @@ where
             .bind(pool)
             .fetch_all(&mut *tx)
             .await?;
-        let factors: Vec<FactorRow> = sqlx::query_as(sql::SELECT_FACTORS)
-            .bind(pool)
-            .fetch_all(&mut *tx)
-            .await?;
+        let factors: Vec<FactorRow> = if keeps_factors(&progress.params) {
+            sqlx::query_as(sql::SELECT_FACTORS)
+                .bind(pool)
+                .fetch_all(&mut *tx)
+                .await?
+        } else {
+            Vec::new()
+        };
         let last_seq: Option<i64> = sqlx::query_scalar(sql::SELECT_LAST_APPLIED_SEQ)
             .bind(pool)
             .fetch_optional(&mut *tx)

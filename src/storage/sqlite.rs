@@ -22,13 +22,10 @@ use crate::engine::SystemState;
 const MAX_BOUND_PARAMETERS: usize = 32_766;
 
 /// Columns bound per row of `players`.
-const PLAYER_COLUMNS: usize = 16;
-
-/// Columns bound per row of `factors`.
-const FACTOR_COLUMNS: usize = 7;
+const PLAYER_COLUMNS: usize = 17;
 
 /// Columns bound per row of `history`.
-const HISTORY_COLUMNS: usize = 16;
+const HISTORY_COLUMNS: usize = 20;
 
 /// How long a write waits for another connection's write lock before giving up: longer than
 /// the largest round takes to commit.
@@ -42,7 +39,7 @@ const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 /// Upserts entrants' beliefs; the `VALUES` rows go between this and [`UPSERT_PLAYERS_TAIL`].
 const UPSERT_PLAYERS_HEAD: &str = "INSERT INTO players
     (pool, player, mu, sigma, rounds, last_round_id, last_round_time, p0, w0, log_decay,
-     last_time, volatility, league, division, points, bonus_spent) ";
+     last_time, volatility, league, division, points, bonus_spent, factors) ";
 
 /// See [`UPSERT_PLAYERS_HEAD`].
 const UPSERT_PLAYERS_TAIL: &str = " ON CONFLICT (pool, player) DO UPDATE SET
@@ -51,31 +48,13 @@ const UPSERT_PLAYERS_TAIL: &str = " ON CONFLICT (pool, player) DO UPDATE SET
     p0 = excluded.p0, w0 = excluded.w0, log_decay = excluded.log_decay,
     last_time = excluded.last_time, volatility = excluded.volatility,
     league = excluded.league, division = excluded.division, points = excluded.points,
-    bonus_spent = excluded.bonus_spent";
-
-/// Inserts factors; the `VALUES` rows follow.
-const INSERT_FACTORS_HEAD: &str = "INSERT INTO factors
-    (pool, player, n, perf, weight, beta, log_decay) ";
-
-/// Deletes factors: the pool is bound after this, then [`DELETE_FACTORS_VALUES`], then
-/// `(player, keep_from)` rows, then [`DELETE_FACTORS_TAIL`]; every factor of `player`
-/// numbered below `keep_from` goes.
-const DELETE_FACTORS_HEAD: &str = "WITH this (pool) AS (SELECT ";
-
-/// See [`DELETE_FACTORS_HEAD`].
-const DELETE_FACTORS_VALUES: &str = "), kept (player, keep_from) AS (";
-
-/// See [`DELETE_FACTORS_HEAD`].
-const DELETE_FACTORS_TAIL: &str = ")
-    DELETE FROM factors WHERE (pool, player, n) IN (
-        SELECT f.pool, f.player, f.n FROM this t, kept k
-        JOIN factors f ON f.pool = t.pool AND f.player = k.player AND f.n < k.keep_from)";
+    bonus_spent = excluded.bonus_spent, factors = excluded.factors";
 
 /// Inserts entrants' history rows; the `VALUES` rows follow.
 const INSERT_HISTORY_HEAD: &str = "INSERT INTO history
     (pool, player, seq, rank, performance, mu_before, sigma_before, mu_after, sigma_after,
      league_before, division_before, league_after, division_after, expected_rank,
-     points_before, points_after) ";
+     points_before, points_after, factor_perf, factor_weight, factor_beta, factor_log_decay) ";
 
 /// The SQLite dialect.
 pub(super) struct Lite;
@@ -154,8 +133,7 @@ impl Dialect for Lite {
             .map(|(state, _)| state)
             .collect();
         upsert_players(tx, pool, id, round.time, &latest).await?;
-        write_factors(tx, pool, &states).await?;
-        insert_history(tx, pool, seq, &round.entrants).await
+        insert_history(tx, pool, seq, &states).await
     }
 
     async fn write_states(
@@ -176,6 +154,7 @@ impl Dialect for Lite {
                 .bind(columns.w0)
                 .bind(columns.log_decay)
                 .bind(columns.volatility)
+                .bind(columns.factors)
                 .execute(&mut *tx)
                 .await?;
         }
@@ -249,7 +228,8 @@ async fn upsert_players(
                 .push_bind(league)
                 .push_bind(division)
                 .push_bind(points)
-                .push_bind(e.bonus_spent);
+                .push_bind(e.bonus_spent)
+                .push_bind(columns.factors);
         });
         query.push(UPSERT_PLAYERS_TAIL);
         query.build().execute(&mut *tx).await?;
@@ -257,66 +237,21 @@ async fn upsert_players(
     Ok(())
 }
 
-/// Inserts the factors the round added and deletes those that fell out of the entrants'
-/// beliefs, one statement per chunk of rows.
-async fn write_factors(
-    tx: &mut SqliteConnection,
-    pool: &str,
-    states: &[(&AppliedEntrant, StateColumns<'_>)],
-) -> Result<(), Error> {
-    let writes: Vec<_> = states
-        .iter()
-        .filter_map(|(e, columns)| Some((e.player.as_str(), columns.factors.as_ref()?)))
-        .collect();
-    let added: Vec<_> = writes
-        .iter()
-        .filter_map(|(player, w)| w.added.map(|(n, factor)| (*player, n, factor)))
-        .collect();
-    for chunk in added.chunks(MAX_BOUND_PARAMETERS / FACTOR_COLUMNS) {
-        let mut query = QueryBuilder::<Sqlite>::new(INSERT_FACTORS_HEAD);
-        query.push_values(chunk, |mut row, &(player, n, factor)| {
-            row.push_bind(pool)
-                .push_bind(player)
-                .push_bind(n)
-                .push_bind(factor.perf)
-                .push_bind(factor.weight)
-                .push_bind(factor.beta)
-                .push_bind(factor.log_decay);
-        });
-        query.build().execute(&mut *tx).await?;
-    }
-    let pruned: Vec<_> = writes
-        .iter()
-        .filter_map(|(player, w)| w.keep_from.map(|first| (*player, first)))
-        .collect();
-    // Two parameters per row, and one for the pool.
-    for chunk in pruned.chunks((MAX_BOUND_PARAMETERS - 1) / 2) {
-        let mut query = QueryBuilder::<Sqlite>::new(DELETE_FACTORS_HEAD);
-        query.push_bind(pool);
-        query.push(DELETE_FACTORS_VALUES);
-        query.push_values(chunk, |mut row, &(player, first)| {
-            row.push_bind(player).push_bind(first);
-        });
-        query.push(DELETE_FACTORS_TAIL);
-        query.build().execute(&mut *tx).await?;
-    }
-    Ok(())
-}
-
-/// Inserts the entrants' history rows, one statement per chunk of rows.
+/// Inserts the entrants' history rows, each with the factor the round added to the entrant's
+/// belief, one statement per chunk of rows.
 async fn insert_history(
     tx: &mut SqliteConnection,
     pool: &str,
     seq: i64,
-    entrants: &[AppliedEntrant],
+    states: &[(&AppliedEntrant, StateColumns<'_>)],
 ) -> Result<(), Error> {
-    for chunk in entrants.chunks(MAX_BOUND_PARAMETERS / HISTORY_COLUMNS) {
+    for chunk in states.chunks(MAX_BOUND_PARAMETERS / HISTORY_COLUMNS) {
         let rows = chunk
             .iter()
-            .map(|e| Ok((e, to_i64(e.rank, "rank")?)))
+            .map(|(e, columns)| Ok((e, to_i64(e.rank, "rank")?, columns.added)))
             .collect::<Result<Vec<_>, Error>>()?;
         let mut query = QueryBuilder::<Sqlite>::new(INSERT_HISTORY_HEAD);
-        query.push_values(&rows, |mut row, (e, rank)| {
+        query.push_values(&rows, |mut row, (e, rank, added)| {
             let (league_before, division_before, points_before) =
                 placement_columns(e.league.before.as_ref());
             let (league_after, division_after, points_after) =
@@ -336,7 +271,11 @@ async fn insert_history(
                 .push_bind(division_after)
                 .push_bind(e.expected_rank)
                 .push_bind(points_before)
-                .push_bind(points_after);
+                .push_bind(points_after)
+                .push_bind(added.map(|f| f.perf))
+                .push_bind(added.map(|f| f.weight))
+                .push_bind(added.map(|f| f.beta))
+                .push_bind(added.map(|f| f.log_decay));
         });
         query.build().execute(&mut *tx).await?;
     }

@@ -1,6 +1,7 @@
 //! Memory stays bounded under a long stream: however many rounds a player plays, their belief
-//! keeps at most the pool's `history_limit` logistic factors, in memory and in storage (older
-//! ones fold into the Gaussian term), while their round count and history keep growing. The
+//! keeps at most the pool's `history_limit` logistic factors, in memory and as stored (older
+//! ones fold into the Gaussian term, and stay only as part of their history rows), while their
+//! round count and history keep growing. The
 //! queue's bound (503 `queue_full`) is in `rounds`; a slow client is in `tests/e2e`.
 
 use axum::http::StatusCode;

@@ -1,12 +1,13 @@
 //! Applying a round: everything in one transaction, only the oldest queued round, only once.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use mmr_service::engine::{Beliefs, Params, Population, SystemParams, SystemState, Variant};
 use mmr_service::storage::{Error, RoundOutcome, RoundStatus};
 
 use crate::support::{
-    self, create_pool, enqueue, enqueue_and_apply, population, stored_round, Db, POOL,
+    self, create_pool, enqueue, enqueue_and_apply, execute_raw, population, stored_round, Db, POOL,
 };
 
 backend_tests!(
@@ -18,6 +19,7 @@ backend_tests!(
     a_failed_round_keeps_its_error_and_leaves_the_queue,
     a_round_too_large_for_one_statement_is_stored_whole,
     beliefs_reload_exactly_when_factors_are_dropped,
+    a_player_whose_history_does_not_hold_the_factors_they_keep_does_not_load,
     several_rounds_settle_in_one_transaction_in_order,
     settling_rounds_that_are_not_the_oldest_in_order_changes_nothing,
     rounds_rated_under_other_leagues_than_those_stored_are_refused,
@@ -278,6 +280,36 @@ async fn beliefs_reload_exactly_when_factors_are_dropped(db: Db) {
     }
 }
 
+async fn a_player_whose_history_does_not_hold_the_factors_they_keep_does_not_load(db: Db) {
+    create_pool(&db).await;
+    let mut population = population();
+    enqueue_and_apply(&db, &mut population, "r1", &["a", "b"], Some(10)).await;
+    enqueue_and_apply(&db, &mut population, "r2", &["c", "a"], Some(20)).await;
+    assert_eq!(db.storage.load_players(POOL).await.expect("load").len(), 3);
+    let refused = |context: &'static str| {
+        let storage = Arc::clone(&db.storage);
+        async move {
+            match storage.load_players(POOL).await {
+                Err(Error::Corrupt(message)) => {
+                    assert!(message.contains("`a`"), "{context}: {message}");
+                }
+                other => panic!("{context}: {other:?}"),
+            }
+        }
+    };
+    // `a` keeps the factors of both rounds: a third has no row.
+    execute_raw(&db.url, "UPDATE players SET factors = 3 WHERE player = 'a'").await;
+    refused("one factor more than rounds").await;
+    execute_raw(&db.url, "UPDATE players SET factors = 2 WHERE player = 'a'").await;
+    assert_eq!(db.storage.load_players(POOL).await.expect("load").len(), 3);
+    execute_raw(
+        &db.url,
+        "UPDATE history SET factor_beta = NULL WHERE player = 'a' AND seq = 1",
+    )
+    .await;
+    refused("a kept factor's row without it").await;
+}
+
 async fn several_rounds_settle_in_one_transaction_in_order(db: Db) {
     create_pool(&db).await;
     for (id, players) in [("r1", ["a", "b"]), ("r2", ["b", "c"]), ("r3", ["a", "c"])] {
@@ -407,8 +439,8 @@ async fn rounds_rated_under_other_leagues_than_those_stored_are_refused(db: Db) 
 
 /// Process B rates r2 on the pool as it stood before r1; meanwhile process A applies r1. r2 is
 /// now the oldest queued round, so only the applied count tells that B's priors for `a` miss
-/// r1's update. In a Gaussian pool (no factor rows whose numbering would collide) committing
-/// them would silently undo it (issue 14). B is refused, and after a reload rates r2 again.
+/// r1's update. Committing them would silently undo it (issue 14): nothing in the rows written
+/// refuses them, only the applied count. B is refused, and after a reload rates r2 again.
 async fn a_round_rated_before_another_process_applied_one_is_refused_and_no_update_is_lost(db: Db) {
     let gaussian = Params {
         variant: Variant::Gaussian,

@@ -1,6 +1,8 @@
 //! Upgrades: a database written before a migration opens with every stored value intact:
 //! 0002 turned JSON beliefs into rows, 0003 turned Elo-MMR's parameter columns into a system
-//! name and a JSON object, and counted each pool's applied rounds.
+//! name and a JSON object, and counted each pool's applied rounds, and the migration that moved
+//! factors into history rows (Postgres 0014, SQLite 0013) carries every factor there, or
+//! refuses to run and changes nothing.
 
 use std::borrow::Cow;
 
@@ -10,7 +12,7 @@ use serde_json::json;
 use sqlx::migrate::Migrator;
 
 use crate::db::{with_database, Backend};
-use crate::support::POOL;
+use crate::support::{execute_raw, POOL};
 
 /// Creates the pool as version 0001 stored it.
 const INSERT_POOL: &str = "
@@ -22,6 +24,16 @@ const INSERT_POOL: &str = "
 const INSERT_PLAYER: &str = "
     INSERT INTO players (pool, player, mu, sigma, rounds, last_round_id, last_round_time, state)
     VALUES ($1, $2, $3, $4, $5, 'r', NULL, $6)";
+
+/// Stores player `$2`'s history row of the round at seq `$3`, as version 0001 did.
+const INSERT_HISTORY: &str = "
+    INSERT INTO history (pool, player, seq, rank, performance, mu_before, sigma_before,
+                         mu_after, sigma_after)
+    VALUES ($1, $2, $3, 1, 1500, 1500, 350, 1500, 350)";
+
+/// The player whose newest history row [`store_legacy_players_one_row_short`] leaves out: they
+/// keep factors.
+const SHORT_PLAYER: &str = "p06";
 
 /// A test that opens a database of `$backend` (`$pool` on `$url_suffix` appended to its URL),
 /// runs its migrations up to `$version`, stores values there with macro `$store` (which returns
@@ -48,7 +60,8 @@ macro_rules! upgrade_test {
     };
 }
 
-/// Stores [`legacy_players`] in pool `POOL` as migration 0001 did; returns them.
+/// Stores [`legacy_players`] in pool `POOL` as migration 0001 did, each with a history row
+/// for every round they played, at the seqs [`legacy_seq`] gives; returns them.
 macro_rules! store_legacy_players {
     ($pool:expr) => {{
         sqlx::query(INSERT_POOL)
@@ -57,18 +70,51 @@ macro_rules! store_legacy_players {
             .await
             .expect("pool");
         let players = legacy_players();
-        for (player, state, json) in &players {
+        for (index, (player, state, json)) in players.iter().enumerate() {
+            let rounds = i64::try_from(state.rounds).expect("rounds");
             sqlx::query(INSERT_PLAYER)
                 .bind(POOL)
                 .bind(player)
                 .bind(state.mu)
                 .bind(state.sigma)
-                .bind(i64::try_from(state.rounds).expect("rounds"))
+                .bind(rounds)
                 .bind(json)
                 .execute($pool)
                 .await
                 .expect("player");
+            for round in 1..=rounds {
+                sqlx::query(INSERT_HISTORY)
+                    .bind(POOL)
+                    .bind(player)
+                    .bind(legacy_seq(index, round))
+                    .execute($pool)
+                    .await
+                    .expect("history");
+            }
         }
+        players
+    }};
+}
+
+/// As [`store_legacy_players`], without [`SHORT_PLAYER`]'s newest history row: their newest
+/// factor has no row to move to.
+macro_rules! store_legacy_players_one_row_short {
+    ($pool:expr) => {{
+        let players = store_legacy_players!($pool);
+        let (index, (_, short, _)) = players
+            .iter()
+            .enumerate()
+            .find(|(_, (player, _, _))| player == SHORT_PLAYER)
+            .expect("the short player");
+        assert!(!short.factors.is_empty());
+        let rounds = i64::try_from(short.rounds).expect("rounds");
+        sqlx::query("DELETE FROM history WHERE pool = $1 AND player = $2 AND seq = $3")
+            .bind(POOL)
+            .bind(SHORT_PLAYER)
+            .bind(legacy_seq(index, rounds))
+            .execute($pool)
+            .await
+            .expect("delete");
         players
     }};
 }
@@ -93,6 +139,27 @@ upgrade_test!(
     through 1,
     store_legacy_players,
     check_upgraded
+);
+
+upgrade_test!(
+    sqlite_a_factor_without_its_history_row_stops_the_upgrade,
+    Backend::Sqlite,
+    sqlx::SqlitePool,
+    "./migrations/sqlite",
+    "?mode=rwc",
+    through 1,
+    store_legacy_players_one_row_short,
+    check_refused
+);
+upgrade_test!(
+    postgres_a_factor_without_its_history_row_stops_the_upgrade,
+    Backend::Postgres,
+    sqlx::PgPool,
+    "./migrations/postgres",
+    "",
+    through 1,
+    store_legacy_players_one_row_short,
+    check_refused
 );
 
 /// `migrator` with its migrations up to `version` only: the schema as that version left it.
@@ -252,6 +319,12 @@ async fn check_pools_upgraded(url: &str, pools: &[(String, Params, Vec<&'static 
     storage.close().await;
 }
 
+/// The seq of the round in which the legacy player at `index` played their `round`-th: the
+/// players' rounds interleave, so that a player's n-th round is not at seq n.
+fn legacy_seq(index: usize, round: i64) -> i64 {
+    round * 100 + i64::try_from(index).expect("an index")
+}
+
 /// Players with beliefs of 0 to 6 factors, each with the JSON version 0001 stored: every
 /// factor at its current weight, no decay.
 fn legacy_players() -> Vec<(String, PlayerState, String)> {
@@ -317,6 +390,19 @@ async fn check_upgraded(url: &str, players: &[(String, PlayerState, String)]) {
         assert_eq!(bits(state), bits(want), "{player}");
         assert_eq!(state, want, "{player}");
     }
+}
+
+/// Opens the database at `url`: the service refuses to start, and the factors of `players`
+/// are all still in their table, which the refused migration would have dropped.
+async fn check_refused(url: &str, players: &[(String, PlayerState, String)]) {
+    let refused = storage::connect(url).await;
+    assert!(refused.is_err(), "the upgrade ran");
+    let stored = execute_raw(url, "SELECT count(*) FROM factors").await;
+    let want: usize = players
+        .iter()
+        .map(|(_, state, _)| state.factors.len())
+        .sum();
+    assert_eq!(stored, Some(want as i64));
 }
 
 /// Every float of a belief, as bits.

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use mmr_service::display::LeagueMove;
 use mmr_service::engine::{Beliefs, Params, Population, Round, Standing, SystemParams};
 use mmr_service::storage::{self, AppliedEntrant, AppliedRound, RoundRecord, Storage};
+use sqlx::Connection;
 
 pub use crate::db::Backend;
 
@@ -146,4 +147,25 @@ pub async fn enqueue_and_apply(
         .await
         .expect("apply the round");
     applied
+}
+
+/// Runs `sql` on the database at `url` through a connection of its own, beside any storage
+/// open on it (as an operator's tool or damage would change it), and returns the first column
+/// of its first row, if it returns any: a count, say.
+pub async fn execute_raw(url: &str, sql: &str) -> Option<i64> {
+    if url.starts_with("sqlite:") {
+        let mut connection = sqlx::SqliteConnection::connect(url).await.expect("open");
+        let row: Option<(i64,)> = sqlx::query_as(sql)
+            .fetch_optional(&mut connection)
+            .await
+            .expect("execute");
+        row.map(|(value,)| value)
+    } else {
+        let mut connection = sqlx::PgConnection::connect(url).await.expect("open");
+        let row: Option<(i64,)> = sqlx::query_as(sql)
+            .fetch_optional(&mut connection)
+            .await
+            .expect("execute");
+        row.map(|(value,)| value)
+    }
 }
