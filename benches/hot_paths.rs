@@ -85,8 +85,9 @@ fn publishing(c: &mut Criterion) {
         .map(|i| StoredPlayer {
             player: format!("player-{i:07}"),
             state: spread_player(&params, &mut rng),
-            last_round_id: "r0".to_owned(),
+            last_round_id: "r1".to_owned(),
             last_round_time: None,
+            last_seq: 1,
             league: None,
             bonus_spent: 0.0,
             season_base: 0,
@@ -142,8 +143,9 @@ fn publish_rounds(
 ) {
     for entrants in [10, 1_000, 10_000] {
         let last = LastRound {
-            id: Arc::from("r1"),
+            id: Arc::from("r2"),
             time: None,
+            seq: 2,
         };
         let round: Vec<Played> = (0..entrants)
             .map(|i| Played {

@@ -130,7 +130,8 @@ pub struct HistoryQuery {
     /// Most entries returned (1–1000, default 50).
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
-    /// Only rounds older than this cursor (a previous page's `next_before`).
+    /// Only rounds older than this cursor (a previous page's `next_before`). Any other value
+    /// is read by passing over the player's newer rounds first.
     before: Option<i64>,
 }
 

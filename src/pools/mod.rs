@@ -65,6 +65,18 @@ pub struct LastRound {
     pub id: Arc<str>,
     /// Its time (seconds since the Unix epoch), if it had one.
     pub time: Option<i64>,
+    /// Its seq (0 for none: a player stored without any history row, which only a database
+    /// written before history rows were chained can hold).
+    pub seq: i64,
+}
+
+/// What a round did to one of its players besides their state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entered {
+    /// Their league before and after.
+    pub league: LeagueMove,
+    /// The seq of the round they played before this one (none for their first).
+    pub previous: Option<i64>,
 }
 
 /// A player's rating as the API shows it.
@@ -158,6 +170,7 @@ impl PoolState {
                 let last_round = LastRound {
                     id: Arc::from(p.last_round_id),
                     time: p.last_round_time,
+                    seq: p.last_seq,
                 };
                 let rated = Rated {
                     state: p.state,
@@ -304,6 +317,7 @@ impl PoolState {
             let last_round = LastRound {
                 id: Arc::from(r.last_round_id),
                 time: r.last_round_time,
+                seq: r.seq,
             };
             players.insert(player, (r.rating, r.rounds, last_round, r.league));
         }
@@ -332,17 +346,20 @@ impl PoolState {
     }
 
     /// Records the round at `seq`: its players' states, and the leagues they move to, which
-    /// it returns in the order given. O(k log n) for k players.
-    pub fn apply(&mut self, seq: i64, players: Vec<Played>) -> Vec<LeagueMove> {
-        // Each player's standing before the round, and the rounds they had played when the
-        // season started (0 for a newcomer): one lookup each.
-        let (befores, bases): (Vec<Option<Standing>>, Vec<u64>) = players
-            .iter()
-            .map(|p| match self.players.get(p.player.as_str()) {
-                Some(old) => (Some(self.standing(&p.player, &old.state)), old.season_base),
-                None => (None, 0),
-            })
-            .unzip();
+    /// it returns in the order given with the round each played before. O(k log n) for k
+    /// players.
+    pub fn apply(&mut self, seq: i64, players: Vec<Played>) -> Vec<Entered> {
+        // Each player's standing before the round, the rounds they had played when the season
+        // started (0 for a newcomer) and the round they played before: one lookup each.
+        let mut befores = Vec::with_capacity(players.len());
+        let mut bases = Vec::with_capacity(players.len());
+        let mut previous = Vec::with_capacity(players.len());
+        for p in &players {
+            let old = self.players.get(p.player.as_str());
+            befores.push(old.map(|old| self.standing(&p.player, &old.state)));
+            bases.push(old.map_or(0, |old| old.season_base));
+            previous.push(old.map(|old| old.last_round.seq).filter(|&seq| seq > 0));
+        }
         let entrants: Vec<Entrant<'_>> = players
             .iter()
             .zip(&bases)
@@ -388,6 +405,10 @@ impl PoolState {
         self.applied += 1;
         self.last_seq = seq;
         league_moves
+            .into_iter()
+            .zip(previous)
+            .map(|(league, previous)| Entered { league, previous })
+            .collect()
     }
 
     /// The pool after the season start at `seq`: every player's state after the soft
@@ -825,10 +846,11 @@ mod tests {
     use super::*;
     use crate::engine::{Params, PlayerState};
 
-    fn last(id: &str) -> LastRound {
+    fn last(id: &str, seq: i64) -> LastRound {
         LastRound {
             id: Arc::from(id),
             time: None,
+            seq,
         }
     }
 
@@ -838,7 +860,7 @@ mod tests {
             rank,
             prior: 1500.0,
             state,
-            last_round: last(round),
+            last_round: last(round, 0),
         }
     }
 
@@ -914,7 +936,7 @@ mod tests {
                             rank: rank as u64,
                             prior: f64::from(mu) - 30.0,
                             state: SystemState::EloMmr(belief),
-                            last_round: last(&format!("r{r}")),
+                            last_round: last(&format!("r{r}"), seq),
                         }
                     })
                     .collect();
@@ -928,6 +950,7 @@ mod tests {
                     state: belief.clone(),
                     last_round_id: "r".into(),
                     last_round_time: None,
+                    last_seq: state.players[id].last_round.seq,
                     league: state.leagues().placement_of(id),
                     bonus_spent: state.leagues().bonus_spent(id),
                     season_base: state.players[id].season_base,

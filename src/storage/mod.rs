@@ -321,6 +321,9 @@ pub struct AppliedEntrant {
     pub expected_rank: Option<f64>,
     /// Their whole state after the round.
     pub state: SystemState,
+    /// The seq of the round they played before this one, which their history row names so
+    /// that a player's rows chain from the newest (none for their first round).
+    pub previous: Option<i64>,
 }
 
 /// A stored round and, once applied, its results.
@@ -413,6 +416,9 @@ pub struct StoredPlayer {
     pub last_round_id: String,
     /// That round's time, if it had one.
     pub last_round_time: Option<i64>,
+    /// That round's seq (0 for a player stored without any history row, which only a database
+    /// written before history rows were chained can hold).
+    pub last_seq: i64,
     /// Their league and division, if placed.
     pub league: Option<Placement>,
     /// Ladder bonus points they have spent.
@@ -713,6 +719,10 @@ pub trait Storage: Send + Sync + 'static {
     /// state must be their belief right after that round: of its factors only the newest (that
     /// round's) is written, in the entrant's history row; older ones were written with their
     /// own rounds, and the player's row counts how many of them the belief still holds.
+    /// Each entrant's `previous` must be the seq of their newest history row before that
+    /// round (stored, or of an earlier round of the same call): their row names it, and their
+    /// history is read along those names, so a wrong one is not an error here but a history
+    /// that stops or skips rounds.
     /// The rounds must have been rated on the pool as it stood after `rated_on` applied
     /// rounds, and their leagues worked out under `leagues`: if the pool has applied more
     /// since, or stores other leagues (another process moved it on meanwhile, and the rounds'

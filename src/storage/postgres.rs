@@ -37,9 +37,9 @@ const LOCK_APPLY: &str = "SELECT pg_advisory_xact_lock($1, hashtext($2))";
 const UPSERT_PLAYERS: &str = "
     INSERT INTO players (pool, player, mu, sigma, rounds, last_round_id, last_round_time,
                          p0, w0, log_decay, last_time, volatility, league, division, points,
-                         bonus_spent, factors)
+                         bonus_spent, factors, last_seq)
     SELECT $1, u.player, u.mu, u.sigma, u.rounds, $2, $3, u.p0, u.w0, u.log_decay, u.last_time,
-           u.volatility, u.league, u.division, u.points, u.bonus_spent, u.factors
+           u.volatility, u.league, u.division, u.points, u.bonus_spent, u.factors, $18
     FROM UNNEST($4::TEXT[], $5::FLOAT8[], $6::FLOAT8[], $7::INT8[], $8::FLOAT8[], $9::FLOAT8[],
                 $10::FLOAT8[], $11::INT8[], $12::FLOAT8[], $13::TEXT[], $14::INT8[],
                 $15::FLOAT8[], $16::FLOAT8[], $17::INT8[])
@@ -51,30 +51,31 @@ const UPSERT_PLAYERS: &str = "
         p0 = EXCLUDED.p0, w0 = EXCLUDED.w0, log_decay = EXCLUDED.log_decay,
         last_time = EXCLUDED.last_time, volatility = EXCLUDED.volatility,
         league = EXCLUDED.league, division = EXCLUDED.division, points = EXCLUDED.points,
-        bonus_spent = EXCLUDED.bonus_spent, factors = EXCLUDED.factors";
+        bonus_spent = EXCLUDED.bonus_spent, factors = EXCLUDED.factors,
+        last_seq = EXCLUDED.last_seq";
 
 /// Makes the transaction's queries read one snapshot (the first statement of a transaction).
 const REPEATABLE_READ: &str = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ";
 
 /// Inserts the history rows of every entrant of a round, with the factor the round added to
-/// each belief, in one statement.
+/// each belief and the seq of the entrant's row before, in one statement.
 const INSERT_HISTORY: &str = "
     INSERT INTO history (pool, player, seq, rank, performance, mu_before, sigma_before,
                          mu_after, sigma_after, league_before, division_before, points_before,
                          league_after, division_after, points_after, expected_rank,
-                         factor_perf, factor_weight, factor_beta, factor_log_decay)
+                         factor_perf, factor_weight, factor_beta, factor_log_decay, prev_seq)
     SELECT $1, u.player, $2, u.rank, u.performance, u.mu_before, u.sigma_before,
            u.mu_after, u.sigma_after, u.league_before, u.division_before, u.points_before,
            u.league_after, u.division_after, u.points_after, u.expected_rank,
-           u.factor_perf, u.factor_weight, u.factor_beta, u.factor_log_decay
+           u.factor_perf, u.factor_weight, u.factor_beta, u.factor_log_decay, u.prev_seq
     FROM UNNEST($3::TEXT[], $4::INT8[], $5::FLOAT8[], $6::FLOAT8[], $7::FLOAT8[],
                 $8::FLOAT8[], $9::FLOAT8[], $10::TEXT[], $11::INT8[], $12::FLOAT8[],
                 $13::TEXT[], $14::INT8[], $15::FLOAT8[], $16::FLOAT8[], $17::FLOAT8[],
-                $18::FLOAT8[], $19::FLOAT8[], $20::FLOAT8[])
+                $18::FLOAT8[], $19::FLOAT8[], $20::FLOAT8[], $21::INT8[])
          AS u (player, rank, performance, mu_before, sigma_before, mu_after, sigma_after,
                league_before, division_before, points_before, league_after, division_after,
                points_after, expected_rank, factor_perf, factor_weight, factor_beta,
-               factor_log_decay)";
+               factor_log_decay, prev_seq)";
 
 /// Rows written per statement when a pool's leagues are recomputed.
 const LEAGUE_ROWS_PER_STATEMENT: usize = 20_000;
@@ -391,6 +392,7 @@ impl Dialect for Pg {
         let mut expected_ranks = Vec::with_capacity(n);
         let mut states = StateArrays::with_capacity(n);
         let mut added = FactorColumns::with_capacity(n);
+        let mut previous = Vec::with_capacity(n);
         for (entrant, &superseded) in round.entrants.iter().zip(superseded) {
             let columns = StateColumns::of(&entrant.state)?;
             let change = &entrant.change;
@@ -405,10 +407,23 @@ impl Dialect for Pg {
             after.push(entrant.league.after.as_ref());
             expected_ranks.push(entrant.expected_rank);
             added.push(columns.added);
+            previous.push(entrant.previous);
             if !superseded {
                 states.push(entrant, &columns);
             }
         }
+        let query = sqlx::query(INSERT_HISTORY)
+            .bind(pool)
+            .bind(seq)
+            .bind(&players)
+            .bind(&ranks)
+            .bind(&performances)
+            .bind(&mus_before)
+            .bind(&sigmas_before)
+            .bind(&mus_after)
+            .bind(&sigmas_after);
+        let query = after.bind(before.bind(query)).bind(&expected_ranks);
+        added.bind(query).bind(&previous).execute(&mut *tx).await?;
         sqlx::query(UPSERT_PLAYERS)
             .bind(pool)
             .bind(id)
@@ -427,20 +442,9 @@ impl Dialect for Pg {
             .bind(&states.placements.points)
             .bind(&states.bonus_spent)
             .bind(&states.factors)
+            .bind(seq)
             .execute(&mut *tx)
             .await?;
-        let query = sqlx::query(INSERT_HISTORY)
-            .bind(pool)
-            .bind(seq)
-            .bind(&players)
-            .bind(&ranks)
-            .bind(&performances)
-            .bind(&mus_before)
-            .bind(&sigmas_before)
-            .bind(&mus_after)
-            .bind(&sigmas_after);
-        let query = after.bind(before.bind(query)).bind(&expected_ranks);
-        added.bind(query).execute(&mut *tx).await?;
         Ok(())
     }
 }

@@ -330,6 +330,7 @@ pub(super) struct PlayerRow {
     volatility: Option<f64>,
     last_round_id: String,
     last_round_time: Option<i64>,
+    last_seq: i64,
     league: Option<String>,
     division: Option<i64>,
     points: Option<f64>,
@@ -484,6 +485,7 @@ pub(super) fn join_players(
                 player: row.player,
                 last_round_id: row.last_round_id,
                 last_round_time: row.last_round_time,
+                last_seq: row.last_seq,
             })
         })
         .collect::<Result<Vec<_>, _>>()?;

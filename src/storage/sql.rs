@@ -141,16 +141,16 @@ pub(super) const SELECT_APPLIED_SEASON_SEQS: &str = "
     ORDER BY seq";
 
 /// Every player of pool `$1` who played a round after seq `$2` and before seq `$3`, as they
-/// stood after the last of them, with every round they had played by then.
+/// stood after the last of them, with every round they had played by then. One pass over the
+/// pool's history before `$3` along its key `(pool, seq, player)`: a player's last round
+/// before `$3` is their last of the span when it comes after `$2`.
 pub(super) const SELECT_STANDINGS_BETWEEN: &str = "
-    SELECT h.player, h.seq, h.mu_after, h.sigma_after,
-           (SELECT count(*) FROM history c
-            WHERE c.pool = $1 AND c.player = h.player AND c.seq <= h.seq) AS rounds,
+    SELECT h.player, h.seq, h.mu_after, h.sigma_after, l.rounds,
            r.id AS round_id, r.round_time,
            h.league_after AS league, h.division_after AS division, h.points_after AS points
-    FROM (SELECT player, MAX(seq) AS seq FROM history
-          WHERE pool = $1 AND seq > $2 AND seq < $3 GROUP BY player) l
-    JOIN history h ON h.pool = $1 AND h.player = l.player AND h.seq = l.seq
+    FROM (SELECT player, MAX(seq) AS seq, COUNT(*) AS rounds FROM history
+          WHERE pool = $1 AND seq < $3 GROUP BY player HAVING MAX(seq) > $2) l
+    JOIN history h ON h.pool = $1 AND h.seq = l.seq AND h.player = l.player
     JOIN rounds r ON r.pool = $1 AND r.seq = l.seq
     ORDER BY h.player";
 
@@ -177,7 +177,8 @@ pub(super) const SELECT_RESULTS: &str = "
 /// Every player of pool `$1`, their belief without its factors, and how many factors it keeps.
 pub(super) const SELECT_PLAYERS: &str = "
     SELECT player, mu, sigma, rounds, p0, w0, log_decay, last_time, volatility, last_round_id,
-           last_round_time, league, division, points, bonus_spent, season_base, factors
+           last_round_time, last_seq, league, division, points, bonus_spent, season_base,
+           factors
     FROM players WHERE pool = $1 ORDER BY player";
 
 /// The factor columns of every history row of pool `$1`: each player's last `players.factors`
@@ -189,15 +190,38 @@ pub(super) const SELECT_FACTORS: &str = "
            factor_log_decay AS log_decay
     FROM history WHERE pool = $1";
 
-/// Up to `$4` rounds of player `$2` in pool `$1` older than seq `$3`, newest first.
+/// Up to `$4` rounds of player `$2` in pool `$1` older than seq `$3`, newest first, read along
+/// the player's chain of rows (each holds the seq of the one before, `prev_seq`): from the
+/// row before the cursor `$3` when it is one of the player's, otherwise from their newest row
+/// (`players.last_seq`), passing over rows at `$3` or later. One key lookup per row read.
+/// `CROSS JOIN` makes SQLite read the chain first (in the last step it would otherwise scan
+/// the pool's history up to `$3` and look each row up in the chain); Postgres plans it as any
+/// join.
 pub(super) const SELECT_HISTORY: &str = "
+    WITH RECURSIVE
+        after_cursor (seq) AS (
+            SELECT prev_seq FROM history WHERE pool = $1 AND seq = $3 AND player = $2),
+        start (seq) AS (
+            SELECT seq FROM after_cursor
+            UNION ALL
+            SELECT last_seq FROM players
+            WHERE pool = $1 AND player = $2 AND NOT EXISTS (SELECT 1 FROM after_cursor)),
+        chain (seq, prev_seq, kept) AS (
+            SELECT h.seq, h.prev_seq, CASE WHEN h.seq < $3 THEN 1 ELSE 0 END
+            FROM start s CROSS JOIN history h
+            WHERE h.pool = $1 AND h.seq = s.seq AND h.player = $2
+            UNION ALL
+            SELECT h.seq, h.prev_seq, c.kept + CASE WHEN h.seq < $3 THEN 1 ELSE 0 END
+            FROM chain c CROSS JOIN history h
+            WHERE h.pool = $1 AND h.seq = c.prev_seq AND h.player = $2 AND c.kept < $4)
     SELECT h.seq, r.id AS round_id, r.round_time, h.rank, r.entrants, h.performance,
            h.mu_before, h.sigma_before, h.mu_after, h.sigma_after,
            h.league_before, h.division_before, h.league_after, h.division_after,
            h.expected_rank, h.points_before, h.points_after
-    FROM history h JOIN rounds r ON r.pool = h.pool AND r.seq = h.seq
-    WHERE h.pool = $1 AND h.player = $2 AND h.seq < $3
-    ORDER BY h.seq DESC LIMIT $4";
+    FROM chain c CROSS JOIN history h CROSS JOIN rounds r
+    WHERE h.pool = $1 AND h.seq = c.seq AND h.player = $2
+      AND r.pool = $1 AND r.seq = c.seq AND c.seq < $3
+    ORDER BY c.seq DESC LIMIT $4";
 
 /// Every player of pool `$1` as they stood right after the round at seq `$2`: their latest
 /// history row up to it, how many rounds they had played, and that row's round.
@@ -206,7 +230,7 @@ pub(super) const SELECT_RATINGS_AS_OF: &str = "
            h.league_after AS league, h.division_after AS division, h.points_after AS points
     FROM (SELECT player, MAX(seq) AS seq, COUNT(*) AS rounds FROM history
           WHERE pool = $1 AND seq <= $2 GROUP BY player) l
-    JOIN history h ON h.pool = $1 AND h.player = l.player AND h.seq = l.seq
+    JOIN history h ON h.pool = $1 AND h.seq = l.seq AND h.player = l.player
     JOIN rounds r ON r.pool = $1 AND r.seq = l.seq
     ORDER BY h.player";
 

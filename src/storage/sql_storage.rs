@@ -64,8 +64,9 @@ pub(super) trait Dialect: Send + Sync + 'static {
     ) -> Result<(), Error>;
 
     /// Writes what applying round `id` (at `seq`) did to its entrants: their states and their
-    /// history rows, each with the factor the round added. The state of an entrant marked
-    /// `superseded` is not written: a later round of the same transaction writes theirs.
+    /// history rows, each with the factor the round added and the seq of the entrant's row
+    /// before. The state of an entrant marked `superseded` is not written: a later round of the
+    /// same transaction writes theirs.
     async fn write_entrants(
         tx: &mut <Self::Db as Database>::Connection,
         pool: &str,

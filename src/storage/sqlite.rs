@@ -22,10 +22,10 @@ use crate::engine::SystemState;
 const MAX_BOUND_PARAMETERS: usize = 32_766;
 
 /// Columns bound per row of `players`.
-const PLAYER_COLUMNS: usize = 17;
+const PLAYER_COLUMNS: usize = 18;
 
 /// Columns bound per row of `history`.
-const HISTORY_COLUMNS: usize = 20;
+const HISTORY_COLUMNS: usize = 21;
 
 /// How long a write waits for another connection's write lock before giving up: longer than
 /// the largest round takes to commit.
@@ -39,7 +39,7 @@ const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 /// Upserts entrants' beliefs; the `VALUES` rows go between this and [`UPSERT_PLAYERS_TAIL`].
 const UPSERT_PLAYERS_HEAD: &str = "INSERT INTO players
     (pool, player, mu, sigma, rounds, last_round_id, last_round_time, p0, w0, log_decay,
-     last_time, volatility, league, division, points, bonus_spent, factors) ";
+     last_time, volatility, league, division, points, bonus_spent, factors, last_seq) ";
 
 /// See [`UPSERT_PLAYERS_HEAD`].
 const UPSERT_PLAYERS_TAIL: &str = " ON CONFLICT (pool, player) DO UPDATE SET
@@ -48,13 +48,15 @@ const UPSERT_PLAYERS_TAIL: &str = " ON CONFLICT (pool, player) DO UPDATE SET
     p0 = excluded.p0, w0 = excluded.w0, log_decay = excluded.log_decay,
     last_time = excluded.last_time, volatility = excluded.volatility,
     league = excluded.league, division = excluded.division, points = excluded.points,
-    bonus_spent = excluded.bonus_spent, factors = excluded.factors";
+    bonus_spent = excluded.bonus_spent, factors = excluded.factors,
+    last_seq = excluded.last_seq";
 
 /// Inserts entrants' history rows; the `VALUES` rows follow.
 const INSERT_HISTORY_HEAD: &str = "INSERT INTO history
     (pool, player, seq, rank, performance, mu_before, sigma_before, mu_after, sigma_after,
      league_before, division_before, league_after, division_after, expected_rank,
-     points_before, points_after, factor_perf, factor_weight, factor_beta, factor_log_decay) ";
+     points_before, points_after, factor_perf, factor_weight, factor_beta, factor_log_decay,
+     prev_seq) ";
 
 /// The SQLite dialect.
 pub(super) struct Lite;
@@ -132,7 +134,7 @@ impl Dialect for Lite {
             .filter(|(_, &superseded)| !superseded)
             .map(|(state, _)| state)
             .collect();
-        upsert_players(tx, pool, id, round.time, &latest).await?;
+        upsert_players(tx, pool, (id, seq), round.time, &latest).await?;
         insert_history(tx, pool, seq, &states).await
     }
 
@@ -205,7 +207,7 @@ impl Dialect for Lite {
 async fn upsert_players(
     tx: &mut SqliteConnection,
     pool: &str,
-    id: &str,
+    (id, seq): (&str, i64),
     time: Option<i64>,
     states: &[&(&AppliedEntrant, StateColumns<'_>)],
 ) -> Result<(), Error> {
@@ -229,7 +231,8 @@ async fn upsert_players(
                 .push_bind(division)
                 .push_bind(points)
                 .push_bind(e.bonus_spent)
-                .push_bind(columns.factors);
+                .push_bind(columns.factors)
+                .push_bind(seq);
         });
         query.push(UPSERT_PLAYERS_TAIL);
         query.build().execute(&mut *tx).await?;
@@ -275,7 +278,8 @@ async fn insert_history(
                 .push_bind(added.map(|f| f.perf))
                 .push_bind(added.map(|f| f.weight))
                 .push_bind(added.map(|f| f.beta))
-                .push_bind(added.map(|f| f.log_decay));
+                .push_bind(added.map(|f| f.log_decay))
+                .push_bind(e.previous);
         });
         query.build().execute(&mut *tx).await?;
     }

@@ -466,6 +466,7 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch 
                     let last = LastRound {
                         id: Arc::from(queued.id.as_str()),
                         time: applied.time,
+                        seq: queued.seq,
                     };
                     let moves = next.apply(
                         queued.seq,
@@ -481,8 +482,9 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch 
                             })
                             .collect(),
                     );
-                    for (entrant, moved) in applied.entrants.iter_mut().zip(moves) {
-                        entrant.league = moved;
+                    for (entrant, entered) in applied.entrants.iter_mut().zip(moves) {
+                        entrant.league = entered.league;
+                        entrant.previous = entered.previous;
                         entrant.bonus_spent = next.leagues().bonus_spent(&entrant.player);
                     }
                     entrants += applied.entrants.len();
@@ -533,6 +535,7 @@ fn applied_round(round: &Round, applied: Vec<Applied>, expected: Option<Vec<f64>
                     bonus_spent: 0.0,
                     expected_rank,
                     state,
+                    previous: None,
                 },
             )
             .collect(),

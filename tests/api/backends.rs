@@ -8,7 +8,7 @@ use serde_json::json;
 use mmr_service::worker::{self, Processed, Settled};
 
 use crate::leagues::{ladder, ladder_rounds, leagues_shown, put_leagues};
-use crate::support::{round, round_at, TestApp, POOL};
+use crate::support::{history_ids, round, round_at, TestApp, POOL};
 
 backend_tests!(
     a_pool_is_created_listed_and_locked_once_it_has_rounds,
@@ -145,6 +145,9 @@ async fn a_restarted_service_reads_the_same_ratings(app: TestApp) {
         "applied",
         "the restarted service applies what was queued"
     );
+    // The round applied after the restart chains to the rows written before it.
+    assert_eq!(history_ids(&restarted, POOL, "a").await, ["r4", "r2", "r1"]);
+    assert_eq!(history_ids(&restarted, POOL, "d").await, ["r4", "r3"]);
 }
 
 async fn a_weng_lin_pool_rates_reads_predicts_and_survives_a_restart(app: TestApp) {
@@ -928,6 +931,27 @@ async fn a_backlog_settles_in_one_step_of_pipelined_batches_exactly_as_one_by_on
     let restarted = app.restarted().await;
     for reader in [&app, &restarted] {
         for player in players {
+            // Every round the player played, newest first, read in pages along the chain of
+            // their history rows, which rounds settled together chain as rounds settled alone.
+            let played: Vec<&str> = rounds
+                .iter()
+                .rev()
+                .filter(|(_, round)| {
+                    round.as_ref().is_some_and(|round| {
+                        round["standings"]
+                            .as_array()
+                            .is_some_and(|s| s.iter().any(|e| e["player"] == player))
+                    })
+                })
+                .map(|(id, _)| id.as_str())
+                .collect();
+            for pool in ["alone", "together"] {
+                assert_eq!(
+                    history_ids(reader, pool, player).await,
+                    played,
+                    "{pool}: {player}"
+                );
+            }
             let (alone, together) = (
                 reader
                     .get(&format!("/v1/pools/alone/players/{player}"))

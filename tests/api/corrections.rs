@@ -8,7 +8,7 @@ use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::leagues::{ladder, ladder_rounds, put_display, read, replayed_csv};
-use crate::support::{num, round, Payload, TestApp, ADMIN_KEY, POOL};
+use crate::support::{history_ids, num, round, Payload, TestApp, ADMIN_KEY, POOL};
 
 backend_tests!(
     corrections_rate_the_pool_again_as_replay_of_the_corrected_rounds_would,
@@ -165,8 +165,25 @@ async fn corrections_rate_the_pool_again_as_replay_of_the_corrected_rounds_would
         })
         .collect();
     assert!(replayed.iter().any(|(p, ..)| p == "five"));
-    for app in [&app, &app.restarted().await] {
+    let restarted = app.restarted().await;
+    for app in [&app, &restarted] {
         assert_eq!(everyone(app).await, replayed);
+        // Each player's history is the exported rounds they played, newest first: the
+        // rewritten rows chain as the corrected rounds ran.
+        for (player, ..) in &replayed {
+            let played: Vec<String> = exported
+                .lines()
+                .rev()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .filter(|line| {
+                    line["standings"]
+                        .as_array()
+                        .is_some_and(|s| s.iter().any(|e| e["player"] == player.as_str()))
+                })
+                .map(|line| line["id"].as_str().expect("an id").to_owned())
+                .collect();
+            assert_eq!(history_ids(app, POOL, player).await, played, "{player}");
+        }
     }
 }
 

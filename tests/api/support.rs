@@ -687,3 +687,26 @@ impl LogBuffer {
             .into_owned()
     }
 }
+
+/// The round ids of `player`'s history in `pool`, newest first, read in pages of 7.
+pub async fn history_ids(app: &TestApp, pool: &str, player: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut uri = format!("/v1/pools/{pool}/players/{player}/history?limit=7");
+    loop {
+        let page = app.get(&uri).await;
+        let page = page.assert_status(StatusCode::OK, "history");
+        ids.extend(
+            page["entries"]
+                .as_array()
+                .expect("entries")
+                .iter()
+                .map(|e| e["round_id"].as_str().expect("an id").to_owned()),
+        );
+        match page["next_before"].as_i64() {
+            Some(before) => {
+                uri = format!("/v1/pools/{pool}/players/{player}/history?limit=7&before={before}");
+            }
+            None => return ids,
+        }
+    }
+}

@@ -318,7 +318,9 @@ async fn several_rounds_settle_in_one_transaction_in_order(db: Db) {
     // Player `a` gains a factor in r1 and another in r3: both rows go in one transaction.
     let mut population = population();
     let first = support::rate(&mut population, &["a", "b"], Some(10));
-    let third = support::rate(&mut population, &["a", "c"], Some(30));
+    let mut third = support::rate(&mut population, &["a", "c"], Some(30));
+    // `a`'s row of r3 chains to their row of r1 (seq 1), as the worker's memory would say.
+    third.entrants[0].previous = Some(1);
     db.storage
         .settle_rounds(
             POOL,

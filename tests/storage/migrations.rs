@@ -2,7 +2,8 @@
 //! 0002 turned JSON beliefs into rows, 0003 turned Elo-MMR's parameter columns into a system
 //! name and a JSON object, and counted each pool's applied rounds, and the migration that moved
 //! factors into history rows (Postgres 0014, SQLite 0013) carries every factor there, or
-//! refuses to run and changes nothing.
+//! refuses to run and changes nothing; the one that keyed history by round (Postgres 0015,
+//! SQLite 0014) chains every player's rows, newest first, as they were.
 
 use std::borrow::Cow;
 
@@ -381,6 +382,31 @@ async fn check_upgraded(url: &str, players: &[(String, PlayerState, String)]) {
     let storage = storage::connect(url).await.expect("migrate");
     let stored = storage.load_players(POOL).await.expect("load");
     storage.close().await;
+    // Each history row chains to the player's row before it, and each player's row names
+    // their newest (the legacy rounds have no `rounds` rows to read history through).
+    let unchained = execute_raw(
+        url,
+        "SELECT count(*) FROM history h
+         WHERE prev_seq IS DISTINCT FROM (SELECT max(seq) FROM history b
+                                          WHERE b.pool = h.pool AND b.player = h.player
+                                            AND b.seq < h.seq)",
+    )
+    .await;
+    assert_eq!(unchained, Some(0));
+    let unanchored = execute_raw(
+        url,
+        "SELECT count(*) FROM players p
+         WHERE last_seq <> COALESCE((SELECT max(seq) FROM history h
+                                     WHERE h.pool = p.pool AND h.player = p.player), 0)",
+    )
+    .await;
+    assert_eq!(unanchored, Some(0));
+    let firsts = execute_raw(url, "SELECT count(*) FROM history WHERE prev_seq IS NULL").await;
+    let played = players
+        .iter()
+        .filter(|(_, state, _)| state.rounds > 0)
+        .count();
+    assert_eq!(firsts, Some(played as i64));
     assert_eq!(stored.len(), players.len());
     for (got, (player, want, _)) in stored.iter().zip(players) {
         assert_eq!(&got.player, player);

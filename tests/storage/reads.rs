@@ -2,14 +2,17 @@
 
 use mmr_service::display::{LeagueMove, Placement};
 use mmr_service::engine::{Factor, PlayerState, Rating, RatingChange, SystemState};
-use mmr_service::storage::{AppliedEntrant, AppliedRound, RoundStatus};
+use mmr_service::storage::{AppliedEntrant, AppliedRound, RoundOutcome, RoundStatus};
 
-use crate::support::{create_pool, enqueue, enqueue_and_apply, population, stored_round, Db, POOL};
+use crate::support::{
+    self, create_pool, enqueue, enqueue_and_apply, population, stored_round, Db, POOL,
+};
 
 backend_tests!(
     player_states_round_trip_bit_for_bit,
     a_queued_round_reads_as_queued_without_results,
     history_is_newest_first_and_pages_with_the_before_cursor,
+    history_chains_rounds_settled_together_and_reads_from_any_cursor,
     unknown_rounds_and_players_read_as_nothing,
     queue_depth_counts_queued_rounds_of_every_pool,
     a_reachable_database_answers_the_ping,
@@ -95,6 +98,7 @@ async fn player_states_round_trip_bit_for_bit(db: Db) {
                 bonus_spent: bonus_spent(i, round),
                 expected_rank: (i % 5 != 0).then(|| doubles.next()),
                 state: SystemState::EloMmr(state.clone()),
+                previous: (round > 1).then(|| round as i64 - 1),
             })
             .collect();
         let applied = AppliedRound {
@@ -259,6 +263,72 @@ async fn history_is_newest_first_and_pages_with_the_before_cursor(db: Db) {
         .expect("history");
     assert_eq!(everything.entries.len(), 4);
     assert_eq!(everything.next_before, None, "no older page");
+}
+
+/// Round ids of player `player`'s history before seq `before`, in pages of `limit`.
+async fn history_ids(db: &Db, player: &str, limit: u32, mut before: Option<i64>) -> Vec<String> {
+    let mut ids = Vec::new();
+    loop {
+        let page = db
+            .storage
+            .player_history(POOL, player, limit, before)
+            .await
+            .expect("history");
+        ids.extend(page.entries.into_iter().map(|e| e.round_id));
+        match page.next_before {
+            Some(cursor) => before = Some(cursor),
+            None => return ids,
+        }
+    }
+}
+
+async fn history_chains_rounds_settled_together_and_reads_from_any_cursor(db: Db) {
+    create_pool(&db).await;
+    let mut population = population();
+    enqueue_and_apply(&db, &mut population, "r1", &["a", "b"], None).await;
+    // `a` plays all three rounds of one transaction: each row chains to the one before it,
+    // the first to a row of an earlier transaction.
+    let batch = [("r2", ["a", "c"]), ("r3", ["b", "a"]), ("r4", ["a", "d"])];
+    let mut newest = std::collections::HashMap::from([("a", 1), ("b", 1)]);
+    let mut rated = Vec::new();
+    for (seq, (id, players)) in (2..).zip(&batch) {
+        enqueue(&db, id, players).await;
+        let mut round = support::rate(&mut population, players, None);
+        for (entrant, player) in round.entrants.iter_mut().zip(players) {
+            entrant.previous = newest.insert(player, seq);
+        }
+        rated.push(round);
+    }
+    let outcomes: Vec<(&str, RoundOutcome<'_>)> = batch
+        .iter()
+        .zip(&rated)
+        .map(|((id, _), round)| (*id, RoundOutcome::Applied(round)))
+        .collect();
+    db.storage
+        .settle_rounds(POOL, &outcomes, 1, None)
+        .await
+        .expect("settle");
+    enqueue_and_apply(&db, &mut population, "r5", &["b", "c"], None).await;
+
+    assert_eq!(
+        history_ids(&db, "a", 100, None).await,
+        ["r4", "r3", "r2", "r1"]
+    );
+    assert_eq!(
+        history_ids(&db, "a", 1, None).await,
+        ["r4", "r3", "r2", "r1"]
+    );
+    assert_eq!(history_ids(&db, "b", 1, None).await, ["r5", "r3", "r1"]);
+    assert_eq!(history_ids(&db, "c", 3, None).await, ["r5", "r2"]);
+    // Cursors that are none of the player's seqs: r5 (seq 5) is not `a`'s, r2 (2) not `b`'s,
+    // and seq 99 is nobody's.
+    assert_eq!(
+        history_ids(&db, "a", 2, Some(5)).await,
+        ["r4", "r3", "r2", "r1"]
+    );
+    assert_eq!(history_ids(&db, "b", 2, Some(2)).await, ["r1"]);
+    assert_eq!(history_ids(&db, "d", 2, Some(99)).await, ["r4"]);
+    assert!(history_ids(&db, "d", 2, Some(4)).await.is_empty());
 }
 
 async fn unknown_rounds_and_players_read_as_nothing(db: Db) {

@@ -122,6 +122,7 @@ pub fn rate(population: &mut Population, players: &[&str], time: Option<i64>) ->
                 .belief(&standing.player)
                 .expect("a rated player has a state")
                 .clone(),
+            previous: None,
         })
         .collect();
     AppliedRound { time, entrants }
@@ -141,7 +142,16 @@ pub async fn enqueue_and_apply(
     time: Option<i64>,
 ) -> AppliedRound {
     enqueue(db, id, players).await;
-    let applied = rate(population, players, time);
+    let mut applied = rate(population, players, time);
+    // Each entrant's history row chains to their newest one, as the worker's memory says.
+    for entrant in &mut applied.entrants {
+        let newest = db
+            .storage
+            .player_history(POOL, &entrant.player, 1, None)
+            .await
+            .expect("history");
+        entrant.previous = newest.entries.first().map(|e| e.seq);
+    }
     db.storage
         .apply_round(POOL, id, &applied)
         .await
