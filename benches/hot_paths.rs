@@ -142,11 +142,7 @@ fn publish_rounds(
     rng: &mut Lcg,
 ) {
     for entrants in [10, 1_000, 10_000] {
-        let last = LastRound {
-            id: Arc::from("r2"),
-            time: None,
-            seq: 2,
-        };
+        let last = LastRound::new(Arc::from("r2"), None, 2);
         let round: Vec<Played> = (0..entrants)
             .map(|i| Played {
                 player: format!("player-{:07}", (i * 7919) % POOL_PLAYERS),

@@ -58,9 +58,14 @@ pub struct Played {
     pub last_round: LastRound,
 }
 
-/// The round a player last played.
+/// The round a player last played: one allocation shared by every player whose last round it
+/// is, so a player holds a pointer to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LastRound {
+pub struct LastRound(Arc<RoundOf>);
+
+/// What [`LastRound`] says of the round.
+#[derive(Debug, PartialEq, Eq)]
+pub struct RoundOf {
     /// Its id.
     pub id: Arc<str>,
     /// Its time (seconds since the Unix epoch), if it had one.
@@ -68,6 +73,22 @@ pub struct LastRound {
     /// Its seq (0 for none: a player stored without any history row, which only a database
     /// written before history rows were chained can hold).
     pub seq: i64,
+}
+
+impl LastRound {
+    /// Round `id` at `seq`, played at `time`.
+    #[must_use]
+    pub fn new(id: Arc<str>, time: Option<i64>, seq: i64) -> Self {
+        Self(Arc::new(RoundOf { id, time, seq }))
+    }
+}
+
+impl std::ops::Deref for LastRound {
+    type Target = RoundOf;
+
+    fn deref(&self) -> &RoundOf {
+        &self.0
+    }
 }
 
 /// What a round did to one of its players besides their state.
@@ -164,13 +185,23 @@ impl PoolState {
     ) -> Result<Self, LoadError> {
         let mut state = Self::new(system, display)?;
         let mut placements = Vec::new();
+        let mut rounds: std::collections::HashMap<i64, LastRound> =
+            std::collections::HashMap::new();
         let players: Vec<(Arc<str>, Arc<Rated>)> = stored
             .into_iter()
             .map(|p| {
-                let last_round = LastRound {
-                    id: Arc::from(p.last_round_id),
-                    time: p.last_round_time,
-                    seq: p.last_seq,
+                // Players whose last round is the same share it (0: no round to share).
+                let last_round = match rounds.get(&p.last_seq) {
+                    Some(round) if p.last_seq > 0 => round.clone(),
+                    _ => {
+                        let round = LastRound::new(
+                            Arc::from(p.last_round_id),
+                            p.last_round_time,
+                            p.last_seq,
+                        );
+                        rounds.insert(p.last_seq, round.clone());
+                        round
+                    }
                 };
                 let rated = Rated {
                     state: p.state,
@@ -314,11 +345,7 @@ impl PoolState {
                 Arc::clone(&player),
                 self.standing_of(r.rating, r.rounds, league),
             ));
-            let last_round = LastRound {
-                id: Arc::from(r.last_round_id),
-                time: r.last_round_time,
-                seq: r.seq,
-            };
+            let last_round = LastRound::new(Arc::from(r.last_round_id), r.last_round_time, r.seq);
             players.insert(player, (r.rating, r.rounds, last_round, r.league));
         }
         AsOfBoard {
@@ -847,11 +874,7 @@ mod tests {
     use crate::engine::{Params, PlayerState};
 
     fn last(id: &str, seq: i64) -> LastRound {
-        LastRound {
-            id: Arc::from(id),
-            time: None,
-            seq,
-        }
+        LastRound::new(Arc::from(id), None, seq)
     }
 
     fn played(player: &str, rank: u64, state: SystemState, round: &str) -> Played {

@@ -463,11 +463,8 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch 
             });
             let outcome = match outcome {
                 Ok(mut applied) => {
-                    let last = LastRound {
-                        id: Arc::from(queued.id.as_str()),
-                        time: applied.time,
-                        seq: queued.seq,
-                    };
+                    let last =
+                        LastRound::new(Arc::from(queued.id.as_str()), applied.time, queued.seq);
                     let moves = next.apply(
                         queued.seq,
                         applied

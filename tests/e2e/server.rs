@@ -172,8 +172,12 @@ impl Server {
                 url = route(&url);
             }
             let config = dir.path().join("mmr.toml");
+            // No write limit: tests post whole data sets (formula1's 1,100 rounds and more) as
+            // fast as the service accepts them, past the default burst of 1,000; the limits
+            // are tested in tests/api/security.rs.
             let text = format!(
                 "[database]\nurl = \"{url}\"\n[queue]\npoll_interval_ms = 100\n\
+                 [rate_limit]\nwrites_per_second = 0\n\
                  [[auth.keys]]\nname = \"e2e\"\nrole = \"admin\"\nsha256 = \"{}\"\n",
                 mmr_service::api::auth::hash_key(ADMIN_KEY)
             );
