@@ -190,18 +190,13 @@ impl PoolState {
         let players: Vec<(Arc<str>, Arc<Rated>)> = stored
             .into_iter()
             .map(|p| {
+                let round =
+                    || LastRound::new(Arc::from(p.last_round_id), p.last_round_time, p.last_seq);
                 // Players whose last round is the same share it (0: no round to share).
-                let last_round = match rounds.get(&p.last_seq) {
-                    Some(round) if p.last_seq > 0 => round.clone(),
-                    _ => {
-                        let round = LastRound::new(
-                            Arc::from(p.last_round_id),
-                            p.last_round_time,
-                            p.last_seq,
-                        );
-                        rounds.insert(p.last_seq, round.clone());
-                        round
-                    }
+                let last_round = if p.last_seq > 0 {
+                    rounds.entry(p.last_seq).or_insert_with(round).clone()
+                } else {
+                    round()
                 };
                 let rated = Rated {
                     state: p.state,

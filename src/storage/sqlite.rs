@@ -134,7 +134,7 @@ impl Dialect for Lite {
             .filter(|(_, &superseded)| !superseded)
             .map(|(state, _)| state)
             .collect();
-        upsert_players(tx, pool, (id, seq), round.time, &latest).await?;
+        upsert_players(tx, pool, id, seq, round.time, &latest).await?;
         insert_history(tx, pool, seq, &states).await
     }
 
@@ -207,7 +207,8 @@ impl Dialect for Lite {
 async fn upsert_players(
     tx: &mut SqliteConnection,
     pool: &str,
-    (id, seq): (&str, i64),
+    id: &str,
+    seq: i64,
     time: Option<i64>,
     states: &[&(&AppliedEntrant, StateColumns<'_>)],
 ) -> Result<(), Error> {

@@ -1,10 +1,10 @@
 //! Applying a correction (docs/corrections.md): the pool is rated again from its stored rounds
 //! as the correction leaves them, on a blocking thread and beside the live snapshot, which
 //! reads keep answering from; the outcome streams into one transaction that replaces the
-//! pool's players and history (factors included) and marks the correction applied; only then is the pool
-//! reloaded and published. Rounds posted meanwhile wait in the queue behind the correction. A
-//! crash before the commit leaves the stored pool as it was and the correction queued: the
-//! next worker step starts the recomputation again.
+//! pool's players and history (factors included) and marks the correction applied; only then
+//! is the pool reloaded and published. Rounds posted meanwhile wait in the queue behind the
+//! correction. A crash before the commit leaves the stored pool as it was and the correction
+//! queued: the next worker step starts the recomputation again.
 
 use std::sync::atomic::Ordering;
 
