@@ -43,6 +43,26 @@ pub enum LoadError {
     Leagues(String),
 }
 
+/// One round's entrants as a snapshot holds them ([`PoolState::entrants`]): each one's name
+/// and state, `None` for a player not rated yet.
+#[derive(Debug)]
+pub struct Entrants(Vec<Option<(Arc<str>, Arc<Rated>)>>);
+
+impl Entrants {
+    /// Each entrant's state before the round, in order: `state`'s newcomer for those it has not
+    /// rated.
+    #[must_use]
+    pub fn priors<'a>(&'a self, state: &'a PoolState) -> Vec<&'a SystemState> {
+        self.0
+            .iter()
+            .map(|e| {
+                e.as_ref()
+                    .map_or(&state.newcomer, |(_, rated)| &rated.state)
+            })
+            .collect()
+    }
+}
+
 /// One player's part in a committed round.
 #[derive(Debug, Clone)]
 pub struct Played {
@@ -367,17 +387,45 @@ impl PoolState {
         self.last_seq
     }
 
+    /// The players `ids` (one round's entrants) as this snapshot holds them, looked up once.
+    /// O(k log n) for k players.
+    #[must_use]
+    pub fn entrants<'a>(&self, ids: impl Iterator<Item = &'a str>) -> Entrants {
+        Entrants(
+            ids.map(|id| {
+                self.players
+                    .get_key_value(id)
+                    .map(|(name, rated)| (Arc::clone(name), Arc::clone(rated)))
+            })
+            .collect(),
+        )
+    }
+
     /// Records the round at `seq`: its players' states, and the leagues they move to, which
     /// it returns in the order given with the round each played before. O(k log n) for k
     /// players.
     pub fn apply(&mut self, seq: i64, players: Vec<Played>) -> Vec<Entered> {
+        let entrants = self.entrants(players.iter().map(|p| p.player.as_str()));
+        self.apply_entrants(seq, players, entrants)
+    }
+
+    /// [`Self::apply`] for `held`, which [`Self::entrants`] looked up on this snapshot,
+    /// unchanged since, for `players` in their order: the worker looks a round's entrants up
+    /// once, for their priors and for this.
+    pub fn apply_entrants(
+        &mut self,
+        seq: i64,
+        players: Vec<Played>,
+        held: Entrants,
+    ) -> Vec<Entered> {
+        debug_assert_eq!(players.len(), held.0.len());
         // Each player's standing before the round, the rounds they had played when the season
-        // started (0 for a newcomer) and the round they played before: one lookup each.
+        // started (0 for a newcomer) and the round they played before.
         let mut befores = Vec::with_capacity(players.len());
         let mut bases = Vec::with_capacity(players.len());
         let mut previous = Vec::with_capacity(players.len());
-        for p in &players {
-            let old = self.players.get(p.player.as_str());
+        for (p, old) in players.iter().zip(&held.0) {
+            let old = old.as_ref().map(|(_, rated)| rated);
             befores.push(old.map(|old| self.standing(&p.player, &old.state)));
             bases.push(old.map_or(0, |old| old.season_base));
             previous.push(old.map(|old| old.last_round.seq).filter(|&seq| seq > 0));
@@ -397,11 +445,12 @@ impl PoolState {
         let league_moves = self.leagues.settle(&entrants);
         let moves: Vec<Move> = players
             .into_iter()
+            .zip(held.0)
             .zip(befores)
             .zip(bases)
-            .map(|((played, before), season_base)| {
-                let name = match self.players.get_key_value(played.player.as_str()) {
-                    Some((name, _)) => Arc::clone(name),
+            .map(|(((played, old), before), season_base)| {
+                let name = match old {
+                    Some((name, _)) => name,
                     None => Arc::from(played.player),
                 };
                 if let Some(before) = before {

@@ -27,7 +27,7 @@ use tracing::{info_span, Instrument};
 
 use crate::display::LeagueMove;
 use crate::engine::predict::expected_places;
-use crate::engine::{Applied, Beliefs, Round, SystemState};
+use crate::engine::{Applied, Beliefs, Round};
 use crate::instruments;
 use crate::pools::{LastRound, Played, Pool, PoolState};
 use crate::storage::{
@@ -440,12 +440,9 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch 
                 Err(error) => Err(error),
             };
             let outcome = round.and_then(|round| {
+                let held = next.entrants(round.standings.iter().map(|s| s.player.as_str()));
                 let applied = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    let priors: Vec<&SystemState> = round
-                        .standings
-                        .iter()
-                        .map(|s| next.belief_or_newcomer(&s.player))
-                        .collect();
+                    let priors = held.priors(&next);
                     let expected = (record == Record::Outcomes && next.display().expected_ranks)
                         .then(|| expected_places(next.system(), &round, &priors).ok())
                         .flatten();
@@ -453,7 +450,9 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch 
                     Ok::<_, crate::engine::Error>((applied, expected))
                 }));
                 match applied {
-                    Ok(Ok((applied, expected))) => Ok(applied_round(&round, applied, expected)),
+                    Ok(Ok((applied, expected))) => {
+                        Ok((applied_round(&round, applied, expected), held))
+                    }
                     Ok(Err(error)) => Err(error.to_string()),
                     Err(_) => {
                         tracing::error!(round.id = queued.id, "the engine panicked");
@@ -462,10 +461,10 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch 
                 }
             });
             let outcome = match outcome {
-                Ok(mut applied) => {
+                Ok((mut applied, held)) => {
                     let last =
                         LastRound::new(Arc::from(queued.id.as_str()), applied.time, queued.seq);
-                    let moves = next.apply(
+                    let moves = next.apply_entrants(
                         queued.seq,
                         applied
                             .entrants
@@ -478,6 +477,7 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch 
                                 last_round: last.clone(),
                             })
                             .collect(),
+                        held,
                     );
                     for (entrant, entered) in applied.entrants.iter_mut().zip(moves) {
                         entrant.league = entered.league;
