@@ -49,8 +49,8 @@ pub enum LoadError {
 pub struct Entrants(Vec<Option<(Arc<str>, Arc<Rated>)>>);
 
 impl Entrants {
-    /// Each entrant's state before the round, in order: `state`'s newcomer for those it has not
-    /// rated.
+    /// Each entrant's state before the round, in order, from `state` (the snapshot these were
+    /// looked up on): its newcomer's for the players it has not rated.
     #[must_use]
     pub fn priors<'a>(&'a self, state: &'a PoolState) -> Vec<&'a SystemState> {
         self.0
@@ -418,7 +418,13 @@ impl PoolState {
         players: Vec<Played>,
         held: Entrants,
     ) -> Vec<Entered> {
-        debug_assert_eq!(players.len(), held.0.len());
+        debug_assert!(
+            players.len() == held.0.len()
+                && held.0.iter().zip(&players).all(|(held, played)| {
+                    held.as_ref()
+                        .is_none_or(|(name, _)| **name == *played.player)
+                })
+        );
         // Each player's standing before the round, the rounds they had played when the season
         // started (0 for a newcomer) and the round they played before.
         let mut befores = Vec::with_capacity(players.len());
