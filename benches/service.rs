@@ -7,6 +7,9 @@
 //!   (15,794 entrants) and of a 10,000-entrant round, each re-posted under a new id; then the
 //!   time from voiding the latter (`DELETE …/rounds/{id}`) until the pool, rated again from
 //!   its stored rounds, is switched in;
+//! - ingests the same rounds again into a fresh database, posted in batches of
+//!   [`BATCH_ROUNDS`] through `POST /round-batches` (one request and one commit per batch):
+//!   the time until the last is applied, and over the engine's;
 //! - measures reads with `wrk` (player lookup, leaderboard page of 100, win probability)
 //!   beside a bare axum handler returning a small JSON object, in the same run.
 //!
@@ -28,6 +31,8 @@ mod common;
 const KEY: &str = "bench-key";
 const POOL: &str = "ctf";
 const WRK_ARGS: [&str; 5] = ["-t2", "-c32", "-d10s", "--latency", "--timeout=2s"];
+/// Rounds per `POST /round-batches` of the batched ingest.
+const BATCH_ROUNDS: usize = 100;
 
 fn main() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/ctftime/rounds.jsonl");
@@ -56,6 +61,16 @@ fn main() {
             let base = serve(&runtime, &url);
             ingest("Postgres", &base, &rounds, engine);
         }
+        Err(reason) => println!("| Postgres | SKIPPED: {reason} |"),
+    }
+
+    println!();
+    println!("| backend | rounds posted in batches of {BATCH_ROUNDS} | posts s | ingest s | ingest / engine |");
+    println!("|---|---|---|---|---|");
+    let batched_url = format!("sqlite://{}", dir.path().join("batched.sqlite3").display());
+    ingest_batched("SQLite", &serve(&runtime, &batched_url), &rounds, engine);
+    match runtime.block_on(common::fresh_postgres("mmr_bench_batched")) {
+        Ok(url) => ingest_batched("Postgres", &serve(&runtime, &url), &rounds, engine),
         Err(reason) => println!("| Postgres | SKIPPED: {reason} |"),
     }
 
@@ -183,6 +198,34 @@ fn ingest(backend: &str, base: &str, rounds: &[serde_json::Value], engine: f64) 
         rounds.len() as f64 / seconds,
         entrants as f64 / seconds,
         recompute / seconds,
+    );
+}
+
+/// Posts every round in order in batches of [`BATCH_ROUNDS`] and waits until all are applied.
+fn ingest_batched(backend: &str, base: &str, rounds: &[serde_json::Value], engine: f64) {
+    let client = reqwest::blocking::Client::new();
+    let started = Instant::now();
+    for batch in rounds.chunks(BATCH_ROUNDS) {
+        let response = client
+            .post(format!("{base}/v1/pools/{POOL}/round-batches"))
+            .bearer_auth(KEY)
+            .json(&serde_json::json!({ "rounds": batch }))
+            .send()
+            .expect("POST answered");
+        assert_eq!(response.status(), 202, "batch accepted");
+    }
+    let posts = started.elapsed().as_secs_f64();
+    wait_applied(
+        &client,
+        base,
+        rounds.last().expect("rounds"),
+        Duration::from_millis(20),
+    );
+    let seconds = started.elapsed().as_secs_f64();
+    println!(
+        "| {backend} | {} | {posts:.2} | {seconds:.2} | {:.1}× |",
+        rounds.len(),
+        seconds / engine
     );
 }
 

@@ -68,6 +68,10 @@ pub struct ServerSettings {
     pub max_concurrent_computations: usize,
     /// Threads of the pool those requests run on; 0 takes one per core.
     pub compute_threads: usize,
+    /// How many past leaderboards (as-of reads, seasons' standings) may be built at once.
+    pub max_concurrent_past_boards: usize,
+    /// How many players the past leaderboards kept after their build may hold together.
+    pub past_boards_kept_players: usize,
 }
 
 /// `[database]`.
@@ -569,6 +573,10 @@ impl Settings {
         anyhow::ensure!(
             self.server.max_concurrent_computations > 0,
             "server.max_concurrent_computations must be > 0"
+        );
+        anyhow::ensure!(
+            self.server.max_concurrent_past_boards > 0,
+            "server.max_concurrent_past_boards must be > 0"
         );
         let limits = &self.rate_limit;
         for (name, rate, burst) in [

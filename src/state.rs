@@ -21,10 +21,12 @@ use crate::display::{Display, LeagueTable, Leagues};
 use crate::engine::{self, SystemParams};
 use crate::ownership;
 use crate::pools::loading::{Loading, LOAD_RETRY};
+use crate::pools::past::PastBoards;
 use crate::pools::{Pool, PoolState, Pools};
 use crate::rate_limit::RateLimits;
 use crate::storage::{
-    self, Enqueued, EntryKind, LeagueHistory, PoolWrite, Recomputed, Storage, StoredKey,
+    self, Enqueued, EnqueuedAll, EntryKind, LeagueHistory, NewEntry, PoolWrite, Recomputed,
+    Storage, StoredKey,
 };
 use crate::worker;
 
@@ -41,6 +43,8 @@ pub struct AppState {
     pub rate_limits: Arc<RateLimits>,
     /// Where compute-heavy requests run.
     pub compute: Arc<Compute>,
+    /// Past leaderboards (as-of reads, seasons' standings), built once and kept for a while.
+    pub past_boards: Arc<PastBoards<crate::api::error::Error>>,
     /// The keys kept in the database that still work, as requests are checked against them
     /// (beside `settings.auth.keys`): replaced whole when a key is created or revoked here,
     /// and re-read every second for changes made by another process.
@@ -148,6 +152,10 @@ impl AppState {
             pools: Arc::new(Pools::default()),
             rate_limits: Arc::new(RateLimits::new(&settings.rate_limit)),
             compute: Arc::new(compute),
+            past_boards: Arc::new(PastBoards::new(
+                settings.server.max_concurrent_past_boards,
+                settings.server.past_boards_kept_players,
+            )),
             keys: Arc::new(ArcSwap::from_pointee(Vec::new())),
             keys_turn: Arc::default(),
             loading: Arc::default(),
@@ -445,6 +453,32 @@ impl AppState {
                 }
             }
         });
+    }
+
+    /// Stores validated lines at the end of `pool`'s queue, all or none
+    /// ([`Storage::enqueue_entries`]), and wakes its worker if one was new.
+    pub async fn enqueue_all(
+        &self,
+        pool: &Pool,
+        entries: &[NewEntry<'_>],
+    ) -> Result<EnqueuedAll, storage::Error> {
+        let outcome = self
+            .storage
+            .enqueue_entries(
+                pool.name(),
+                entries,
+                self.settings.queue.max_queued_per_pool,
+            )
+            .await?;
+        if let EnqueuedAll::Stored(outcomes) = &outcome {
+            if outcomes
+                .iter()
+                .any(|o| matches!(o, Enqueued::Accepted { .. }))
+            {
+                pool.wake();
+            }
+        }
+        Ok(outcome)
     }
 
     /// Stores a validated round (or season start, by `kind`) at the end of `pool`'s queue and

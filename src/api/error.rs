@@ -15,7 +15,7 @@ use crate::storage;
 pub const RETRY_AFTER_SECS: u64 = 1;
 
 /// Everything a request can fail with.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Error {
     /// The body is not well-formed JSON (or nests too deeply).
     MalformedJson(String),
@@ -40,7 +40,12 @@ pub enum Error {
     /// The route exists, but not with this method.
     MethodNotAllowed,
     /// A round with this id was stored before with a different body.
-    RoundConflict(String),
+    RoundConflict {
+        /// The round's id.
+        id: String,
+        /// Where the id sits in the request: `id`, or `rounds[3].id` in a batch.
+        field: String,
+    },
     /// The pool's parameters cannot change: it has rounds.
     ParamsLocked(String),
     /// A key of this name exists, or the key named is one the configuration holds.
@@ -190,11 +195,11 @@ impl Error {
                 "this route does not take this method".to_owned(),
                 None,
             ),
-            Self::RoundConflict(id) => (
+            Self::RoundConflict { id, field } => (
                 StatusCode::CONFLICT,
                 "round_conflict",
                 format!("round `{id}` was already posted with different content"),
-                Some("id"),
+                Some(field.as_str()),
             ),
             Self::ParamsLocked(pool) => (
                 StatusCode::CONFLICT,
@@ -249,7 +254,7 @@ impl Error {
             Self::Overloaded => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "overloaded",
-                "too many predictions are being computed; retry later".to_owned(),
+                "too many expensive requests are being computed; retry later".to_owned(),
                 None,
             ),
             Self::Unavailable => (

@@ -3,6 +3,9 @@
 //! A cursor names the last place shown (its rating and player), so the next page starts
 //! right after it even when ratings have moved in between.
 
+use std::future::Future;
+use std::sync::Arc;
+
 use axum::extract::{Path, State};
 use axum::Json;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -18,12 +21,12 @@ use super::players::limit;
 use super::pool_of;
 use super::query::QueryParams;
 use crate::display::Placement;
-use crate::engine::Beliefs;
-use crate::engine::Rating;
+use crate::engine::{Beliefs, Rating, SoftReset};
 use crate::pools::leaderboard::{Filter, Leaderboard, Order, Place};
+use crate::pools::past::{Basis, PastError, PastKey};
 use crate::pools::{AsOfBoard, Pool, PoolState, Shown};
 use crate::state::AppState;
-use crate::storage::AsOf;
+use crate::storage::{AsOf, RatedAsOf};
 
 /// Places per page when `limit` is not given.
 const DEFAULT_LIMIT: u32 = 100;
@@ -119,7 +122,7 @@ async fn list_leaderboard(
         Some(round) => Some(board_as_of(&state, &pool, round).await?),
         None => None,
     };
-    answer(&pool.read(), past.as_ref(), &query).map(Json)
+    answer(&pool.read(), past.as_deref(), &query).map(Json)
 }
 
 /// A page of `current`'s leaderboard, or of `past`'s when given, as `query` asks.
@@ -210,9 +213,9 @@ pub(super) async fn board_as_of(
     state: &AppState,
     pool: &Pool,
     round: &str,
-) -> Result<AsOfBoard, Error> {
-    let (seq, rated) = match state.storage.ratings_as_of(pool.name(), round).await? {
-        AsOf::Ratings { seq, rated } => (seq, rated),
+) -> Result<Arc<AsOfBoard>, Error> {
+    let seq = match state.storage.round_applied(pool.name(), round).await? {
+        AsOf::Applied(seq) => seq,
         AsOf::NoSuchRound => {
             return Err(Error::NotFound {
                 what: "round",
@@ -230,12 +233,49 @@ pub(super) async fn board_as_of(
         }
     };
     let seasons = super::seasons::resets_up_to(state, pool, seq).await?;
+    let storage = Arc::clone(&state.storage);
+    let name = pool.name().to_owned();
+    let rated = async move { Ok(storage.ratings_as_of(&name, seq).await?) };
+    past_board(state, pool, PastKey::AsOf(seq), 0, rated, seasons).await
+}
+
+/// Past board `key` of `pool` (see [`crate::pools::past`]), taking in the lines through seq
+/// `through` if it is a season still open (0 otherwise): the one kept or being built, or else
+/// one built from the players `rated` yields, with the season starts `seasons` applied by
+/// then (by seq).
+pub(super) async fn past_board(
+    state: &AppState,
+    pool: &Pool,
+    key: PastKey,
+    through: i64,
+    rated: impl Future<Output = Result<Vec<RatedAsOf>, Error>> + Send + 'static,
+    seasons: Vec<(i64, SoftReset)>,
+) -> Result<Arc<AsOfBoard>, Error> {
+    let basis = Basis {
+        corrections: state.storage.corrections_applied(pool.name()).await?,
+        through,
+    };
+    // Taken before the rows are read, so that a board is never kept under display settings
+    // newer than its rows: leagues change rows first, then the snapshot.
     let current = pool.read();
-    tokio::task::spawn_blocking(move || current.as_of(rated, &seasons))
+    let display = current.display().clone();
+    let build = async move {
+        let rated = rated.await?;
+        tokio::task::spawn_blocking(move || current.as_of(rated, &seasons))
+            .await
+            .map_err(|error| {
+                tracing::error!(error = %error, "rebuilding a past leaderboard");
+                Error::Internal
+            })
+    };
+    state
+        .past_boards
+        .get(pool.name(), key, basis, &display, build)
         .await
-        .map_err(|error| {
-            tracing::error!(error = %error, "rebuilding a past leaderboard");
-            Error::Internal
+        .map_err(|error| match error {
+            PastError::Overloaded => Error::Overloaded,
+            PastError::Failed(error) => error,
+            PastError::Panicked => Error::Internal,
         })
 }
 

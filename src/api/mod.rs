@@ -29,6 +29,7 @@ pub mod pools;
 pub mod predictions;
 pub mod query;
 pub mod request_id;
+pub mod round_batches;
 pub mod rounds;
 pub mod seasons;
 
@@ -61,6 +62,7 @@ fn routes() -> (Router<AppState>, OpenApiDoc) {
         .merge(pools::router())
         .merge(display::router())
         .merge(rounds::router())
+        .merge(round_batches::router())
         .merge(seasons::router())
         .merge(corrections::router())
         .merge(events::router())

@@ -252,7 +252,10 @@ impl Queued {
                 stored: status,
                 position: None,
             }),
-            Enqueued::Conflict => Err(Error::RoundConflict(id.to_owned())),
+            Enqueued::Conflict => Err(Error::RoundConflict {
+                id: id.to_owned(),
+                field: "id".to_owned(),
+            }),
             Enqueued::QueueFull { .. } => Err(Error::QueueFull),
         }
     }
@@ -280,8 +283,25 @@ pub(super) fn located(url: &str) -> HeaderMap {
 fn validate(body: &[u8], system: &SystemParams) -> Result<(String, String), Error> {
     let value: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| Error::MalformedJson(e.to_string()))?;
-    let invalid = |e: FieldError| Error::invalid("invalid_round", e.field, e.reason);
-    let request = RoundRequest::from_value(&value).map_err(invalid)?;
+    checked(&value, system, "")
+}
+
+/// [`validate`] of a round already parsed, whose fields sit under `path` (a JSON path such as
+/// `rounds[3]`, empty for the body itself), which the error's field starts with.
+pub(super) fn checked(
+    value: &serde_json::Value,
+    system: &SystemParams,
+    path: &str,
+) -> Result<(String, String), Error> {
+    let invalid = |e: FieldError| {
+        let field = match (path.is_empty(), e.field.is_empty()) {
+            (true, _) => e.field,
+            (false, true) => path.to_owned(),
+            (false, false) => format!("{path}.{}", e.field),
+        };
+        Error::invalid("invalid_round", field, e.reason)
+    };
+    let request = RoundRequest::from_value(value).map_err(invalid)?;
     let round = request.checked_round().map_err(invalid)?;
     system.check_round(&round).map_err(|e| invalid(e.into()))?;
     let canonical = serde_json::to_string(&request).map_err(|e| {

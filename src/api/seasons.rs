@@ -14,12 +14,13 @@ use utoipa_axum::routes;
 use super::auth::{Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
-use super::leaderboard::{answer, LeaderboardQuery, LeaderboardResponse};
+use super::leaderboard::{answer, past_board, LeaderboardQuery, LeaderboardResponse};
 use super::pool_of;
 use super::query::QueryParams;
 use super::rounds::{located, round_url, Queued};
 use crate::engine::SoftReset;
-use crate::pools::{AsOfBoard, Pool};
+use crate::pools::past::PastKey;
+use crate::pools::Pool;
 use crate::state::AppState;
 use crate::storage::{EntryKind, RoundStatus, SeasonRecord};
 use crate::wire::{Entry, SeasonRequest};
@@ -189,19 +190,21 @@ async fn season_leaderboard(
         },
     };
     let before = starts.get(number - 1).map(|start| start.seq);
-    let rated = state
-        .storage
-        .standings_between(pool.name(), after, before)
-        .await?;
-    let current = pool.read();
-    let shown = std::sync::Arc::clone(&current);
-    let board: AsOfBoard = tokio::task::spawn_blocking(move || current.as_of(rated, &[]))
-        .await
-        .map_err(|error| {
-            tracing::error!(error = %error, "building a season's standings");
-            Error::Internal
-        })?;
-    answer(&shown, Some(&board), &query).map(Json)
+    // A season still open takes in the lines the snapshot holds, so that its standings move
+    // with the snapshot and a board of them is kept only until the next line.
+    let through = if before.is_some() {
+        0
+    } else {
+        pool.read().last_seq()
+    };
+    let storage = std::sync::Arc::clone(&state.storage);
+    let name = pool.name().to_owned();
+    let until = before.or(Some(through + 1));
+    let rated = async move { Ok(storage.standings_between(&name, after, until).await?) };
+    let key = PastKey::Season { after, before };
+    let board = past_board(&state, &pool, key, through, rated, Vec::new()).await?;
+    let shown = pool.read();
+    answer(&shown, Some(&*board), &query).map(Json)
 }
 
 /// The pool's season starts that were not refused, in order: start `i` begins season `i + 2`.

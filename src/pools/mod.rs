@@ -15,6 +15,7 @@
 
 pub mod leaderboard;
 pub mod loading;
+pub mod past;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -619,6 +620,12 @@ pub struct AsOfBoard {
 type AsOfPlayer = (engine::Rating, u64, LastRound, Option<Placement>);
 
 impl AsOfBoard {
+    /// How many players were rated then.
+    #[must_use]
+    pub fn players(&self) -> usize {
+        self.players.len()
+    }
+
     /// The leaderboard then.
     #[must_use]
     pub fn leaderboard(&self) -> &Leaderboard {

@@ -240,7 +240,7 @@ impl EntryKind {
     }
 }
 
-/// What [`Storage::enqueue_round`] did.
+/// What [`Storage::enqueue_entry`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Enqueued {
     /// Stored and queued; `position` is 1 for the next round the worker will apply.
@@ -256,6 +256,32 @@ pub enum Enqueued {
     /// A round with this id but a different body was stored before; nothing changed.
     Conflict,
     /// The pool already has `queued` rounds waiting, the bound; nothing changed.
+    QueueFull {
+        /// Rounds waiting.
+        queued: u64,
+    },
+}
+
+/// A line to queue ([`Storage::enqueue_entries`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewEntry<'a> {
+    /// Its id, unique in the pool.
+    pub id: &'a str,
+    /// What it is.
+    pub kind: EntryKind,
+    /// Its canonical JSON.
+    pub body: &'a str,
+}
+
+/// What [`Storage::enqueue_entries`] did: all of it, or nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnqueuedAll {
+    /// Every line is stored, one outcome each in the order given: [`Enqueued::Accepted`] for
+    /// a new one, [`Enqueued::AlreadyStored`] for one posted before with the same body.
+    Stored(Vec<Enqueued>),
+    /// The line at this index was stored before with another body; nothing changed.
+    Conflict(usize),
+    /// The new lines do not fit beside the `queued` rounds waiting; nothing changed.
     QueueFull {
         /// Rounds waiting.
         queued: u64,
@@ -389,20 +415,15 @@ pub struct RatedAsOf {
     pub league: Option<Placement>,
 }
 
-/// What [`Storage::ratings_as_of`] found.
-#[derive(Debug, Clone, PartialEq)]
+/// What [`Storage::round_applied`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AsOf {
     /// The pool has no round of that id.
     NoSuchRound,
     /// The round exists but was not applied (queued or failed): it has no "after".
     NotApplied(RoundStatus),
-    /// Every player rated by then, by id, as of the round at `seq`.
-    Ratings {
-        /// The round's place in the pool's order.
-        seq: i64,
-        /// The players.
-        rated: Vec<RatedAsOf>,
-    },
+    /// The round was applied, at this place in the pool's order.
+    Applied(i64),
 }
 
 /// A player as stored: the belief to rebuild memory from, and their last round.
@@ -621,9 +642,17 @@ pub trait Storage: Send + Sync + 'static {
     /// The seq of `pool`'s last applied round, if it has one.
     async fn last_applied_seq(&self, pool: &str) -> Result<Option<i64>, Error>;
 
-    /// Every player of `pool` as they stood right after its round `round`, from the history
-    /// rows (one read snapshot): O(history rows up to that round).
-    async fn ratings_as_of(&self, pool: &str, round: &str) -> Result<AsOf, Error>;
+    /// Whether round `round` of `pool` was applied, and where: an as-of read starts here.
+    async fn round_applied(&self, pool: &str, round: &str) -> Result<AsOf, Error>;
+
+    /// Every player of `pool` as they stood right after its round at seq `seq`, from the
+    /// history rows: O(history rows up to that round).
+    async fn ratings_as_of(&self, pool: &str, seq: i64) -> Result<Vec<RatedAsOf>, Error>;
+
+    /// How many corrections `pool` has applied. Its history rows change only with one, and
+    /// with its leagues (which its display settings hold): what a past board built from them
+    /// is kept by.
+    async fn corrections_applied(&self, pool: &str) -> Result<u64, Error>;
 
     /// One pool with its counts.
     async fn pool(&self, name: &str) -> Result<Option<PoolInfo>, Error>;
@@ -661,9 +690,19 @@ pub trait Storage: Send + Sync + 'static {
     /// One pool's parameters and applied rounds, without the costlier counts of [`Self::pool`].
     async fn pool_progress(&self, name: &str) -> Result<Option<PoolProgress>, Error>;
 
-    /// Stores a validated round (or season start, by `kind`) durably at the end of `pool`'s
-    /// queue. `body` is its canonical JSON: a re-post is recognized by comparing its SHA-256.
-    /// At most `max_queued` rounds wait per pool.
+    /// Stores validated lines (rounds, season starts, corrections) durably at the end of
+    /// `pool`'s queue, in the order given, in one transaction: all of them or none. A line's
+    /// `body` is its canonical JSON: a re-post is recognized by comparing its SHA-256, and
+    /// leaves the line stored before as it is. At most `max_queued` rounds wait per pool. The
+    /// ids must differ from each other.
+    async fn enqueue_entries(
+        &self,
+        pool: &str,
+        entries: &[NewEntry<'_>],
+        max_queued: u64,
+    ) -> Result<EnqueuedAll, Error>;
+
+    /// [`Self::enqueue_entries`] for one line.
     async fn enqueue_entry(
         &self,
         pool: &str,
@@ -671,7 +710,20 @@ pub trait Storage: Send + Sync + 'static {
         kind: EntryKind,
         body: &str,
         max_queued: u64,
-    ) -> Result<Enqueued, Error>;
+    ) -> Result<Enqueued, Error> {
+        let entry = NewEntry { id, kind, body };
+        Ok(
+            match self.enqueue_entries(pool, &[entry], max_queued).await? {
+                EnqueuedAll::Stored(outcomes) => {
+                    outcomes.into_iter().next().ok_or(Error::OutOfRange {
+                        what: "outcomes of one line",
+                    })?
+                }
+                EnqueuedAll::Conflict(_) => Enqueued::Conflict,
+                EnqueuedAll::QueueFull { queued } => Enqueued::QueueFull { queued },
+            },
+        )
+    }
 
     /// [`Self::enqueue_entry`] for a round.
     async fn enqueue_round(

@@ -20,10 +20,10 @@ use super::rows::{
     RoundRow, SeasonRow,
 };
 use super::{
-    sql, AppliedRecord, AppliedRound, AppliedSince, AsOf, Enqueued, EntryKind, Error, HistoryPage,
-    LeagueHistory, LineOutcome, LoadedPool, PoolInfo, PoolProgress, PoolWrite, QueuedRound,
-    RatedAsOf, Recomputed, RecomputedLine, Replicas, Rewrite, RoundOutcome, RoundRecord,
-    RoundStatus, SeasonRecord, Storage, StoredKey,
+    sql, AppliedRecord, AppliedRound, AppliedSince, AsOf, Enqueued, EnqueuedAll, Error,
+    HistoryPage, LeagueHistory, LineOutcome, LoadedPool, NewEntry, PoolInfo, PoolProgress,
+    PoolWrite, QueuedRound, RatedAsOf, Recomputed, RecomputedLine, Replicas, Rewrite, RoundOutcome,
+    RoundRecord, RoundStatus, SeasonRecord, Storage, StoredKey,
 };
 use crate::display::{Display, Leagues};
 use crate::engine::{SystemParams, SystemState};
@@ -560,16 +560,13 @@ where
         row.map(ProgressRow::into_progress).transpose()
     }
 
-    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.id = ?id))]
-    async fn enqueue_entry(
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, lines = entries.len()))]
+    async fn enqueue_entries(
         &self,
         pool: &str,
-        id: &str,
-        kind: EntryKind,
-        body: &str,
+        entries: &[NewEntry<'_>],
         max_queued: u64,
-    ) -> Result<Enqueued, Error> {
-        let hash = content_hash(body);
+    ) -> Result<EnqueuedAll, Error> {
         let mut tx = D::begin_write(&self.pool).await?;
         let locked: Option<(String,)> = sqlx::query_as(D::LOCK_POOL)
             .bind(pool)
@@ -578,35 +575,55 @@ where
         if locked.is_none() {
             return Err(Error::PoolNotFound(pool.to_owned()));
         }
-        let stored: Option<(String, Vec<u8>)> = sqlx::query_as(sql::SELECT_ROUND_HASH)
-            .bind(pool)
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if let Some((status, stored_hash)) = stored {
-            return repost_outcome(&status, &stored_hash, &hash);
+        let mut outcomes = Vec::with_capacity(entries.len());
+        let mut new = Vec::new();
+        for (index, entry) in entries.iter().enumerate() {
+            let hash = content_hash(entry.body);
+            let stored: Option<(String, Vec<u8>)> = sqlx::query_as(sql::SELECT_ROUND_HASH)
+                .bind(pool)
+                .bind(entry.id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            match stored {
+                Some((status, stored_hash)) => {
+                    match repost_outcome(&status, &stored_hash, &hash)? {
+                        Enqueued::Conflict => return Ok(EnqueuedAll::Conflict(index)),
+                        outcome => outcomes.push(outcome),
+                    }
+                }
+                None => {
+                    // Its place in the queue is filled in once the count is known.
+                    outcomes.push(Enqueued::Accepted { position: 0 });
+                    new.push((index, hash));
+                }
+            }
+        }
+        if new.is_empty() {
+            return Ok(EnqueuedAll::Stored(outcomes));
         }
         let (queued,): (i64,) = sqlx::query_as(sql::COUNT_POOL_QUEUED)
             .bind(pool)
             .fetch_one(&mut *tx)
             .await?;
         let queued = to_u64(queued, "queued")?;
-        if queued >= max_queued {
-            return Ok(Enqueued::QueueFull { queued });
+        if queued.saturating_add(new.len() as u64) > max_queued {
+            return Ok(EnqueuedAll::QueueFull { queued });
         }
-        sqlx::query(sql::INSERT_ROUND)
-            .bind(pool)
-            .bind(id)
-            .bind(body)
-            .bind(hash)
-            .bind(kind.as_str())
-            .execute(&mut *tx)
-            .await?;
+        for (position, (index, hash)) in (queued + 1..).zip(new) {
+            let entry = &entries[index];
+            sqlx::query(sql::INSERT_ROUND)
+                .bind(pool)
+                .bind(entry.id)
+                .bind(entry.body)
+                .bind(hash)
+                .bind(entry.kind.as_str())
+                .execute(&mut *tx)
+                .await?;
+            outcomes[index] = Enqueued::Accepted { position };
+        }
         self.notify(&mut tx, pool).await?;
         tx.commit().await?;
-        Ok(Enqueued::Accepted {
-            position: queued + 1,
-        })
+        Ok(EnqueuedAll::Stored(outcomes))
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
@@ -863,34 +880,39 @@ where
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.id = %round))]
-    async fn ratings_as_of(&self, pool: &str, round: &str) -> Result<AsOf, Error> {
-        let mut tx = D::begin_snapshot(&self.pool).await?;
-        let Some(row): Option<RoundRow> = sqlx::query_as(sql::SELECT_ROUND)
+    async fn round_applied(&self, pool: &str, round: &str) -> Result<AsOf, Error> {
+        let row: Option<RoundRow> = sqlx::query_as(sql::SELECT_ROUND)
             .bind(pool)
             .bind(round)
-            .fetch_optional(&mut *tx)
-            .await?
-        else {
+            .fetch_optional(&self.pool)
+            .await?;
+        let Some(row) = row else {
             return Ok(AsOf::NoSuchRound);
         };
-        let status = row.status()?;
-        if status != RoundStatus::Applied {
-            return Ok(AsOf::NotApplied(status));
-        }
+        Ok(match row.status()? {
+            RoundStatus::Applied => AsOf::Applied(row.seq),
+            status => AsOf::NotApplied(status),
+        })
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
+    async fn ratings_as_of(&self, pool: &str, seq: i64) -> Result<Vec<RatedAsOf>, Error> {
         let rows: Vec<AsOfRow> = sqlx::query_as(sql::SELECT_RATINGS_AS_OF)
             .bind(pool)
-            .bind(row.seq)
-            .fetch_all(&mut *tx)
+            .bind(seq)
+            .fetch_all(&self.pool)
             .await?;
-        tx.commit().await?;
-        let rated = rows
-            .into_iter()
-            .map(AsOfRow::into_rated)
-            .collect::<Result<_, _>>()?;
-        Ok(AsOf::Ratings {
-            seq: row.seq,
-            rated,
-        })
+        rows.into_iter().map(AsOfRow::into_rated).collect()
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
+    async fn corrections_applied(&self, pool: &str) -> Result<u64, Error> {
+        let (corrections,): (i64,) = sqlx::query_as(sql::COUNT_CORRECTIONS_AFTER)
+            .bind(pool)
+            .bind(0_i64)
+            .fetch_one(&self.pool)
+            .await?;
+        to_u64(corrections, "corrections")
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]

@@ -286,3 +286,51 @@ async fn insert_history(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use sqlx::sqlite::SqlitePoolOptions;
+    use sqlx::Row;
+
+    use super::sql;
+
+    /// SQLite's plan of `statement`, one step a line.
+    async fn plan(statement: &str) -> Vec<String> {
+        let pool = SqlitePoolOptions::new()
+            .connect("sqlite::memory:")
+            .await
+            .expect("an in-memory database");
+        sqlx::migrate!("./migrations/sqlite")
+            .run(&pool)
+            .await
+            .expect("migrated");
+        sqlx::query(&format!("EXPLAIN QUERY PLAN {statement}"))
+            .fetch_all(&pool)
+            .await
+            .expect("a plan")
+            .iter()
+            .map(|row| row.get("detail"))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn past_boards_look_each_players_row_and_round_up_by_key() {
+        for statement in [sql::SELECT_RATINGS_AS_OF, sql::SELECT_STANDINGS_BETWEEN] {
+            let plan = plan(statement).await;
+            let step = |table: &str| {
+                plan.iter()
+                    .find(|line| line.contains(&format!(" {table} ")))
+                    .unwrap_or_else(|| panic!("no step reads {table}: {plan:#?}"))
+                    .clone()
+            };
+            assert!(
+                step("h").starts_with("SEARCH") && step("h").contains("seq=? AND player=?"),
+                "{plan:#?}"
+            );
+            assert!(
+                step("r").starts_with("SEARCH") && step("r").contains("(pool=? AND seq=?)"),
+                "{plan:#?}"
+            );
+        }
+    }
+}

@@ -5,11 +5,12 @@
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::{round, round_at, TestApp, POOL};
+use crate::support::{round, round_at, Payload, TestApp, ADMIN_KEY, POOL};
 
 backend_tests!(
     as_of_reads_answer_what_the_pool_showed_right_after_the_round,
     as_of_names_an_applied_round_of_the_pool,
+    a_past_board_is_read_again_after_a_correction,
 );
 
 async fn get(app: &TestApp, uri: &str) -> Value {
@@ -73,8 +74,8 @@ async fn put_provisional(app: &TestApp) {
     app.send(
         axum::http::Method::PUT,
         "/v1/pools/main/display",
-        Some(crate::support::ADMIN_KEY),
-        crate::support::Payload::Json(json!({"provisional": {"min_rounds": 2}})),
+        Some(ADMIN_KEY),
+        Payload::Json(json!({"provisional": {"min_rounds": 2}})),
     )
     .await
     .assert_status(StatusCode::OK, "display");
@@ -103,4 +104,40 @@ async fn as_of_names_an_applied_round_of_the_pool(app: TestApp) {
             uri,
         );
     }
+}
+
+/// A past board is built once and kept for the pages that follow; a correction rewrites the
+/// history it was built from, so the next read builds it again.
+async fn a_past_board_is_read_again_after_a_correction(app: TestApp) {
+    app.create_pool(POOL).await;
+    app.play([
+        round("r1", &["a", "b", "c"]),
+        round("r2", &["c", "a", "d"]),
+        round("r3", &["d", "c"]),
+    ])
+    .await;
+    let board = "/v1/pools/main/leaderboard?as_of=r2";
+    let before = get(&app, board).await;
+    assert_eq!(before["total"], 4);
+    assert_eq!(get(&app, board).await, before, "the same board, read twice");
+    get(&app, "/v1/pools/main/players/b?as_of=r2").await;
+    app.send(
+        axum::http::Method::DELETE,
+        "/v1/pools/main/rounds/r1",
+        Some(ADMIN_KEY),
+        Payload::Empty,
+    )
+    .await
+    .assert_status(StatusCode::ACCEPTED, "void r1");
+    app.apply_queued(POOL).await;
+    let after = get(&app, board).await;
+    assert_eq!(after["total"], 3, "b played only r1: {after:#}");
+    app.get("/v1/pools/main/players/b?as_of=r2")
+        .await
+        .assert_error(
+            StatusCode::NOT_FOUND,
+            "player_not_found",
+            None,
+            "b's only round was voided",
+        );
 }

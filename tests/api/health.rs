@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::support::{round, Payload, TestApp, ADMIN_KEY, POOL};
 
 /// Every route of the API, as `METHOD path`.
-const ROUTES: [&str; 33] = [
+const ROUTES: [&str; 34] = [
     "GET /healthz",
     "GET /readyz",
     "GET /openapi.json",
@@ -24,6 +24,7 @@ const ROUTES: [&str; 33] = [
     "POST /v1/keys",
     "DELETE /v1/keys/{name}",
     "POST /v1/pools/{pool}/rounds",
+    "POST /v1/pools/{pool}/round-batches",
     "GET /v1/pools/{pool}/rounds",
     "GET /v1/pools/{pool}/rounds/{id}",
     "GET /v1/pools/{pool}/events",

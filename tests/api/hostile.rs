@@ -1804,6 +1804,92 @@ fn key_cases() -> Vec<Case> {
     ]
 }
 
+/// Batches of rounds (`POST …/round-batches`) that must store none of their rounds.
+fn batch_cases() -> Vec<Case> {
+    const BATCHES: &str = "/v1/pools/main/round-batches";
+    let batch = |name: &str, body: Value, code: &'static str, field: Option<&str>| {
+        Case::new(
+            name,
+            post_json(BATCHES, Some(WRITE_KEY), &body),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            code,
+            field,
+        )
+    };
+    let good = |id: &str| round(id, &["ann", "eve"]);
+    let mut zero = good("b2");
+    zero["standings"][0]["rank"] = json!(0);
+    let mut changed = round("r1", &["ann", "bob"]);
+    changed["weight"] = json!(3.0);
+    vec![
+        batch(
+            "a batch with a round ranked 0",
+            json!({"rounds": [good("b1"), zero]}),
+            "invalid_round",
+            Some("rounds[1].standings[0].rank"),
+        ),
+        batch(
+            "a batch with one id twice",
+            json!({"rounds": [good("b1"), good("b2"), good("b1")]}),
+            "invalid_round",
+            Some("rounds[2].id"),
+        ),
+        batch(
+            "a batch of no rounds",
+            json!({"rounds": []}),
+            "invalid_request",
+            Some("rounds"),
+        ),
+        batch(
+            "a batch with an unknown field",
+            json!({"rounds": [good("b1")], "atomic": false}),
+            "invalid_request",
+            Some("atomic"),
+        ),
+        batch(
+            "a batch sent as a bare array",
+            json!([good("b1")]),
+            "invalid_request",
+            None,
+        ),
+        Case::new(
+            "a batch re-posting an applied round with other content",
+            post_json(
+                BATCHES,
+                Some(WRITE_KEY),
+                &json!({"rounds": [good("b1"), changed]}),
+            ),
+            StatusCode::CONFLICT,
+            "round_conflict",
+            Some("rounds[1].id"),
+        ),
+        Case::new(
+            "a batch cut short",
+            request(
+                Method::POST,
+                BATCHES,
+                Some(WRITE_KEY),
+                JSON,
+                r#"{"rounds": [{"id": "b1", "standings": ["#,
+            ),
+            StatusCode::BAD_REQUEST,
+            "malformed_json",
+            None,
+        ),
+        Case::new(
+            "a batch for an unknown pool",
+            post_json(
+                "/v1/pools/nowhere/round-batches",
+                Some(WRITE_KEY),
+                &json!({"rounds": [good("b1")]}),
+            ),
+            StatusCode::NOT_FOUND,
+            "pool_not_found",
+            None,
+        ),
+    ]
+}
+
 /// The service with pool `main` holding three applied rounds (with a time, a team and a
 /// weight) and one queued, and pool `other` with no rounds.
 async fn populated() -> TestApp {
@@ -1850,6 +1936,7 @@ async fn every_hostile_request_gets_its_4xx_naming_the_problem_and_changes_nothi
         new_key_cases(),
         season_cases(),
         correction_cases(),
+        batch_cases(),
     ]
     .into_iter()
     .flatten()

@@ -37,6 +37,7 @@ mod metrics;
 mod players;
 mod pools;
 mod predictions;
+mod round_batches;
 mod rounds;
 mod seasons;
 mod security;

@@ -51,6 +51,12 @@ fn keyed_routes() -> Vec<(Method, &'static str, Value, &'static str)> {
         ),
         (
             Method::POST,
+            "/v1/pools/main/round-batches",
+            json!({"rounds": [round("r2", &["a", "b"])]}),
+            "write",
+        ),
+        (
+            Method::POST,
             "/v1/pools/main/seasons",
             json!({"id": "s2", "mu_reset": 0.5}),
             "admin",

@@ -1,0 +1,430 @@
+//! Past leaderboards (a pool as of one of its rounds, a season's standings), each rebuilt from
+//! every player's latest history row up to some round: a query over the pool's history and an
+//! O(n log n) rebuild, far too much to repeat for every page a client reads. So each board is
+//! built once, by a task of its own that finishes even if the request that started it goes
+//! away, shared with every request that asks for it meanwhile, and kept afterwards while the
+//! boards kept hold few enough players. A fixed number of boards are built at once; beyond
+//! that a request is refused at once rather than queued, so that no client can pile work on
+//! the database.
+//!
+//! A board is what the history rows and the pool's display settings made it. The rows up to a
+//! round change only when a correction rewrites the pool, so a board is looked up by its
+//! [`Basis`] (the pool's count of applied corrections, and for a season still open the last
+//! line it takes in) and by the display settings it was built with; a changed basis or setting
+//! builds it again.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::{watch, Semaphore};
+
+use super::AsOfBoard;
+use crate::display::Display;
+
+/// Which past board.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PastKey {
+    /// The pool right after the round at this seq.
+    AsOf(i64),
+    /// The standings of the season of the rounds after seq `after` and before seq `before`
+    /// (none: up to now).
+    Season {
+        /// The seq of the season's start (0 for the first season).
+        after: i64,
+        /// The seq of the next season's start.
+        before: Option<i64>,
+    },
+}
+
+/// What a board's rows rest on besides its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Basis {
+    /// How many corrections the pool had applied: each rewrites its history.
+    pub corrections: u64,
+    /// For a season still open, the seq of the last line it takes in; 0 otherwise.
+    pub through: i64,
+}
+
+/// Why no board was answered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PastError<E> {
+    /// As many boards as allowed are being built already.
+    #[error("too many past boards are being built")]
+    Overloaded,
+    /// The build failed.
+    #[error("building the board failed")]
+    Failed(E),
+    /// The build panicked (the panic is in the log).
+    #[error("building the board panicked")]
+    Panicked,
+}
+
+/// What a build ends with, once it has.
+type Outcome<E> = Option<Result<Arc<AsOfBoard>, E>>;
+
+/// One board, built or being built.
+struct Kept<E> {
+    pool: String,
+    key: PastKey,
+    basis: Basis,
+    display: Display,
+    outcome: watch::Receiver<Outcome<E>>,
+}
+
+impl<E> Kept<E> {
+    /// The players of the board, once built.
+    fn players(&self) -> Option<usize> {
+        match &*self.outcome.borrow() {
+            Some(Ok(board)) => Some(board.players()),
+            _ => None,
+        }
+    }
+
+    /// Whether the build ended without a board (failed or panicked): nothing to keep.
+    fn failed(&self) -> bool {
+        match &*self.outcome.borrow() {
+            Some(result) => result.is_err(),
+            None => self.outcome.has_changed().is_err(),
+        }
+    }
+}
+
+/// The past boards of every pool of the process.
+pub struct PastBoards<E> {
+    /// Least recently asked for first.
+    kept: Mutex<Vec<Kept<E>>>,
+    building: Arc<Semaphore>,
+    max_players: usize,
+}
+
+impl<E> std::fmt::Debug for PastBoards<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PastBoards")
+            .field("building", &self.building)
+            .field("max_players", &self.max_players)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: Clone + Send + Sync + 'static> PastBoards<E> {
+    /// Boards of which at most `max_building` are built at once, and those built kept while
+    /// they hold at most `max_players` players together (a board larger than that is answered
+    /// to the requests that waited for it, then dropped).
+    #[must_use]
+    pub fn new(max_building: usize, max_players: usize) -> Self {
+        Self {
+            kept: Mutex::new(Vec::new()),
+            building: Arc::new(Semaphore::new(max_building)),
+            max_players,
+        }
+    }
+
+    /// Board `key` of `pool` on `basis`, shown with `display`: the one kept or being built,
+    /// or else the one `build` makes in a task of its own, refused at once if as many as
+    /// allowed are being built.
+    pub async fn get(
+        &self,
+        pool: &str,
+        key: PastKey,
+        basis: Basis,
+        display: &Display,
+        build: impl Future<Output = Result<AsOfBoard, E>> + Send + 'static,
+    ) -> Result<Arc<AsOfBoard>, PastError<E>> {
+        let mut outcome = self.find_or_start(pool, key, basis, display, build)?;
+        let answer = match outcome.wait_for(Option::is_some).await.as_deref() {
+            Ok(Some(Ok(board))) => Ok(Arc::clone(board)),
+            Ok(Some(Err(error))) => Err(PastError::Failed(error.clone())),
+            Ok(None) | Err(_) => Err(PastError::Panicked),
+        };
+        self.tidy();
+        answer
+    }
+
+    fn find_or_start(
+        &self,
+        pool: &str,
+        key: PastKey,
+        basis: Basis,
+        display: &Display,
+        build: impl Future<Output = Result<AsOfBoard, E>> + Send + 'static,
+    ) -> Result<watch::Receiver<Outcome<E>>, PastError<E>> {
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.retain(|k| !k.failed());
+        let same = |k: &Kept<E>| k.pool == pool && k.key == key;
+        if let Some(at) = kept
+            .iter()
+            .position(|k| same(k) && k.basis == basis && k.display == *display)
+        {
+            let found = kept.remove(at);
+            let outcome = found.outcome.clone();
+            kept.push(found);
+            return Ok(outcome);
+        }
+        let permit = Arc::clone(&self.building)
+            .try_acquire_owned()
+            .map_err(|_| PastError::Overloaded)?;
+        let (send, outcome) = watch::channel(None);
+        let span = tracing::Span::current();
+        tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                let built = build.await.map(Arc::new);
+                send.send_replace(Some(built));
+                drop(permit);
+            },
+            span,
+        ));
+        // The same board on an older basis or other display settings is not asked for again.
+        kept.retain(|k| !same(k));
+        kept.push(Kept {
+            pool: pool.to_owned(),
+            key,
+            basis,
+            display: display.clone(),
+            outcome: outcome.clone(),
+        });
+        self.evict(&mut kept);
+        Ok(outcome)
+    }
+
+    /// Drops the least recently asked for built boards until the rest fit in `max_players`.
+    fn evict(&self, kept: &mut Vec<Kept<E>>) {
+        let mut players: usize = kept.iter().filter_map(Kept::players).sum();
+        let mut at = 0;
+        while players > self.max_players && at < kept.len() {
+            match kept[at].players() {
+                Some(n) => {
+                    players -= n;
+                    kept.remove(at);
+                }
+                None => at += 1,
+            }
+        }
+    }
+
+    /// Drops the failed builds, and the boards that no longer fit now that one has ended.
+    fn tidy(&self) {
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.retain(|k| !k.failed());
+        self.evict(&mut kept);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::engine::{Params, Rating};
+    use crate::pools::PoolState;
+    use crate::storage::RatedAsOf;
+
+    /// A board of `n` players.
+    fn board(n: usize) -> AsOfBoard {
+        let state = PoolState::new(Params::default().into(), Display::default()).expect("valid");
+        let rated = (0..n)
+            .map(|i| RatedAsOf {
+                player: format!("p{i}"),
+                rating: Rating {
+                    mu: 1500.0 + i as f64,
+                    sigma: Some(100.0),
+                },
+                rounds: 1,
+                seq: 1,
+                last_round_id: "r".to_owned(),
+                last_round_time: None,
+                league: None,
+            })
+            .collect();
+        state.as_of(rated, &[])
+    }
+
+    /// A build of a board of `n` players that counts itself in `builds`.
+    fn counted(
+        builds: &Arc<AtomicUsize>,
+        n: usize,
+    ) -> impl Future<Output = Result<AsOfBoard, String>> + Send + 'static {
+        let builds = Arc::clone(builds);
+        async move {
+            builds.fetch_add(1, Ordering::SeqCst);
+            Ok(board(n))
+        }
+    }
+
+    /// The basis of a board after `corrections` corrections.
+    fn after(corrections: u64) -> Basis {
+        Basis {
+            corrections,
+            through: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_board_is_built_once_and_again_only_on_another_basis_or_display() {
+        let boards = PastBoards::new(2, 100);
+        let builds = Arc::new(AtomicUsize::new(0));
+        let shown = Display::default();
+        let get = |corrections, display| {
+            boards.get(
+                "p",
+                PastKey::AsOf(7),
+                after(corrections),
+                display,
+                counted(&builds, 3),
+            )
+        };
+        let first = get(0, &shown).await.expect("built");
+        let again = get(0, &shown).await.expect("kept");
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(builds.load(Ordering::SeqCst), 1);
+        get(1, &shown).await.expect("built after a correction");
+        assert_eq!(builds.load(Ordering::SeqCst), 2);
+        let other = Display {
+            conservative_k: 2.0,
+            ..Display::default()
+        };
+        get(1, &other).await.expect("built for other settings");
+        assert_eq!(builds.load(Ordering::SeqCst), 3);
+        let season = PastKey::Season {
+            after: 0,
+            before: Some(7),
+        };
+        boards
+            .get("p", season, after(1), &other, counted(&builds, 3))
+            .await
+            .expect("another board");
+        boards
+            .get("q", PastKey::AsOf(7), after(1), &other, counted(&builds, 3))
+            .await
+            .expect("another pool's");
+        assert_eq!(builds.load(Ordering::SeqCst), 5);
+        let open = PastKey::Season {
+            after: 7,
+            before: None,
+        };
+        for through in [8, 8, 9] {
+            let basis = Basis {
+                corrections: 1,
+                through,
+            };
+            boards
+                .get("p", open, basis, &other, counted(&builds, 3))
+                .await
+                .expect("an open season's");
+        }
+        assert_eq!(
+            builds.load(Ordering::SeqCst),
+            7,
+            "built again once it took a round in"
+        );
+    }
+
+    #[tokio::test]
+    async fn requests_share_a_build_under_way_and_beyond_the_bound_are_refused() {
+        let boards = Arc::new(PastBoards::<String>::new(1, 100));
+        let (release, hold) = tokio::sync::oneshot::channel::<()>();
+        let shown = Display::default();
+        let slow = async move {
+            let _ = hold.await;
+            Ok(board(2))
+        };
+        let first = {
+            let boards = Arc::clone(&boards);
+            let shown = shown.clone();
+            tokio::spawn(async move {
+                boards
+                    .get("p", PastKey::AsOf(1), after(0), &shown, slow)
+                    .await
+            })
+        };
+        tokio::task::yield_now().await;
+        let builds = Arc::new(AtomicUsize::new(0));
+        let refused = boards
+            .get("p", PastKey::AsOf(2), after(0), &shown, counted(&builds, 2))
+            .await;
+        assert_eq!(refused.err(), Some(PastError::Overloaded));
+        let second = {
+            let boards = Arc::clone(&boards);
+            let builds = Arc::clone(&builds);
+            tokio::spawn(async move {
+                boards
+                    .get("p", PastKey::AsOf(1), after(0), &shown, counted(&builds, 2))
+                    .await
+            })
+        };
+        let _ = release.send(());
+        let first = first.await.expect("joined").expect("built");
+        let second = second.await.expect("joined").expect("shared");
+        assert!(Arc::ptr_eq(&first, &second));
+        assert_eq!(builds.load(Ordering::SeqCst), 0, "nothing else was built");
+    }
+
+    #[tokio::test]
+    async fn a_dropped_request_does_not_stop_its_build() {
+        let boards = PastBoards::<String>::new(1, 100);
+        let builds = Arc::new(AtomicUsize::new(0));
+        let shown = Display::default();
+        let (release, hold) = tokio::sync::oneshot::channel::<()>();
+        let slow = {
+            let builds = Arc::clone(&builds);
+            async move {
+                let _ = hold.await;
+                builds.fetch_add(1, Ordering::SeqCst);
+                Ok(board(2))
+            }
+        };
+        let asked = boards.get("p", PastKey::AsOf(1), after(0), &shown, slow);
+        let gone = tokio::time::timeout(std::time::Duration::from_millis(10), asked).await;
+        assert!(gone.is_err(), "the request timed out");
+        let _ = release.send(());
+        let board = boards
+            .get("p", PastKey::AsOf(1), after(0), &shown, counted(&builds, 2))
+            .await
+            .expect("the build went on");
+        assert_eq!(board.players(), 2);
+        assert_eq!(builds.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn failures_are_not_kept_and_boards_beyond_the_players_bound_are_dropped() {
+        let boards = PastBoards::new(2, 5);
+        let builds = Arc::new(AtomicUsize::new(0));
+        let shown = Display::default();
+        let failed = boards
+            .get("p", PastKey::AsOf(1), after(0), &shown, async {
+                Err("database gone".to_owned())
+            })
+            .await;
+        assert_eq!(
+            failed.err(),
+            Some(PastError::Failed("database gone".to_owned()))
+        );
+        boards
+            .get("p", PastKey::AsOf(1), after(0), &shown, counted(&builds, 3))
+            .await
+            .expect("built after the failure");
+        boards
+            .get("p", PastKey::AsOf(2), after(0), &shown, counted(&builds, 3))
+            .await
+            .expect("built");
+        boards
+            .get("p", PastKey::AsOf(2), after(0), &shown, counted(&builds, 3))
+            .await
+            .expect("kept");
+        assert_eq!(
+            builds.load(Ordering::SeqCst),
+            2,
+            "3 + 3 players: the older dropped"
+        );
+        boards
+            .get("p", PastKey::AsOf(1), after(0), &shown, counted(&builds, 3))
+            .await
+            .expect("built again");
+        assert_eq!(builds.load(Ordering::SeqCst), 3);
+        let panicked = boards
+            .get("p", PastKey::AsOf(9), after(0), &shown, async {
+                panic!("boom")
+            })
+            .await;
+        assert_eq!(panicked.err(), Some(PastError::Panicked));
+    }
+}
