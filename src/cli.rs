@@ -88,6 +88,10 @@ pub struct ImportArgs {
     /// Tries per request before giving up (429, 503 and lost connections are retried).
     #[arg(long, default_value_t = 20)]
     pub attempts: u32,
+    /// Rounds per request (`POST …/round-batches`), 1 to 1000; fewer when their bodies pass
+    /// 8 MiB.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub batch_rounds: u16,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -459,6 +463,7 @@ fn run_import(args: &ImportArgs) -> anyhow::Result<()> {
         key: args.key.clone(),
         from_start: args.from_start,
         attempts: args.attempts,
+        batch_rounds: usize::from(args.batch_rounds),
         progress: std::io::stderr().is_terminal(),
     };
     let summary = import::run(&options)?;

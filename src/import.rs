@@ -1,6 +1,7 @@
-//! `mmr-service import`: posts a file of rounds to a pool of a running service, one round at a
-//! time and in order, as a platform posting its history would. Every round is checked before
-//! the first is sent, so a bad line stops the import before anything changed. Answers of 429
+//! `mmr-service import`: posts a file of rounds to a pool of a running service in order, as a
+//! platform posting its history would: the rounds between two season starts go in batches
+//! (`POST …/round-batches`, one transaction each), a season start alone. Every round is
+//! checked before the first is sent, so a bad line stops the import before anything changed. Answers of 429
 //! and 503 (and 502/504 from a proxy, and lost connections) are retried after a pause that
 //! doubles, never shorter than the `Retry-After` the service asks for. Posting is idempotent by round id, so an import that was stopped can be run
 //! again: it first finds, by binary search over the file, the first round the service does not
@@ -30,6 +31,10 @@ const MOST_BACKOFF: Duration = Duration::from_secs(30);
 /// How long one request may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Most characters of round bodies in one batch: well under the service's default body limit
+/// (32 MiB), so that a batch is neither refused nor slow to send again after a retry.
+const BATCH_CHARS: usize = 8 << 20;
+
 /// What to import, and where.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -47,6 +52,8 @@ pub struct Options {
     pub from_start: bool,
     /// Tries per request before giving up (429, 503 and lost connections are retried).
     pub attempts: u32,
+    /// Most rounds per request.
+    pub batch_rounds: usize,
     /// Draw a progress bar.
     pub progress: bool,
 }
@@ -186,22 +193,99 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
             .context("the progress bar's template")?,
     );
     bar.set_position(start as u64);
-    for round in &rounds[start..] {
-        let response = api.post(round, &mut summary)?;
-        match response.status() {
-            StatusCode::ACCEPTED => summary.accepted += 1,
-            StatusCode::OK => summary.known += 1,
-            status => bail!(
-                "{}: round `{}` refused with {status}: {}",
-                round.location,
-                round.id,
-                response.text().unwrap_or_default()
-            ),
+    let mut at = start;
+    while at < rounds.len() {
+        let batch = next_batch(&rounds[at..], options.batch_rounds.max(1));
+        if batch.len() == 1 {
+            post_one(&api, &batch[0], &mut summary)?;
+        } else {
+            post_batch(&api, batch, &mut summary)?;
         }
-        bar.inc(1);
+        bar.inc(batch.len() as u64);
+        at += batch.len();
     }
     bar.finish_and_clear();
     Ok(summary)
+}
+
+/// The lines posted next: a season start alone, or the rounds up to the next season start,
+/// at most `most` of them and [`BATCH_CHARS`] of bodies (always one).
+fn next_batch(lines: &[Outgoing], most: usize) -> &[Outgoing] {
+    if lines.first().is_some_and(|line| line.round.is_none()) {
+        return &lines[..1];
+    }
+    let mut chars = 0;
+    let end = lines
+        .iter()
+        .take(most)
+        .take_while(|line| {
+            chars += line.body.len();
+            line.round.is_some() && (chars <= BATCH_CHARS)
+        })
+        .count();
+    &lines[..end.max(1)]
+}
+
+/// Posts one line to its route and counts the answer.
+fn post_one(api: &Api, line: &Outgoing, summary: &mut Summary) -> anyhow::Result<()> {
+    let response = api.post(line, summary)?;
+    match response.status() {
+        StatusCode::ACCEPTED => summary.accepted += 1,
+        StatusCode::OK => summary.known += 1,
+        status => bail!(
+            "{}: round `{}` refused with {status}: {}",
+            line.location,
+            line.id,
+            response.text().unwrap_or_default()
+        ),
+    }
+    Ok(())
+}
+
+/// Posts `rounds` as one batch and counts each round's answer. A refusal names the round the
+/// service's error points at (`rounds[i]…`), or else the batch's first.
+fn post_batch(api: &Api, rounds: &[Outgoing], summary: &mut Summary) -> anyhow::Result<()> {
+    let mut body = String::from(r#"{"rounds":["#);
+    for (i, round) in rounds.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(&round.body);
+    }
+    body.push_str("]}");
+    let url = format!("{}/round-batches", api.base);
+    let response = api.call(|c| c.post(&url).body(body.clone()), summary)?;
+    let status = response.status();
+    let answer: Value = response.json().unwrap_or_default();
+    if !matches!(status, StatusCode::ACCEPTED | StatusCode::OK) {
+        let culprit = answer["error"]["field"]
+            .as_str()
+            .and_then(|field| field.strip_prefix("rounds["))
+            .and_then(|rest| rest.split(']').next())
+            .and_then(|index| index.parse::<usize>().ok())
+            .and_then(|index| rounds.get(index))
+            .unwrap_or(&rounds[0]);
+        bail!(
+            "{}: round `{}` refused with {status}: {answer}",
+            culprit.location,
+            culprit.id
+        );
+    }
+    let answers = answer["rounds"].as_array().map_or(&[][..], Vec::as_slice);
+    if answers.len() != rounds.len() {
+        bail!(
+            "the service answered a batch of {} rounds with {answer}",
+            rounds.len()
+        );
+    }
+    for answer in answers {
+        if answer["position"].is_u64() {
+            summary.accepted += 1;
+        } else {
+            summary.known += 1;
+        }
+    }
+    Ok(())
 }
 
 /// The input as bodies to post, every one checked as the service will check it, ids unique.

@@ -251,13 +251,19 @@ pub(super) async fn past_board(
     rated: impl Future<Output = Result<Vec<RatedAsOf>, Error>> + Send + 'static,
     seasons: Vec<(i64, SoftReset)>,
 ) -> Result<Arc<AsOfBoard>, Error> {
+    // The snapshot is taken, and the corrections it holds counted, before the rows are read,
+    // so that a board is never kept under a basis or display settings newer than its rows:
+    // corrections and leagues change the rows first, then the snapshot (here, or on a replica
+    // that follows). A board built from rows newer than its key is built again once the
+    // snapshot catches up.
+    let current = pool.read();
     let basis = Basis {
-        corrections: state.storage.corrections_applied(pool.name()).await?,
+        corrections: state
+            .storage
+            .corrections_applied(pool.name(), current.last_seq())
+            .await?,
         through,
     };
-    // Taken before the rows are read, so that a board is never kept under display settings
-    // newer than its rows: leagues change rows first, then the snapshot.
-    let current = pool.read();
     let display = current.display().clone();
     let build = async move {
         let rated = rated.await?;

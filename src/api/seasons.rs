@@ -189,9 +189,14 @@ async fn season_leaderboard(
             _ => return Err(unknown()),
         },
     };
-    let before = starts.get(number - 1).map(|start| start.seq);
-    // A season still open takes in the lines the snapshot holds, so that its standings move
-    // with the snapshot and a board of them is kept only until the next line.
+    let next = starts.get(number - 1).map(|start| start.seq);
+    // A season ends once the next one's start is applied. Until then it takes in the lines
+    // the snapshot holds, so that its standings move with the snapshot and a board of them is
+    // kept only until the next line.
+    let before = starts
+        .get(number - 1)
+        .filter(|start| start.status == RoundStatus::Applied)
+        .map(|start| start.seq);
     let through = if before.is_some() {
         0
     } else {
@@ -199,7 +204,7 @@ async fn season_leaderboard(
     };
     let storage = std::sync::Arc::clone(&state.storage);
     let name = pool.name().to_owned();
-    let until = before.or(Some(through + 1));
+    let until = before.or(Some(next.map_or(through + 1, |next| next.min(through + 1))));
     let rated = async move { Ok(storage.standings_between(&name, after, until).await?) };
     let key = PastKey::Season { after, before };
     let board = past_board(&state, &pool, key, through, rated, Vec::new()).await?;

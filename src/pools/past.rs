@@ -59,6 +59,12 @@ pub enum PastError<E> {
     Panicked,
 }
 
+/// What a kept board costs beside its players, counted as this many players: its display
+/// settings (twice), its map's and leaderboard's own allocations, its entry here. The earliest
+/// rounds of a long pool make boards of a few players each; this also bounds how many boards
+/// are kept (`max_players` / 1,000), and so the list each request scans.
+const BOARD_OVERHEAD: usize = 1_000;
+
 /// What a build ends with, once it has.
 type Outcome<E> = Option<Result<Arc<AsOfBoard>, E>>;
 
@@ -72,10 +78,10 @@ struct Kept<E> {
 }
 
 impl<E> Kept<E> {
-    /// The players of the board, once built.
-    fn players(&self) -> Option<usize> {
+    /// What the board weighs against the bound, once built: its players and its overhead.
+    fn weight(&self) -> Option<usize> {
         match &*self.outcome.borrow() {
-            Some(Ok(board)) => Some(board.players()),
+            Some(Ok(board)) => Some(board.players() + BOARD_OVERHEAD),
             _ => None,
         }
     }
@@ -108,8 +114,8 @@ impl<E> std::fmt::Debug for PastBoards<E> {
 
 impl<E: Clone + Send + Sync + 'static> PastBoards<E> {
     /// Boards of which at most `max_building` are built at once, and those built kept while
-    /// they hold at most `max_players` players together (a board larger than that is answered
-    /// to the requests that waited for it, then dropped).
+    /// they hold at most `max_players` players together, each counted with its overhead (a
+    /// board larger than that is answered to the requests that waited for it, then dropped).
     #[must_use]
     pub fn new(max_building: usize, max_players: usize) -> Self {
         Self {
@@ -186,14 +192,16 @@ impl<E: Clone + Send + Sync + 'static> PastBoards<E> {
         Ok(outcome)
     }
 
-    /// Drops the least recently asked for built boards until the rest fit in `max_players`.
+    /// Drops the built boards that cannot fit at all, then the least recently asked for until
+    /// the rest fit in `max_players`.
     fn evict(&self, kept: &mut Vec<Kept<E>>) {
-        let mut players: usize = kept.iter().filter_map(Kept::players).sum();
+        kept.retain(|k| k.weight().is_none_or(|w| w <= self.max_players));
+        let mut weight: usize = kept.iter().filter_map(Kept::weight).sum();
         let mut at = 0;
-        while players > self.max_players && at < kept.len() {
-            match kept[at].players() {
-                Some(n) => {
-                    players -= n;
+        while weight > self.max_players && at < kept.len() {
+            match kept[at].weight() {
+                Some(w) => {
+                    weight -= w;
                     kept.remove(at);
                 }
                 None => at += 1,
@@ -217,6 +225,9 @@ mod tests {
     use crate::engine::{Params, Rating};
     use crate::pools::PoolState;
     use crate::storage::RatedAsOf;
+
+    /// A bound on players that keeps every board of these tests.
+    const ROOMY: usize = 1_000_000;
 
     /// A board of `n` players.
     fn board(n: usize) -> AsOfBoard {
@@ -260,7 +271,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_board_is_built_once_and_again_only_on_another_basis_or_display() {
-        let boards = PastBoards::new(2, 100);
+        let boards = PastBoards::new(2, ROOMY);
         let builds = Arc::new(AtomicUsize::new(0));
         let shown = Display::default();
         let get = |corrections, display| {
@@ -320,7 +331,7 @@ mod tests {
 
     #[tokio::test]
     async fn requests_share_a_build_under_way_and_beyond_the_bound_are_refused() {
-        let boards = Arc::new(PastBoards::<String>::new(1, 100));
+        let boards = Arc::new(PastBoards::<String>::new(1, ROOMY));
         let (release, hold) = tokio::sync::oneshot::channel::<()>();
         let shown = Display::default();
         let slow = async move {
@@ -360,7 +371,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_dropped_request_does_not_stop_its_build() {
-        let boards = PastBoards::<String>::new(1, 100);
+        let boards = PastBoards::<String>::new(1, ROOMY);
         let builds = Arc::new(AtomicUsize::new(0));
         let shown = Display::default();
         let (release, hold) = tokio::sync::oneshot::channel::<()>();
@@ -386,7 +397,7 @@ mod tests {
 
     #[tokio::test]
     async fn failures_are_not_kept_and_boards_beyond_the_players_bound_are_dropped() {
-        let boards = PastBoards::new(2, 5);
+        let boards = PastBoards::new(2, BOARD_OVERHEAD + 5);
         let builds = Arc::new(AtomicUsize::new(0));
         let shown = Display::default();
         let failed = boards
@@ -420,6 +431,20 @@ mod tests {
             .await
             .expect("built again");
         assert_eq!(builds.load(Ordering::SeqCst), 3);
+        let large = boards
+            .get("p", PastKey::AsOf(5), after(0), &shown, counted(&builds, 6))
+            .await
+            .expect("answered");
+        assert_eq!(large.players(), 6);
+        boards
+            .get("p", PastKey::AsOf(1), after(0), &shown, counted(&builds, 3))
+            .await
+            .expect("kept");
+        assert_eq!(
+            builds.load(Ordering::SeqCst),
+            4,
+            "a board too large to keep pushed out none of the others"
+        );
         let panicked = boards
             .get("p", PastKey::AsOf(9), after(0), &shown, async {
                 panic!("boom")

@@ -649,10 +649,10 @@ pub trait Storage: Send + Sync + 'static {
     /// history rows: O(history rows up to that round).
     async fn ratings_as_of(&self, pool: &str, seq: i64) -> Result<Vec<RatedAsOf>, Error>;
 
-    /// How many corrections `pool` has applied. Its history rows change only with one, and
-    /// with its leagues (which its display settings hold): what a past board built from them
-    /// is kept by.
-    async fn corrections_applied(&self, pool: &str) -> Result<u64, Error>;
+    /// How many corrections `pool` applied up to seq `through`. Its history rows change only
+    /// with one, and with its leagues (which its display settings hold): what a past board
+    /// built from them is kept by.
+    async fn corrections_applied(&self, pool: &str, through: i64) -> Result<u64, Error>;
 
     /// One pool with its counts.
     async fn pool(&self, name: &str) -> Result<Option<PoolInfo>, Error>;

@@ -80,10 +80,20 @@ pub(super) const SELECT_APPLIED_LINES: &str = "
     WHERE before < $4 OR before = 0
     ORDER BY seq";
 
-/// How many corrections pool `$1` applied after seq `$2` (along `rounds_by_kind`).
+/// How many corrections pool `$1` applied after seq `$2`. (`kind <> 'round'` lets SQLite use
+/// the partial index `rounds_by_kind`; without it SQLite read every round after `$2`: 88 ms
+/// on ctftime's pool.)
 pub(super) const COUNT_CORRECTIONS_AFTER: &str = "
     SELECT COUNT(*) FROM rounds
-    WHERE pool = $1 AND kind = 'correction' AND status = 'applied' AND seq > $2";
+    WHERE pool = $1 AND kind <> 'round' AND kind = 'correction' AND status = 'applied'
+      AND seq > $2";
+
+/// How many corrections pool `$1` applied up to seq `$2` (along `rounds_by_kind`, as
+/// [`COUNT_CORRECTIONS_AFTER`]).
+pub(super) const COUNT_CORRECTIONS_THROUGH: &str = "
+    SELECT COUNT(*) FROM rounds
+    WHERE pool = $1 AND kind <> 'round' AND kind = 'correction' AND status = 'applied'
+      AND seq <= $2";
 
 /// The ids and seqs of the `$2` oldest queued rounds of pool `$1`.
 pub(super) const SELECT_QUEUED_IDS: &str = "

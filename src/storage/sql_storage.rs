@@ -906,10 +906,10 @@ where
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
-    async fn corrections_applied(&self, pool: &str) -> Result<u64, Error> {
-        let (corrections,): (i64,) = sqlx::query_as(sql::COUNT_CORRECTIONS_AFTER)
+    async fn corrections_applied(&self, pool: &str, through: i64) -> Result<u64, Error> {
+        let (corrections,): (i64,) = sqlx::query_as(sql::COUNT_CORRECTIONS_THROUGH)
             .bind(pool)
-            .bind(0_i64)
+            .bind(through)
             .fetch_one(&self.pool)
             .await?;
         to_u64(corrections, "corrections")

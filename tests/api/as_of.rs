@@ -11,6 +11,7 @@ backend_tests!(
     as_of_reads_answer_what_the_pool_showed_right_after_the_round,
     as_of_names_an_applied_round_of_the_pool,
     a_past_board_is_read_again_after_a_correction,
+    a_season_whose_successor_is_queued_still_takes_in_its_rounds,
 );
 
 async fn get(app: &TestApp, uri: &str) -> Value {
@@ -140,4 +141,23 @@ async fn a_past_board_is_read_again_after_a_correction(app: TestApp) {
             None,
             "b's only round was voided",
         );
+}
+
+/// A season ends when the next one's start is applied, not when it is posted: its standings,
+/// read while that start waits in the queue, take in the rounds applied before it.
+async fn a_season_whose_successor_is_queued_still_takes_in_its_rounds(app: TestApp) {
+    app.create_pool(POOL).await;
+    app.play([round("r1", &["a", "b"])]).await;
+    app.queue_round(round("r2", &["c", "d"])).await;
+    app.post(
+        "/v1/pools/main/seasons",
+        Some(ADMIN_KEY),
+        json!({"id": "s2", "mu_reset": 0.5}),
+    )
+    .await
+    .assert_status(StatusCode::ACCEPTED, "season 2 queued");
+    let standings = "/v1/pools/main/seasons/1/leaderboard";
+    assert_eq!(get(&app, standings).await["total"], 2, "r1's players");
+    app.apply_queued(POOL).await;
+    assert_eq!(get(&app, standings).await["total"], 4, "r2's players too");
 }

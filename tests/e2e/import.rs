@@ -1,5 +1,5 @@
-//! `mmr-service import` against the real service: a file posted in order under a tight write
-//! budget (so 429s are retried), stopped halfway and run again (it goes on where it stopped,
+//! `mmr-service import` against the real service: a file posted in order, in batches of rounds
+//! between the season starts, under a tight write budget (so 429s are retried), stopped halfway and run again (it goes on where it stopped,
 //! posting nothing twice; season starts included), ending with ratings equal to `replay` of
 //! the file to the bit; the
 //! reference implementation's directory format; and a bad line refused before anything is
@@ -89,7 +89,9 @@ fn an_import_stopped_halfway_goes_on_where_it_stopped_and_equals_replay(backend:
     std::fs::write(&half, rounds[..LINES / 2].join("\n")).expect("write");
     std::fs::write(&whole, rounds.join("\n") + "\n\n").expect("write");
 
-    let first = import(&server, POOL, &half, &[]).expect("the first half imports");
+    // Two rounds a request, so that the budget is met; the rest goes in the default batches.
+    let first =
+        import(&server, POOL, &half, &["--batch-rounds", "2"]).expect("the first half imports");
     assert_eq!(first["accepted"], LINES / 2, "{first}");
     assert_eq!(first["skipped"], 0, "{first}");
     assert!(
