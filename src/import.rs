@@ -196,11 +196,7 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
     let mut at = start;
     while at < rounds.len() {
         let batch = next_batch(&rounds[at..], options.batch_rounds.max(1));
-        if batch.len() == 1 {
-            post_one(&api, &batch[0], &mut summary)?;
-        } else {
-            post_batch(&api, batch, &mut summary)?;
-        }
+        post_batch(&api, batch, &mut summary)?;
         bar.inc(batch.len() as u64);
         at += batch.len();
     }
@@ -242,9 +238,13 @@ fn post_one(api: &Api, line: &Outgoing, summary: &mut Summary) -> anyhow::Result
     Ok(())
 }
 
-/// Posts `rounds` as one batch and counts each round's answer. A refusal names the round the
-/// service's error points at (`rounds[i]…`), or else the batch's first.
+/// Posts `rounds` as one batch and counts each round's answer; a batch the service finds too
+/// large (413) goes again in two halves. A refusal names the round the service's error points
+/// at (`rounds[i]…`), or else the batch's first and last.
 fn post_batch(api: &Api, rounds: &[Outgoing], summary: &mut Summary) -> anyhow::Result<()> {
+    if rounds.len() == 1 {
+        return post_one(api, &rounds[0], summary);
+    }
     let mut body = String::from(r#"{"rounds":["#);
     for (i, round) in rounds.iter().enumerate() {
         if i > 0 {
@@ -256,25 +256,43 @@ fn post_batch(api: &Api, rounds: &[Outgoing], summary: &mut Summary) -> anyhow::
     let url = format!("{}/round-batches", api.base);
     let response = api.call(|c| c.post(&url).body(body.clone()), summary)?;
     let status = response.status();
-    let answer: Value = response.json().unwrap_or_default();
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        let (first, second) = rounds.split_at(rounds.len() / 2);
+        post_batch(api, first, summary)?;
+        return post_batch(api, second, summary);
+    }
+    let text = response.text().unwrap_or_default();
+    let answer: Value = serde_json::from_str(&text).unwrap_or_default();
     if !matches!(status, StatusCode::ACCEPTED | StatusCode::OK) {
+        if answer["error"]["code"] == "route_not_found" {
+            bail!(
+                "the service has no POST …/round-batches (an older version?): use --batch-rounds 1"
+            );
+        }
         let culprit = answer["error"]["field"]
             .as_str()
             .and_then(|field| field.strip_prefix("rounds["))
             .and_then(|rest| rest.split(']').next())
             .and_then(|index| index.parse::<usize>().ok())
-            .and_then(|index| rounds.get(index))
-            .unwrap_or(&rounds[0]);
-        bail!(
-            "{}: round `{}` refused with {status}: {answer}",
-            culprit.location,
-            culprit.id
-        );
+            .and_then(|index| rounds.get(index));
+        match culprit {
+            Some(round) => bail!(
+                "{}: round `{}` refused with {status}: {text}",
+                round.location,
+                round.id
+            ),
+            None => bail!(
+                "{} to {}: a batch of {} rounds refused with {status}: {text}",
+                rounds[0].location,
+                rounds[rounds.len() - 1].location,
+                rounds.len()
+            ),
+        }
     }
     let answers = answer["rounds"].as_array().map_or(&[][..], Vec::as_slice);
     if answers.len() != rounds.len() {
         bail!(
-            "the service answered a batch of {} rounds with {answer}",
+            "the service answered a batch of {} rounds with {text}",
             rounds.len()
         );
     }

@@ -314,6 +314,17 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn corrections_are_counted_along_the_index_of_lines_that_are_not_rounds() {
+        for statement in [sql::COUNT_CORRECTIONS_AFTER, sql::COUNT_CORRECTIONS_THROUGH] {
+            let plan = plan(statement).await;
+            assert!(
+                plan.iter().any(|line| line.contains("rounds_by_kind")),
+                "{plan:#?}"
+            );
+        }
+    }
+
+    #[tokio::test]
     async fn past_boards_look_each_players_row_and_round_up_by_key() {
         for statement in [sql::SELECT_RATINGS_AS_OF, sql::SELECT_STANDINGS_BETWEEN] {
             let plan = plan(statement).await;

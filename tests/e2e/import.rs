@@ -208,3 +208,32 @@ fn sqlite_import_reads_the_reference_directory_and_refuses_bad_lines_up_front() 
 fn postgres_import_reads_the_reference_directory_and_refuses_bad_lines_up_front() {
     the_reference_directory_format_imports_and_a_bad_line_posts_nothing(Backend::Postgres);
 }
+
+/// A service taking smaller bodies than the import's batches: each batch it refuses (413) goes
+/// again in halves, down to what fits, and every round arrives once, in order.
+#[test]
+fn batches_too_large_for_the_service_go_again_in_halves() {
+    let options = Options {
+        env: vec![("MMR__SERVER__BODY_LIMIT_BYTES", "2000".to_owned())],
+        ..Options::default()
+    };
+    let Some(server) = Server::start_with(Backend::Sqlite, options) else {
+        return;
+    };
+    let dir = server.dir().to_owned();
+    assert_eq!(
+        server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY),
+        201
+    );
+    let rounds: Vec<String> = (0..40).map(synthetic_round).collect();
+    assert!(
+        rounds.iter().all(|round| round.len() < 1000),
+        "one round fits"
+    );
+    let input = dir.join("rounds.jsonl");
+    std::fs::write(&input, rounds.join("\n")).expect("write");
+    let summary = import(&server, POOL, &input, &["--batch-rounds", "40"]).expect("imports");
+    assert_eq!(summary["accepted"], 40, "{summary}");
+    wait_until_applied(&server, 40);
+    assert_same_ratings(&served(&server), &replayed(&dir, &rounds));
+}
