@@ -1,11 +1,12 @@
 //! `mmr-service import`: posts a file of rounds to a pool of a running service in order, as a
 //! platform posting its history would: the rounds between two season starts go in batches
 //! (`POST …/round-batches`, one transaction each), a season start alone. Every round is
-//! checked before the first is sent, so a bad line stops the import before anything changed. Answers of 429
-//! and 503 (and 502/504 from a proxy, and lost connections) are retried after a pause that
-//! doubles, never shorter than the `Retry-After` the service asks for. Posting is idempotent by round id, so an import that was stopped can be run
-//! again: it first finds, by binary search over the file, the first round the service does not
-//! know, and goes on from there.
+//! checked before the first is sent, so a bad line stops the import before anything changed.
+//! Answers of 429 and 503 (and 502/504 from a proxy, and lost connections) are retried after a
+//! pause that doubles, never shorter than the `Retry-After` the service asks for. Posting is
+//! idempotent by round id, so an import that was stopped can be run again: it first finds, by
+//! binary search over the file, the first round the service does not know, and goes on from
+//! there.
 
 use std::path::PathBuf;
 use std::thread::sleep;

@@ -1,9 +1,9 @@
 //! `mmr-service import` against the real service: a file posted in order, in batches of rounds
-//! between the season starts, under a tight write budget (so 429s are retried), stopped halfway and run again (it goes on where it stopped,
-//! posting nothing twice; season starts included), ending with ratings equal to `replay` of
-//! the file to the bit; the
-//! reference implementation's directory format; and a bad line refused before anything is
-//! posted.
+//! between the season starts, under a tight write budget (so 429s are retried), stopped halfway
+//! and run again (it goes on where it stopped, posting nothing twice; season starts included),
+//! ending with ratings equal to `replay` of the file to the bit; batches too large for the
+//! service sent again in halves; the reference implementation's directory format; and a bad
+//! line refused before anything is posted.
 
 use std::path::Path;
 use std::process::Command;
