@@ -232,24 +232,25 @@ pub(super) async fn board_as_of(
             ))
         }
     };
-    let seasons = super::seasons::resets_up_to(state, pool, seq).await?;
     let storage = Arc::clone(&state.storage);
     let name = pool.name().to_owned();
-    let rated = async move { Ok(storage.ratings_as_of(&name, seq).await?) };
-    past_board(state, pool, PastKey::AsOf(seq), 0, rated, seasons).await
+    let rated = async move {
+        let seasons = super::seasons::resets_up_to(storage.as_ref(), &name, seq).await?;
+        Ok((storage.ratings_as_of(&name, seq).await?, seasons))
+    };
+    past_board(state, pool, PastKey::AsOf(seq), 0, rated).await
 }
 
 /// Past board `key` of `pool` (see [`crate::pools::past`]), taking in the lines through seq
 /// `through` if it is a season still open (0 otherwise): the one kept or being built, or else
-/// one built from the players `rated` yields, with the season starts `seasons` applied by
+/// one built from what `rated` reads only then: the players, and the season starts applied by
 /// then (by seq).
 pub(super) async fn past_board(
     state: &AppState,
     pool: &Pool,
     key: PastKey,
     through: i64,
-    rated: impl Future<Output = Result<Vec<RatedAsOf>, Error>> + Send + 'static,
-    seasons: Vec<(i64, SoftReset)>,
+    rated: impl Future<Output = Result<(Vec<RatedAsOf>, Vec<(i64, SoftReset)>), Error>> + Send + 'static,
 ) -> Result<Arc<AsOfBoard>, Error> {
     // The snapshot is taken, and the corrections it holds counted, before the rows are read,
     // so that a board is never kept under a basis or display settings newer than its rows:
@@ -266,7 +267,7 @@ pub(super) async fn past_board(
     };
     let display = current.display().clone();
     let build = async move {
-        let rated = rated.await?;
+        let (rated, seasons) = rated.await?;
         tokio::task::spawn_blocking(move || current.as_of(rated, &seasons))
             .await
             .map_err(|error| {

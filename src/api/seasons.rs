@@ -22,7 +22,7 @@ use crate::engine::SoftReset;
 use crate::pools::past::PastKey;
 use crate::pools::Pool;
 use crate::state::AppState;
-use crate::storage::{EntryKind, RoundStatus, SeasonRecord};
+use crate::storage::{EntryKind, RoundStatus, SeasonRecord, Storage};
 use crate::wire::{Entry, SeasonRequest};
 
 /// The routes of this module.
@@ -205,9 +205,12 @@ async fn season_leaderboard(
     let storage = std::sync::Arc::clone(&state.storage);
     let name = pool.name().to_owned();
     let until = before.or(Some(next.map_or(through + 1, |next| next.min(through + 1))));
-    let rated = async move { Ok(storage.standings_between(&name, after, until).await?) };
+    let rated = async move {
+        let rated = storage.standings_between(&name, after, until).await?;
+        Ok((rated, Vec::new()))
+    };
     let key = PastKey::Season { after, before };
-    let board = past_board(&state, &pool, key, through, rated, Vec::new()).await?;
+    let board = past_board(&state, &pool, key, through, rated).await?;
     let shown = pool.read();
     answer(&shown, Some(&*board), &query).map(Json)
 }
@@ -265,11 +268,12 @@ async fn seasons_of(state: &AppState, pool: &Pool) -> Result<SeasonsResponse, Er
 /// The soft resets of the season starts applied up to the line at `seq`, with their seqs:
 /// what an as-of read replays over the history rows.
 pub(super) async fn resets_up_to(
-    state: &AppState,
-    pool: &Pool,
+    storage: &dyn Storage,
+    pool: &str,
     seq: i64,
 ) -> Result<Vec<(i64, SoftReset)>, Error> {
-    started(state, pool)
+    storage
+        .seasons(pool)
         .await?
         .iter()
         .filter(|start| start.seq <= seq && start.status == RoundStatus::Applied)
