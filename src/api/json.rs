@@ -3,11 +3,26 @@
 //! 422 naming the field by its path (`entrants[1].players`).
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{DefaultBodyLimit, FromRequest, Request};
 use axum::http::header::CONTENT_TYPE;
 use serde::de::DeserializeOwned;
 
 use super::error::Error;
+use super::predictions::MAX_ENTRANTS;
+use crate::state::AppState;
+
+/// The largest body a compute route (predictions, match quality, matchmaking) takes: its
+/// largest valid request, 10,000 player ids of up to 256 bytes each, fits with room to spare.
+/// Under the service-wide `server.body_limit_bytes` (32 MiB by default), a body of small
+/// arrays costs seconds to parse and gigabytes of memory before any bound on its content is
+/// checked.
+pub const COMPUTE_BODY_LIMIT: usize = 4 << 20;
+
+/// [`COMPUTE_BODY_LIMIT`] as a layer for a compute route's router (the service-wide limit,
+/// when lower, still applies).
+pub fn compute_body_limit() -> DefaultBodyLimit {
+    DefaultBodyLimit::max(COMPUTE_BODY_LIMIT)
+}
 
 /// A request body read as JSON into `T`.
 #[derive(Debug)]
@@ -19,6 +34,27 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     async fn from_request(request: Request, state: &S) -> Result<Self, Error> {
         let bytes = json_bytes(request, state).await?;
         parse(&bytes).map(Self)
+    }
+}
+
+/// A compute route's body read as JSON into `T` on the compute pool ([`crate::compute`]),
+/// within its budget (503 `overloaded` beyond): a body of [`COMPUTE_BODY_LIMIT`] costs as
+/// much as one computation of [`MAX_ENTRANTS`] entrants, so bodies parsed at once cannot take
+/// the async runtime's threads from every other request.
+#[derive(Debug)]
+pub struct ComputeJson<T>(pub T);
+
+impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for ComputeJson<T> {
+    type Rejection = Error;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Error> {
+        let bytes = json_bytes(request, state).await?;
+        let cost = bytes.len() * MAX_ENTRANTS / COMPUTE_BODY_LIMIT;
+        state
+            .compute
+            .run(cost, move |_| parse(&bytes))
+            .await?
+            .map(Self)
     }
 }
 

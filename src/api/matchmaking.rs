@@ -15,7 +15,7 @@ use utoipa_axum::routes;
 
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
-use super::json::JsonBody;
+use super::json::{compute_body_limit, ComputeJson};
 use super::players::{rfc3339, RoundRef};
 use super::pool_of;
 use super::predictions::MAX_ENTRANTS;
@@ -47,6 +47,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create_matchmaking))
         .routes(routes!(list_opponents))
+        .layer(compute_body_limit())
 }
 
 /// A player waiting for a match.
@@ -256,7 +257,7 @@ async fn create_matchmaking(
     _: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
-    JsonBody(request): JsonBody<MatchmakingRequest>,
+    ComputeJson(request): ComputeJson<MatchmakingRequest>,
 ) -> Result<Json<MatchmakingResponse>, Error> {
     let relaxation = validate(&request)?;
     let snapshot = pool_of(&state, &pool).await?.read();

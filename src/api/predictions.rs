@@ -16,7 +16,7 @@ use utoipa_axum::routes;
 
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
-use super::json::JsonBody;
+use super::json::{compute_body_limit, ComputeJson};
 use super::pool_of;
 use super::query::QueryParams;
 use crate::engine;
@@ -36,6 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_win_probability))
         .routes(routes!(create_prediction))
         .routes(routes!(create_match_quality))
+        .layer(compute_body_limit())
 }
 
 /// `?a=&b=`.
@@ -271,7 +272,7 @@ async fn create_prediction(
     _: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
-    JsonBody(request): JsonBody<PredictionRequest>,
+    ComputeJson(request): ComputeJson<PredictionRequest>,
 ) -> Result<Json<PredictionResponse>, Error> {
     let entrants = request.entrants.into_iter().map(|e| e.players).collect();
     let figures = Figures {
@@ -307,7 +308,7 @@ async fn create_match_quality(
     _: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
-    JsonBody(request): JsonBody<MatchQualityRequest>,
+    ComputeJson(request): ComputeJson<MatchQualityRequest>,
 ) -> Result<Json<MatchQualityResponse>, Error> {
     let (forecast, sides) = forecast(
         &state,

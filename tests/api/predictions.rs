@@ -4,9 +4,12 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
+use mmr_service::api::json::COMPUTE_BODY_LIMIT;
+use mmr_service::api::matchmaking::MAX_WAITING;
 use mmr_service::api::predictions::{MAX_ENTRANTS, MAX_PLAYERS};
+use mmr_service::names::MAX_ID_BYTES;
 
-use crate::support::{num, round, settings, TestApp, POOL};
+use crate::support::{num, round, settings, Payload, TestApp, POOL};
 
 const WIN_PROBABILITY: &str = "/v1/pools/main/win-probability";
 const PREDICTIONS: &str = "/v1/pools/main/predictions";
@@ -369,4 +372,54 @@ async fn a_prediction_beyond_the_concurrency_bound_returns_503_overloaded_with_r
         .post(PREDICTIONS, None, json!({"entrants": solos(2)}))
         .await;
     again.assert_status(StatusCode::OK, "the place is free again");
+}
+
+#[tokio::test]
+async fn compute_bodies_over_their_limit_are_413_and_the_largest_valid_ones_fit() {
+    let app = rated().await;
+    // MAX_PLAYERS distinct ids of the longest length, in MAX_ENTRANTS teams: the largest
+    // prediction a client may send, written plainly.
+    let id = |i: usize| format!("{i:0>width$}", width = MAX_ID_BYTES);
+    let per_team = MAX_PLAYERS / MAX_ENTRANTS;
+    let entrants: Vec<Value> = (0..MAX_ENTRANTS)
+        .map(
+            |t| json!({"players": (0..per_team).map(|m| id(t * per_team + m)).collect::<Vec<_>>()}),
+        )
+        .collect();
+    let largest = json!({"entrants": entrants});
+    assert!(largest.to_string().len() < COMPUTE_BODY_LIMIT);
+    let answer = app.post(PREDICTIONS, None, largest).await;
+    let body = answer.assert_status(StatusCode::OK, "the largest valid prediction");
+    assert_eq!(
+        body["entrants"].as_array().map(Vec::len),
+        Some(MAX_ENTRANTS)
+    );
+    let waiting: Vec<Value> = (0..MAX_WAITING)
+        .map(|i| json!({"player": id(i), "waited": 1_000_000.5}))
+        .collect();
+    let largest = json!({"waiting": waiting, "team_size": 1, "teams": 2});
+    assert!(
+        largest.to_string().len() < COMPUTE_BODY_LIMIT,
+        "the largest matchmaking fits"
+    );
+
+    // Small arrays cost the most to parse for their size.
+    let sides = COMPUTE_BODY_LIMIT / r#"["a"],"#.len() + 1;
+    let flood = format!(r#"{{"sides":[{}["a"]]}}"#, r#"["a"],"#.repeat(sides));
+    for route in ["predictions", "match-quality", "matchmaking"] {
+        let answer = app
+            .send(
+                Method::POST,
+                &format!("/v1/pools/main/{route}"),
+                None,
+                Payload::Raw(Some("application/json"), flood.clone().into()),
+            )
+            .await;
+        answer.assert_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            None,
+            route,
+        );
+    }
 }

@@ -6,7 +6,9 @@
 //! pool entirely. So the real binary, on a pool of about 3,000 players seeded from synthetic
 //! rounds, gets for [`LOAD`]: 4 clients posting the largest allowed prediction in a loop (each
 //! answered 200 or, when the service refuses or gives up on it, 503), a writer posting a new
-//! round every 200 ms, and 2 readers alternating a player and a leaderboard page. Every read
+//! round every 200 ms, 2 clients posting 30 MiB match-quality bodies of small arrays (far over
+//! what a compute route takes: parsing one on the async runtime took it for seconds), and 2
+//! readers alternating a player and a leaderboard page. Every read
 //! must answer 200 within [`READ_BOUND`] (the log shows the count, p50, p99 and max), every
 //! round must be acknowledged (202), and every acknowledged round must be applied soon after.
 
@@ -42,6 +44,16 @@ const LOAD: Duration = Duration::from_secs(10);
 
 /// Clients posting the largest predictions at once.
 const PREDICTORS: usize = 4;
+
+/// Clients posting bodies far over what a compute route takes, in a loop.
+const FLOODERS: usize = 2;
+
+/// What a flooder posts: just under the service-wide body limit (32 MiB by default), far over
+/// what a compute route takes. Parsed on the async runtime, one such body took it for seconds.
+const FLOOD_BYTES: usize = 30 << 20;
+
+/// How a client posting a body tells that the service closed the connection before taking it.
+const CLOSED_WHILE_SENDING: &str = "connection closed while sending";
 
 /// Clients reading players and leaderboard pages.
 const READERS: usize = 2;
@@ -155,24 +167,33 @@ fn wait_until_applied(server: &Server, applied: usize) -> Value {
     }
 }
 
-/// One predictor: the largest prediction, over and over until the load ends. Returns the
+/// The largest prediction a reader may ask, of its own window of the known players.
+fn largest_prediction(known: &[String], predictor: usize) -> String {
+    let offset = predictor * known.len() / PREDICTORS;
+    let entrants: Vec<Value> = (0..MAX_ENTRANTS)
+        .map(|i| json!({"players": [known[(offset + i) % known.len()]]}))
+        .collect();
+    json!({ "entrants": entrants }).to_string()
+}
+
+/// A match-quality body of [`FLOOD_BYTES`] of one-player sides: millions of small arrays.
+fn flood_body() -> String {
+    let sides = FLOOD_BYTES / r#"["a"],"#.len();
+    format!(r#"{{"sides":[{}["a"]]}}"#, r#"["a"],"#.repeat(sides - 1))
+}
+
+/// One client posting `body` to `path` over and over until the load ends. Returns the
 /// answers by kind (`200`, `503 timeout`, `no answer`, …) and the longest answer.
-fn predict(
+fn post_in_a_loop(
     base: &str,
-    known: &[String],
-    predictor: usize,
+    path: &str,
+    body: &str,
     deadline: Instant,
 ) -> (BTreeMap<String, usize>, Duration) {
     let client = Client::builder()
         .timeout(PREDICTION_TIMEOUT)
         .build()
         .expect("an HTTP client");
-    // Each predictor asks about its own window of the known players, all of them distinct.
-    let offset = predictor * known.len() / PREDICTORS;
-    let entrants: Vec<Value> = (0..MAX_ENTRANTS)
-        .map(|i| json!({"players": [known[(offset + i) % known.len()]]}))
-        .collect();
-    let body = json!({ "entrants": entrants }).to_string();
     let mut answers: BTreeMap<String, usize> = BTreeMap::new();
     let mut longest = Duration::ZERO;
     for _ in 0..MAX_REQUESTS {
@@ -181,9 +202,9 @@ fn predict(
         }
         let started = Instant::now();
         let answer = client
-            .post(format!("{base}/v1/pools/{POOL}/predictions"))
+            .post(format!("{base}{path}"))
             .header("content-type", "application/json")
-            .body(body.clone())
+            .body(body.to_owned())
             .send()
             .and_then(|response| {
                 let status = response.status().as_u16();
@@ -193,6 +214,9 @@ fn predict(
         longest = longest.max(started.elapsed());
         let kind = match answer {
             Err(error) if error.is_timeout() => "no answer (client timeout)".to_owned(),
+            // A service refusing a body on its length answers at once and closes the
+            // connection; a client still sending then sees the connection go.
+            Err(error) if error.is_request() => CLOSED_WHILE_SENDING.to_owned(),
             Err(error) => format!("no answer ({error})"),
             Ok((503, bytes)) => {
                 let body: Value = serde_json::from_slice(&bytes).unwrap_or_default();
@@ -350,10 +374,20 @@ fn reads_and_writes_keep_answering_while_the_largest_predictions_run(backend: Ba
 
     let base = server.base_url().to_owned();
     let deadline = Instant::now() + LOAD;
-    let (predictions, writes, reads) = thread::scope(|scope| {
+    let predictions_path = format!("/v1/pools/{POOL}/predictions");
+    let flood_path = format!("/v1/pools/{POOL}/match-quality");
+    let flood = flood_body();
+    let (predictions, floods, writes, reads) = thread::scope(|scope| {
         let (base, known) = (&base, &known);
+        let (predictions_path, flood_path, flood) = (&predictions_path, &flood_path, &flood);
         let predictors: Vec<_> = (0..PREDICTORS)
-            .map(|p| scope.spawn(move || predict(base, known, p, deadline)))
+            .map(|p| {
+                let body = largest_prediction(known, p);
+                scope.spawn(move || post_in_a_loop(base, predictions_path, &body, deadline))
+            })
+            .collect();
+        let flooders: Vec<_> = (0..FLOODERS)
+            .map(|_| scope.spawn(move || post_in_a_loop(base, flood_path, flood, deadline)))
             .collect();
         let writer = scope.spawn(move || write(base, known, deadline));
         let readers: Vec<_> = (0..READERS)
@@ -368,19 +402,20 @@ fn reads_and_writes_keep_answering_while_the_largest_predictions_run(backend: Ba
             .into_iter()
             .map(|predictor| predictor.join().expect("a predictor finished"))
             .collect();
-        (predictions, writes, reads)
+        let floods: Vec<_> = flooders
+            .into_iter()
+            .map(|flooder| flooder.join().expect("a flooder finished"))
+            .collect();
+        (predictions, floods, writes, reads)
     });
 
-    let mut answers: BTreeMap<String, usize> = BTreeMap::new();
-    let mut longest_prediction = Duration::ZERO;
-    for (kinds, longest) in &predictions {
-        for (kind, count) in kinds {
-            *answers.entry(kind.clone()).or_default() += count;
-        }
-        longest_prediction = longest_prediction.max(*longest);
-    }
+    let (answers, longest_prediction) = tally(&predictions);
     println!(
         "{backend:?}: predictions of {MAX_ENTRANTS} entrants by answer {answers:?}, longest {longest_prediction:?}"
+    );
+    let (flood_answers, longest_flood) = tally(&floods);
+    println!(
+        "{backend:?}: match-quality bodies of {FLOOD_BYTES} bytes by answer {flood_answers:?}, longest {longest_flood:?}"
     );
     let mut latencies: Vec<Duration> = reads.iter().map(|r| r.latency).collect();
     latencies.sort_unstable();
@@ -430,6 +465,26 @@ fn reads_and_writes_keep_answering_while_the_largest_predictions_run(backend: Ba
             .all(|kind| ["200", "503 overloaded", "503 timeout"].contains(&kind.as_str())),
         "every prediction is answered 200, or 503 `overloaded` or `timeout`: {answers:?}"
     );
+    assert!(
+        flood_answers.contains_key("413")
+            && flood_answers
+                .keys()
+                .all(|kind| ["413", CLOSED_WHILE_SENDING].contains(&kind.as_str())),
+        "every body over a compute route's limit is refused 413 on its length: {flood_answers:?}"
+    );
+}
+
+/// Each client's answers, added up by kind, and the longest answer of all.
+fn tally(clients: &[(BTreeMap<String, usize>, Duration)]) -> (BTreeMap<String, usize>, Duration) {
+    let mut answers: BTreeMap<String, usize> = BTreeMap::new();
+    let mut longest_answer = Duration::ZERO;
+    for (kinds, longest) in clients {
+        for (kind, count) in kinds {
+            *answers.entry(kind.clone()).or_default() += count;
+        }
+        longest_answer = longest_answer.max(*longest);
+    }
+    (answers, longest_answer)
 }
 
 #[test]
