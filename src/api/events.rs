@@ -6,6 +6,7 @@
 //! nothing twice. Events are read from the database, never from memory: a round applied by
 //! another process sharing it is sent too, within one queue poll interval.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -14,6 +15,7 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncWriteExt, DuplexStream};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::io::ReaderStream;
 use tokio_util::sync::CancellationToken;
 use utoipa::{IntoParams, ToSchema};
@@ -25,6 +27,7 @@ use super::error::{Error, ErrorResponse};
 use super::pool_of;
 use super::query::QueryParams;
 use super::rounds::RoundResponse;
+use crate::rate_limit::FeedSlot;
 use crate::state::AppState;
 
 /// The media type of the feed.
@@ -35,6 +38,10 @@ const LAST_EVENT_ID: &str = "last-event-id";
 
 /// Rounds read from the database at a time.
 const BATCH: u32 = 100;
+
+/// Characters of round bodies read at a time (with one round more): bodies of the largest
+/// rounds would otherwise make a batch gigabytes.
+pub(super) const BATCH_CHARS: u64 = 1 << 20;
 
 /// A comment line this often keeps proxies from closing an idle feed.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -105,20 +112,12 @@ async fn events(
             .await?
             .unwrap_or(0),
     };
-    let slot = match auth.client() {
-        // A dropped feed frees its place when it next writes: within one keep-alive.
-        Some(client) => Some(state.feed_slots.take(client).ok_or(Error::RateLimited {
-            retry_after_secs: KEEP_ALIVE.as_secs(),
-        })?),
-        None => None,
-    };
-    let Ok(permit) = std::sync::Arc::clone(&state.feeds).try_acquire_owned() else {
-        return Err(Error::Overloaded);
-    };
+    // A dropped feed frees its place when it next writes: within one keep-alive.
+    let place = stream_place(&state, &auth)?;
     let (reader, writer) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
         feed(state, pool, after, changes, writer).await;
-        drop((permit, slot));
+        drop(place);
     });
     let mut response = Body::from_stream(ReaderStream::new(reader)).into_response();
     let headers = response.headers_mut();
@@ -127,6 +126,34 @@ async fn events(
     // Proxies such as nginx would otherwise hold events back in their buffers.
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(response)
+}
+
+/// A place among the service's long-lived streams (change feeds and streamed round exports),
+/// held until the stream ends: one of [`crate::state::MAX_FEEDS`] in all (503 `overloaded` beyond) and
+/// of [`crate::state::MAX_FEEDS_PER_CLIENT`] per client (429 beyond).
+pub(super) struct StreamPlace {
+    _permit: OwnedSemaphorePermit,
+    _slot: Option<FeedSlot>,
+}
+
+/// Takes a [`StreamPlace`] for the client of `auth`.
+pub(super) fn stream_place(
+    state: &AppState,
+    auth: &Authorized<Read>,
+) -> Result<StreamPlace, Error> {
+    let slot = match auth.client() {
+        Some(client) => Some(state.feed_slots.take(client).ok_or(Error::RateLimited {
+            retry_after_secs: KEEP_ALIVE.as_secs(),
+        })?),
+        None => None,
+    };
+    let permit = Arc::clone(&state.feeds)
+        .try_acquire_owned()
+        .map_err(|_| Error::Overloaded)?;
+    Ok(StreamPlace {
+        _permit: permit,
+        _slot: slot,
+    })
 }
 
 /// The `Last-Event-ID` header as a `seq`, if sent.
@@ -206,7 +233,7 @@ async fn send_next(
 ) -> anyhow::Result<usize> {
     let rows = state
         .storage
-        .applied_rounds(pool.name(), *after, BATCH)
+        .applied_rounds(pool.name(), *after, BATCH, BATCH_CHARS)
         .await?;
     let current = pool.read();
     for row in &rows {

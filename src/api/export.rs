@@ -9,20 +9,26 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use tokio::io::AsyncWriteExt;
 use tokio_util::io::ReaderStream;
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
+use super::events::{stream_place, StreamPlace, BATCH_CHARS};
 use super::players::limit;
 use super::pool_of;
 use super::query::QueryParams;
 use crate::state::AppState;
-use crate::storage::Storage;
+use crate::storage::{AppliedRecord, Storage};
 
 /// Rounds per page when `limit` is not given.
 const DEFAULT_LIMIT: u32 = 100;
+
+/// Characters of round bodies a page holds at most, past its first round: a page of 1,000 of
+/// the largest rounds would otherwise be gigabytes.
+const PAGE_CHARS: u64 = 4 << 20;
 
 /// Rounds read from the database at a time while streaming.
 const STREAM_BATCH: u32 = 500;
@@ -36,7 +42,8 @@ pub const NDJSON: &str = "application/x-ndjson";
 pub struct ExportQuery {
     /// Only rounds applied after this one (a `seq`; a previous page's `next_after`).
     after: Option<i64>,
-    /// Rounds per page (1–1000, default 100); the streamed form ignores it.
+    /// Most rounds per page (1–1000, default 100); a page also ends once its rounds' bodies
+    /// pass 4 MiB. The streamed form ignores it.
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
 }
@@ -46,9 +53,9 @@ pub struct ExportQuery {
 pub struct ExportedRound {
     /// Its place in the pool's order.
     pub seq: i64,
-    /// The round as accepted (canonical form of the posted body).
+    /// The round as accepted (canonical form of the posted body), as stored.
     #[schema(value_type = Object)]
-    pub round: serde_json::Value,
+    pub round: Box<serde_json::value::RawValue>,
 }
 
 /// A page of applied rounds.
@@ -79,10 +86,13 @@ fn wants_ndjson(headers: &HeaderMap) -> bool {
             description = "A page; with `Accept: application/x-ndjson`, every round as one JSON line"),
         (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
         (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
+        (status = 429, body = ErrorResponse,
+            description = "Streamed form: this client has 16 streams (feeds or exports) open",
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
         (status = 503, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 pub(super) async fn list_rounds(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
     QueryParams(query): QueryParams<ExportQuery>,
@@ -92,15 +102,17 @@ pub(super) async fn list_rounds(
     let pool = pool_of(&state, &pool).await?;
     let after = query.after.unwrap_or(0);
     if wants_ndjson(&headers) {
+        let place = stream_place(&state, &auth)?;
         // Read the first batch before answering, so that a database error is a proper status.
         let first = state
             .storage
-            .applied_rounds(pool.name(), after, STREAM_BATCH)
+            .applied_rounds(pool.name(), after, STREAM_BATCH, BATCH_CHARS)
             .await?;
         let body = stream(
             std::sync::Arc::clone(&state.storage),
             pool.name().to_owned(),
             first,
+            place,
         );
         let mut response = body.into_response();
         response
@@ -108,17 +120,18 @@ pub(super) async fn list_rounds(
             .insert(header::CONTENT_TYPE, HeaderValue::from_static(NDJSON));
         return Ok(response);
     }
-    // One row more than asked tells whether a later page exists.
+    // One row more than the page holds tells whether a later page exists.
     let mut rows = state
         .storage
-        .applied_rounds(pool.name(), after, limit + 1)
+        .applied_rounds(pool.name(), after, limit + 1, PAGE_CHARS)
         .await?;
-    let next_after = (rows.len() > limit as usize).then(|| rows[limit as usize - 1].seq);
-    rows.truncate(limit as usize);
+    let fit = fitting(&rows, limit as usize, PAGE_CHARS);
+    let next_after = (rows.len() > fit).then(|| rows[fit - 1].seq);
+    rows.truncate(fit);
     let rounds = rows
         .into_iter()
         .map(|row| {
-            let round = serde_json::from_str(&row.body).map_err(|error| {
+            let round = RawValue::from_string(row.body).map_err(|error| {
                 tracing::error!(error = %error, round.id = row.id, "a stored round does not parse");
                 Error::Internal
             })?;
@@ -131,6 +144,20 @@ pub(super) async fn list_rounds(
     Ok(Json(ExportResponse { rounds, next_after }).into_response())
 }
 
+/// How many of `rows` a page holds: at most `limit`, the first always, then each whose body
+/// ends within `chars` characters of the page's start.
+fn fitting(rows: &[AppliedRecord], limit: usize, chars: u64) -> usize {
+    let mut end = 0_u64;
+    rows.iter()
+        .take(limit)
+        .take_while(|row| {
+            let first = end == 0;
+            end += row.body.chars().count() as u64;
+            first || end <= chars
+        })
+        .count()
+}
+
 /// Every applied round from `first` on, one per line, written into a pipe by a task that
 /// reads the database a batch at a time; the body reads the other end. A database error
 /// midway ends the body early (the client sees a truncated stream, and may resume with
@@ -138,7 +165,8 @@ pub(super) async fn list_rounds(
 fn stream(
     storage: std::sync::Arc<dyn Storage>,
     pool: String,
-    first: Vec<crate::storage::AppliedRecord>,
+    first: Vec<AppliedRecord>,
+    place: StreamPlace,
 ) -> Body {
     let (reader, mut writer) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
@@ -151,7 +179,10 @@ fn stream(
                     return;
                 }
             }
-            match storage.applied_rounds(&pool, last, STREAM_BATCH).await {
+            match storage
+                .applied_rounds(&pool, last, STREAM_BATCH, BATCH_CHARS)
+                .await
+            {
                 Ok(next) => batch = next,
                 Err(error) => {
                     tracing::error!(error = %error, "the round export stopped");
@@ -160,6 +191,42 @@ fn stream(
             }
         }
         let _ = writer.shutdown().await;
+        drop(place);
     });
     Body::from_stream(ReaderStream::new(reader))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(lengths: &[usize]) -> Vec<AppliedRecord> {
+        lengths
+            .iter()
+            .enumerate()
+            .map(|(i, &length)| AppliedRecord {
+                seq: i as i64 + 1,
+                id: format!("r{i}"),
+                body: "é".repeat(length),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_page_holds_its_first_round_then_what_ends_within_the_bound_and_the_limit() {
+        assert_eq!(fitting(&rows(&[]), 10, 100), 0);
+        assert_eq!(fitting(&rows(&[500, 1]), 10, 100), 1, "the first always");
+        assert_eq!(
+            fitting(&rows(&[40, 60, 1]), 10, 100),
+            2,
+            "ends at the bound"
+        );
+        assert_eq!(fitting(&rows(&[40, 61, 1]), 10, 100), 1);
+        assert_eq!(fitting(&rows(&[1, 1, 1, 1]), 3, 100), 3, "the limit");
+        assert_eq!(
+            fitting(&rows(&[50, 50]), 10, 100),
+            2,
+            "characters, not bytes, as the database counts them"
+        );
+    }
 }

@@ -250,11 +250,17 @@ pub(super) const SELECT_RATINGS_AS_OF: &str = "
     ORDER BY h.player";
 
 /// Up to `$3` applied rounds and season starts of pool `$1` after seq `$2`, in order (the
-/// corrections' effects are in the rounds' bodies).
+/// corrections' effects are in the rounds' bodies), each whose bodies before it in the answer
+/// add up to at most `$4` characters. The running sum is computed as rows are read along
+/// `(pool, seq)`, so reading stops at the limit.
 pub(super) const SELECT_APPLIED_ROUNDS: &str = "
-    SELECT seq, id, body FROM rounds
-    WHERE pool = $1 AND status = 'applied' AND kind <> 'correction' AND seq > $2
-    ORDER BY seq LIMIT $3";
+    SELECT seq, id, body FROM (
+        SELECT seq, id, body, SUM(length(body)) OVER (ORDER BY seq) - length(body) AS before
+        FROM rounds
+        WHERE pool = $1 AND status = 'applied' AND kind <> 'correction' AND seq > $2
+        ORDER BY seq LIMIT $3) q
+    WHERE before <= $4
+    ORDER BY seq";
 
 /// The seq of pool `$1`'s last applied round: read backwards along `(pool, seq)`, so it stops
 /// at the first applied round rather than visiting every one.

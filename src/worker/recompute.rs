@@ -44,7 +44,7 @@ pub(super) async fn apply(
         Err(reason) => return fail(storage, pool, &queued.id, rated_on, &reason).await,
     };
     let applied = storage
-        .applied_rounds(pool.name(), 0, u32::MAX)
+        .applied_rounds(pool.name(), 0, u32::MAX, u64::MAX)
         .await
         .context("reading the applied rounds")?;
     let params = current.system().clone();

@@ -384,7 +384,7 @@ async fn get_from(app: &TestApp, uri: &str, peer: &str, key: Option<&str>) -> Te
 }
 
 #[tokio::test]
-async fn one_client_keeps_at_most_sixteen_change_feeds_open() {
+async fn one_client_keeps_at_most_sixteen_change_feeds_and_streamed_exports_open() {
     let app = TestApp::new().await;
     app.create_pool(POOL).await;
     let open = |peer: &str| {
@@ -409,6 +409,19 @@ async fn one_client_keeps_at_most_sixteen_change_feeds_open() {
         "one more from the same address"
     );
     assert!(refused.headers().contains_key(header::RETRY_AFTER));
+    let export = Request::builder()
+        .uri("/v1/pools/main/rounds")
+        .header(header::ACCEPT, "application/x-ndjson")
+        .extension(ConnectInfo(
+            "192.0.2.1:7002".parse::<SocketAddr>().expect("an address"),
+        ))
+        .body(Body::empty())
+        .expect("a valid request");
+    assert_eq!(
+        app.send_unread(export).await.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "a streamed export takes a feed's place"
+    );
     let other = open("192.0.2.2:6000").await;
     assert_eq!(other.status(), StatusCode::OK, "another address");
     // A feed the client dropped gives its place back once the feed next writes.

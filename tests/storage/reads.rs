@@ -16,6 +16,7 @@ backend_tests!(
     unknown_rounds_and_players_read_as_nothing,
     queue_depth_counts_queued_rounds_of_every_pool,
     a_reachable_database_answers_the_ping,
+    applied_rounds_stop_after_the_first_body_that_crosses_the_bound,
 );
 
 /// A deterministic stream of arbitrary finite doubles (every exponent, subnormals included).
@@ -375,4 +376,48 @@ async fn queue_depth_counts_queued_rounds_of_every_pool(db: Db) {
 
 async fn a_reachable_database_answers_the_ping(db: Db) {
     db.storage.ping().await.expect("ping");
+}
+
+async fn applied_rounds_stop_after_the_first_body_that_crosses_the_bound(db: Db) {
+    create_pool(&db).await;
+    let mut population = population();
+    let ids = ["r1", "r2", "r3", "r4"];
+    for id in ids {
+        enqueue_and_apply(&db, &mut population, id, &["ann", "bob"], None).await;
+    }
+    let all = db
+        .storage
+        .applied_rounds(POOL, 0, 10, u64::MAX)
+        .await
+        .expect("read");
+    let read: Vec<&str> = all.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(read, ids, "every round, in order");
+    let each = all[0].body.chars().count() as u64;
+    assert!(all.iter().all(|r| r.body.chars().count() as u64 == each));
+    for (chars, expected) in [
+        (0, 1),
+        (each - 1, 1),
+        (each, 2),
+        (each + 1, 2),
+        (2 * each, 3),
+        (3 * each, 4),
+    ] {
+        let read = db
+            .storage
+            .applied_rounds(POOL, 0, 10, chars)
+            .await
+            .expect("read");
+        assert_eq!(
+            read.len(),
+            expected,
+            "bodies of {each} characters read up to {chars}: each round whose predecessors add up to at most that"
+        );
+    }
+    let after = db
+        .storage
+        .applied_rounds(POOL, all[1].seq, 1, 0)
+        .await
+        .expect("read");
+    assert_eq!(after.len(), 1, "the limit holds too");
+    assert_eq!(after[0].id, "r3", "after the seq given");
 }
