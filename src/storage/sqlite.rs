@@ -18,8 +18,20 @@ use super::sql_storage::{Dialect, SqlStorage};
 use super::{sql, AppliedEntrant, AppliedRound, Error, Recomputed};
 use crate::engine::SystemState;
 
+/// Rows one multi-row statement writes at most. Rows go in chunks of this many, then the rest
+/// in pieces of a power of two, so each table's writes take at most 9 statements' texts, which
+/// the connection prepares once and keeps (sqlx's statement cache): a statement of any row
+/// count was parsed and planned anew for each round.
+const CHUNK_ROWS: usize = 256;
+
 /// Most parameters one statement may bind (SQLite's `SQLITE_MAX_VARIABLE_NUMBER` since 3.32).
 const MAX_BOUND_PARAMETERS: usize = 32_766;
+
+const _: () = assert!(
+    CHUNK_ROWS.is_power_of_two()
+        && CHUNK_ROWS * PLAYER_COLUMNS <= MAX_BOUND_PARAMETERS
+        && CHUNK_ROWS * HISTORY_COLUMNS <= MAX_BOUND_PARAMETERS
+);
 
 /// Columns bound per row of `players`.
 const PLAYER_COLUMNS: usize = 18;
@@ -203,6 +215,20 @@ impl Dialect for Lite {
     }
 }
 
+/// `rows` in the pieces [`CHUNK_ROWS`] describes.
+fn chunks<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
+    let mut rest = rows;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let take = rest.len().min(CHUNK_ROWS);
+        let (chunk, tail) = rest.split_at(1 << take.ilog2());
+        rest = tail;
+        Some(chunk)
+    })
+}
+
 /// Upserts the entrants' beliefs without their factors, one statement per chunk of rows.
 async fn upsert_players(
     tx: &mut SqliteConnection,
@@ -212,7 +238,7 @@ async fn upsert_players(
     time: Option<i64>,
     states: &[&(&AppliedEntrant, StateColumns<'_>)],
 ) -> Result<(), Error> {
-    for chunk in states.chunks(MAX_BOUND_PARAMETERS / PLAYER_COLUMNS) {
+    for chunk in chunks(states) {
         let mut query = QueryBuilder::<Sqlite>::new(UPSERT_PLAYERS_HEAD);
         query.push_values(chunk, |mut row, &(e, columns)| {
             let (league, division, points) = placement_columns(e.league.after.as_ref());
@@ -249,7 +275,7 @@ async fn insert_history(
     seq: i64,
     states: &[(&AppliedEntrant, StateColumns<'_>)],
 ) -> Result<(), Error> {
-    for chunk in states.chunks(MAX_BOUND_PARAMETERS / HISTORY_COLUMNS) {
+    for chunk in chunks(states) {
         let rows = chunk
             .iter()
             .map(|(e, columns)| Ok((e, to_i64(e.rank, "rank")?, columns.added)))
@@ -292,7 +318,32 @@ mod tests {
     use sqlx::sqlite::SqlitePoolOptions;
     use sqlx::Row;
 
-    use super::sql;
+    use super::{chunks, sql, CHUNK_ROWS};
+
+    #[test]
+    fn rows_go_in_full_chunks_then_powers_of_two_in_order() {
+        let sizes = |n: usize| {
+            let rows: Vec<usize> = (0..n).collect();
+            let pieces: Vec<&[usize]> = chunks(&rows).collect();
+            assert_eq!(pieces.concat(), rows, "every row once, in order");
+            pieces.iter().map(|p| p.len()).collect::<Vec<_>>()
+        };
+        assert_eq!(sizes(0), Vec::<usize>::new());
+        assert_eq!(sizes(1), [1]);
+        assert_eq!(sizes(7), [4, 2, 1]);
+        assert_eq!(sizes(CHUNK_ROWS), [CHUNK_ROWS]);
+        assert_eq!(
+            sizes(2 * CHUNK_ROWS + 100),
+            [CHUNK_ROWS, CHUNK_ROWS, 64, 32, 4]
+        );
+        let lengths: std::collections::BTreeSet<usize> =
+            (0..=4 * CHUNK_ROWS).flat_map(sizes).collect();
+        assert_eq!(
+            lengths.len(),
+            9,
+            "at most 9 statement texts per table: {lengths:?}"
+        );
+    }
 
     /// SQLite's plan of `statement`, one step a line.
     async fn plan(statement: &str) -> Vec<String> {
