@@ -39,9 +39,9 @@ const LAST_EVENT_ID: &str = "last-event-id";
 /// Rounds read from the database at a time.
 const BATCH: u32 = 100;
 
-/// Characters of round bodies read at a time (with one round more): bodies of the largest
-/// rounds would otherwise make a batch gigabytes.
-pub(super) const BATCH_CHARS: u64 = 1 << 20;
+/// Bytes of round bodies read at a time (with one round more): bodies of the largest rounds
+/// would otherwise make a batch gigabytes.
+pub(super) const BATCH_BYTES: u64 = 1 << 20;
 
 /// A comment line this often keeps proxies from closing an idle feed.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -233,7 +233,7 @@ async fn send_next(
 ) -> anyhow::Result<usize> {
     let rows = state
         .storage
-        .applied_rounds(pool.name(), *after, BATCH, BATCH_CHARS)
+        .applied_rounds(pool.name(), *after, BATCH, BATCH_BYTES)
         .await?;
     let current = pool.read();
     for row in &rows {
@@ -256,7 +256,7 @@ async fn send_next(
 
 /// Writes `text` and flushes it to the client; gives up when the service stops, so that a
 /// client that reads nothing cannot hold the shutdown open.
-async fn send(
+pub(super) async fn send(
     writer: &mut DuplexStream,
     text: &str,
     closing: &CancellationToken,

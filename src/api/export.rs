@@ -12,11 +12,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio::io::AsyncWriteExt;
 use tokio_util::io::ReaderStream;
+use tokio_util::sync::CancellationToken;
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
-use super::events::{stream_place, StreamPlace, BATCH_CHARS};
+use super::events::{send, stream_place, StreamPlace, BATCH_BYTES};
 use super::players::limit;
 use super::pool_of;
 use super::query::QueryParams;
@@ -26,9 +27,9 @@ use crate::storage::{AppliedRecord, Storage};
 /// Rounds per page when `limit` is not given.
 const DEFAULT_LIMIT: u32 = 100;
 
-/// Characters of round bodies a page holds at most, past its first round: a page of 1,000 of
-/// the largest rounds would otherwise be gigabytes.
-const PAGE_CHARS: u64 = 4 << 20;
+/// Bytes of round bodies a page holds at most, unless its first round alone is larger: a page
+/// of 1,000 of the largest rounds would otherwise be gigabytes.
+const PAGE_BYTES: u64 = 4 << 20;
 
 /// Rounds read from the database at a time while streaming.
 const STREAM_BATCH: u32 = 500;
@@ -55,7 +56,7 @@ pub struct ExportedRound {
     pub seq: i64,
     /// The round as accepted (canonical form of the posted body), as stored.
     #[schema(value_type = Object)]
-    pub round: Box<serde_json::value::RawValue>,
+    pub round: Box<RawValue>,
 }
 
 /// A page of applied rounds.
@@ -106,13 +107,14 @@ pub(super) async fn list_rounds(
         // Read the first batch before answering, so that a database error is a proper status.
         let first = state
             .storage
-            .applied_rounds(pool.name(), after, STREAM_BATCH, BATCH_CHARS)
+            .applied_rounds(pool.name(), after, STREAM_BATCH, BATCH_BYTES)
             .await?;
         let body = stream(
             std::sync::Arc::clone(&state.storage),
             pool.name().to_owned(),
             first,
             place,
+            state.closing(),
         );
         let mut response = body.into_response();
         response
@@ -123,9 +125,9 @@ pub(super) async fn list_rounds(
     // One row more than the page holds tells whether a later page exists.
     let mut rows = state
         .storage
-        .applied_rounds(pool.name(), after, limit + 1, PAGE_CHARS)
+        .applied_rounds(pool.name(), after, limit + 1, PAGE_BYTES)
         .await?;
-    let fit = fitting(&rows, limit as usize, PAGE_CHARS);
+    let fit = fitting(&rows, limit as usize, PAGE_BYTES);
     let next_after = (rows.len() > fit).then(|| rows[fit - 1].seq);
     rows.truncate(fit);
     let rounds = rows
@@ -145,15 +147,15 @@ pub(super) async fn list_rounds(
 }
 
 /// How many of `rows` a page holds: at most `limit`, the first always, then each whose body
-/// ends within `chars` characters of the page's start.
-fn fitting(rows: &[AppliedRecord], limit: usize, chars: u64) -> usize {
+/// ends within `bytes` of the page's start.
+fn fitting(rows: &[AppliedRecord], limit: usize, bytes: u64) -> usize {
     let mut end = 0_u64;
     rows.iter()
         .take(limit)
-        .take_while(|row| {
-            let first = end == 0;
-            end += row.body.chars().count() as u64;
-            first || end <= chars
+        .enumerate()
+        .take_while(|(i, row)| {
+            end += row.body.len() as u64;
+            *i == 0 || end <= bytes
         })
         .count()
 }
@@ -161,12 +163,14 @@ fn fitting(rows: &[AppliedRecord], limit: usize, chars: u64) -> usize {
 /// Every applied round from `first` on, one per line, written into a pipe by a task that
 /// reads the database a batch at a time; the body reads the other end. A database error
 /// midway ends the body early (the client sees a truncated stream, and may resume with
-/// `after` set to the last `seq` it received).
+/// `after` set to the last `seq` it received), and so does the service stopping. The task
+/// holds the stream's `place` until it ends.
 fn stream(
     storage: std::sync::Arc<dyn Storage>,
     pool: String,
     first: Vec<AppliedRecord>,
     place: StreamPlace,
+    closing: CancellationToken,
 ) -> Body {
     let (reader, mut writer) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
@@ -174,13 +178,13 @@ fn stream(
         while let Some(last) = batch.last().map(|row| row.seq) {
             for row in &batch {
                 let line = format!("{}\n", row.body);
-                if writer.write_all(line.as_bytes()).await.is_err() {
-                    // The client went away.
+                if send(&mut writer, &line, &closing).await.is_err() {
+                    // The client went away, or the service is stopping.
                     return;
                 }
             }
             match storage
-                .applied_rounds(&pool, last, STREAM_BATCH, BATCH_CHARS)
+                .applied_rounds(&pool, last, STREAM_BATCH, BATCH_BYTES)
                 .await
             {
                 Ok(next) => batch = next,
@@ -200,33 +204,35 @@ fn stream(
 mod tests {
     use super::*;
 
-    fn rows(lengths: &[usize]) -> Vec<AppliedRecord> {
+    fn rows(lengths: &[usize], text: &str) -> Vec<AppliedRecord> {
         lengths
             .iter()
             .enumerate()
             .map(|(i, &length)| AppliedRecord {
                 seq: i as i64 + 1,
                 id: format!("r{i}"),
-                body: "é".repeat(length),
+                body: text.repeat(length),
             })
             .collect()
     }
 
     #[test]
     fn a_page_holds_its_first_round_then_what_ends_within_the_bound_and_the_limit() {
-        assert_eq!(fitting(&rows(&[]), 10, 100), 0);
-        assert_eq!(fitting(&rows(&[500, 1]), 10, 100), 1, "the first always");
+        let ascii = |lengths: &[usize]| rows(lengths, "x");
+        assert_eq!(fitting(&ascii(&[]), 10, 100), 0);
+        assert_eq!(fitting(&ascii(&[500, 1]), 10, 100), 1, "the first always");
         assert_eq!(
-            fitting(&rows(&[40, 60, 1]), 10, 100),
+            fitting(&ascii(&[40, 60, 1]), 10, 100),
             2,
             "ends at the bound"
         );
-        assert_eq!(fitting(&rows(&[40, 61, 1]), 10, 100), 1);
-        assert_eq!(fitting(&rows(&[1, 1, 1, 1]), 3, 100), 3, "the limit");
+        assert_eq!(fitting(&ascii(&[40, 61, 1]), 10, 100), 1);
+        assert_eq!(fitting(&ascii(&[1, 1, 1, 1]), 3, 100), 3, "the limit");
         assert_eq!(
-            fitting(&rows(&[50, 50]), 10, 100),
+            fitting(&rows(&[25, 25], "é"), 10, 100),
             2,
-            "characters, not bytes, as the database counts them"
+            "bytes, as the database counts them"
         );
+        assert_eq!(fitting(&rows(&[26, 25], "é"), 10, 100), 1);
     }
 }

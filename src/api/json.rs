@@ -4,7 +4,7 @@
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, Request};
-use axum::http::header::CONTENT_TYPE;
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use serde::de::DeserializeOwned;
 
 use super::error::Error;
@@ -48,6 +48,15 @@ impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for ComputeJson
     type Rejection = Error;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, Error> {
+        // Refused on its declared length before any of it is read; the limit layer alone
+        // would read it up to the limit first.
+        let declared = request
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok()?.parse::<usize>().ok());
+        if declared.is_some_and(|length| length > COMPUTE_BODY_LIMIT) {
+            return Err(Error::PayloadTooLarge);
+        }
         let bytes = json_bytes(request, state).await?;
         let cost = bytes.len() * MAX_ENTRANTS / COMPUTE_BODY_LIMIT;
         state

@@ -103,7 +103,8 @@ fn error_response(description: &str, retry: bool) -> Response {
 }
 
 /// Adds to every operation of `doc` the error responses the shared layers and extractors can
-/// give it, replacing a route's own entry for the same status (which states less):
+/// give it, in place of a route's own entry for the same status (whose description, if any,
+/// is appended to the shared one):
 /// 500 and 503 anywhere; 400 wherever a path, a query or a body is parsed; 413 and 415
 /// wherever a body is read; 401, 403 and 429 wherever a key can be asked for. A route whose
 /// 503 has a body of its own (`/readyz`) keeps it, as one of two possible bodies.
@@ -183,8 +184,9 @@ fn add_to_operation(operation: &mut Operation) {
     let unavailable = error_response(
         "Not answered within `server.request_timeout_secs` (`timeout`), the database cannot \
          be reached (`database_unavailable`), the pool's queue is full (`queue_full`), or as \
-         many predictions as `server.max_concurrent_computations` allows are running \
-         (`overloaded`)",
+         many computations (predictions, or the parsing of their bodies) as \
+         `server.max_concurrent_computations` allows are running, or 1,024 streams (change \
+         feeds and streamed exports) are open (`overloaded`)",
         true,
     );
     let responses = &mut operation.responses.responses;
@@ -194,7 +196,13 @@ fn add_to_operation(operation: &mut Operation) {
             shared.insert("503", unavailable);
         }
     }
-    for (status, response) in shared {
+    for (status, mut response) in shared {
+        // A route's own description of a shared status says what else gives it there.
+        if let Some(RefOr::T(own)) = responses.get(status) {
+            if !own.description.is_empty() && own.description != response.description {
+                response.description = format!("{}; {}", response.description, own.description);
+            }
+        }
         responses.insert(status.to_owned(), RefOr::T(response));
     }
 }

@@ -631,16 +631,17 @@ pub trait Storage: Send + Sync + 'static {
     /// Marks key `name` revoked at `at`; `false` if there is no such key not yet revoked.
     async fn revoke_key(&self, name: &str, at: i64) -> Result<bool, Error>;
 
-    /// Up to `limit` applied rounds of `pool` after seq `after`, in the order they were applied,
-    /// as long as the bodies before each one in the answer add up to at most `chars`
-    /// characters: the first always, and the last one the answer holds may cross `chars`, which
-    /// tells a caller keeping only what fits that more rounds follow.
+    /// Up to `limit` applied rounds of `pool` after seq `after`, in the order they were applied:
+    /// the first two always, then each whose predecessors' bodies in the answer add up to at
+    /// most `bytes`. So the answer holds one round past those that fit in `bytes` (the first
+    /// fits, whatever its size), when there is one: a caller keeping what fits learns that more
+    /// rounds follow.
     async fn applied_rounds(
         &self,
         pool: &str,
         after: i64,
         limit: u32,
-        chars: u64,
+        bytes: u64,
     ) -> Result<Vec<AppliedRecord>, Error>;
 
     /// The seq of `pool`'s last applied round, if it has one.

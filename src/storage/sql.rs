@@ -250,17 +250,22 @@ pub(super) const SELECT_RATINGS_AS_OF: &str = "
     ORDER BY h.player";
 
 /// Up to `$3` applied rounds and season starts of pool `$1` after seq `$2`, in order (the
-/// corrections' effects are in the rounds' bodies), each whose bodies before it in the answer
-/// add up to at most `$4` characters. The running sum is computed as rows are read along
-/// `(pool, seq)`, so reading stops at the limit.
+/// corrections' effects are in the rounds' bodies): the first two always, then each whose
+/// bodies before it in the answer add up to at most `$4` bytes. The sizes come from
+/// `octet_length`, which neither database needs the body itself for (Postgres reads a stored
+/// value's size from its header, SQLite from the row's), and only the rounds kept are read whole,
+/// by key, so a bound far under `$3` rounds reads no more than it answers.
 pub(super) const SELECT_APPLIED_ROUNDS: &str = "
-    SELECT seq, id, body FROM (
-        SELECT seq, id, body, SUM(length(body)) OVER (ORDER BY seq) - length(body) AS before
+    SELECT r.seq, r.id, r.body FROM (
+        SELECT seq,
+               SUM(octet_length(body)) OVER (ORDER BY seq) - octet_length(body) AS before,
+               ROW_NUMBER() OVER (ORDER BY seq) AS n
         FROM rounds
         WHERE pool = $1 AND status = 'applied' AND kind <> 'correction' AND seq > $2
         ORDER BY seq LIMIT $3) q
-    WHERE before <= $4
-    ORDER BY seq";
+    CROSS JOIN rounds r
+    WHERE (q.before <= $4 OR q.n <= 2) AND r.pool = $1 AND r.seq = q.seq
+    ORDER BY r.seq";
 
 /// The seq of pool `$1`'s last applied round: read backwards along `(pool, seq)`, so it stops
 /// at the first applied round rather than visiting every one.

@@ -862,13 +862,13 @@ where
         pool: &str,
         after: i64,
         limit: u32,
-        chars: u64,
+        bytes: u64,
     ) -> Result<Vec<AppliedRecord>, Error> {
         Ok(sqlx::query_as(sql::SELECT_APPLIED_ROUNDS)
             .bind(pool)
             .bind(after)
             .bind(i64::from(limit))
-            .bind(i64::try_from(chars).unwrap_or(i64::MAX))
+            .bind(i64::try_from(bytes).unwrap_or(i64::MAX))
             .fetch_all(&self.pool)
             .await?)
     }

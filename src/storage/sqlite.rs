@@ -395,4 +395,17 @@ mod tests {
             );
         }
     }
+
+    #[tokio::test]
+    async fn exported_rounds_are_read_whole_by_key_after_their_sizes() {
+        let plan = plan(sql::SELECT_APPLIED_ROUNDS).await;
+        let outer = plan
+            .iter()
+            .find(|line| line.contains(" r "))
+            .unwrap_or_else(|| panic!("no step reads r: {plan:#?}"));
+        assert!(
+            outer.starts_with("SEARCH") && outer.contains("(pool=? AND seq=?)"),
+            "{plan:#?}"
+        );
+    }
 }

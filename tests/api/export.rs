@@ -6,7 +6,10 @@ use serde_json::{json, Value};
 
 use crate::support::{round, round_at, TestApp, POOL};
 
-backend_tests!(an_exported_pool_posted_into_another_rates_every_player_the_same,);
+backend_tests!(
+    an_exported_pool_posted_into_another_rates_every_player_the_same,
+    pages_end_by_size_and_a_round_larger_than_a_page_opens_one_alone,
+);
 
 async fn an_exported_pool_posted_into_another_rates_every_player_the_same(app: TestApp) {
     app.create_pool(POOL).await;
@@ -77,4 +80,48 @@ async fn an_exported_pool_posted_into_another_rates_every_player_the_same(app: T
         let copied = app.get(&format!("/v1/pools/copy/players/{player}")).await;
         assert_eq!(copied.body, original.body, "{player}");
     }
+}
+
+async fn pages_end_by_size_and_a_round_larger_than_a_page_opens_one_alone(app: TestApp) {
+    app.create_pool(POOL).await;
+    // 4 MiB of bodies end a page: 1,000 entrants with ids of 250 bytes make a round of about
+    // 270 kB, and 17,000 one of about 4.6 MB.
+    let players = |count: usize, tag: &str| -> Vec<String> {
+        (0..count).map(|i| format!("{tag}{i:0>249}")).collect()
+    };
+    let round_of = |id: &str, count: usize| {
+        let names = players(count, &id[..1]);
+        round(id, &names.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let rounds: Vec<Value> = [("a1", 1_000), ("b2", 17_000), ("c3", 1_000), ("d4", 1_000)]
+        .into_iter()
+        .map(|(id, count)| round_of(id, count))
+        .collect();
+    app.play(rounds).await;
+    let mut pages: Vec<Vec<String>> = Vec::new();
+    let mut uri = "/v1/pools/main/rounds?limit=1000".to_owned();
+    loop {
+        let page = app
+            .get(&uri)
+            .await
+            .assert_status(StatusCode::OK, &uri)
+            .clone();
+        pages.push(
+            page["rounds"]
+                .as_array()
+                .expect("rounds")
+                .iter()
+                .map(|r| r["round"]["id"].as_str().expect("an id").to_owned())
+                .collect(),
+        );
+        match page["next_after"].as_i64() {
+            Some(after) => uri = format!("/v1/pools/main/rounds?limit=1000&after={after}"),
+            None => break,
+        }
+    }
+    assert_eq!(
+        pages,
+        [vec!["a1"], vec!["b2"], vec!["c3", "d4"]],
+        "the round over 4 MiB goes alone, and paging goes on after it"
+    );
 }

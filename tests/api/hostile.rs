@@ -195,9 +195,9 @@ fn body_cases() -> Vec<Case> {
     huge_request
         .headers_mut()
         .insert(header::CONTENT_LENGTH, huge_len.into());
-    // Five million one-player sides: a body the service-wide limit takes, over the compute
+    // A million one-player sides, 6 MiB: a body the service-wide limit takes, over the compute
     // routes' own.
-    let five_mb_of_sides = format!(r#"{{"sides": [{}["a"]]}}"#, r#"["a"],"#.repeat(1 << 20));
+    let six_mib_of_sides = format!(r#"{{"sides": [{}["a"]]}}"#, r#"["a"],"#.repeat(1 << 20));
     let mut fifty_mb = br#"{"id": "big", "standings": [], "pad": ""#.to_vec();
     fifty_mb.resize(FIFTY_MB, b'x');
     fifty_mb.extend_from_slice(br#""}"#);
@@ -302,7 +302,7 @@ fn body_cases() -> Vec<Case> {
         ),
         Case::new(
             "a match-quality body of 1,048,576 sides, over the compute routes' 4 MiB",
-            request(Method::POST, MATCH_QUALITY, None, JSON, five_mb_of_sides),
+            request(Method::POST, MATCH_QUALITY, None, JSON, six_mib_of_sides),
             StatusCode::PAYLOAD_TOO_LARGE,
             "payload_too_large",
             None,

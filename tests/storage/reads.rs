@@ -16,7 +16,7 @@ backend_tests!(
     unknown_rounds_and_players_read_as_nothing,
     queue_depth_counts_queued_rounds_of_every_pool,
     a_reachable_database_answers_the_ping,
-    applied_rounds_stop_after_the_first_body_that_crosses_the_bound,
+    applied_rounds_hold_one_round_past_those_that_fit_the_bound,
 );
 
 /// A deterministic stream of arbitrary finite doubles (every exponent, subnormals included).
@@ -378,7 +378,7 @@ async fn a_reachable_database_answers_the_ping(db: Db) {
     db.storage.ping().await.expect("ping");
 }
 
-async fn applied_rounds_stop_after_the_first_body_that_crosses_the_bound(db: Db) {
+async fn applied_rounds_hold_one_round_past_those_that_fit_the_bound(db: Db) {
     create_pool(&db).await;
     let mut population = population();
     let ids = ["r1", "r2", "r3", "r4"];
@@ -392,25 +392,25 @@ async fn applied_rounds_stop_after_the_first_body_that_crosses_the_bound(db: Db)
         .expect("read");
     let read: Vec<&str> = all.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(read, ids, "every round, in order");
-    let each = all[0].body.chars().count() as u64;
-    assert!(all.iter().all(|r| r.body.chars().count() as u64 == each));
-    for (chars, expected) in [
-        (0, 1),
-        (each - 1, 1),
+    let each = all[0].body.len() as u64;
+    assert!(all.iter().all(|r| r.body.len() as u64 == each));
+    for (bytes, expected) in [
+        (0, 2),
+        (each - 1, 2),
         (each, 2),
-        (each + 1, 2),
+        (2 * each - 1, 2),
         (2 * each, 3),
         (3 * each, 4),
     ] {
         let read = db
             .storage
-            .applied_rounds(POOL, 0, 10, chars)
+            .applied_rounds(POOL, 0, 10, bytes)
             .await
             .expect("read");
         assert_eq!(
             read.len(),
             expected,
-            "bodies of {each} characters read up to {chars}: each round whose predecessors add up to at most that"
+            "bodies of {each} bytes read up to {bytes}: the first two, then each round whose predecessors add up to at most that"
         );
     }
     let after = db
