@@ -42,8 +42,15 @@ const BUCKETS: [f64; 14] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0,
 ];
 
+/// How often the recorder's samples are folded into their histograms' buckets without a scrape.
+const UPKEEP: Duration = Duration::from_secs(5);
+
 /// The process's recorder, installed on first use; `None` if another recorder was installed
 /// first (then nothing is recorded here and `/metrics` serves an empty document).
+///
+/// A histogram keeps every sample recorded until upkeep folds them into its buckets; a scrape
+/// runs it, and so does a thread of the recorder's own every [`UPKEEP`]: without one, a service
+/// nobody scrapes would keep 8 bytes per request forever.
 pub fn handle() -> Option<&'static PrometheusHandle> {
     static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
     HANDLE
@@ -52,7 +59,19 @@ pub fn handle() -> Option<&'static PrometheusHandle> {
                 .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &BUCKETS)
                 .ok()?;
             match builder.install_recorder() {
-                Ok(handle) => Some(handle),
+                Ok(handle) => {
+                    let upkept = handle.clone();
+                    let spawned = std::thread::Builder::new()
+                        .name("metrics-upkeep".into())
+                        .spawn(move || loop {
+                            std::thread::sleep(UPKEEP);
+                            upkept.run_upkeep();
+                        });
+                    if let Err(error) = spawned {
+                        tracing::warn!(%error, "metrics upkeep thread not started");
+                    }
+                    Some(handle)
+                }
                 Err(error) => {
                     tracing::warn!(%error, "metrics recorder not installed");
                     None
@@ -63,7 +82,7 @@ pub fn handle() -> Option<&'static PrometheusHandle> {
 }
 
 /// Records one answered request.
-pub fn request(route: &str, method: &str, status: u16, took: Duration) {
+pub fn request(route: &str, method: &'static str, status: u16, took: Duration) {
     let labels = [("route", route.to_owned()), ("method", method.to_owned())];
     metrics::histogram!(REQUEST_SECONDS, &labels).record(took.as_secs_f64());
     let mut labels = labels.to_vec();

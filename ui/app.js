@@ -1,6 +1,7 @@
 // The dashboard: a hash-routed page over the service's own API. Pages: #/ (pools),
 // #/pools/P (leaderboard, search, distribution), #/pools/P/players/X (rating history chart),
-// #/pools/P/rounds/R (every entrant's change). No library, nothing loaded from elsewhere.
+// #/pools/P/rounds/R (its entrants' changes, a page at a time). No library, nothing loaded
+// from elsewhere.
 "use strict";
 
 const view = document.getElementById("view");
@@ -109,6 +110,27 @@ async function poolsPage(started) {
   );
 }
 
+// Previous and next buttons over pages named by their cursors (null for the first page):
+// `open(list, navigation)` shows the page whose cursor ends the list.
+function pager(cursors, nextCursor, open) {
+  const page = (list) => () => {
+    navigation += 1;
+    guarded(() => open(list, navigation));
+  };
+  const paging = el("p", { class: "paging" });
+  if (cursors.length > 1) {
+    const back = el("button", { id: "previous" }, "← Previous");
+    back.onclick = page(cursors.slice(0, -1));
+    paging.append(back);
+  }
+  if (nextCursor) {
+    const next = el("button", { id: "next" }, "Next →");
+    next.onclick = page([...cursors, nextCursor]);
+    paging.append(next);
+  }
+  return paging;
+}
+
 async function leaderboardPage(pool, cursors, started) {
   const cursor = cursors[cursors.length - 1];
   const query = `limit=${PAGE}` + (cursor ? `&cursor=${enc(cursor)}` : "");
@@ -135,21 +157,7 @@ async function leaderboardPage(pool, cursors, started) {
       found.replaceChildren(el("li", { class: "error" }, `Search failed: ${error.message}`));
     }
   });
-  const page = (list) => () => {
-    navigation += 1;
-    guarded(() => leaderboardPage(pool, list, navigation));
-  };
-  const paging = el("p", { class: "paging" });
-  if (cursors.length > 1) {
-    const back = el("button", { id: "previous" }, "← Previous");
-    back.onclick = page(cursors.slice(0, -1));
-    paging.append(back);
-  }
-  if (board.next_cursor) {
-    const next = el("button", { id: "next" }, "Next →");
-    next.onclick = page([...cursors, board.next_cursor]);
-    paging.append(next);
-  }
+  const paging = pager(cursors, board.next_cursor, (list, now) => leaderboardPage(pool, list, now));
   showFor(started,
     el("h1", {}, pool),
     el("p", {}, `${board.total} players`),
@@ -244,9 +252,12 @@ function ratingChart(pool, entries) {
   return chart;
 }
 
-async function roundPage(pool, id, started) {
-  const round = await api(`/v1/pools/${enc(pool)}/rounds/${enc(id)}`);
+async function roundPage(pool, id, cursors, started) {
+  const cursor = cursors[cursors.length - 1];
+  const query = `limit=${PAGE}` + (cursor ? `&cursor=${enc(cursor)}` : "");
+  const round = await api(`/v1/pools/${enc(pool)}/rounds/${enc(id)}?${query}`);
   const results = round.results || [];
+  const paging = pager(cursors, round.next_cursor, (list, now) => roundPage(pool, id, list, now));
   showFor(started,
     el("h1", {}, `Round ${id}`),
     el("p", {}, poolLink(pool), ` · ${round.status}`, round.error ? ` · ${round.error}` : ""),
@@ -254,7 +265,8 @@ async function roundPage(pool, id, started) {
       ["rank", "player", "performance", "μ before", "μ after", "change"],
       results.map((r) => [r.rank, playerLink(pool, r.player), fixed(r.performance), fixed(r.mu_before), fixed(r.mu_after), fixed(r.delta)]),
       "results"
-    )
+    ),
+    paging
   );
 }
 
@@ -275,7 +287,7 @@ async function route() {
     if (parts[0] === "pools" && parts[2] === "players" && parts[3] !== undefined) {
       await playerPage(parts[1], parts[3], started);
     } else if (parts[0] === "pools" && parts[2] === "rounds" && parts[3] !== undefined) {
-      await roundPage(parts[1], parts[3], started);
+      await roundPage(parts[1], parts[3], [null], started);
     } else if (parts[0] === "pools" && parts[1]) {
       await leaderboardPage(parts[1], [null], started);
     } else {

@@ -22,7 +22,7 @@ use crate::config::ParamsOverrides;
 use crate::engine::Beliefs;
 use crate::pools::Pool;
 use crate::state::AppState;
-use crate::storage::{EntryKind, RoundStatus};
+use crate::storage::{EntryKind, ResultsPage, RoundStatus};
 use crate::wire::{Correction, CorrectionRequest, Entry};
 
 /// The routes of this module.
@@ -212,7 +212,7 @@ async fn enqueue(
 ) -> Result<Response, Error> {
     if state
         .storage
-        .round(pool.name(), &correction.id)
+        .round(pool.name(), &correction.id, &ResultsPage::NONE)
         .await?
         .is_none()
     {
@@ -247,7 +247,7 @@ async fn check(state: &AppState, pool: &Pool, correction: &Correction) -> Result
         Correction::Void { round } | Correction::Disqualify { round, .. } => {
             let record = state
                 .storage
-                .round(pool.name(), round)
+                .round(pool.name(), round, &ResultsPage::NONE)
                 .await?
                 .ok_or_else(|| Error::NotFound {
                     what: "round",
@@ -265,10 +265,15 @@ async fn check(state: &AppState, pool: &Pool, correction: &Correction) -> Result
                     format!("round `{round}` is {}", record.status.as_str()),
                 ));
             }
-            if let (Correction::Disqualify { player, .. }, Some(results)) =
-                (correction, &record.results)
+            // A queued round's entrants have no rows yet: the worker checks them.
+            if let (Correction::Disqualify { player, .. }, RoundStatus::Applied) =
+                (correction, record.status)
             {
-                if !results.iter().any(|r| &r.player == player) {
+                if !state
+                    .storage
+                    .played(pool.name(), record.seq, player)
+                    .await?
+                {
                     return Err(invalid(
                         "player",
                         format!("`{player}` did not play round `{round}`"),

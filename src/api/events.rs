@@ -1,7 +1,8 @@
 //! `GET /v1/pools/{pool}/events`: a change feed of the pool's applied rounds as server-sent
 //! events. Each event is one applied round (event `round`) or season start (event `season`,
-//! no results), in the order they were applied, with every
-//! entrant's change (the body `GET …/rounds/{id}` gives, plus its `seq`); its event id is the
+//! no results), in the order they were applied, with its entrants' changes (the body `GET
+//! …/rounds/{id}` gives, plus its `seq`: the first 1,000, and a cursor to page through the rest
+//! of a larger round, so that no event holds a million results); its event id is the
 //! round's `seq`, so a client that reconnects with `Last-Event-ID` misses nothing and sees
 //! nothing twice. Events are read from the database, never from memory: a round applied by
 //! another process sharing it is sent too, within one queue poll interval.
@@ -26,9 +27,10 @@ use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::pool_of;
 use super::query::QueryParams;
-use super::rounds::RoundResponse;
+use super::rounds::{RoundResponse, DEFAULT_RESULTS};
 use crate::rate_limit::FeedSlot;
 use crate::state::AppState;
+use crate::storage::ResultsPage;
 
 /// The media type of the feed.
 const EVENT_STREAM: &str = "text/event-stream";
@@ -36,12 +38,9 @@ const EVENT_STREAM: &str = "text/event-stream";
 /// The header a reconnecting client sends with the last id it received.
 const LAST_EVENT_ID: &str = "last-event-id";
 
-/// Rounds read from the database at a time.
+/// Rounds listed from the database at a time (each is then read with its first page of
+/// results).
 const BATCH: u32 = 100;
-
-/// Bytes of round bodies read at a time (with one round more): bodies of the largest rounds
-/// would otherwise make a batch gigabytes.
-pub(super) const BATCH_BYTES: u64 = 1 << 20;
 
 /// A comment line this often keeps proxies from closing an idle feed.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -59,7 +58,8 @@ pub struct EventsQuery {
     after: Option<i64>,
 }
 
-/// One event of the feed: an applied round, as `GET …/rounds/{id}` shows it.
+/// One event of the feed: an applied round, as `GET …/rounds/{id}` shows it: its first 1,000
+/// results, and a `next_cursor` for the rest when it has more.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RoundEvent {
     /// The round's place in the pool's order; also the event's id.
@@ -129,8 +129,8 @@ async fn events(
 }
 
 /// A place among the service's long-lived streams (change feeds and streamed round exports),
-/// held until the stream ends: one of [`crate::state::MAX_FEEDS`] in all (503 `overloaded` beyond) and
-/// of [`crate::state::MAX_FEEDS_PER_CLIENT`] per client (429 beyond).
+/// held until the stream ends: one of [`crate::state::MAX_FEEDS`] in all (503 `overloaded`
+/// beyond) and of [`crate::state::MAX_FEEDS_PER_CLIENT`] per client (429 beyond).
 pub(super) struct StreamPlace {
     _permit: OwnedSemaphorePermit,
     _slot: Option<FeedSlot>,
@@ -233,13 +233,14 @@ async fn send_next(
 ) -> anyhow::Result<usize> {
     let rows = state
         .storage
-        .applied_rounds(pool.name(), *after, BATCH, BATCH_BYTES)
+        .applied_ids(pool.name(), *after, BATCH)
         .await?;
     let current = pool.read();
     for row in &rows {
         // Listed as applied, it is stored (a correction may have voided it since: then it is
         // sent as it stands now).
-        if let Some(record) = state.storage.round(pool.name(), &row.id).await? {
+        let first = ResultsPage::first(DEFAULT_RESULTS);
+        if let Some(record) = state.storage.round(pool.name(), &row.id, &first).await? {
             let event = RoundEvent {
                 seq: row.seq,
                 round: RoundResponse::of(record, &current),

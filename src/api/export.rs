@@ -17,7 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
-use super::events::{send, stream_place, StreamPlace, BATCH_BYTES};
+use super::events::{send, stream_place, StreamPlace};
 use super::players::limit;
 use super::pool_of;
 use super::query::QueryParams;
@@ -33,6 +33,10 @@ const PAGE_BYTES: u64 = 4 << 20;
 
 /// Rounds read from the database at a time while streaming.
 const STREAM_BATCH: u32 = 500;
+
+/// Bytes of round bodies read at a time while streaming (with one round more): bodies of the
+/// largest rounds would otherwise make a batch gigabytes.
+const BATCH_BYTES: u64 = 1 << 20;
 
 /// The media type of the streamed form.
 pub const NDJSON: &str = "application/x-ndjson";

@@ -161,15 +161,35 @@ async fn count_request(request: Request, next: axum::middleware::Next) -> Respon
         .get::<MatchedPath>()
         .map_or("unmatched", MatchedPath::as_str)
         .to_owned();
-    let method = request.method().clone();
+    let method = method_label(request.method());
     let response = next.run(request).await;
     crate::instruments::request(
         &route,
-        method.as_str(),
+        method,
         response.status().as_u16(),
         started.elapsed(),
     );
     response
+}
+
+/// The `method` label of a request: one of HTTP's own methods, or `other`. A client may send
+/// any token as a method, and each label value is a series kept for the process's life.
+fn method_label(method: &Method) -> &'static str {
+    const KNOWN: [(Method, &str); 9] = [
+        (Method::GET, "GET"),
+        (Method::HEAD, "HEAD"),
+        (Method::POST, "POST"),
+        (Method::PUT, "PUT"),
+        (Method::DELETE, "DELETE"),
+        (Method::PATCH, "PATCH"),
+        (Method::OPTIONS, "OPTIONS"),
+        (Method::TRACE, "TRACE"),
+        (Method::CONNECT, "CONNECT"),
+    ];
+    KNOWN
+        .iter()
+        .find(|(known, _)| known == method)
+        .map_or("other", |(_, label)| label)
 }
 
 /// Gives a JSON error body to error responses made below the handlers (the router's 405,

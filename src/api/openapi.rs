@@ -149,7 +149,8 @@ fn add_to_operation(operation: &mut Operation) {
         shared.insert(
             "413",
             error_response(
-                "The body is larger than `server.body_limit_bytes`, or than 4 MiB on the compute routes (`payload_too_large`)",
+                "The body is larger than `server.body_limit_bytes`, or than 4 MiB on the \
+                 compute routes (`payload_too_large`)",
                 false,
             ),
         );

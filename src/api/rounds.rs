@@ -6,21 +6,25 @@ use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::auth::{Authorized, Read, Write};
 use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
+use super::players::limit;
 use super::pool_of;
+use super::query::QueryParams;
 use crate::display::Placement;
 use crate::engine::{Beliefs, RatingChange, SystemParams};
 use crate::pools::PoolState;
 use crate::state::AppState;
-use crate::storage::{Enqueued, EntryKind, RoundRecord, RoundStatus};
+use crate::storage::{Enqueued, EntryKind, ResultsPage, RoundRecord, RoundStatus};
 use crate::wire::{FieldError, RoundRequest};
 
 /// The routes of this module.
@@ -43,7 +47,10 @@ pub struct RoundStatusResponse {
     pub position: Option<u64>,
 }
 
-/// A round's status and, once applied, every entrant's result.
+/// Results per page of a round when `limit` is not given: the most a page holds.
+pub(super) const DEFAULT_RESULTS: u32 = super::players::MAX_LIMIT;
+
+/// A round's status and, once applied, a page of its results.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RoundResponse {
     /// The round's id.
@@ -57,9 +64,25 @@ pub struct RoundResponse {
     /// Why the worker could not rate it, when failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// Every entrant, best rank first, when applied.
+    /// The page's entrants, best rank first (ties by player), when applied: every entrant
+    /// when `next_cursor` is `null`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub results: Option<Vec<ResultResponse>>,
+    /// Pass as `cursor` for the round's next page of results; `null` on the last page (and
+    /// absent when the round has no results).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<Option<String>>,
+}
+
+/// `?limit=&cursor=`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RoundQuery {
+    /// Results per page (1–1000, default 1000).
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<u32>,
+    /// Start after the result this cursor names (a previous page's `next_cursor`).
+    cursor: Option<String>,
 }
 
 /// One entrant's result in an applied round.
@@ -311,32 +334,59 @@ pub(super) fn checked(
     Ok((request.id, canonical))
 }
 
-/// A round's status and, once applied, every entrant's result.
+/// A round's status and, once applied, a page of its results (best rank first).
 #[utoipa::path(get, path = "/v1/pools/{pool}/rounds/{id}", tag = "rounds",
     params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
-        ("id" = String, Path, description = "Round id")),
-    responses((status = 200, body = RoundResponse), (status = 401, body = ErrorResponse),
-        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
-        (status = 503, body = ErrorResponse)),
+        ("id" = String, Path, description = "Round id"), RoundQuery),
+    responses((status = 200, body = RoundResponse), (status = 400, body = ErrorResponse),
+        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn get_round(
     _: Authorized<Read>,
     State(state): State<AppState>,
     Path((pool, id)): Path<(String, String)>,
+    QueryParams(query): QueryParams<RoundQuery>,
 ) -> Result<Json<RoundResponse>, Error> {
+    let page = ResultsPage {
+        after: query.cursor.as_deref().map(decode_cursor).transpose()?,
+        limit: limit(query.limit, DEFAULT_RESULTS)?,
+    };
     let pool = pool_of(&state, &pool).await?;
     let record = state
         .storage
-        .round(pool.name(), &id)
+        .round(pool.name(), &id, &page)
         .await?
         .ok_or(Error::NotFound { what: "round", id })?;
     Ok(Json(RoundResponse::of(record, &pool.read())))
 }
 
+/// `base64url("r{rank as 16 hex digits}{player}")`: the result a page ended on.
+fn encode_cursor(rank: u64, player: &str) -> String {
+    URL_SAFE_NO_PAD.encode(format!("r{rank:016x}{player}"))
+}
+
+fn decode_cursor(cursor: &str) -> Result<(u64, String), Error> {
+    let bad = || Error::query("cursor", "not a cursor of a round's results");
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
+    let text = String::from_utf8(bytes).map_err(|_| bad())?;
+    let rest = text.strip_prefix('r').ok_or_else(bad)?;
+    let rank = rest.get(..16).ok_or_else(bad)?;
+    let rank = u64::from_str_radix(rank, 16).map_err(|_| bad())?;
+    Ok((rank, rest[16..].to_owned()))
+}
+
 impl RoundResponse {
     /// What `GET …/rounds/{id}` shows of `record`, in `current`'s display settings.
     pub(super) fn of(record: RoundRecord, current: &PoolState) -> Self {
+        let next_cursor = record.results.as_ref().map(|results| {
+            results
+                .last()
+                .filter(|_| record.more_results)
+                .map(|last| encode_cursor(last.rank, &last.player))
+        });
         Self {
+            next_cursor,
             id: record.id,
             kind: record.kind.as_str(),
             status: record.status.as_str(),
@@ -359,6 +409,31 @@ impl RoundResponse {
                     })
                     .collect()
             }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_decodes_to_the_result_it_was_made_from() {
+        for (rank, player) in [(1, "ann"), (u64::MAX, ""), (7, "r0000000000000001ü:x")] {
+            let cursor = encode_cursor(rank, player);
+            assert_eq!(
+                decode_cursor(&cursor).expect("a cursor"),
+                (rank, player.to_owned())
+            );
+        }
+        for bad in [
+            "!!".to_owned(),
+            URL_SAFE_NO_PAD.encode("r12"),
+            URL_SAFE_NO_PAD.encode("m0000000000000001ann"),
+            URL_SAFE_NO_PAD.encode("r000000000000000gann"),
+            URL_SAFE_NO_PAD.encode([b'r', 0xff, 0xfe]),
+        ] {
+            assert!(decode_cursor(&bad).is_err(), "{bad}");
         }
     }
 }

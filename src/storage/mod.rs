@@ -365,8 +365,36 @@ pub struct RoundRecord {
     pub kind: EntryKind,
     /// Why it failed, if it did.
     pub error: Option<String>,
-    /// Every entrant's result, best rank first, when applied.
+    /// The page of results asked for ([`ResultsPage`]), best rank first, when applied and
+    /// asked for.
     pub results: Option<Vec<RoundResult>>,
+    /// Whether results follow the page's last.
+    pub more_results: bool,
+}
+
+/// Which of an applied round's results a read of it returns: best rank first (then by player),
+/// those after `after`, at most `limit`. A round may have a million entrants: a read never
+/// holds more of them than it asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultsPage {
+    /// The rank and player of the last result already read.
+    pub after: Option<(u64, String)>,
+    /// Most results returned; 0 reads none (the round's status only).
+    pub limit: u32,
+}
+
+impl ResultsPage {
+    /// No results: the round's status only.
+    pub const NONE: Self = Self {
+        after: None,
+        limit: 0,
+    };
+
+    /// The first `limit` results.
+    #[must_use]
+    pub fn first(limit: u32) -> Self {
+        Self { after: None, limit }
+    }
 }
 
 /// One entrant's result in an applied round.
@@ -394,6 +422,15 @@ pub struct AppliedRecord {
     pub id: String,
     /// Its canonical JSON body: one line of the JSON Lines round format.
     pub body: String,
+}
+
+/// An applied round's place and id ([`Storage::applied_ids`]).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct AppliedId {
+    /// Its place in the pool's order.
+    pub seq: i64,
+    /// Its id.
+    pub id: String,
 }
 
 /// A player as they stood right after some round ([`Storage::ratings_as_of`]).
@@ -644,6 +681,15 @@ pub trait Storage: Send + Sync + 'static {
         bytes: u64,
     ) -> Result<Vec<AppliedRecord>, Error>;
 
+    /// The seqs and ids of up to `limit` applied rounds (and season starts) of `pool` after seq
+    /// `after`, in the order they were applied: [`Storage::applied_rounds`] without the bodies.
+    async fn applied_ids(
+        &self,
+        pool: &str,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<AppliedId>, Error>;
+
     /// The seq of `pool`'s last applied round, if it has one.
     async fn last_applied_seq(&self, pool: &str) -> Result<Option<i64>, Error>;
 
@@ -841,8 +887,18 @@ pub trait Storage: Send + Sync + 'static {
             .map_or_else(Vec::new, |loaded| loaded.players))
     }
 
-    /// A round's status and, once applied, its results.
-    async fn round(&self, pool: &str, id: &str) -> Result<Option<RoundRecord>, Error>;
+    /// A round's status and, once applied, the page of its results asked for: one key lookup
+    /// of the round, plus a read of its `history` rows by their key, sorted by rank
+    /// (O(entrants) in the database, O(page) in memory).
+    async fn round(
+        &self,
+        pool: &str,
+        id: &str,
+        page: &ResultsPage,
+    ) -> Result<Option<RoundRecord>, Error>;
+
+    /// Whether `player` played the round at seq `seq` of `pool`: one key lookup.
+    async fn played(&self, pool: &str, seq: i64, player: &str) -> Result<bool, Error>;
 
     /// Up to `limit` rounds `player` played in `pool`, newest first, older than the round at
     /// `before` (a [`HistoryEntry::seq`]) when given.

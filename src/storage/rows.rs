@@ -267,10 +267,12 @@ impl RoundRow {
         self.kind == "round"
     }
 
-    /// The round with `results` (present only when it was applied).
+    /// The round with a page of its `results` (present only when it was applied), after which
+    /// `more_results` follow or not.
     pub(super) fn into_record(
         self,
         results: Option<Vec<RoundResult>>,
+        more_results: bool,
     ) -> Result<RoundRecord, Error> {
         Ok(RoundRecord {
             status: self.status()?,
@@ -279,6 +281,7 @@ impl RoundRow {
             seq: self.seq,
             error: self.error,
             results,
+            more_results,
         })
     }
 }

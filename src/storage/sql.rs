@@ -177,13 +177,20 @@ pub(super) const MARK_FAILED: &str = "
 pub(super) const SELECT_ROUND: &str = "
     SELECT id, seq, status, kind, error FROM rounds WHERE pool = $1 AND id = $2";
 
-/// The results of the round at seq `$2` of pool `$1`, best rank first.
+/// Up to `$5` results of the round at seq `$2` of pool `$1` after rank `$3` and player `$4`,
+/// best rank first. The key finds the round's rows; they are sorted on rank, which no index
+/// holds (one more index would cost every participation's write).
 pub(super) const SELECT_RESULTS: &str = "
     SELECT player, rank, performance, mu_before, sigma_before, mu_after, sigma_after,
            league_before, division_before, league_after, division_after, expected_rank,
            points_before, points_after
-    FROM history WHERE pool = $1 AND seq = $2
-    ORDER BY rank, player";
+    FROM history WHERE pool = $1 AND seq = $2 AND (rank, player) > ($3, $4)
+    ORDER BY rank, player
+    LIMIT $5";
+
+/// Whether player `$3` played the round at seq `$2` of pool `$1`.
+pub(super) const SELECT_PLAYED: &str = "
+    SELECT seq FROM history WHERE pool = $1 AND seq = $2 AND player = $3";
 
 /// Every player of pool `$1`, their belief without its factors, and how many factors it keeps.
 pub(super) const SELECT_PLAYERS: &str = "
@@ -266,6 +273,13 @@ pub(super) const SELECT_APPLIED_ROUNDS: &str = "
     CROSS JOIN rounds r
     WHERE (q.before <= $4 OR q.n <= 2) AND r.pool = $1 AND r.seq = q.seq
     ORDER BY r.seq";
+
+/// The seqs and ids of up to `$3` applied rounds and season starts of pool `$1` after seq
+/// `$2`, in order, along `(pool, seq)`.
+pub(super) const SELECT_APPLIED_IDS: &str = "
+    SELECT seq, id FROM rounds
+    WHERE pool = $1 AND status = 'applied' AND kind <> 'correction' AND seq > $2
+    ORDER BY seq LIMIT $3";
 
 /// The seq of pool `$1`'s last applied round: read backwards along `(pool, seq)`, so it stops
 /// at the first applied round rather than visiting every one.

@@ -20,10 +20,10 @@ use super::rows::{
     RoundRow, SeasonRow,
 };
 use super::{
-    sql, AppliedRecord, AppliedRound, AppliedSince, AsOf, Enqueued, EnqueuedAll, Error,
+    sql, AppliedId, AppliedRecord, AppliedRound, AppliedSince, AsOf, Enqueued, EnqueuedAll, Error,
     HistoryPage, LeagueHistory, LineOutcome, LoadedPool, NewEntry, PoolInfo, PoolProgress,
-    PoolWrite, QueuedRound, RatedAsOf, Recomputed, RecomputedLine, Replicas, Rewrite, RoundOutcome,
-    RoundRecord, RoundStatus, SeasonRecord, Storage, StoredKey,
+    PoolWrite, QueuedRound, RatedAsOf, Recomputed, RecomputedLine, Replicas, ResultsPage, Rewrite,
+    RoundOutcome, RoundRecord, RoundStatus, SeasonRecord, Storage, StoredKey,
 };
 use crate::display::{Display, Leagues};
 use crate::engine::{SystemParams, SystemState};
@@ -396,6 +396,7 @@ where
     for<'r> KeyRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> SeasonRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> AppliedRecord: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> AppliedId: sqlx::FromRow<'r, <D::Db as Database>::Row>,
 {
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
     async fn put_pool(&self, name: &str, params: &SystemParams) -> Result<PoolWrite, Error> {
@@ -828,7 +829,12 @@ where
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.id = ?id))]
-    async fn round(&self, pool: &str, id: &str) -> Result<Option<RoundRecord>, Error> {
+    async fn round(
+        &self,
+        pool: &str,
+        id: &str,
+        page: &ResultsPage,
+    ) -> Result<Option<RoundRecord>, Error> {
         let mut tx = D::begin_snapshot(&self.pool).await?;
         let Some(row): Option<RoundRow> = sqlx::query_as(sql::SELECT_ROUND)
             .bind(pool)
@@ -838,22 +844,47 @@ where
         else {
             return Ok(None);
         };
-        let results = if row.status()? == RoundStatus::Applied && row.is_round() {
-            let rows: Vec<ResultRow> = sqlx::query_as(sql::SELECT_RESULTS)
+        let (results, more) = if page.limit > 0
+            && row.status()? == RoundStatus::Applied
+            && row.is_round()
+        {
+            let (rank, player) = match &page.after {
+                // No stored rank is past i64::MAX: after it, nothing follows.
+                Some((rank, player)) => (i64::try_from(*rank).unwrap_or(i64::MAX), player.as_str()),
+                None => (i64::MIN, ""),
+            };
+            // One row past the page says whether another follows.
+            let mut rows: Vec<ResultRow> = sqlx::query_as(sql::SELECT_RESULTS)
                 .bind(pool)
                 .bind(row.seq)
+                .bind(rank)
+                .bind(player)
+                .bind(i64::from(page.limit) + 1)
                 .fetch_all(&mut *tx)
                 .await?;
-            Some(
-                rows.into_iter()
-                    .map(ResultRow::into_result)
-                    .collect::<Result<_, _>>()?,
-            )
+            let more = rows.len() > page.limit as usize;
+            rows.truncate(page.limit as usize);
+            let results = rows
+                .into_iter()
+                .map(ResultRow::into_result)
+                .collect::<Result<_, _>>()?;
+            (Some(results), more)
         } else {
-            None
+            (None, false)
         };
         tx.commit().await?;
-        row.into_record(results).map(Some)
+        row.into_record(results, more).map(Some)
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.seq = seq))]
+    async fn played(&self, pool: &str, seq: i64, player: &str) -> Result<bool, Error> {
+        let found: Option<(i64,)> = sqlx::query_as(sql::SELECT_PLAYED)
+            .bind(pool)
+            .bind(seq)
+            .bind(player)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(found.is_some())
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
@@ -869,6 +900,21 @@ where
             .bind(after)
             .bind(i64::from(limit))
             .bind(i64::try_from(bytes).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
+    async fn applied_ids(
+        &self,
+        pool: &str,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<AppliedId>, Error> {
+        Ok(sqlx::query_as(sql::SELECT_APPLIED_IDS)
+            .bind(pool)
+            .bind(after)
+            .bind(i64::from(limit))
             .fetch_all(&self.pool)
             .await?)
     }

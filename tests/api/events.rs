@@ -15,6 +15,7 @@ backend_tests!(
     a_feed_from_the_start_sends_every_applied_round_then_each_new_one,
     a_feed_resumes_after_last_event_id_and_otherwise_starts_now,
     a_feed_ends_when_the_service_stops,
+    a_large_rounds_event_holds_its_first_page_of_results,
 );
 
 /// How long a test waits for an event before failing.
@@ -147,6 +148,25 @@ async fn a_feed_from_the_start_sends_every_applied_round_then_each_new_one(app: 
     app.play([round("r6", &["a", "b"])]).await;
     feed.expect(&app, "season", "s2").await;
     feed.expect_round(&app, "r6").await;
+}
+
+async fn a_large_rounds_event_holds_its_first_page_of_results(app: TestApp) {
+    app.create_pool(POOL).await;
+    let players: Vec<String> = (0..1_001).map(|i| format!("p{i:04}")).collect();
+    let names: Vec<&str> = players.iter().map(String::as_str).collect();
+    app.play([round("big", &names)]).await;
+    let mut feed = Feed::open(&app, "/v1/pools/main/events?after=0", &[]).await;
+    feed.expect_round(&app, "big").await;
+    let rest = app.get(&format!("/v1/pools/{POOL}/rounds/big")).await;
+    let rest = rest.assert_status(StatusCode::OK, "the first page");
+    assert_eq!(rest["results"].as_array().expect("results").len(), 1_000);
+    let cursor = rest["next_cursor"].as_str().expect("a cursor to the rest");
+    let last = app
+        .get(&format!("/v1/pools/{POOL}/rounds/big?cursor={cursor}"))
+        .await;
+    let last = last.assert_status(StatusCode::OK, "the last page");
+    assert_eq!(last["results"][0]["player"], "p1000");
+    assert!(last["next_cursor"].is_null());
 }
 
 async fn a_feed_resumes_after_last_event_id_and_otherwise_starts_now(app: TestApp) {

@@ -11,6 +11,25 @@ backend_tests!(
     pages_end_by_size_and_a_round_larger_than_a_page_opens_one_alone,
 );
 
+/// The rounds of every page of the pool's export, `limit` at most a page, first to last.
+async fn pages(app: &TestApp, limit: u32) -> Vec<Vec<Value>> {
+    let mut pages = Vec::new();
+    let mut uri = format!("/v1/pools/main/rounds?limit={limit}");
+    loop {
+        let page = app
+            .get(&uri)
+            .await
+            .assert_status(StatusCode::OK, &uri)
+            .clone();
+        let rounds = page["rounds"].as_array().expect("rounds");
+        pages.push(rounds.iter().map(|r| r["round"].clone()).collect());
+        match page["next_after"].as_i64() {
+            Some(after) => uri = format!("/v1/pools/main/rounds?limit={limit}&after={after}"),
+            None => return pages,
+        }
+    }
+}
+
 async fn an_exported_pool_posted_into_another_rates_every_player_the_same(app: TestApp) {
     app.create_pool(POOL).await;
     let mut weighted = round("r3", &["c", "d", "a"]);
@@ -25,22 +44,7 @@ async fn an_exported_pool_posted_into_another_rates_every_player_the_same(app: T
     .await;
     app.queue_round(round("r6", &["a", "e"])).await;
 
-    let mut paged: Vec<Value> = Vec::new();
-    let mut uri = "/v1/pools/main/rounds?limit=2".to_owned();
-    loop {
-        let page = app
-            .get(&uri)
-            .await
-            .assert_status(StatusCode::OK, &uri)
-            .clone();
-        for r in page["rounds"].as_array().expect("rounds") {
-            paged.push(r["round"].clone());
-        }
-        match page["next_after"].as_i64() {
-            Some(after) => uri = format!("/v1/pools/main/rounds?limit=2&after={after}"),
-            None => break,
-        }
-    }
+    let paged: Vec<Value> = pages(&app, 2).await.concat();
     let ids: Vec<&str> = paged
         .iter()
         .map(|r| r["id"].as_str().expect("an id"))
@@ -98,29 +102,17 @@ async fn pages_end_by_size_and_a_round_larger_than_a_page_opens_one_alone(app: T
         .map(|(id, count)| round_of(id, count))
         .collect();
     app.play(rounds).await;
-    let mut pages: Vec<Vec<String>> = Vec::new();
-    let mut uri = "/v1/pools/main/rounds?limit=1000".to_owned();
-    loop {
-        let page = app
-            .get(&uri)
-            .await
-            .assert_status(StatusCode::OK, &uri)
-            .clone();
-        pages.push(
-            page["rounds"]
-                .as_array()
-                .expect("rounds")
-                .iter()
-                .map(|r| r["round"]["id"].as_str().expect("an id").to_owned())
-                .collect(),
-        );
-        match page["next_after"].as_i64() {
-            Some(after) => uri = format!("/v1/pools/main/rounds?limit=1000&after={after}"),
-            None => break,
-        }
-    }
+    let ids: Vec<Vec<String>> = pages(&app, 1000)
+        .await
+        .iter()
+        .map(|page| {
+            page.iter()
+                .map(|r| r["id"].as_str().expect("an id").to_owned())
+                .collect()
+        })
+        .collect();
     assert_eq!(
-        pages,
+        ids,
         [vec!["a1"], vec!["b2"], vec!["c3", "d4"]],
         "the round over 4 MiB goes alone, and paging goes on after it"
     );

@@ -2,11 +2,15 @@
 //! applied (requests by route and status, rounds applied, rating and commit time, queue depth,
 //! players), and the database's connections are reported.
 
-use axum::http::StatusCode;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
 
 use crate::support::{round, TestApp};
 
-backend_tests!(the_series_move_as_rounds_are_posted_and_applied);
+backend_tests!(
+    the_series_move_as_rounds_are_posted_and_applied,
+    methods_of_the_clients_own_are_counted_as_other,
+);
 
 /// The value of the series `name` whose labels include every one of `labels`, if any.
 fn value(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
@@ -96,6 +100,34 @@ async fn the_series_move_as_rounds_are_posted_and_applied(app: TestApp) {
     );
     assert!(
         value(&after, "mmr_db_connections", &[]).is_some_and(|n| n >= 1.0),
+        "{after}"
+    );
+}
+
+async fn methods_of_the_clients_own_are_counted_as_other(app: TestApp) {
+    let others = |text: &str| {
+        value(
+            text,
+            "mmr_http_requests_total",
+            &["route=\"/v1/pools\"", "method=\"other\""],
+        )
+        .unwrap_or(0.0)
+    };
+    let before = scrape(&app).await;
+    // Any token is a method to HTTP: each kept as a label would be a series for good.
+    for method in ["BREW", "XYZZY-1", "XYZZY-2"] {
+        let request = Request::builder()
+            .method(Method::from_bytes(method.as_bytes()).expect("a token"))
+            .uri("/v1/pools")
+            .body(Body::empty())
+            .expect("a request");
+        let response = app.send_request(request).await;
+        assert_eq!(response.status, StatusCode::METHOD_NOT_ALLOWED, "{method}");
+    }
+    let after = scrape(&app).await;
+    assert!(others(&after) >= others(&before) + 3.0, "{after}");
+    assert!(
+        !after.contains("BREW") && !after.contains("XYZZY"),
         "{after}"
     );
 }

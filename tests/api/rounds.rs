@@ -652,3 +652,55 @@ async fn getting_an_unknown_round_returns_404() {
             .assert_error(StatusCode::NOT_FOUND, code, None, case);
     }
 }
+
+#[tokio::test]
+async fn a_large_rounds_results_come_in_pages_that_a_cursor_walks_once_each() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let players: Vec<String> = (0..2_345).map(|i| format!("p{i:04}")).collect();
+    let names: Vec<&str> = players.iter().map(String::as_str).collect();
+    app.play([round("big", &names)]).await;
+
+    let first = app.get(&format!("{ROUNDS}/big")).await;
+    let first = first.assert_status(StatusCode::OK, "first page");
+    assert_eq!(first["results"].as_array().expect("results").len(), 1_000);
+    let mut seen = Vec::new();
+    let mut uri = format!("{ROUNDS}/big?limit=700");
+    loop {
+        let page = app.get(&uri).await;
+        let page = page.assert_status(StatusCode::OK, &uri);
+        let results = page["results"].as_array().expect("results");
+        assert!(results.len() <= 700, "{uri}");
+        seen.extend(
+            results
+                .iter()
+                .map(|r| r["player"].as_str().expect("a player").to_owned()),
+        );
+        match page["next_cursor"].as_str() {
+            Some(cursor) => uri = format!("{ROUNDS}/big?limit=700&cursor={cursor}"),
+            None => {
+                assert!(page["next_cursor"].is_null(), "the last page says so");
+                break;
+            }
+        }
+    }
+    assert_eq!(seen, players, "every entrant once, best rank first");
+
+    let small = round("small", &["a", "b"]);
+    app.play([small]).await;
+    let whole = app.get(&format!("{ROUNDS}/small")).await;
+    let whole = whole.assert_status(StatusCode::OK, "a round in one page");
+    assert_eq!(whole["results"].as_array().expect("results").len(), 2);
+    assert!(whole["next_cursor"].is_null());
+
+    for (query, field) in [
+        ("limit=0", "limit"),
+        ("limit=1001", "limit"),
+        ("cursor=!!", "cursor"),
+        ("cursor=bTAwMDAwMDAwMDAwMDAwMDFh", "cursor"),
+    ] {
+        app.get(&format!("{ROUNDS}/big?{query}"))
+            .await
+            .assert_error(StatusCode::BAD_REQUEST, "invalid_query", Some(field), query);
+    }
+}

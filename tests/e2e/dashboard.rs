@@ -25,8 +25,12 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// Rounds the pool holds.
 const ROUNDS: usize = 12;
 
-/// Rounds of ten more players each, so that the leaderboard has a second page.
-const FIELD_ROUNDS: usize = 2;
+/// Rounds of [`FIELD`] more players each, so that the leaderboard and such a round have a
+/// second page.
+const FIELD_ROUNDS: usize = 1;
+
+/// Entrants of each of those rounds: more than a page (20).
+const FIELD: usize = 25;
 
 /// How long a page may take to show.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -153,8 +157,8 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
     }
     // Enough players for a second leaderboard page.
     for i in 0..FIELD_ROUNDS {
-        let standings: Vec<serde_json::Value> = (0..10)
-            .map(|k| json!({"player": format!("q{}", i * 10 + k), "rank": k + 1}))
+        let standings: Vec<serde_json::Value> = (0..FIELD)
+            .map(|k| json!({"player": format!("q{:02}", i * FIELD + k), "rank": k + 1}))
             .collect();
         let round = json!({"id": format!("field-{i}"), "standings": standings}).to_string();
         let status = server.post(&format!("/v1/pools/{POOL}/rounds"), &round, ADMIN_KEY);
@@ -300,13 +304,40 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
             .expect("results")
             .iter()
             .map(|r| r["player"].as_str().expect("player"))
+            .take(20)
             .collect();
         assert_eq!(
             column(&client, "results", 2).await,
             players,
-            "the round's entrants"
+            "the round's first page of entrants"
         );
         screenshot(&shots, "round", &client.screenshot().await.expect("png"));
+
+        // A round larger than a page: its entrants a page at a time.
+        open(&client, &base, &format!("#/pools/{POOL}/rounds/field-0")).await;
+        let field: Vec<String> = (0..FIELD).map(|k| format!("q{k:02}")).collect();
+        assert_eq!(column(&client, "results", 2).await, field[..20]);
+        client
+            .find(Locator::Id("next"))
+            .await
+            .expect("a Next button")
+            .click()
+            .await
+            .expect("click Next");
+        client
+            .wait()
+            .at_most(PATIENCE)
+            .for_element(Locator::XPath(
+                "//table[@id='results']/tbody/tr[1]/td[1][text()='21']",
+            ))
+            .await
+            .expect("the second page of results");
+        assert_eq!(column(&client, "results", 2).await, field[20..]);
+        screenshot(
+            &shots,
+            "round-page-2",
+            &client.screenshot().await.expect("png"),
+        );
 
         client
             .set_window_size(390, 844)

@@ -7,7 +7,8 @@ use mmr_service::engine::{Beliefs, Params, Population, SystemParams, SystemState
 use mmr_service::storage::{Error, RoundOutcome, RoundStatus};
 
 use crate::support::{
-    self, create_pool, enqueue, enqueue_and_apply, execute_raw, population, stored_round, Db, POOL,
+    self, create_pool, enqueue, enqueue_and_apply, execute_raw, population, stored_round, Db, ALL,
+    POOL,
 };
 
 backend_tests!(
@@ -92,7 +93,7 @@ async fn applying_a_round_a_second_time_is_refused(db: Db) {
     );
     let results = db
         .storage
-        .round(POOL, "r1")
+        .round(POOL, "r1", &ALL)
         .await
         .expect("read")
         .and_then(|r| r.results)
@@ -141,7 +142,7 @@ async fn two_processes_applying_the_same_round_at_once_succeed_exactly_once(db: 
     }
     let results = db
         .storage
-        .round(POOL, "r1")
+        .round(POOL, "r1", &ALL)
         .await
         .expect("read")
         .and_then(|r| r.results)
@@ -189,7 +190,7 @@ async fn a_round_too_large_for_one_statement_is_stored_whole(db: Db) {
     assert_eq!(distinct.len(), PLAYERS);
     let results = db
         .storage
-        .round(POOL, "big")
+        .round(POOL, "big", &ALL)
         .await
         .expect("read")
         .and_then(|r| r.results)

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use mmr_service::storage::{Change, Enqueued, Error, RoundStatus};
 
-use crate::support::{self, body, create_pool, enqueue, population, Db, POOL, ROOMY_QUEUE};
+use crate::support::{self, body, create_pool, enqueue, population, Db, ALL, POOL, ROOMY_QUEUE};
 
 backend_tests!(
     enqueueing_into_an_unknown_pool_is_an_error,
@@ -62,8 +62,8 @@ async fn rounds_are_queued_in_acceptance_order(db: Db) {
         .expect("apply");
     let next = db.storage.oldest_queued(POOL).await.expect("read");
     assert_eq!(next.map(|r| r.id).as_deref(), Some("r-a"));
-    let first = db.storage.round(POOL, "r-b").await.expect("read");
-    let second = db.storage.round(POOL, "r-a").await.expect("read");
+    let first = db.storage.round(POOL, "r-b", &ALL).await.expect("read");
+    let second = db.storage.round(POOL, "r-a", &ALL).await.expect("read");
     assert!(first.expect("stored").seq < second.expect("stored").seq);
     assert_eq!(
         db.storage
@@ -143,7 +143,10 @@ async fn a_full_queue_refuses_new_rounds_but_still_recognizes_reposts(db: Db) {
         },
         "a re-post is answered even when the queue is full"
     );
-    assert_eq!(db.storage.round(POOL, "r3").await.expect("read"), None);
+    assert_eq!(
+        db.storage.round(POOL, "r3", &ALL).await.expect("read"),
+        None
+    );
 
     let mut population = population();
     let applied = support::rate(&mut population, &["a", "b"], None);

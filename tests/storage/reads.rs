@@ -2,15 +2,16 @@
 
 use mmr_service::display::{LeagueMove, Placement};
 use mmr_service::engine::{Factor, PlayerState, Rating, RatingChange, SystemState};
-use mmr_service::storage::{AppliedEntrant, AppliedRound, RoundOutcome, RoundStatus};
+use mmr_service::storage::{AppliedEntrant, AppliedRound, ResultsPage, RoundOutcome, RoundStatus};
 
 use crate::support::{
-    self, create_pool, enqueue, enqueue_and_apply, population, stored_round, Db, POOL,
+    self, create_pool, enqueue, enqueue_and_apply, population, stored_round, Db, ALL, POOL,
 };
 
 backend_tests!(
     player_states_round_trip_bit_for_bit,
     a_queued_round_reads_as_queued_without_results,
+    a_rounds_results_page_by_rank_then_player_and_name_who_played,
     history_is_newest_first_and_pages_with_the_before_cursor,
     history_chains_rounds_settled_together_and_reads_from_any_cursor,
     unknown_rounds_and_players_read_as_nothing,
@@ -162,7 +163,7 @@ fn league_move(i: usize, round: usize) -> LeagueMove {
 async fn assert_results_stored(db: &Db, id: &str, applied: &AppliedRound) {
     let results = db
         .storage
-        .round(POOL, id)
+        .round(POOL, id, &ALL)
         .await
         .expect("read")
         .and_then(|r| r.results)
@@ -204,6 +205,86 @@ async fn a_queued_round_reads_as_queued_without_results(db: Db) {
     assert_eq!(record.id, "r1");
     assert_eq!(record.status, RoundStatus::Queued);
     assert_eq!((record.error, record.results), (None, None));
+}
+
+async fn a_rounds_results_page_by_rank_then_player_and_name_who_played(db: Db) {
+    create_pool(&db).await;
+    let players = ["g", "f", "e", "d", "c", "b", "a"];
+    enqueue(&db, "r1", &players).await;
+    let mut applied = support::rate(&mut population(), &players, None);
+    // Ties two by two: g and f share rank 1, and so on; a page orders them by player.
+    for (i, entrant) in applied.entrants.iter_mut().enumerate() {
+        entrant.rank = i as u64 / 2 + 1;
+    }
+    db.storage
+        .apply_round(POOL, "r1", &applied)
+        .await
+        .expect("apply");
+
+    let whole = stored_round(&db, "r1").await;
+    let order: Vec<(u64, &str)> = whole
+        .results
+        .as_ref()
+        .expect("results")
+        .iter()
+        .map(|r| (r.rank, r.player.as_str()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (1, "f"),
+            (1, "g"),
+            (2, "d"),
+            (2, "e"),
+            (3, "b"),
+            (3, "c"),
+            (4, "a")
+        ]
+    );
+    assert!(!whole.more_results);
+
+    let mut paged = Vec::new();
+    let mut page = ResultsPage::first(3);
+    loop {
+        let record = db
+            .storage
+            .round(POOL, "r1", &page)
+            .await
+            .expect("read")
+            .expect("stored");
+        let results = record.results.expect("results");
+        assert!(results.len() <= 3);
+        let last = results.last().map(|r| (r.rank, r.player.clone()));
+        paged.extend(results);
+        if !record.more_results {
+            break;
+        }
+        page.after = last;
+    }
+    assert_eq!(Some(paged), whole.results, "the pages make up the round");
+
+    let past_the_end = ResultsPage {
+        after: Some((u64::MAX, String::new())),
+        limit: 3,
+    };
+    let record = db.storage.round(POOL, "r1", &past_the_end).await;
+    let record = record.expect("read").expect("stored");
+    assert_eq!(
+        (record.results, record.more_results),
+        (Some(Vec::new()), false)
+    );
+    let status_only = db.storage.round(POOL, "r1", &ResultsPage::NONE).await;
+    let status_only = status_only.expect("read").expect("stored");
+    assert_eq!(status_only.status, RoundStatus::Applied);
+    assert_eq!(
+        (status_only.results, status_only.more_results),
+        (None, false)
+    );
+
+    let seq = whole.seq;
+    assert!(db.storage.played(POOL, seq, "e").await.expect("read"));
+    assert!(!db.storage.played(POOL, seq, "h").await.expect("read"));
+    assert!(!db.storage.played(POOL, seq + 1, "e").await.expect("read"));
 }
 
 async fn history_is_newest_first_and_pages_with_the_before_cursor(db: Db) {
@@ -334,9 +415,15 @@ async fn history_chains_rounds_settled_together_and_reads_from_any_cursor(db: Db
 
 async fn unknown_rounds_and_players_read_as_nothing(db: Db) {
     create_pool(&db).await;
-    assert_eq!(db.storage.round(POOL, "nope").await.expect("read"), None);
     assert_eq!(
-        db.storage.round("nowhere", "nope").await.expect("read"),
+        db.storage.round(POOL, "nope", &ALL).await.expect("read"),
+        None
+    );
+    assert_eq!(
+        db.storage
+            .round("nowhere", "nope", &ALL)
+            .await
+            .expect("read"),
         None
     );
     let history = db
@@ -420,4 +507,12 @@ async fn applied_rounds_hold_one_round_past_those_that_fit_the_bound(db: Db) {
         .expect("read");
     assert_eq!(after.len(), 1, "the limit holds too");
     assert_eq!(after[0].id, "r3", "after the seq given");
+    let listed = db.storage.applied_ids(POOL, all[0].seq, 2).await;
+    let listed: Vec<(i64, String)> = listed
+        .expect("read")
+        .into_iter()
+        .map(|line| (line.seq, line.id))
+        .collect();
+    let expected: Vec<(i64, String)> = all[1..3].iter().map(|r| (r.seq, r.id.clone())).collect();
+    assert_eq!(listed, expected, "the same lines without their bodies");
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use mmr_service::display::LeagueMove;
 use mmr_service::engine::{Beliefs, Params, Population, Round, Standing, SystemParams};
-use mmr_service::storage::{self, AppliedEntrant, AppliedRound, RoundRecord, Storage};
+use mmr_service::storage::{self, AppliedEntrant, AppliedRound, ResultsPage, RoundRecord, Storage};
 use sqlx::Connection;
 
 pub use crate::db::Backend;
@@ -18,10 +18,16 @@ pub const ROOMY_QUEUE: u64 = 1_000;
 /// The pool most tests use.
 pub const POOL: &str = "main";
 
+/// Every result of a round, in one page.
+pub const ALL: ResultsPage = ResultsPage {
+    after: None,
+    limit: u32::MAX,
+};
+
 /// Round `id` of [`POOL`], which the test stored.
 pub async fn stored_round(db: &Db, id: &str) -> RoundRecord {
     db.storage
-        .round(POOL, id)
+        .round(POOL, id, &ALL)
         .await
         .expect("read")
         .expect("stored")
