@@ -447,10 +447,11 @@ impl Api {
             .with_context(|| format!("pool `{pool}`: a system this version does not know"))
     }
 
-    /// Whether the service knows round `id` (queued, applied or failed).
+    /// Whether the service knows round `id` (queued, applied or failed): its status, and of
+    /// its results one at most.
     fn knows(&self, id: &str, summary: &mut Summary) -> anyhow::Result<bool> {
         let url = format!(
-            "{}/rounds/{}",
+            "{}/rounds/{}?limit=1",
             self.base,
             utf8_percent_encode(id, NON_ALPHANUMERIC)
         );
