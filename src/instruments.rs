@@ -82,7 +82,7 @@ pub fn handle() -> Option<&'static PrometheusHandle> {
 }
 
 /// Records one answered request.
-pub fn request(route: &str, method: &'static str, status: u16, took: Duration) {
+pub fn request(route: &str, method: &str, status: u16, took: Duration) {
     let labels = [("route", route.to_owned()), ("method", method.to_owned())];
     metrics::histogram!(REQUEST_SECONDS, &labels).record(took.as_secs_f64());
     let mut labels = labels.to_vec();

@@ -236,10 +236,10 @@ async fn send_next(
         .applied_ids(pool.name(), *after, BATCH)
         .await?;
     let current = pool.read();
+    let first = ResultsPage::first(DEFAULT_RESULTS);
     for row in &rows {
         // Listed as applied, it is stored (a correction may have voided it since: then it is
         // sent as it stands now).
-        let first = ResultsPage::first(DEFAULT_RESULTS);
         if let Some(record) = state.storage.round(pool.name(), &row.id, &first).await? {
             let event = RoundEvent {
                 seq: row.seq,

@@ -25,7 +25,7 @@ use crate::engine::{Beliefs, RatingChange, SystemParams};
 use crate::pools::PoolState;
 use crate::state::AppState;
 use crate::storage::{Enqueued, EntryKind, ResultsPage, RoundRecord, RoundStatus};
-use crate::wire::{FieldError, RoundRequest};
+use crate::wire::{FieldError, RoundRequest, MAX_RANK};
 
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -366,13 +366,21 @@ fn encode_cursor(rank: u64, player: &str) -> String {
     URL_SAFE_NO_PAD.encode(format!("r{rank:016x}{player}"))
 }
 
+/// The rank and player an [`encode_cursor`] cursor names; 400 naming `cursor` for anything
+/// else, a rank no round can hold included.
 fn decode_cursor(cursor: &str) -> Result<(u64, String), Error> {
     let bad = || Error::query("cursor", "not a cursor of a round's results");
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
     let text = String::from_utf8(bytes).map_err(|_| bad())?;
     let rest = text.strip_prefix('r').ok_or_else(bad)?;
     let rank = rest.get(..16).ok_or_else(bad)?;
+    if !rank.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(bad());
+    }
     let rank = u64::from_str_radix(rank, 16).map_err(|_| bad())?;
+    if rank > MAX_RANK {
+        return Err(bad());
+    }
     Ok((rank, rest[16..].to_owned()))
 }
 
@@ -419,7 +427,7 @@ mod tests {
 
     #[test]
     fn a_cursor_decodes_to_the_result_it_was_made_from() {
-        for (rank, player) in [(1, "ann"), (u64::MAX, ""), (7, "r0000000000000001ü:x")] {
+        for (rank, player) in [(1, "ann"), (MAX_RANK, ""), (7, "r0000000000000001ü:x")] {
             let cursor = encode_cursor(rank, player);
             assert_eq!(
                 decode_cursor(&cursor).expect("a cursor"),
@@ -431,6 +439,9 @@ mod tests {
             URL_SAFE_NO_PAD.encode("r12"),
             URL_SAFE_NO_PAD.encode("m0000000000000001ann"),
             URL_SAFE_NO_PAD.encode("r000000000000000gann"),
+            URL_SAFE_NO_PAD.encode("r000000000000000Aann"),
+            URL_SAFE_NO_PAD.encode("r+00000000000001ann"),
+            encode_cursor(MAX_RANK + 1, "ann"),
             URL_SAFE_NO_PAD.encode([b'r', 0xff, 0xfe]),
         ] {
             assert!(decode_cursor(&bad).is_err(), "{bad}");

@@ -15,7 +15,7 @@ use tracing::instrument;
 
 use super::rows::{
     content_hash, decode_display, display_column, history_page, join_players, keeps_factors,
-    params_columns, repost_outcome, to_u64, AsOfRow, FactorRow, HistoryRow, KeyRow,
+    params_columns, repost_outcome, to_i64, to_u64, AsOfRow, FactorRow, HistoryRow, KeyRow,
     LeagueHistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow,
     RoundRow, SeasonRow,
 };
@@ -844,34 +844,31 @@ where
         else {
             return Ok(None);
         };
-        let (results, more) = if page.limit > 0
-            && row.status()? == RoundStatus::Applied
-            && row.is_round()
-        {
-            let (rank, player) = match &page.after {
-                // No stored rank is past i64::MAX: after it, nothing follows.
-                Some((rank, player)) => (i64::try_from(*rank).unwrap_or(i64::MAX), player.as_str()),
-                None => (i64::MIN, ""),
+        let (results, more) =
+            if page.limit > 0 && row.status()? == RoundStatus::Applied && row.is_round() {
+                let (rank, player) = match &page.after {
+                    Some((rank, player)) => (to_i64(*rank, "rank")?, player.as_str()),
+                    None => (i64::MIN, ""),
+                };
+                // One row past the page says whether another follows.
+                let mut rows: Vec<ResultRow> = sqlx::query_as(sql::SELECT_RESULTS)
+                    .bind(pool)
+                    .bind(row.seq)
+                    .bind(rank)
+                    .bind(player)
+                    .bind(i64::from(page.limit) + 1)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                let more = rows.len() > page.limit as usize;
+                rows.truncate(page.limit as usize);
+                let results = rows
+                    .into_iter()
+                    .map(ResultRow::into_result)
+                    .collect::<Result<_, _>>()?;
+                (Some(results), more)
+            } else {
+                (None, false)
             };
-            // One row past the page says whether another follows.
-            let mut rows: Vec<ResultRow> = sqlx::query_as(sql::SELECT_RESULTS)
-                .bind(pool)
-                .bind(row.seq)
-                .bind(rank)
-                .bind(player)
-                .bind(i64::from(page.limit) + 1)
-                .fetch_all(&mut *tx)
-                .await?;
-            let more = rows.len() > page.limit as usize;
-            rows.truncate(page.limit as usize);
-            let results = rows
-                .into_iter()
-                .map(ResultRow::into_result)
-                .collect::<Result<_, _>>()?;
-            (Some(results), more)
-        } else {
-            (None, false)
-        };
         tx.commit().await?;
         row.into_record(results, more).map(Some)
     }

@@ -338,6 +338,21 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
             "round-page-2",
             &client.screenshot().await.expect("png"),
         );
+        client
+            .find(Locator::Id("previous"))
+            .await
+            .expect("a Previous button")
+            .click()
+            .await
+            .expect("click Previous");
+        client
+            .wait()
+            .at_most(PATIENCE)
+            .for_element(Locator::XPath(
+                "//table[@id='results']/tbody/tr[1]/td[1][text()='1']",
+            ))
+            .await
+            .expect("the first page again");
 
         client
             .set_window_size(390, 844)
