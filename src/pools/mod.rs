@@ -563,6 +563,24 @@ impl PoolState {
         self.leaderboard.position_of(order, filter, rating, id)
     }
 
+    /// Every player whose last round came after seq `after`, as they stand now: the standings
+    /// of a season that started at `after` and is still open. O(n).
+    #[must_use]
+    pub fn standings_since(&self, after: i64) -> Vec<RatedAsOf> {
+        self.rated()
+            .filter(|(_, _, last)| last.seq > after)
+            .map(|(player, state, last)| RatedAsOf {
+                player: player.to_owned(),
+                seq: last.seq,
+                rating: state.rating(),
+                rounds: state.rounds(),
+                last_round_id: last.id.to_string(),
+                last_round_time: last.time,
+                league: self.leagues.placement_of(player),
+            })
+            .collect()
+    }
+
     /// Every rated player's state and last round, by id.
     pub fn rated(&self) -> impl Iterator<Item = (&str, &SystemState, &LastRound)> {
         self.players

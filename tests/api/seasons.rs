@@ -4,19 +4,20 @@
 //! surviving a restart; new leagues recomputed across a season start; and `replay` of the
 //! pool's export (season line included) giving what the service gives.
 
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::leagues::{
     ladder, ladder_rounds, leagues_shown, put_display, put_leagues, read, replayed_csv,
 };
-use crate::support::{num, round, TestApp, ADMIN_KEY, POOL, WRITE_KEY};
+use crate::support::{num, round, Payload, TestApp, ADMIN_KEY, POOL, WRITE_KEY};
 
 backend_tests!(
     a_season_soft_resets_every_rating_and_restarts_the_leagues,
     new_leagues_are_recomputed_across_a_season_as_if_set_from_the_start,
     replay_of_the_export_gives_what_the_service_gives_across_a_season,
     every_system_keeps_its_reset_states_through_a_restart,
+    an_open_seasons_standings_in_memory_are_those_its_history_rows_give,
 );
 
 const SEASONS: &str = "/v1/pools/main/seasons";
@@ -389,4 +390,61 @@ async fn every_system_keeps_its_reset_states_through_a_restart(app: TestApp) {
             assert_eq!(sigma.as_deref().unwrap_or(""), fields[2], "{pool}: {line}");
         }
     }
+}
+
+/// The open season's board is built from the snapshot (`PoolState::standings_since`), a
+/// closed one's from the history rows: both must say the same of the same lines, leagues,
+/// divisions, ladder points and a correction included.
+async fn an_open_seasons_standings_in_memory_are_those_its_history_rows_give(app: TestApp) {
+    app.create_pool(POOL).await;
+    put_leagues(&app, POOL, ladder()).await;
+    let (_, rounds) = ladder_rounds();
+    app.play(rounds[..6].to_vec()).await;
+    // z plays only in the first season: not one of the second's standings.
+    app.play([round("before", &["z", "p0"])]).await;
+    start_season(
+        &app,
+        POOL,
+        json!({"id": "s2", "mu_reset": 0.5, "sigma_reset": 0.5}),
+    )
+    .await;
+    app.play(rounds[6..].to_vec()).await;
+    let start = app.state.storage.seasons(POOL).await.expect("seasons")[0].seq;
+    let compare = |what: &'static str| {
+        let app = &app;
+        async move {
+            let snapshot = app.state.pools.get(POOL).expect("loaded").read();
+            let mut from_memory = snapshot.standings_since(start);
+            let mut from_rows = app
+                .state
+                .storage
+                .standings_between(POOL, start, None)
+                .await
+                .expect("read");
+            from_memory.sort_by(|a, b| a.player.cmp(&b.player));
+            from_rows.sort_by(|a, b| a.player.cmp(&b.player));
+            assert!(from_rows.iter().all(|r| r.player != "z"), "{what}");
+            assert!(from_rows.len() >= 6, "{what}: players played this season");
+            assert_eq!(from_memory, from_rows, "{what}");
+        }
+    };
+    compare("after the season's rounds").await;
+    let voided = rounds[7]["id"].as_str().expect("an id").to_owned();
+    app.send(
+        Method::DELETE,
+        &format!("/v1/pools/{POOL}/rounds/{voided}"),
+        Some(ADMIN_KEY),
+        Payload::Empty,
+    )
+    .await
+    .assert_status(StatusCode::ACCEPTED, "void a round of the season");
+    app.post(
+        "/v1/pools/main/corrections",
+        Some(ADMIN_KEY),
+        json!({"id": "smurf", "action": "merge", "player": "p7", "into": "p6"}),
+    )
+    .await
+    .assert_status(StatusCode::ACCEPTED, "merge two players of the season");
+    app.apply_queued(POOL).await;
+    compare("after corrections").await;
 }
