@@ -238,16 +238,18 @@ pub(super) async fn board_as_of(
         let seasons = super::seasons::resets_up_to(storage.as_ref(), &name, seq).await?;
         Ok((storage.ratings_as_of(&name, seq).await?, seasons))
     };
-    past_board(state, pool, PastKey::AsOf(seq), 0, rated).await
+    past_board(state, pool, pool.read(), PastKey::AsOf(seq), 0, rated).await
 }
 
 /// Past board `key` of `pool` (see [`crate::pools::past`]), taking in the lines through seq
 /// `through` if it is a season still open (0 otherwise): the one kept or being built, or else
 /// one built from what `rated` reads only then: the players, and the season starts applied by
-/// then (by seq).
+/// then (by seq). `current` is the pool's snapshot, taken by the caller before `rated` reads
+/// anything (a season still open reads its players from that very snapshot).
 pub(super) async fn past_board(
     state: &AppState,
     pool: &Pool,
+    current: Arc<PoolState>,
     key: PastKey,
     through: i64,
     rated: impl Future<Output = Result<(Vec<RatedAsOf>, Vec<(i64, SoftReset)>), Error>> + Send + 'static,
@@ -256,8 +258,7 @@ pub(super) async fn past_board(
     // so that a board is never kept under a basis or display settings newer than its rows:
     // corrections and leagues change the rows first, then the snapshot (here, or on a replica
     // that follows). A board built from rows newer than its key is built again once the
-    // snapshot catches up.
-    let current = pool.read();
+    // snapshot catches up; one built from the snapshot is kept under that snapshot's own.
     let basis = Basis {
         corrections: state
             .storage

@@ -3,6 +3,8 @@
 //! is in season 1 until its first start; each start, once the worker reaches it in the
 //! pool's order, begins the next.
 
+use std::sync::Arc;
+
 use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -189,20 +191,22 @@ async fn season_leaderboard(
             _ => return Err(unknown()),
         },
     };
-    // A season ends once the next one's start is applied. Until then it takes in the lines
-    // the snapshot holds, so that its standings move with the snapshot and a board of them is
-    // kept only until the next line.
+    // A season ends once the next one's start is applied: as the starts read above say, or
+    // as the snapshot says, which is taken after them and may have applied it since. Until
+    // then it takes in the lines the snapshot holds, so that its standings move with the
+    // snapshot and a board of them is kept only until the next line.
+    let snapshot = pool.read();
     let before = starts
         .get(number - 1)
-        .filter(|start| start.status == RoundStatus::Applied)
+        .filter(|start| start.status == RoundStatus::Applied || snapshot.last_seq() >= start.seq)
         .map(|start| start.seq);
     // A season still open holds what the snapshot holds: every player whose last round is
     // past its start, as they stand now. Read from memory, not from the history rows (a
-    // grouped read of all of them, about a second on a pool of 350,000 rows), since its
-    // board is built again after every applied line.
-    let open = before.is_none().then(|| pool.read());
+    // grouped read of all of them, 1.5-3 s on ctftime's 347,299 rows, BENCHMARKS.md), since
+    // its board is built again after every applied line.
+    let open = before.is_none().then(|| Arc::clone(&snapshot));
     let through = open.as_ref().map_or(0, |snapshot| snapshot.last_seq());
-    let storage = std::sync::Arc::clone(&state.storage);
+    let storage = Arc::clone(&state.storage);
     let name = pool.name().to_owned();
     let rated = async move {
         let rated = match open {
@@ -217,7 +221,7 @@ async fn season_leaderboard(
         Ok((rated, Vec::new()))
     };
     let key = PastKey::Season { after, before };
-    let board = past_board(&state, &pool, key, through, rated).await?;
+    let board = past_board(&state, &pool, snapshot, key, through, rated).await?;
     let shown = pool.read();
     answer(&shown, Some(&*board), &query).map(Json)
 }

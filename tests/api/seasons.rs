@@ -447,4 +447,19 @@ async fn an_open_seasons_standings_in_memory_are_those_its_history_rows_give(app
     .assert_status(StatusCode::ACCEPTED, "merge two players of the season");
     app.apply_queued(POOL).await;
     compare("after corrections").await;
+
+    // Through the route: the season under way lists those players.
+    let page = read(&app, "/v1/pools/main/seasons/2/leaderboard?limit=1000").await;
+    let mut listed: Vec<&str> = page["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["player"].as_str().expect("a player"))
+        .collect();
+    listed.sort_unstable();
+    let rows = app.state.storage.standings_between(POOL, start, None).await;
+    let rows = rows.expect("read");
+    let mut expected: Vec<&str> = rows.iter().map(|r| r.player.as_str()).collect();
+    expected.sort_unstable();
+    assert_eq!(listed, expected);
 }
