@@ -117,6 +117,26 @@ async fn column(client: &Client, table: &str, column: usize) -> Vec<String> {
     texts
 }
 
+/// Clicks the paging button `button` (`next` or `previous`) and waits until table `table`'s
+/// first row starts with `first`.
+async fn turn_page(client: &Client, button: &str, table: &str, first: &str) {
+    client
+        .find(Locator::Id(button))
+        .await
+        .unwrap_or_else(|e| panic!("a {button} button: {e}"))
+        .click()
+        .await
+        .unwrap_or_else(|e| panic!("click {button}: {e}"));
+    client
+        .wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::XPath(&format!(
+            "//table[@id='{table}']/tbody/tr[1]/td[1][text()='{first}']"
+        )))
+        .await
+        .unwrap_or_else(|e| panic!("{table}: a page starting at {first}: {e}"));
+}
+
 fn screenshot(dir: &Path, name: &str, png: &[u8]) {
     let path = dir.join(format!("dashboard-{name}.png"));
     std::fs::write(&path, png).expect("save the screenshot");
@@ -219,31 +239,8 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
         assert_eq!(counted, board["total"], "the histogram counts every player");
 
         // The second page and back.
-        let first_position = |position: &'static str| {
-            let client = &client;
-            async move {
-                client
-                    .wait()
-                    .at_most(PATIENCE)
-                    .for_element(Locator::XPath(&format!(
-                        "//table[@id='leaderboard']/tbody/tr[1]/td[1][text()='{position}']"
-                    )))
-                    .await
-                    .unwrap_or_else(|e| panic!("a page starting at {position}: {e}"));
-            }
-        };
-        let next = client
-            .find(Locator::Id("next"))
-            .await
-            .expect("a Next button");
-        next.click().await.expect("click Next");
-        first_position("21").await;
-        let previous = client
-            .find(Locator::Id("previous"))
-            .await
-            .expect("a Previous button");
-        previous.click().await.expect("click Previous");
-        first_position("1").await;
+        turn_page(&client, "next", "leaderboard", "21").await;
+        turn_page(&client, "previous", "leaderboard", "1").await;
 
         let search = client
             .find(Locator::Id("search"))
@@ -317,42 +314,14 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
         open(&client, &base, &format!("#/pools/{POOL}/rounds/field-0")).await;
         let field: Vec<String> = (0..FIELD).map(|k| format!("q{k:02}")).collect();
         assert_eq!(column(&client, "results", 2).await, field[..20]);
-        client
-            .find(Locator::Id("next"))
-            .await
-            .expect("a Next button")
-            .click()
-            .await
-            .expect("click Next");
-        client
-            .wait()
-            .at_most(PATIENCE)
-            .for_element(Locator::XPath(
-                "//table[@id='results']/tbody/tr[1]/td[1][text()='21']",
-            ))
-            .await
-            .expect("the second page of results");
+        turn_page(&client, "next", "results", "21").await;
         assert_eq!(column(&client, "results", 2).await, field[20..]);
         screenshot(
             &shots,
             "round-page-2",
             &client.screenshot().await.expect("png"),
         );
-        client
-            .find(Locator::Id("previous"))
-            .await
-            .expect("a Previous button")
-            .click()
-            .await
-            .expect("click Previous");
-        client
-            .wait()
-            .at_most(PATIENCE)
-            .for_element(Locator::XPath(
-                "//table[@id='results']/tbody/tr[1]/td[1][text()='1']",
-            ))
-            .await
-            .expect("the first page again");
+        turn_page(&client, "previous", "results", "1").await;
 
         client
             .set_window_size(390, 844)
