@@ -50,7 +50,8 @@ const UPKEEP: Duration = Duration::from_secs(5);
 ///
 /// A histogram keeps every sample recorded until upkeep folds them into its buckets; a scrape
 /// runs it, and so does a thread of the recorder's own every [`UPKEEP`]: without one, a service
-/// nobody scrapes would keep 8 bytes per request forever.
+/// nobody scrapes would keep each request's sample (a value and its `Instant`, 24 bytes)
+/// forever.
 pub fn handle() -> Option<&'static PrometheusHandle> {
     static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
     HANDLE

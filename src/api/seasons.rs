@@ -202,7 +202,7 @@ async fn season_leaderboard(
         .map(|start| start.seq);
     // A season still open holds what the snapshot holds: every player whose last round is
     // past its start, as they stand now. Read from memory, not from the history rows (a
-    // grouped read of all of them, 1.5-3 s on ctftime's 347,299 rows, BENCHMARKS.md), since
+    // grouped read of all of them, 1.5-3.5 s on ctftime's 347,299 rows, BENCHMARKS.md), since
     // its board is built again after every applied line.
     let open = before.is_none().then(|| Arc::clone(&snapshot));
     let through = open.as_ref().map_or(0, |snapshot| snapshot.last_seq());

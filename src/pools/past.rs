@@ -1,10 +1,9 @@
 //! Past leaderboards (a pool as of one of its rounds, a season's standings), each rebuilt from
 //! every player's latest history row up to some round (a query over the pool's history), or for
 //! a season still open from the snapshot's players, and an O(n log n) rebuild: far too much to
-//! repeat for every page a client reads. So each board is
-//! built once, by a task of its own that finishes even if the request that started it goes
-//! away, shared with every request that asks for it meanwhile, and kept afterwards while the
-//! boards kept hold few enough players. A fixed number of boards are built at once; beyond
+//! repeat for every page a client reads. So each board is built once, by a task of its own
+//! that finishes even if the request that started it goes away, shared with every request that
+//! asks for it meanwhile, and kept afterwards while the boards kept hold few enough players. A fixed number of boards are built at once; beyond
 //! that a request is refused at once rather than queued, so that no client can pile work on
 //! the database.
 //!
