@@ -22,7 +22,7 @@ use super::players::limit;
 use super::pool_of;
 use super::query::QueryParams;
 use crate::state::AppState;
-use crate::storage::{AppliedRecord, Storage};
+use crate::storage::{AppliedPage, Storage};
 
 /// Rounds per page when `limit` is not given.
 const DEFAULT_LIMIT: u32 = 100;
@@ -34,7 +34,7 @@ const PAGE_BYTES: u64 = 4 << 20;
 /// Rounds read from the database at a time while streaming.
 const STREAM_BATCH: u32 = 500;
 
-/// Bytes of round bodies read at a time while streaming (with one round more): bodies of the
+/// Bytes of round bodies read at a time while streaming (or one round, if larger): bodies of the
 /// largest rounds would otherwise make a batch gigabytes.
 const BATCH_BYTES: u64 = 1 << 20;
 
@@ -126,15 +126,13 @@ pub(super) async fn list_rounds(
             .insert(header::CONTENT_TYPE, HeaderValue::from_static(NDJSON));
         return Ok(response);
     }
-    // One row more than the page holds tells whether a later page exists.
-    let mut rows = state
+    let page = state
         .storage
-        .applied_rounds(pool.name(), after, limit + 1, PAGE_BYTES)
+        .applied_rounds(pool.name(), after, limit, PAGE_BYTES)
         .await?;
-    let fit = fitting(&rows, limit as usize, PAGE_BYTES);
-    let next_after = (rows.len() > fit).then(|| rows[fit - 1].seq);
-    rows.truncate(fit);
-    let rounds = rows
+    let next_after = page.rounds.last().filter(|_| page.more).map(|row| row.seq);
+    let rounds = page
+        .rounds
         .into_iter()
         .map(|row| {
             let round = RawValue::from_string(row.body).map_err(|error| {
@@ -150,20 +148,6 @@ pub(super) async fn list_rounds(
     Ok(Json(ExportResponse { rounds, next_after }).into_response())
 }
 
-/// How many of `rows` a page holds: at most `limit`, the first always, then each whose body
-/// ends within `bytes` of the page's start.
-fn fitting(rows: &[AppliedRecord], limit: usize, bytes: u64) -> usize {
-    let mut end = 0_u64;
-    rows.iter()
-        .take(limit)
-        .enumerate()
-        .take_while(|(i, row)| {
-            end += row.body.len() as u64;
-            *i == 0 || end <= bytes
-        })
-        .count()
-}
-
 /// Every applied round from `first` on, one per line, written into a pipe by a task that
 /// reads the database a batch at a time; the body reads the other end. A database error
 /// midway ends the body early (the client sees a truncated stream, and may resume with
@@ -172,20 +156,23 @@ fn fitting(rows: &[AppliedRecord], limit: usize, bytes: u64) -> usize {
 fn stream(
     storage: std::sync::Arc<dyn Storage>,
     pool: String,
-    first: Vec<AppliedRecord>,
+    first: AppliedPage,
     place: StreamPlace,
     closing: CancellationToken,
 ) -> Body {
     let (reader, mut writer) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
         let mut batch = first;
-        while let Some(last) = batch.last().map(|row| row.seq) {
-            for row in &batch {
+        while let Some(last) = batch.rounds.last().map(|row| row.seq) {
+            for row in &batch.rounds {
                 let line = format!("{}\n", row.body);
                 if send(&mut writer, &line, &closing).await.is_err() {
                     // The client went away, or the service is stopping.
                     return;
                 }
+            }
+            if !batch.more {
+                break;
             }
             match storage
                 .applied_rounds(&pool, last, STREAM_BATCH, BATCH_BYTES)
@@ -202,41 +189,4 @@ fn stream(
         drop(place);
     });
     Body::from_stream(ReaderStream::new(reader))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rows(lengths: &[usize], text: &str) -> Vec<AppliedRecord> {
-        lengths
-            .iter()
-            .enumerate()
-            .map(|(i, &length)| AppliedRecord {
-                seq: i as i64 + 1,
-                id: format!("r{i}"),
-                body: text.repeat(length),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_page_holds_its_first_round_then_what_ends_within_the_bound_and_the_limit() {
-        let ascii = |lengths: &[usize]| rows(lengths, "x");
-        assert_eq!(fitting(&ascii(&[]), 10, 100), 0);
-        assert_eq!(fitting(&ascii(&[500, 1]), 10, 100), 1, "the first always");
-        assert_eq!(
-            fitting(&ascii(&[40, 60, 1]), 10, 100),
-            2,
-            "ends at the bound"
-        );
-        assert_eq!(fitting(&ascii(&[40, 61, 1]), 10, 100), 1);
-        assert_eq!(fitting(&ascii(&[1, 1, 1, 1]), 3, 100), 3, "the limit");
-        assert_eq!(
-            fitting(&rows(&[25, 25], "é"), 10, 100),
-            2,
-            "bytes, as the database counts them"
-        );
-        assert_eq!(fitting(&rows(&[26, 25], "é"), 10, 100), 1);
-    }
 }

@@ -414,7 +414,7 @@ pub struct RoundResult {
 }
 
 /// An applied round as it was accepted ([`Storage::applied_rounds`]).
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppliedRecord {
     /// Its place in the pool's order.
     pub seq: i64,
@@ -422,6 +422,15 @@ pub struct AppliedRecord {
     pub id: String,
     /// Its canonical JSON body: one line of the JSON Lines round format.
     pub body: String,
+}
+
+/// Applied rounds, a bounded page of them ([`Storage::applied_rounds`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppliedPage {
+    /// The rounds, in the order they were applied.
+    pub rounds: Vec<AppliedRecord>,
+    /// Whether a round follows the last of them.
+    pub more: bool,
 }
 
 /// An applied round's place and id ([`Storage::applied_ids`]).
@@ -669,17 +678,16 @@ pub trait Storage: Send + Sync + 'static {
     async fn revoke_key(&self, name: &str, at: i64) -> Result<bool, Error>;
 
     /// Up to `limit` applied rounds of `pool` after seq `after`, in the order they were applied:
-    /// the first two always, then each whose predecessors' bodies in the answer add up to at
-    /// most `bytes`. So the answer holds one round past those that fit in `bytes` (the first
-    /// fits, whatever its size), when there is one: a caller keeping what fits learns that more
-    /// rounds follow.
+    /// the first always, whatever its size, then each whose body ends within `bytes` of the
+    /// first's start. [`AppliedPage::more`] tells whether a later round exists; its body is not
+    /// read.
     async fn applied_rounds(
         &self,
         pool: &str,
         after: i64,
         limit: u32,
         bytes: u64,
-    ) -> Result<Vec<AppliedRecord>, Error>;
+    ) -> Result<AppliedPage, Error>;
 
     /// The seqs and ids of up to `limit` applied rounds (and season starts) of `pool` after seq
     /// `after`, in the order they were applied: [`Storage::applied_rounds`] without the bodies.

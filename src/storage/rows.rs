@@ -7,8 +7,9 @@ use std::collections::{HashMap, VecDeque};
 use sha2::{Digest, Sha256};
 
 use super::{
-    Enqueued, EntryKind, Error, HistoryEntry, HistoryPage, LeagueRow, PoolInfo, PoolProgress,
-    RatedAsOf, RoundRecord, RoundResult, RoundStatus, SeasonRecord, StoredKey, StoredPlayer,
+    AppliedPage, AppliedRecord, Enqueued, EntryKind, Error, HistoryEntry, HistoryPage, LeagueRow,
+    PoolInfo, PoolProgress, RatedAsOf, RoundRecord, RoundResult, RoundStatus, SeasonRecord,
+    StoredKey, StoredPlayer,
 };
 use crate::config::Role;
 use crate::display::{Display, LeagueMove, Placement};
@@ -688,6 +689,31 @@ pub(super) fn history_page(mut entries: Vec<HistoryEntry>, limit: u32) -> Histor
 }
 
 /// A row of `sql::SELECT_KEYS`.
+/// A row of `SELECT_APPLIED_ROUNDS`: a round of the page, or (without its body) the round
+/// after the page.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct AppliedRow {
+    seq: i64,
+    id: String,
+    body: Option<String>,
+}
+
+/// The page that `rows` of `SELECT_APPLIED_ROUNDS` hold.
+pub(super) fn applied_page(rows: Vec<AppliedRow>) -> AppliedPage {
+    let more = rows.last().is_some_and(|row| row.body.is_none());
+    let rounds = rows
+        .into_iter()
+        .map_while(|row| {
+            Some(AppliedRecord {
+                seq: row.seq,
+                id: row.id,
+                body: row.body?,
+            })
+        })
+        .collect();
+    AppliedPage { rounds, more }
+}
+
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct KeyRow {
     name: String,

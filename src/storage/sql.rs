@@ -257,19 +257,22 @@ pub(super) const SELECT_RATINGS_AS_OF: &str = "
     ORDER BY h.player";
 
 /// Up to `$3` applied rounds and season starts of pool `$1` after seq `$2`, in order (the
-/// corrections' effects are in the rounds' bodies): the first two always, then each whose
-/// bodies before it in the answer add up to at most `$4` bytes. The sizes come from
-/// `octet_length`, which neither database needs the body itself for (Postgres reads a stored
-/// value's size from its header, SQLite from the row's), and only the rounds kept are read whole,
-/// by key, so a bound far under `$3` rounds reads no more than it answers.
+/// corrections' effects are in the rounds' bodies), with their bodies: the first always, then
+/// each whose body ends within `$4` bytes of the first's start. Then the next round, if any,
+/// with a NULL body, which tells the caller that more follow without reading it (it may be
+/// 32 MiB). The sizes come from `octet_length`, which neither database needs the body itself
+/// for (Postgres reads a stored value's size from its header, SQLite from the row's), and only
+/// the bodies answered are read whole, by key.
 pub(super) const SELECT_APPLIED_ROUNDS: &str = "
-    SELECT r.seq, r.id, r.body FROM (
-        SELECT seq,
+    SELECT q.seq, r.id,
+           CASE WHEN q.n <= $3 AND (q.n = 1 OR q.before + q.length <= $4) THEN r.body END AS body
+    FROM (
+        SELECT seq, octet_length(body) AS length,
                SUM(octet_length(body)) OVER (ORDER BY seq) - octet_length(body) AS before,
                ROW_NUMBER() OVER (ORDER BY seq) AS n
         FROM rounds
         WHERE pool = $1 AND status = 'applied' AND kind <> 'correction' AND seq > $2
-        ORDER BY seq LIMIT $3) q
+        ORDER BY seq LIMIT $3 + 1) q
     CROSS JOIN rounds r
     WHERE (q.before <= $4 OR q.n <= 2) AND r.pool = $1 AND r.seq = q.seq
     ORDER BY r.seq";

@@ -14,13 +14,13 @@ use sqlx::{
 use tracing::instrument;
 
 use super::rows::{
-    content_hash, decode_display, display_column, history_page, join_players, keeps_factors,
-    params_columns, repost_outcome, to_i64, to_u64, AsOfRow, FactorRow, HistoryRow, KeyRow,
-    LeagueHistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow, ResultRow,
-    RoundRow, SeasonRow,
+    applied_page, content_hash, decode_display, display_column, history_page, join_players,
+    keeps_factors, params_columns, repost_outcome, to_i64, to_u64, AppliedRow, AsOfRow, FactorRow,
+    HistoryRow, KeyRow, LeagueHistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow,
+    ProgressRow, ResultRow, RoundRow, SeasonRow,
 };
 use super::{
-    sql, AppliedId, AppliedRecord, AppliedRound, AppliedSince, AsOf, Enqueued, EnqueuedAll, Error,
+    sql, AppliedId, AppliedPage, AppliedRound, AppliedSince, AsOf, Enqueued, EnqueuedAll, Error,
     HistoryPage, LeagueHistory, LineOutcome, LoadedPool, NewEntry, PoolInfo, PoolProgress,
     PoolWrite, QueuedRound, RatedAsOf, Recomputed, RecomputedLine, Replicas, ResultsPage, Rewrite,
     RoundOutcome, RoundRecord, RoundStatus, SeasonRecord, Storage, StoredKey,
@@ -395,7 +395,7 @@ where
     for<'r> LeagueHistoryRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> KeyRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> SeasonRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
-    for<'r> AppliedRecord: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> AppliedRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> AppliedId: sqlx::FromRow<'r, <D::Db as Database>::Row>,
 {
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
@@ -891,14 +891,15 @@ where
         after: i64,
         limit: u32,
         bytes: u64,
-    ) -> Result<Vec<AppliedRecord>, Error> {
-        Ok(sqlx::query_as(sql::SELECT_APPLIED_ROUNDS)
+    ) -> Result<AppliedPage, Error> {
+        let rows = sqlx::query_as(sql::SELECT_APPLIED_ROUNDS)
             .bind(pool)
             .bind(after)
             .bind(i64::from(limit))
             .bind(i64::try_from(bytes).unwrap_or(i64::MAX))
             .fetch_all(&self.pool)
-            .await?)
+            .await?;
+        Ok(applied_page(rows))
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]

@@ -46,7 +46,8 @@ pub(super) async fn apply(
     let applied = storage
         .applied_rounds(pool.name(), 0, u32::MAX, u64::MAX)
         .await
-        .context("reading the applied rounds")?;
+        .context("reading the applied rounds")?
+        .rounds;
     let params = current.system().clone();
     let plan = tokio::task::spawn_blocking(move || {
         corrections::plan(applied, &correction.action, &params)

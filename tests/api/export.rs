@@ -116,4 +116,17 @@ async fn pages_end_by_size_and_a_round_larger_than_a_page_opens_one_alone(app: T
         [vec!["a1"], vec!["b2"], vec!["c3", "d4"]],
         "the round over 4 MiB goes alone, and paging goes on after it"
     );
+    // The stream reads 1 MiB of bodies at a time: here a1, then b2 alone, then c3 and d4.
+    let (status, _, text) = app
+        .get_text("/v1/pools/main/rounds", "application/x-ndjson")
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let streamed: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let round: Value = serde_json::from_str(line).expect("one round per line");
+            round["id"].as_str().expect("an id").to_owned()
+        })
+        .collect();
+    assert_eq!(streamed, ["a1", "b2", "c3", "d4"], "every batch streamed");
 }

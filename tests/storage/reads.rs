@@ -17,7 +17,7 @@ backend_tests!(
     unknown_rounds_and_players_read_as_nothing,
     queue_depth_counts_queued_rounds_of_every_pool,
     a_reachable_database_answers_the_ping,
-    applied_rounds_hold_one_round_past_those_that_fit_the_bound,
+    applied_rounds_hold_what_fits_the_bound_and_tell_whether_more_follow,
 );
 
 /// A deterministic stream of arbitrary finite doubles (every exponent, subnormals included).
@@ -465,48 +465,58 @@ async fn a_reachable_database_answers_the_ping(db: Db) {
     db.storage.ping().await.expect("ping");
 }
 
-async fn applied_rounds_hold_one_round_past_those_that_fit_the_bound(db: Db) {
+async fn applied_rounds_hold_what_fits_the_bound_and_tell_whether_more_follow(db: Db) {
     create_pool(&db).await;
     let mut population = population();
     let ids = ["r1", "r2", "r3", "r4"];
+    // Names of two bytes a letter: the bound counts bytes, as the bodies' lengths do.
     for id in ids {
-        enqueue_and_apply(&db, &mut population, id, &["ann", "bob"], None).await;
+        enqueue_and_apply(&db, &mut population, id, &["ánn", "bób"], None).await;
     }
-    let all = db
+    let page = db
         .storage
         .applied_rounds(POOL, 0, 10, u64::MAX)
         .await
         .expect("read");
+    assert!(!page.more, "nothing past the last round");
+    let all = page.rounds;
     let read: Vec<&str> = all.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(read, ids, "every round, in order");
     let each = all[0].body.len() as u64;
     assert!(all.iter().all(|r| r.body.len() as u64 == each));
+    assert!(each > all[0].body.chars().count() as u64);
     for (bytes, expected) in [
-        (0, 2),
-        (each - 1, 2),
-        (each, 2),
-        (2 * each - 1, 2),
-        (2 * each, 3),
-        (3 * each, 4),
+        (0, 1),
+        (each - 1, 1),
+        (each, 1),
+        (2 * each - 1, 1),
+        (2 * each, 2),
+        (3 * each, 3),
+        (4 * each, 4),
     ] {
-        let read = db
+        let page = db
             .storage
             .applied_rounds(POOL, 0, 10, bytes)
             .await
             .expect("read");
         assert_eq!(
-            read.len(),
-            expected,
-            "bodies of {each} bytes read up to {bytes}: the first two, then each round whose predecessors add up to at most that"
+            (page.rounds.as_slice(), page.more),
+            (&all[..expected], expected < all.len()),
+            "bodies of {each} bytes read up to {bytes}: the first, then each that ends within it"
         );
     }
-    let after = db
-        .storage
-        .applied_rounds(POOL, all[1].seq, 1, 0)
-        .await
-        .expect("read");
-    assert_eq!(after.len(), 1, "the limit holds too");
-    assert_eq!(after[0].id, "r3", "after the seq given");
+    for (limit, expected, more) in [(1, 1, true), (2, 2, false), (3, 2, false)] {
+        let page = db
+            .storage
+            .applied_rounds(POOL, all[1].seq, limit, u64::MAX)
+            .await
+            .expect("read");
+        assert_eq!(
+            (page.rounds.as_slice(), page.more),
+            (&all[2..2 + expected], more),
+            "at most {limit} after the seq given"
+        );
+    }
     let listed = db.storage.applied_ids(POOL, all[0].seq, 2).await;
     let listed: Vec<(i64, String)> = listed
         .expect("read")
