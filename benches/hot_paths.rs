@@ -2,7 +2,8 @@
 //! accepts (1,000 entrants or sides, ratings spread as in a real pool), and publishing a
 //! round's ratings into a pool of 1,000,000 players (the next snapshot shares all but the
 //! changed paths with the current one, so its cost grows with the round, not the pool), and
-//! matchmaking the largest waiting list the API accepts, one against one and five against five.
+//! matchmaking the largest waiting list the API accepts, one against one and five against five,
+//! and the board of a season still open, rebuilt after each round while someone reads it.
 
 use std::hint::black_box;
 use std::sync::atomic::AtomicBool;
@@ -19,7 +20,7 @@ use mmr_service::engine::{
     EloMmr, Params, Performance, PlayerState, RatingSystem, SystemParams, SystemState,
 };
 use mmr_service::pools::{LastRound, Played, PoolState};
-use mmr_service::storage::StoredPlayer;
+use mmr_service::storage::{RatedAsOf, StoredPlayer};
 
 /// Players in the pool that rounds are published into.
 const POOL_PLAYERS: usize = 1_000_000;
@@ -192,5 +193,53 @@ fn matchmaking(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, predictions, publishing, matchmaking);
+/// Players in the pool whose open season's board is built: ctftime's.
+const SEASON_PLAYERS: usize = 138_260;
+
+/// The board of a season still open over every player of a pool of ctftime's size, built and
+/// dropped: from the snapshot, and (as it was built before) from rows copied out of it.
+fn open_season(c: &mut Criterion) {
+    let params = Params::default();
+    let mut rng = Lcg(0x5ea5);
+    let stored: Vec<StoredPlayer> = (0..SEASON_PLAYERS)
+        .map(|i| StoredPlayer {
+            player: format!("team {i} of the season"),
+            state: spread_player(&params, &mut rng),
+            last_round_id: format!("round {}", i % 3_000),
+            last_round_time: None,
+            last_seq: 1 + (i % 3_000) as i64,
+            league: None,
+            bonus_spent: 0.0,
+            season_base: 0,
+        })
+        .collect();
+    let pool = PoolState::load(params.into(), Display::default(), stored, 1, 3_000)
+        .expect("valid parameters");
+    let mut group =
+        c.benchmark_group("the open season's board of 138,260 players, built and dropped");
+    group.sample_size(10);
+    group.bench_function("from rows copied out of the snapshot (before)", |b| {
+        b.iter(|| {
+            let rated = pool
+                .rated()
+                .map(|(player, state, last)| RatedAsOf {
+                    player: player.to_owned(),
+                    seq: last.seq,
+                    rating: state.rating(),
+                    rounds: state.rounds(),
+                    last_round_id: last.id.to_string(),
+                    last_round_time: last.time,
+                    league: None,
+                })
+                .collect();
+            pool.as_of(rated, &[]).players()
+        });
+    });
+    group.bench_function("from the snapshot", |b| {
+        b.iter(|| pool.season_board(black_box(0)).players());
+    });
+    group.finish();
+}
+
+criterion_group!(benches, predictions, publishing, matchmaking, open_season);
 criterion_main!(benches);

@@ -236,23 +236,32 @@ pub(super) async fn board_as_of(
     let name = pool.name().to_owned();
     let rated = async move {
         let seasons = super::seasons::resets_up_to(storage.as_ref(), &name, seq).await?;
-        Ok((storage.ratings_as_of(&name, seq).await?, seasons))
+        let rated = storage.ratings_as_of(&name, seq).await?;
+        Ok(PastPlayers::Rows(rated, seasons))
     };
     past_board(state, pool, pool.read(), PastKey::AsOf(seq), 0, rated).await
 }
 
+/// Whom a past board lists.
+pub(super) enum PastPlayers {
+    /// The players as history rows give them, and the season starts applied by then (by seq).
+    Rows(Vec<RatedAsOf>, Vec<(i64, SoftReset)>),
+    /// The snapshot's players whose last round came after this seq: a season still open.
+    Since(i64),
+}
+
 /// Past board `key` of `pool` (see [`crate::pools::past`]), taking in the lines through seq
 /// `through` if it is a season still open (0 otherwise): the one kept or being built, or else
-/// one built from what `rated` reads only then: the players, and the season starts applied by
-/// then (by seq). `current` is the pool's snapshot, taken by the caller before `rated` reads
-/// anything (a season still open reads its players from that very snapshot).
+/// one built of the players `rated` names only then. `current` is the pool's snapshot, taken
+/// by the caller before `rated` reads anything (a season still open takes its players from
+/// that very snapshot).
 pub(super) async fn past_board(
     state: &AppState,
     pool: &Pool,
     current: Arc<PoolState>,
     key: PastKey,
     through: i64,
-    rated: impl Future<Output = Result<(Vec<RatedAsOf>, Vec<(i64, SoftReset)>), Error>> + Send + 'static,
+    rated: impl Future<Output = Result<PastPlayers, Error>> + Send + 'static,
 ) -> Result<Arc<AsOfBoard>, Error> {
     // The snapshot is taken, and the corrections it holds counted, before the rows are read,
     // so that a board is never kept under a basis or display settings newer than its rows:
@@ -268,13 +277,16 @@ pub(super) async fn past_board(
     };
     let display = current.display().clone();
     let build = async move {
-        let (rated, seasons) = rated.await?;
-        tokio::task::spawn_blocking(move || current.as_of(rated, &seasons))
-            .await
-            .map_err(|error| {
-                tracing::error!(error = %error, "rebuilding a past leaderboard");
-                Error::Internal
-            })
+        let rated = rated.await?;
+        tokio::task::spawn_blocking(move || match rated {
+            PastPlayers::Rows(rated, seasons) => current.as_of(rated, &seasons),
+            PastPlayers::Since(after) => current.season_board(after),
+        })
+        .await
+        .map_err(|error| {
+            tracing::error!(error = %error, "rebuilding a past leaderboard");
+            Error::Internal
+        })
     };
     state
         .past_boards

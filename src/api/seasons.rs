@@ -16,7 +16,7 @@ use utoipa_axum::routes;
 use super::auth::{Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
-use super::leaderboard::{answer, past_board, LeaderboardQuery, LeaderboardResponse};
+use super::leaderboard::{answer, past_board, LeaderboardQuery, LeaderboardResponse, PastPlayers};
 use super::pool_of;
 use super::query::QueryParams;
 use super::rounds::{located, round_url, Queued};
@@ -204,21 +204,21 @@ async fn season_leaderboard(
     // past its start, as they stand now. Read from memory, not from the history rows (a
     // grouped read of all of them, 1.5-3.5 s on ctftime's 347,299 rows, BENCHMARKS.md), since
     // its board is built again after every applied line.
-    let open = before.is_none().then(|| Arc::clone(&snapshot));
-    let through = open.as_ref().map_or(0, |snapshot| snapshot.last_seq());
+    let through = if before.is_none() {
+        snapshot.last_seq()
+    } else {
+        0
+    };
     let storage = Arc::clone(&state.storage);
     let name = pool.name().to_owned();
     let rated = async move {
-        let rated = match open {
-            Some(snapshot) => tokio::task::spawn_blocking(move || snapshot.standings_since(after))
-                .await
-                .map_err(|error| {
-                    tracing::error!(error = %error, "reading a season's standings");
-                    Error::Internal
-                })?,
-            None => storage.standings_between(&name, after, before).await?,
-        };
-        Ok((rated, Vec::new()))
+        Ok(match before {
+            None => PastPlayers::Since(after),
+            Some(_) => PastPlayers::Rows(
+                storage.standings_between(&name, after, before).await?,
+                Vec::new(),
+            ),
+        })
     };
     let key = PastKey::Season { after, before };
     let board = past_board(&state, &pool, snapshot, key, through, rated).await?;

@@ -342,28 +342,59 @@ impl PoolState {
     /// not played since and took them out of their leagues. O(n log n).
     #[must_use]
     pub fn as_of(&self, rated: Vec<RatedAsOf>, seasons: &[(i64, SoftReset)]) -> AsOfBoard {
-        let mut spread = Spread::default();
-        let mut players = std::collections::HashMap::with_capacity(rated.len());
-        let mut standings = Vec::with_capacity(rated.len());
         let newcomer = self.newcomer.rating();
-        for mut r in rated {
+        self.board_of(rated.into_iter().map(|mut r| {
             for (_, reset) in seasons.iter().filter(|(seq, _)| *seq > r.seq) {
                 r.rating = reset.rating(r.rating, newcomer);
                 r.league = None;
             }
-            spread.add(r.rating.mu);
-            let player: Arc<str> = Arc::from(r.player);
-            let league = r.league.as_ref().and_then(|placement| {
-                let index = self.display.leagues.as_ref()?.index(&placement.league)?;
-                u16::try_from(index).ok()
-            });
-            standings.push((
-                Arc::clone(&player),
-                self.standing_of(r.rating, r.rounds, league),
-            ));
             let last_round = LastRound::new(Arc::from(r.last_round_id), r.last_round_time, r.seq);
-            players.insert(player, (r.rating, r.rounds, last_round, r.league));
-        }
+            (
+                Arc::from(r.player),
+                (r.rating, r.rounds, last_round, r.league),
+            )
+        }))
+    }
+
+    /// The standings of a season that started at seq `after` and is still open: every player
+    /// whose last round came after it, as they stand now. O(n log n), sharing the players'
+    /// ids and last rounds with this state rather than copying them (a board of a pool's
+    /// every player is rebuilt after each applied line while someone reads it).
+    #[must_use]
+    pub fn season_board(&self, after: i64) -> AsOfBoard {
+        self.board_of(
+            self.players
+                .iter()
+                .filter(|(_, rated)| rated.last_round.seq > after)
+                .map(|(id, rated)| {
+                    let then = (
+                        rated.state.rating(),
+                        rated.state.rounds(),
+                        rated.last_round.clone(),
+                        self.leagues.placement_of(id),
+                    );
+                    (Arc::clone(id), then)
+                }),
+        )
+    }
+
+    /// A board of `players`, shown with today's display settings.
+    fn board_of(&self, players: impl Iterator<Item = (Arc<str>, AsOfPlayer)>) -> AsOfBoard {
+        let mut spread = Spread::default();
+        let mut standings = Vec::with_capacity(players.size_hint().0);
+        let players: AsOfPlayers = players
+            .inspect(|(player, (rating, rounds, _, placement))| {
+                spread.add(rating.mu);
+                let league = placement.as_ref().and_then(|placement| {
+                    let index = self.display.leagues.as_ref()?.index(&placement.league)?;
+                    u16::try_from(index).ok()
+                });
+                standings.push((
+                    Arc::clone(player),
+                    self.standing_of(*rating, *rounds, league),
+                ));
+            })
+            .collect();
         AsOfBoard {
             leaderboard: Leaderboard::from_players(
                 self.display.conservative_k,
@@ -563,24 +594,6 @@ impl PoolState {
         self.leaderboard.position_of(order, filter, rating, id)
     }
 
-    /// Every player whose last round came after seq `after`, as they stand now: the standings
-    /// of a season that started at `after` and is still open. O(n).
-    #[must_use]
-    pub fn standings_since(&self, after: i64) -> Vec<RatedAsOf> {
-        self.rated()
-            .filter(|(_, _, last)| last.seq > after)
-            .map(|(player, state, last)| RatedAsOf {
-                player: player.to_owned(),
-                seq: last.seq,
-                rating: state.rating(),
-                rounds: state.rounds(),
-                last_round_id: last.id.to_string(),
-                last_round_time: last.time,
-                league: self.leagues.placement_of(player),
-            })
-            .collect()
-    }
-
     /// Every rated player's state and last round, by id.
     pub fn rated(&self) -> impl Iterator<Item = (&str, &SystemState, &LastRound)> {
         self.players
@@ -631,11 +644,42 @@ pub struct AsOfBoard {
     leaderboard: Leaderboard,
     display: Display,
     spread: Spread,
-    players: std::collections::HashMap<Arc<str>, AsOfPlayer>,
+    players: AsOfPlayers,
 }
+
+/// An [`AsOfBoard`]'s players by id. Hashed with foldhash: std's SipHash took a ninth of a
+/// board's build (`perf`, 138,260 players).
+type AsOfPlayers = std::collections::HashMap<Arc<str>, AsOfPlayer, foldhash::fast::RandomState>;
 
 /// A player in an [`AsOfBoard`]: rating, rounds, last round and league then.
 type AsOfPlayer = (engine::Rating, u64, LastRound, Option<Placement>);
+
+/// Players from which an [`AsOfBoard`] is freed on a blocking thread rather than where its
+/// last holder lets go of it.
+const FREED_APART: usize = 10_000;
+
+impl Drop for AsOfBoard {
+    /// A board's last holder is most often a runtime thread (a request answered from it, or
+    /// the list of kept boards replacing it under its lock), where freeing a board of a whole
+    /// pool would stall every request that thread serves: 80 ms at 138,260 players
+    /// (BENCHMARKS.md, "The open season's standings from the snapshot").
+    fn drop(&mut self) {
+        if self.players.len() < FREED_APART {
+            return;
+        }
+        free_apart((
+            std::mem::take(&mut self.players),
+            std::mem::take(&mut self.leaderboard),
+        ));
+    }
+}
+
+/// Drops `value` on the runtime's blocking pool when called on a runtime, here otherwise.
+fn free_apart<T: Send + 'static>(value: T) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn_blocking(move || drop(value));
+    }
+}
 
 impl AsOfBoard {
     /// How many players were rated then.
@@ -945,6 +989,22 @@ impl Pools {
 
 #[cfg(test)]
 mod tests {
+    #[tokio::test]
+    async fn what_is_freed_apart_is_freed_off_the_runtime_thread() {
+        struct Probe(Option<tokio::sync::oneshot::Sender<std::thread::ThreadId>>);
+        impl Drop for Probe {
+            fn drop(&mut self) {
+                if let Some(sender) = self.0.take() {
+                    let _ = sender.send(std::thread::current().id());
+                }
+            }
+        }
+        let (sender, freed_on) = tokio::sync::oneshot::channel();
+        super::free_apart(Probe(Some(sender)));
+        let freed_on = freed_on.await.expect("freed, not leaked");
+        assert_ne!(freed_on, std::thread::current().id());
+    }
+
     use super::*;
     use crate::engine::{Params, PlayerState};
 

@@ -5,6 +5,8 @@
 //! pool's export (season line included) giving what the service gives.
 
 use axum::http::{Method, StatusCode};
+use mmr_service::pools::leaderboard::{Filter, Order};
+use mmr_service::pools::AsOfBoard;
 use serde_json::{json, Value};
 
 use crate::leagues::{
@@ -392,9 +394,9 @@ async fn every_system_keeps_its_reset_states_through_a_restart(app: TestApp) {
     }
 }
 
-/// The open season's board is built from the snapshot (`PoolState::standings_since`), a
-/// closed one's from the history rows: both must say the same of the same lines, leagues,
-/// divisions, ladder points and a correction included.
+/// The open season's board is built from the snapshot (`PoolState::season_board`), a closed
+/// one's from the history rows: both must say the same of the same lines, leagues, divisions,
+/// ladder points and a correction included.
 async fn an_open_seasons_standings_in_memory_are_those_its_history_rows_give(app: TestApp) {
     app.create_pool(POOL).await;
     put_leagues(&app, POOL, ladder()).await;
@@ -414,18 +416,44 @@ async fn an_open_seasons_standings_in_memory_are_those_its_history_rows_give(app
         let app = &app;
         async move {
             let snapshot = app.state.pools.get(POOL).expect("loaded").read();
-            let mut from_memory = snapshot.standings_since(start);
-            let mut from_rows = app
+            let rows = app
                 .state
                 .storage
                 .standings_between(POOL, start, None)
                 .await
                 .expect("read");
-            from_memory.sort_by(|a, b| a.player.cmp(&b.player));
-            from_rows.sort_by(|a, b| a.player.cmp(&b.player));
-            assert!(from_rows.iter().all(|r| r.player != "z"), "{what}");
-            assert!(from_rows.len() >= 6, "{what}: players played this season");
-            assert_eq!(from_memory, from_rows, "{what}");
+            assert!(rows.iter().all(|r| r.player != "z"), "{what}");
+            assert!(rows.len() >= 6, "{what}: players played this season");
+            let players: Vec<String> = rows.iter().map(|r| r.player.clone()).collect();
+            let from_memory = snapshot.season_board(start);
+            let from_rows = snapshot.as_of(rows, &[]);
+            assert_eq!(from_memory.players(), from_rows.players(), "{what}");
+            for player in &players {
+                assert_eq!(
+                    from_memory.player(player),
+                    from_rows.player(player),
+                    "{what}: {player}"
+                );
+            }
+            let filters = [Filter::All, Filter::Established]
+                .into_iter()
+                .chain((0..5).map(Filter::League));
+            for filter in filters {
+                for order in [Order::Mu, Order::Conservative] {
+                    let listed = |board: &AsOfBoard| -> Vec<(f64, String)> {
+                        board
+                            .leaderboard()
+                            .page(order, filter, 0, usize::MAX)
+                            .map(|place| (place.key, place.player.to_string()))
+                            .collect()
+                    };
+                    assert_eq!(
+                        listed(&from_memory),
+                        listed(&from_rows),
+                        "{what}: {order:?}, {filter:?}"
+                    );
+                }
+            }
         }
     };
     compare("after the season's rounds").await;
