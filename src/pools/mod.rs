@@ -343,17 +343,23 @@ impl PoolState {
     #[must_use]
     pub fn as_of(&self, rated: Vec<RatedAsOf>, seasons: &[(i64, SoftReset)]) -> AsOfBoard {
         let newcomer = self.newcomer.rating();
-        self.board_of(rated.into_iter().map(|mut r| {
-            for (_, reset) in seasons.iter().filter(|(seq, _)| *seq > r.seq) {
-                r.rating = reset.rating(r.rating, newcomer);
-                r.league = None;
-            }
-            let last_round = LastRound::new(Arc::from(r.last_round_id), r.last_round_time, r.seq);
-            (
-                Arc::from(r.player),
-                (r.rating, r.rounds, last_round, r.league),
-            )
-        }))
+        self.board_of(
+            rated
+                .into_iter()
+                .map(|mut r| {
+                    for (_, reset) in seasons.iter().filter(|(seq, _)| *seq > r.seq) {
+                        r.rating = reset.rating(r.rating, newcomer);
+                        r.league = None;
+                    }
+                    let last_round =
+                        LastRound::new(Arc::from(r.last_round_id), r.last_round_time, r.seq);
+                    (
+                        Arc::from(r.player),
+                        (r.rating, r.rounds, last_round, r.league),
+                    )
+                })
+                .collect(),
+        )
     }
 
     /// The standings of a season that started at seq `after` and is still open: every player
@@ -374,27 +380,29 @@ impl PoolState {
                         self.leagues.placement_of(id),
                     );
                     (Arc::clone(id), then)
-                }),
+                })
+                .collect(),
         )
     }
 
     /// A board of `players`, shown with today's display settings.
-    fn board_of(&self, players: impl Iterator<Item = (Arc<str>, AsOfPlayer)>) -> AsOfBoard {
+    fn board_of(&self, players: Vec<(Arc<str>, AsOfPlayer)>) -> AsOfBoard {
         let mut spread = Spread::default();
-        let mut standings = Vec::with_capacity(players.size_hint().0);
-        let players: AsOfPlayers = players
-            .inspect(|(player, (rating, rounds, _, placement))| {
-                spread.add(rating.mu);
-                let league = placement.as_ref().and_then(|placement| {
-                    let index = self.display.leagues.as_ref()?.index(&placement.league)?;
-                    u16::try_from(index).ok()
-                });
-                standings.push((
-                    Arc::clone(player),
-                    self.standing_of(*rating, *rounds, league),
-                ));
-            })
-            .collect();
+        let mut standings = Vec::with_capacity(players.len());
+        let mut map = AsOfPlayers::with_capacity_and_hasher(players.len(), Default::default());
+        for (player, then) in players {
+            let (rating, rounds, _, placement) = &then;
+            spread.add(rating.mu);
+            let league = placement.as_ref().and_then(|placement| {
+                let index = self.display.leagues.as_ref()?.index(&placement.league)?;
+                u16::try_from(index).ok()
+            });
+            standings.push((
+                Arc::clone(&player),
+                self.standing_of(*rating, *rounds, league),
+            ));
+            map.insert(player, then);
+        }
         AsOfBoard {
             leaderboard: Leaderboard::from_players(
                 self.display.conservative_k,
@@ -403,7 +411,7 @@ impl PoolState {
             ),
             display: self.display.clone(),
             spread,
-            players,
+            players: map,
         }
     }
 
@@ -661,8 +669,9 @@ const FREED_APART: usize = 10_000;
 impl Drop for AsOfBoard {
     /// A board's last holder is most often a runtime thread (a request answered from it, or
     /// the list of kept boards replacing it under its lock), where freeing a board of a whole
-    /// pool would stall every request that thread serves: 80 ms at 138,260 players
-    /// (BENCHMARKS.md, "The open season's standings from the snapshot").
+    /// pool would stall every request that thread serves, for a time that grows with the pool:
+    /// 6-9 ms at 138,260 players whose ids the board shares with the snapshot, 78-84 ms when
+    /// it held copies (BENCHMARKS.md, "The open season's board: the snapshot's ids shared").
     fn drop(&mut self) {
         if self.players.len() < FREED_APART {
             return;
@@ -989,6 +998,9 @@ impl Pools {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::engine::{Params, PlayerState};
+
     #[tokio::test]
     async fn what_is_freed_apart_is_freed_off_the_runtime_thread() {
         struct Probe(Option<tokio::sync::oneshot::Sender<std::thread::ThreadId>>);
@@ -1000,13 +1012,10 @@ mod tests {
             }
         }
         let (sender, freed_on) = tokio::sync::oneshot::channel();
-        super::free_apart(Probe(Some(sender)));
+        free_apart(Probe(Some(sender)));
         let freed_on = freed_on.await.expect("freed, not leaked");
         assert_ne!(freed_on, std::thread::current().id());
     }
-
-    use super::*;
-    use crate::engine::{Params, PlayerState};
 
     fn last(id: &str, seq: i64) -> LastRound {
         LastRound::new(Arc::from(id), None, seq)

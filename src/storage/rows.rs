@@ -688,7 +688,6 @@ pub(super) fn history_page(mut entries: Vec<HistoryEntry>, limit: u32) -> Histor
     }
 }
 
-/// A row of `sql::SELECT_KEYS`.
 /// A row of `SELECT_APPLIED_ROUNDS`: a round of the page, or (without its body) the round
 /// after the page.
 #[derive(Debug, sqlx::FromRow)]
@@ -714,6 +713,7 @@ pub(super) fn applied_page(rows: Vec<AppliedRow>) -> AppliedPage {
     AppliedPage { rounds, more }
 }
 
+/// A row of `sql::SELECT_KEYS`.
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct KeyRow {
     name: String,

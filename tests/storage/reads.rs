@@ -469,7 +469,7 @@ async fn applied_rounds_hold_what_fits_the_bound_and_tell_whether_more_follow(db
     create_pool(&db).await;
     let mut population = population();
     let ids = ["r1", "r2", "r3", "r4"];
-    // Names of two bytes a letter: the bound counts bytes, as the bodies' lengths do.
+    // Names with a letter of two bytes: the bound counts bytes, as the bodies' lengths do.
     for id in ids {
         enqueue_and_apply(&db, &mut population, id, &["ánn", "bób"], None).await;
     }
