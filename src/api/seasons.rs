@@ -204,11 +204,7 @@ async fn season_leaderboard(
     // past its start, as they stand now. Read from memory, not from the history rows (a
     // grouped read of all of them, 1.5-3.5 s on ctftime's 347,299 rows, BENCHMARKS.md), since
     // its board is built again after every applied line.
-    let through = if before.is_none() {
-        snapshot.last_seq()
-    } else {
-        0
-    };
+    let through = before.map_or(snapshot.last_seq(), |_| 0);
     let storage = Arc::clone(&state.storage);
     let name = pool.name().to_owned();
     let rated = async move {

@@ -3,9 +3,9 @@
 //! a season still open from the snapshot's players, and an O(n log n) rebuild: far too much to
 //! repeat for every page a client reads. So each board is built once, by a task of its own
 //! that finishes even if the request that started it goes away, shared with every request that
-//! asks for it meanwhile, and kept afterwards while the boards kept hold few enough players. A fixed number of boards are built at once; beyond
-//! that a request is refused at once rather than queued, so that no client can pile work on
-//! the database.
+//! asks for it meanwhile, and kept afterwards while the boards kept hold few enough players. A
+//! fixed number of boards are built at once; beyond that a request is refused at once rather
+//! than queued, so that no client can pile work on the database.
 //!
 //! A board is what the history rows and the pool's display settings made it. The rows up to a
 //! round change only when a correction rewrites the pool, so a board is looked up by its
