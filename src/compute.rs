@@ -3,12 +3,15 @@
 //! budget on the work running at once and a cancel flag that stops the work when the request
 //! goes away (its client disconnects or its timeout fires). Each computation declares its
 //! cost in the caller's units (entrants, for predictions), so many small requests run side
-//! by side while a few large ones fill the budget. Knows nothing of HTTP.
+//! by side while a few large ones fill the budget; one client may hold only a share of it, so
+//! that no one client keeps every other one refused. Knows nothing of HTTP.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::{oneshot, Semaphore};
+
+use crate::rate_limit::{Client, Shares};
 
 /// Why a computation did not run to the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -16,6 +19,9 @@ pub enum Refused {
     /// The computations running already use the budget up.
     #[error("too many computations are running")]
     Overloaded,
+    /// The client's own computations running already use up its share of the budget.
+    #[error("this client's computations use up its share")]
+    OverShare,
     /// The computation panicked (the cause is logged).
     #[error("the computation panicked")]
     Panicked,
@@ -27,6 +33,7 @@ pub struct Compute {
     threads: rayon::ThreadPool,
     permits: Arc<Semaphore>,
     budget: u32,
+    shares: Arc<Shares>,
 }
 
 /// Sets the cancel flag when the request's future is dropped before the work is done.
@@ -40,8 +47,8 @@ impl Drop for CancelOnDrop {
 
 impl Compute {
     /// A pool of `threads` threads (0: one per core) running computations whose costs add up
-    /// to at most `budget`.
-    pub fn new(threads: usize, budget: u32) -> anyhow::Result<Self> {
+    /// to at most `budget`, those of one client to at most `client_share`.
+    pub fn new(threads: usize, budget: u32, client_share: u32) -> anyhow::Result<Self> {
         let threads = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("compute-{i}"))
@@ -50,15 +57,18 @@ impl Compute {
             threads,
             permits: Arc::new(Semaphore::new(budget as usize)),
             budget,
+            shares: Arc::new(Shares::new(client_share as usize)),
         })
     }
 
-    /// Runs `work`, which costs `cost` (1 at least, the whole budget at most), on the pool
-    /// and waits for its result; refused at once when the budget is used up. `work` is handed
+    /// Runs `work` for `client` (none: a caller in process, counted in no share), which costs
+    /// `cost` (1 at least, the whole budget at most), on the pool and waits for its result;
+    /// refused at once when the budget, or the client's share of it, is used up. `work` is handed
     /// a flag that is set once nobody waits for the result any more; it should poll it and
     /// stop early. The computation keeps its share of the budget until it has stopped.
     pub async fn run<T: Send + 'static>(
         &self,
+        client: Option<&Client>,
         cost: usize,
         work: impl FnOnce(&AtomicBool) -> T + Send + 'static,
     ) -> Result<T, Refused> {
@@ -67,6 +77,14 @@ impl Compute {
             .unwrap_or(u32::MAX)
             .min(self.budget)
             .max(1);
+        let share = match client {
+            Some(client) => Some(
+                self.shares
+                    .take(client, cost as usize)
+                    .ok_or(Refused::OverShare)?,
+            ),
+            None => None,
+        };
         let permit = Arc::clone(&self.permits)
             .try_acquire_many_owned(cost)
             .map_err(|_| Refused::Overloaded)?;
@@ -80,7 +98,7 @@ impl Compute {
             if outcome.is_err() {
                 tracing::error!("a computation panicked");
             }
-            drop(permit);
+            drop((permit, share));
             // The receiver is gone when the request was dropped: nobody wants the result.
             let _ = send.send(outcome.map_err(|_| Refused::Panicked));
         });
@@ -96,14 +114,14 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn work_beyond_the_bound_is_refused_and_a_dropped_request_cancels_its_work() {
-        let compute = Arc::new(Compute::new(1, 1).expect("a pool"));
+        let compute = Arc::new(Compute::new(1, 1, 1).expect("a pool"));
         let (started, started_rx) = std::sync::mpsc::channel();
         let (stopped, stopped_rx) = std::sync::mpsc::channel();
         let running = {
             let compute = Arc::clone(&compute);
             tokio::spawn(async move {
                 compute
-                    .run(1, move |cancel| {
+                    .run(None, 1, move |cancel| {
                         let _ = started.send(());
                         while !cancel.load(Ordering::Relaxed) {
                             std::thread::sleep(Duration::from_millis(1));
@@ -116,14 +134,14 @@ mod tests {
         started_rx
             .recv_timeout(Duration::from_secs(10))
             .expect("the work started");
-        assert_eq!(compute.run(1, |_| ()).await, Err(Refused::Overloaded));
+        assert_eq!(compute.run(None, 1, |_| ()).await, Err(Refused::Overloaded));
         running.abort();
         stopped_rx
             .recv_timeout(Duration::from_secs(10))
             .expect("dropping the request cancelled the work");
         let mut answer = Err(Refused::Overloaded);
         for _ in 0..1000 {
-            answer = compute.run(1, |_| 7).await;
+            answer = compute.run(None, 1, |_| 7).await;
             if answer.is_ok() {
                 break;
             }
@@ -134,14 +152,14 @@ mod tests {
 
     #[tokio::test]
     async fn small_computations_share_the_budget_a_large_one_fills() {
-        let compute = Arc::new(Compute::new(2, 10).expect("a pool"));
+        let compute = Arc::new(Compute::new(2, 10, 10).expect("a pool"));
         let (release, hold) = tokio::sync::oneshot::channel::<()>();
         let hold = std::sync::Mutex::new(Some(hold));
         let busy = {
             let compute = Arc::clone(&compute);
             tokio::spawn(async move {
                 compute
-                    .run(8, move |_| {
+                    .run(None, 8, move |_| {
                         let hold = hold.lock().expect("not poisoned").take();
                         if let Some(hold) = hold {
                             let _ = hold.blocking_recv();
@@ -151,19 +169,65 @@ mod tests {
             })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
-        assert_eq!(compute.run(3, |_| ()).await, Err(Refused::Overloaded));
-        assert_eq!(compute.run(2, |_| 5).await, Ok(5), "2 of the 10 are free");
+        assert_eq!(compute.run(None, 3, |_| ()).await, Err(Refused::Overloaded));
+        assert_eq!(
+            compute.run(None, 2, |_| 5).await,
+            Ok(5),
+            "2 of the 10 are free"
+        );
         let _ = release.send(());
         assert_eq!(busy.await.expect("joined"), Ok(()));
     }
 
     #[tokio::test]
     async fn a_panicking_computation_is_reported_and_frees_its_place() {
-        let compute = Compute::new(1, 1).expect("a pool");
+        let compute = Compute::new(1, 1, 1).expect("a pool");
         assert_eq!(
-            compute.run(1, |_| -> u8 { panic!("boom") }).await,
+            compute.run(None, 1, |_| -> u8 { panic!("boom") }).await,
             Err(Refused::Panicked)
         );
-        assert_eq!(compute.run(1, |_| 1).await, Ok(1));
+        assert_eq!(compute.run(None, 1, |_| 1).await, Ok(1));
+    }
+
+    #[tokio::test]
+    async fn one_client_holds_at_most_its_share_and_others_keep_their_room() {
+        let compute = Arc::new(Compute::new(2, 10, 5).expect("a pool"));
+        let greedy = Client::Key("greedy".to_owned());
+        let other = Client::Key("other".to_owned());
+        let (release, hold) = tokio::sync::oneshot::channel::<()>();
+        let hold = std::sync::Mutex::new(Some(hold));
+        let busy = {
+            let (compute, greedy) = (Arc::clone(&compute), greedy.clone());
+            tokio::spawn(async move {
+                compute
+                    .run(Some(&greedy), 4, move |_| {
+                        let hold = hold.lock().expect("not poisoned").take();
+                        if let Some(hold) = hold {
+                            let _ = hold.blocking_recv();
+                        }
+                    })
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(
+            compute.run(Some(&greedy), 2, |_| ()).await,
+            Err(Refused::OverShare),
+            "4 + 2 is more than a share of 5"
+        );
+        assert_eq!(compute.run(Some(&greedy), 1, |_| 1).await, Ok(1));
+        assert_eq!(compute.run(Some(&other), 5, |_| 2).await, Ok(2));
+        assert_eq!(
+            compute.run(Some(&other), 7, |_| ()).await,
+            Err(Refused::OverShare),
+            "no client gets more than its share at once"
+        );
+        let _ = release.send(());
+        assert_eq!(busy.await.expect("joined"), Ok(()));
+        assert_eq!(
+            compute.run(Some(&greedy), 5, |_| 3).await,
+            Ok(3),
+            "a finished computation gives its share back"
+        );
     }
 }

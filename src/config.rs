@@ -72,6 +72,23 @@ pub struct ServerSettings {
     pub max_concurrent_past_boards: usize,
     /// How many players the past leaderboards kept after their build may hold together.
     pub past_boards_kept_players: usize,
+    /// What one client (a key, or an anonymous address) may hold at once of the computations'
+    /// budget and of the past leaderboards being built, in percent (rounded up to whole
+    /// largest computations and whole boards, at least one of each); 100 lets one client take
+    /// all.
+    pub client_share_percent: usize,
+}
+
+impl ServerSettings {
+    /// What one client may hold of `whole` largest computations or boards (see
+    /// `client_share_percent`).
+    #[must_use]
+    pub fn client_share(&self, whole: usize) -> usize {
+        whole
+            .saturating_mul(self.client_share_percent)
+            .div_ceil(100)
+            .max(1)
+    }
 }
 
 /// `[database]`.
@@ -577,6 +594,10 @@ impl Settings {
         anyhow::ensure!(
             self.server.max_concurrent_past_boards > 0,
             "server.max_concurrent_past_boards must be > 0"
+        );
+        anyhow::ensure!(
+            (1..=100).contains(&self.server.client_share_percent),
+            "server.client_share_percent must be between 1 and 100"
         );
         let limits = &self.rate_limit;
         for (name, rate, burst) in [

@@ -3,9 +3,10 @@
 //! reads need no key, for reads. A request over its budget learns how long to wait. Knows
 //! nothing of HTTP: `api::auth` asks here once it knows who the client is.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use governor::clock::Clock;
@@ -56,61 +57,66 @@ impl Client {
     }
 }
 
-/// The change feeds each client keeps open, so that no one client (an anonymous address that
-/// opens feeds and never reads them, say) can take every feed the service allows.
+/// What each client holds of something the service has a bound on (open change feeds,
+/// computations, past boards being built), so that no one client (an anonymous address that
+/// opens feeds and never reads them, or that keeps asking for the most expensive answers) can
+/// take all of it and leave the others refused.
 #[derive(Debug)]
-pub struct FeedSlots {
+pub struct Shares {
     per_client: usize,
-    open: Mutex<std::collections::HashMap<Client, usize>>,
+    held: Mutex<HashMap<Client, usize>>,
 }
 
-/// One open feed of one client: given back when dropped.
+/// What one client holds: given back when dropped.
 #[derive(Debug)]
-pub struct FeedSlot {
-    slots: std::sync::Arc<FeedSlots>,
+pub struct Share {
+    shares: Arc<Shares>,
     client: Client,
+    amount: usize,
 }
 
-impl FeedSlots {
-    /// At most `per_client` feeds per client.
+impl Shares {
+    /// At most `per_client` for each client.
     #[must_use]
     pub fn new(per_client: usize) -> Self {
         Self {
             per_client,
-            open: Mutex::new(std::collections::HashMap::new()),
+            held: Mutex::new(HashMap::new()),
         }
     }
 
-    /// A slot for one more feed of `client`, unless they have `per_client` open.
+    /// `amount` more for `client`, unless that would take them beyond `per_client`.
     #[must_use]
-    pub fn take(self: &std::sync::Arc<Self>, client: &Client) -> Option<FeedSlot> {
-        let mut open = self
-            .open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let count = open.entry(client.clone()).or_default();
-        if *count >= self.per_client {
+    pub fn take(self: &Arc<Self>, client: &Client, amount: usize) -> Option<Share> {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = held.entry(client.clone()).or_default();
+        let after = count.saturating_add(amount);
+        if after > self.per_client {
+            if *count == 0 {
+                held.remove(client);
+            }
             return None;
         }
-        *count += 1;
-        Some(FeedSlot {
-            slots: std::sync::Arc::clone(self),
+        *count = after;
+        Some(Share {
+            shares: Arc::clone(self),
             client: client.clone(),
+            amount,
         })
     }
 }
 
-impl Drop for FeedSlot {
+impl Drop for Share {
     fn drop(&mut self) {
-        let mut open = self
-            .slots
-            .open
+        let mut held = self
+            .shares
+            .held
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(count) = open.get_mut(&self.client) {
-            *count -= 1;
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = held.get_mut(&self.client) {
+            *count -= self.amount;
             if *count == 0 {
-                open.remove(&self.client);
+                held.remove(&self.client);
             }
         }
     }
@@ -252,5 +258,26 @@ mod tests {
             Client::address(ip("192.0.2.7")),
             Client::Address(ip("192.0.2.7"))
         );
+    }
+
+    #[test]
+    fn a_client_holds_at_most_its_share_and_gets_back_what_it_drops() {
+        let shares = Arc::new(Shares::new(10));
+        let one = Client::Key("one".to_owned());
+        let two = Client::Key("two".to_owned());
+        let six = shares.take(&one, 6).expect("6 of 10");
+        assert!(shares.take(&one, 5).is_none(), "11 of 10");
+        let four = shares.take(&one, 4).expect("10 of 10");
+        assert!(shares.take(&one, 1).is_none(), "the share is used up");
+        assert!(
+            shares.take(&two, 10).is_some(),
+            "another client's share is its own"
+        );
+        assert!(shares.take(&two, 11).is_none(), "more than a share at once");
+        drop(six);
+        let again = shares.take(&one, 6).expect("what was dropped is back");
+        drop((again, four));
+        let held = shares.held.lock().expect("not poisoned");
+        assert!(held.is_empty(), "clients holding nothing are forgotten");
     }
 }

@@ -70,7 +70,7 @@ pub struct AppState {
     /// Open change feeds: each holds a permit while it runs ([`MAX_FEEDS`] in all).
     pub feeds: Arc<tokio::sync::Semaphore>,
     /// Open change feeds per client ([`MAX_FEEDS_PER_CLIENT`] each).
-    pub feed_slots: Arc<crate::rate_limit::FeedSlots>,
+    pub feed_shares: Arc<crate::rate_limit::Shares>,
     /// Cancelled as soon as the service is asked to stop, before requests drain: endless
     /// answers (the change feeds) end on it, or they would hold the drain open.
     closing: CancellationToken,
@@ -134,14 +134,21 @@ impl AppState {
         // Recording starts with the first service of the process, not at the first scrape.
         crate::instruments::handle();
         // The budget is counted in entrants: this many of the largest requests at once.
-        let budget = settings
-            .server
-            .max_concurrent_computations
-            .saturating_mul(crate::api::predictions::MAX_ENTRANTS);
+        let server = &settings.server;
+        let entrants = |largest: usize| {
+            let entrants = largest.saturating_mul(crate::api::predictions::MAX_ENTRANTS);
+            u32::try_from(entrants).unwrap_or(u32::MAX)
+        };
         let compute = Compute::new(
-            settings.server.compute_threads,
-            u32::try_from(budget).unwrap_or(u32::MAX),
+            server.compute_threads,
+            entrants(server.max_concurrent_computations),
+            entrants(server.client_share(server.max_concurrent_computations)),
         )?;
+        let past_boards = PastBoards::new(
+            server.max_concurrent_past_boards,
+            server.client_share(server.max_concurrent_past_boards),
+            server.past_boards_kept_players,
+        );
         let replica_id = if settings.replicas.id.is_empty() {
             Arc::from(ownership::random_id())
         } else {
@@ -152,10 +159,7 @@ impl AppState {
             pools: Arc::new(Pools::default()),
             rate_limits: Arc::new(RateLimits::new(&settings.rate_limit)),
             compute: Arc::new(compute),
-            past_boards: Arc::new(PastBoards::new(
-                settings.server.max_concurrent_past_boards,
-                settings.server.past_boards_kept_players,
-            )),
+            past_boards: Arc::new(past_boards),
             keys: Arc::new(ArcSwap::from_pointee(Vec::new())),
             keys_turn: Arc::default(),
             loading: Arc::default(),
@@ -168,7 +172,7 @@ impl AppState {
             shutdown: CancellationToken::new(),
             closing: CancellationToken::new(),
             feeds: Arc::new(tokio::sync::Semaphore::new(MAX_FEEDS)),
-            feed_slots: Arc::new(crate::rate_limit::FeedSlots::new(MAX_FEEDS_PER_CLIENT)),
+            feed_shares: Arc::new(crate::rate_limit::Shares::new(MAX_FEEDS_PER_CLIENT)),
         })
     }
 

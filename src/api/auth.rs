@@ -2,7 +2,8 @@
 //! configured keys and of those kept in the database (`/v1/keys`). The presented key is hashed
 //! and compared with every known hash in constant time (`subtle::ConstantTimeEq`), so neither
 //! a wrong key nor a near miss answers faster. A key never reaches a log: only its name does. An authorized request then draws
-//! on its client's budget (`rate_limit`): the key's, or for an anonymous read its address's.
+//! on its client's budget (`rate_limit`): the key's, or for an anonymous read its address's;
+//! that client is left in the request's extensions for the extractors of its body.
 
 use std::marker::PhantomData;
 use std::net::SocketAddr;
@@ -119,6 +120,7 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
                 .map(|ConnectInfo(peer)| Client::address(peer.ip()));
             if let Some(client) = &client {
                 draw(state, budget, client)?;
+                parts.extensions.insert(client.clone());
             }
             return Ok(Self {
                 client,
@@ -142,6 +144,7 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
         let client = Client::Key(name.to_owned());
         drop(stored);
         draw(state, budget, &client)?;
+        parts.extensions.insert(client.clone());
         Ok(Self {
             client: Some(client),
             role: PhantomData,

@@ -310,6 +310,9 @@ impl From<Refused> for Error {
     fn from(refused: Refused) -> Self {
         match refused {
             Refused::Overloaded => Self::Overloaded,
+            Refused::OverShare => Self::RateLimited {
+                retry_after_secs: RETRY_AFTER_SECS,
+            },
             // The panic itself was logged where it was caught.
             Refused::Panicked => Self::Internal,
         }

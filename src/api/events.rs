@@ -28,7 +28,7 @@ use super::error::{Error, ErrorResponse};
 use super::pool_of;
 use super::query::QueryParams;
 use super::rounds::{RoundResponse, DEFAULT_RESULTS};
-use crate::rate_limit::FeedSlot;
+use crate::rate_limit::Share;
 use crate::state::AppState;
 use crate::storage::ResultsPage;
 
@@ -133,7 +133,7 @@ async fn events(
 /// beyond) and of [`crate::state::MAX_FEEDS_PER_CLIENT`] per client (429 beyond).
 pub(super) struct StreamPlace {
     _permit: OwnedSemaphorePermit,
-    _slot: Option<FeedSlot>,
+    _share: Option<Share>,
 }
 
 /// Takes a [`StreamPlace`] for the client of `auth`.
@@ -141,10 +141,15 @@ pub(super) fn stream_place(
     state: &AppState,
     auth: &Authorized<Read>,
 ) -> Result<StreamPlace, Error> {
-    let slot = match auth.client() {
-        Some(client) => Some(state.feed_slots.take(client).ok_or(Error::RateLimited {
-            retry_after_secs: KEEP_ALIVE.as_secs(),
-        })?),
+    let share = match auth.client() {
+        Some(client) => Some(
+            state
+                .feed_shares
+                .take(client, 1)
+                .ok_or(Error::RateLimited {
+                    retry_after_secs: KEEP_ALIVE.as_secs(),
+                })?,
+        ),
         None => None,
     };
     let permit = Arc::clone(&state.feeds)
@@ -152,7 +157,7 @@ pub(super) fn stream_place(
         .map_err(|_| Error::Overloaded)?;
     Ok(StreamPlace {
         _permit: permit,
-        _slot: slot,
+        _share: share,
     })
 }
 

@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 
 use super::error::Error;
 use super::predictions::MAX_ENTRANTS;
+use crate::rate_limit::Client;
 use crate::state::AppState;
 
 /// The largest body a compute route (predictions, match quality, matchmaking) takes: its
@@ -40,7 +41,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 /// A compute route's body read as JSON into `T` on the compute pool ([`crate::compute`]),
 /// within its budget (503 `overloaded` beyond): a body of [`COMPUTE_BODY_LIMIT`] costs as
 /// much as one computation of [`MAX_ENTRANTS`] entrants, so bodies parsed at once cannot take
-/// the async runtime's threads from every other request.
+/// the async runtime's threads from every other request. It counts in the share of the client
+/// that the route's [`super::auth::Authorized`] (an extractor of the request's head, so run
+/// before this one) found.
 #[derive(Debug)]
 pub struct ComputeJson<T>(pub T);
 
@@ -57,11 +60,12 @@ impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for ComputeJson
         if declared.is_some_and(|length| length > COMPUTE_BODY_LIMIT) {
             return Err(Error::PayloadTooLarge);
         }
+        let client = request.extensions().get::<Client>().cloned();
         let bytes = json_bytes(request, state).await?;
         let cost = bytes.len() * MAX_ENTRANTS / COMPUTE_BODY_LIMIT;
         state
             .compute
-            .run(cost, move |_| parse(&bytes))
+            .run(client.as_ref(), cost, move |_| parse(&bytes))
             .await?
             .map(Self)
     }

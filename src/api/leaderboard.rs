@@ -16,7 +16,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::auth::{Authorized, Read};
-use super::error::{Error, ErrorResponse};
+use super::error::{Error, ErrorResponse, RETRY_AFTER_SECS};
 use super::players::limit;
 use super::pool_of;
 use super::query::QueryParams;
@@ -25,6 +25,7 @@ use crate::engine::{Beliefs, Rating, SoftReset};
 use crate::pools::leaderboard::{Filter, Leaderboard, Order, Place};
 use crate::pools::past::{Basis, PastError, PastKey};
 use crate::pools::{AsOfBoard, Pool, PoolState, Shown};
+use crate::rate_limit::Client;
 use crate::state::AppState;
 use crate::storage::{AsOf, RatedAsOf};
 
@@ -112,14 +113,14 @@ pub struct LeaderboardResponse {
         (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn list_leaderboard(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
     QueryParams(query): QueryParams<LeaderboardQuery>,
 ) -> Result<Json<LeaderboardResponse>, Error> {
     let pool = pool_of(&state, &pool).await?;
     let past = match &query.as_of {
-        Some(round) => Some(board_as_of(&state, &pool, round).await?),
+        Some(round) => Some(board_as_of(&state, auth.client(), &pool, round).await?),
         None => None,
     };
     answer(&pool.read(), past.as_deref(), &query).map(Json)
@@ -207,10 +208,11 @@ type Standing = (Rating, Shown, Option<Placement>);
 /// A player's [`Standing`] on the leaderboard being paged.
 type Lookup<'a> = Box<dyn Fn(&str) -> Option<Standing> + Send + 'a>;
 
-/// The pool as it stood right after its round `round`: 404 if there is no such round, 400
-/// naming `as_of` if it was not applied.
+/// The pool as it stood right after its round `round`, built for `client` if no one has built
+/// it yet: 404 if there is no such round, 400 naming `as_of` if it was not applied.
 pub(super) async fn board_as_of(
     state: &AppState,
+    client: Option<&Client>,
     pool: &Pool,
     round: &str,
 ) -> Result<Arc<AsOfBoard>, Error> {
@@ -239,7 +241,8 @@ pub(super) async fn board_as_of(
         let rated = storage.ratings_as_of(&name, seq).await?;
         Ok(PastPlayers::Rows(rated, seasons))
     };
-    past_board(state, pool, pool.read(), PastKey::AsOf(seq), 0, rated).await
+    let key = PastKey::AsOf(seq);
+    past_board(state, client, pool, pool.read(), key, 0, rated).await
 }
 
 /// Whom a past board lists.
@@ -252,11 +255,12 @@ pub(super) enum PastPlayers {
 
 /// Past board `key` of `pool` (see [`crate::pools::past`]), taking in the lines through seq
 /// `through` if it is a season still open (0 otherwise): the one kept or being built, or else
-/// one built of the players `rated` names only then. `current` is the pool's snapshot, taken
-/// by the caller before `rated` reads anything (a season still open takes its players from
-/// that very snapshot).
+/// one built for `client` of the players `rated` names only then. `current` is the pool's
+/// snapshot, taken by the caller before `rated` reads anything (a season still open takes its
+/// players from that very snapshot).
 pub(super) async fn past_board(
     state: &AppState,
+    client: Option<&Client>,
     pool: &Pool,
     current: Arc<PoolState>,
     key: PastKey,
@@ -290,10 +294,13 @@ pub(super) async fn past_board(
     };
     state
         .past_boards
-        .get(pool.name(), key, basis, &display, build)
+        .get(client, pool.name(), key, basis, &display, build)
         .await
         .map_err(|error| match error {
             PastError::Overloaded => Error::Overloaded,
+            PastError::OverShare => Error::RateLimited {
+                retry_after_secs: RETRY_AFTER_SECS,
+            },
             PastError::Failed(error) => error,
             PastError::Panicked => Error::Internal,
         })

@@ -254,7 +254,7 @@ fn validate(request: &MatchmakingRequest) -> Result<Relaxation, Error> {
         (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn create_matchmaking(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
     ComputeJson(request): ComputeJson<MatchmakingRequest>,
@@ -266,7 +266,7 @@ async fn create_matchmaking(
     let waited: Vec<f64> = request.waiting.iter().map(|w| w.waited).collect();
     let outcome = state
         .compute
-        .run(ids.len().min(MAX_ENTRANTS), move |cancel| {
+        .run(auth.client(), ids.len().min(MAX_ENTRANTS), move |cancel| {
             let system = snapshot.system();
             let players = ids
                 .iter()
@@ -374,7 +374,7 @@ pub struct OpponentsResponse {
         (status = 404, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn list_opponents(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path((pool, player)): Path<(String, String)>,
     QueryParams(query): QueryParams<OpponentsQuery>,
@@ -392,7 +392,9 @@ async fn list_opponents(
     let asked = player.clone();
     let outcome = state
         .compute
-        .run(cost, move |_| opponents(&snapshot, asked, limit, days))
+        .run(auth.client(), cost, move |_| {
+            opponents(&snapshot, asked, limit, days)
+        })
         .await;
     match outcome? {
         Ok(Some(found)) => Ok(Json(found)),

@@ -177,7 +177,9 @@ fn add_to_operation(operation: &mut Operation) {
         shared.insert(
             "429",
             error_response(
-                "This key, or this address, is over its `[rate_limit]` budget (`rate_limited`)",
+                "This key, or this address, is over its `[rate_limit]` budget, or holds its \
+                 share (`server.client_share_percent`) of the computations, past leaderboards \
+                 being built or open streams (`rate_limited`)",
                 true,
             ),
         );
@@ -186,8 +188,9 @@ fn add_to_operation(operation: &mut Operation) {
         "Not answered within `server.request_timeout_secs` (`timeout`), the database cannot \
          be reached (`database_unavailable`), the pool's queue is full (`queue_full`), or as \
          many computations (predictions, or the parsing of their bodies) as \
-         `server.max_concurrent_computations` allows are running, or 1,024 streams (change \
-         feeds and streamed exports) are open (`overloaded`)",
+         `server.max_concurrent_computations` allows are running, as many past leaderboards \
+         as `server.max_concurrent_past_boards` allows are being built, or 1,024 streams \
+         (change feeds and streamed exports) are open (`overloaded`)",
         true,
     );
     let responses = &mut operation.responses.responses;

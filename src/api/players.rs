@@ -220,7 +220,7 @@ async fn list_players(
         (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn get_player(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path((pool, player)): Path<(String, String)>,
     QueryParams(query): QueryParams<AsOfQuery>,
@@ -234,7 +234,7 @@ async fn get_player(
         let rating = pool.read().player(&player);
         return rating.map(|p| Json(p.into())).ok_or_else(not_found);
     };
-    let past = board_as_of(&state, &pool, round).await?;
+    let past = board_as_of(&state, auth.client(), &pool, round).await?;
     let (rating, shown, rounds, last_round, league) = past.player(&player).ok_or_else(not_found)?;
     let index = past
         .index_of(Order::Mu, Filter::All, &player)

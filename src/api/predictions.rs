@@ -207,10 +207,11 @@ async fn get_win_probability(
     }))
 }
 
-/// Checks the request's size, then runs a forecast on the compute pool, on the pool's
-/// current snapshot.
+/// Checks the request's size, then runs a forecast on the compute pool for the client of
+/// `auth`, on the pool's current snapshot.
 async fn forecast(
     state: &AppState,
+    auth: &Authorized<Read>,
     pool: &str,
     entrants: Vec<Vec<String>>,
     figures: Figures,
@@ -239,7 +240,7 @@ async fn forecast(
     let cost = entrants.len();
     let outcome = state
         .compute
-        .run(cost, move |cancel| {
+        .run(auth.client(), cost, move |cancel| {
             predict::forecast(&*snapshot, &entrants, figures, cancel).map(|f| (f, entrants))
         })
         .await;
@@ -269,7 +270,7 @@ fn members(ids: Vec<String>, known: &[bool]) -> Vec<MemberResponse> {
         (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn create_prediction(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
     ComputeJson(request): ComputeJson<PredictionRequest>,
@@ -279,7 +280,8 @@ async fn create_prediction(
         expected_ranks: true,
         pairwise: request.pairwise,
     };
-    let (forecast, entrants) = forecast(&state, &pool, entrants, figures, PREDICTION_NAMES).await?;
+    let (forecast, entrants) =
+        forecast(&state, &auth, &pool, entrants, figures, PREDICTION_NAMES).await?;
     Ok(Json(PredictionResponse {
         entrants: entrants
             .into_iter()
@@ -305,13 +307,14 @@ async fn create_prediction(
         (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn create_match_quality(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
     ComputeJson(request): ComputeJson<MatchQualityRequest>,
 ) -> Result<Json<MatchQualityResponse>, Error> {
     let (forecast, sides) = forecast(
         &state,
+        &auth,
         &pool,
         request.sides,
         Figures::default(),

@@ -164,7 +164,7 @@ async fn list_seasons(
         (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn season_leaderboard(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path((pool, number)): Path<(String, String)>,
     QueryParams(query): QueryParams<LeaderboardQuery>,
@@ -217,7 +217,7 @@ async fn season_leaderboard(
         })
     };
     let key = PastKey::Season { after, before };
-    let board = past_board(&state, &pool, snapshot, key, through, rated).await?;
+    let board = past_board(&state, auth.client(), &pool, snapshot, key, through, rated).await?;
     let shown = pool.read();
     answer(&shown, Some(&*board), &query).map(Json)
 }

@@ -5,7 +5,9 @@
 //! that finishes even if the request that started it goes away, shared with every request that
 //! asks for it meanwhile, and kept afterwards while the boards kept hold few enough players. A
 //! fixed number of boards are built at once; beyond that a request is refused at once rather
-//! than queued, so that no client can pile work on the database.
+//! than queued, so that no client can pile work on the database. One client may be building
+//! only a share of them: a client cycling through rounds waits for its own builds, and leaves
+//! room for everyone else's.
 //!
 //! A board is what the history rows and the pool's display settings made it. The rows up to a
 //! round change only when a correction rewrites the pool, so a board is looked up by its
@@ -20,6 +22,7 @@ use tokio::sync::{watch, Semaphore};
 
 use super::AsOfBoard;
 use crate::display::Display;
+use crate::rate_limit::{Client, Shares};
 
 /// Which past board.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +54,9 @@ pub enum PastError<E> {
     /// As many boards as allowed are being built already.
     #[error("too many past boards are being built")]
     Overloaded,
+    /// As many boards as one client may have built are being built for this one.
+    #[error("this client's past boards are being built")]
+    OverShare,
     /// The build failed.
     #[error("building the board failed")]
     Failed(E),
@@ -100,6 +106,8 @@ pub struct PastBoards<E> {
     /// Least recently asked for first.
     kept: Mutex<Vec<Kept<E>>>,
     building: Arc<Semaphore>,
+    /// The builds each client started.
+    shares: Arc<Shares>,
     max_players: usize,
 }
 
@@ -113,30 +121,34 @@ impl<E> std::fmt::Debug for PastBoards<E> {
 }
 
 impl<E: Clone + Send + Sync + 'static> PastBoards<E> {
-    /// Boards of which at most `max_building` are built at once, and those built kept while
+    /// Boards of which at most `max_building` are built at once (`client_share` of them for
+    /// one client), and those built kept while
     /// they hold at most `max_players` players together, each counted with its overhead (a
     /// board larger than that is answered to the requests that waited for it, then dropped).
     #[must_use]
-    pub fn new(max_building: usize, max_players: usize) -> Self {
+    pub fn new(max_building: usize, client_share: usize, max_players: usize) -> Self {
         Self {
             kept: Mutex::new(Vec::new()),
             building: Arc::new(Semaphore::new(max_building)),
+            shares: Arc::new(Shares::new(client_share)),
             max_players,
         }
     }
 
     /// Board `key` of `pool` on `basis`, shown with `display`: the one kept or being built,
-    /// or else the one `build` makes in a task of its own, refused at once if as many as
-    /// allowed are being built.
+    /// or else the one `build` makes in a task of its own for `client` (none: a caller in
+    /// process, counted in no share), refused at once if as many as allowed are being built,
+    /// in all or for that client.
     pub async fn get(
         &self,
+        client: Option<&Client>,
         pool: &str,
         key: PastKey,
         basis: Basis,
         display: &Display,
         build: impl Future<Output = Result<AsOfBoard, E>> + Send + 'static,
     ) -> Result<Arc<AsOfBoard>, PastError<E>> {
-        let mut outcome = self.find_or_start(pool, key, basis, display, build)?;
+        let mut outcome = self.find_or_start(client, pool, key, basis, display, build)?;
         let answer = match outcome.wait_for(Option::is_some).await.as_deref() {
             Ok(Some(Ok(board))) => Ok(Arc::clone(board)),
             Ok(Some(Err(error))) => Err(PastError::Failed(error.clone())),
@@ -148,6 +160,7 @@ impl<E: Clone + Send + Sync + 'static> PastBoards<E> {
 
     fn find_or_start(
         &self,
+        client: Option<&Client>,
         pool: &str,
         key: PastKey,
         basis: Basis,
@@ -166,6 +179,10 @@ impl<E: Clone + Send + Sync + 'static> PastBoards<E> {
             kept.push(found);
             return Ok(outcome);
         }
+        let share = match client {
+            Some(client) => Some(self.shares.take(client, 1).ok_or(PastError::OverShare)?),
+            None => None,
+        };
         let permit = Arc::clone(&self.building)
             .try_acquire_owned()
             .map_err(|_| PastError::Overloaded)?;
@@ -175,7 +192,7 @@ impl<E: Clone + Send + Sync + 'static> PastBoards<E> {
             async move {
                 let built = build.await.map(Arc::new);
                 send.send_replace(Some(built));
-                drop(permit);
+                drop((permit, share));
             },
             span,
         ));
@@ -271,11 +288,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_board_is_built_once_and_again_only_on_another_basis_or_display() {
-        let boards = PastBoards::new(2, ROOMY);
+        let boards = PastBoards::new(2, 2, ROOMY);
         let builds = Arc::new(AtomicUsize::new(0));
         let shown = Display::default();
         let get = |corrections, display| {
             boards.get(
+                None,
                 "p",
                 PastKey::AsOf(7),
                 after(corrections),
@@ -300,11 +318,18 @@ mod tests {
             before: Some(7),
         };
         boards
-            .get("p", season, after(1), &other, counted(&builds, 3))
+            .get(None, "p", season, after(1), &other, counted(&builds, 3))
             .await
             .expect("another board");
         boards
-            .get("q", PastKey::AsOf(7), after(1), &other, counted(&builds, 3))
+            .get(
+                None,
+                "q",
+                PastKey::AsOf(7),
+                after(1),
+                &other,
+                counted(&builds, 3),
+            )
             .await
             .expect("another pool's");
         assert_eq!(builds.load(Ordering::SeqCst), 5);
@@ -318,7 +343,7 @@ mod tests {
                 through,
             };
             boards
-                .get("p", open, basis, &other, counted(&builds, 3))
+                .get(None, "p", open, basis, &other, counted(&builds, 3))
                 .await
                 .expect("an open season's");
         }
@@ -331,7 +356,7 @@ mod tests {
 
     #[tokio::test]
     async fn requests_share_a_build_under_way_and_beyond_the_bound_are_refused() {
-        let boards = Arc::new(PastBoards::<String>::new(1, ROOMY));
+        let boards = Arc::new(PastBoards::<String>::new(1, 1, ROOMY));
         let (release, hold) = tokio::sync::oneshot::channel::<()>();
         let shown = Display::default();
         let slow = async move {
@@ -343,14 +368,21 @@ mod tests {
             let shown = shown.clone();
             tokio::spawn(async move {
                 boards
-                    .get("p", PastKey::AsOf(1), after(0), &shown, slow)
+                    .get(None, "p", PastKey::AsOf(1), after(0), &shown, slow)
                     .await
             })
         };
         tokio::task::yield_now().await;
         let builds = Arc::new(AtomicUsize::new(0));
         let refused = boards
-            .get("p", PastKey::AsOf(2), after(0), &shown, counted(&builds, 2))
+            .get(
+                None,
+                "p",
+                PastKey::AsOf(2),
+                after(0),
+                &shown,
+                counted(&builds, 2),
+            )
             .await;
         assert_eq!(refused.err(), Some(PastError::Overloaded));
         let second = {
@@ -358,7 +390,14 @@ mod tests {
             let builds = Arc::clone(&builds);
             tokio::spawn(async move {
                 boards
-                    .get("p", PastKey::AsOf(1), after(0), &shown, counted(&builds, 2))
+                    .get(
+                        None,
+                        "p",
+                        PastKey::AsOf(1),
+                        after(0),
+                        &shown,
+                        counted(&builds, 2),
+                    )
                     .await
             })
         };
@@ -370,8 +409,66 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn one_client_builds_at_most_its_share_of_boards_and_joins_any_build() {
+        let boards = Arc::new(PastBoards::<String>::new(4, 2, ROOMY));
+        let (release, hold) = watch::channel(false);
+        let ask = |client: &str, round: i64| {
+            let (boards, mut hold) = (Arc::clone(&boards), hold.clone());
+            let client = Client::Key(client.to_owned());
+            tokio::spawn(async move {
+                let held = async move {
+                    let _ = hold.wait_for(|released| *released).await;
+                    Ok(board(2))
+                };
+                let key = PastKey::AsOf(round);
+                let shown = Display::default();
+                boards
+                    .get(Some(&client), "p", key, after(0), &shown, held)
+                    .await
+            })
+        };
+        let building = |n: usize| {
+            let boards = Arc::clone(&boards);
+            async move {
+                while boards.building.available_permits() != 4 - n {
+                    tokio::task::yield_now().await;
+                }
+            }
+        };
+        let mut asked = vec![ask("hog", 1), ask("hog", 2)];
+        building(2).await;
+        let third = ask("hog", 3).await.expect("joined");
+        assert_eq!(
+            third.err(),
+            Some(PastError::OverShare),
+            "a third build of the same client"
+        );
+        asked.push(ask("hog", 1));
+        asked.extend([ask("other", 3), ask("other", 4)]);
+        building(4).await;
+        let refused = ask("third", 5).await.expect("joined");
+        assert_eq!(
+            refused.err(),
+            Some(PastError::Overloaded),
+            "every build taken"
+        );
+        let _ = release.send(true);
+        for asked in asked {
+            asked
+                .await
+                .expect("joined")
+                .expect("built, the hog's second ask for round 1 joining the first");
+        }
+        building(0).await;
+        ask("hog", 5)
+            .await
+            .expect("joined")
+            .expect("builds that ended give the client's share back");
+    }
+
+    #[tokio::test]
     async fn a_dropped_request_does_not_stop_its_build() {
-        let boards = PastBoards::<String>::new(1, ROOMY);
+        let boards = PastBoards::<String>::new(1, 1, ROOMY);
         let builds = Arc::new(AtomicUsize::new(0));
         let shown = Display::default();
         let (release, hold) = tokio::sync::oneshot::channel::<()>();
@@ -383,12 +480,19 @@ mod tests {
                 Ok(board(2))
             }
         };
-        let asked = boards.get("p", PastKey::AsOf(1), after(0), &shown, slow);
+        let asked = boards.get(None, "p", PastKey::AsOf(1), after(0), &shown, slow);
         let gone = tokio::time::timeout(std::time::Duration::from_millis(10), asked).await;
         assert!(gone.is_err(), "the request timed out");
         let _ = release.send(());
         let board = boards
-            .get("p", PastKey::AsOf(1), after(0), &shown, counted(&builds, 2))
+            .get(
+                None,
+                "p",
+                PastKey::AsOf(1),
+                after(0),
+                &shown,
+                counted(&builds, 2),
+            )
             .await
             .expect("the build went on");
         assert_eq!(board.players(), 2);
@@ -397,11 +501,11 @@ mod tests {
 
     #[tokio::test]
     async fn failures_are_not_kept_and_boards_beyond_the_players_bound_are_dropped() {
-        let boards = PastBoards::new(2, BOARD_OVERHEAD + 5);
+        let boards = PastBoards::new(2, 2, BOARD_OVERHEAD + 5);
         let builds = Arc::new(AtomicUsize::new(0));
         let shown = Display::default();
         let failed = boards
-            .get("p", PastKey::AsOf(1), after(0), &shown, async {
+            .get(None, "p", PastKey::AsOf(1), after(0), &shown, async {
                 Err("database gone".to_owned())
             })
             .await;
@@ -410,15 +514,36 @@ mod tests {
             Some(PastError::Failed("database gone".to_owned()))
         );
         boards
-            .get("p", PastKey::AsOf(1), after(0), &shown, counted(&builds, 3))
+            .get(
+                None,
+                "p",
+                PastKey::AsOf(1),
+                after(0),
+                &shown,
+                counted(&builds, 3),
+            )
             .await
             .expect("built after the failure");
         boards
-            .get("p", PastKey::AsOf(2), after(0), &shown, counted(&builds, 3))
+            .get(
+                None,
+                "p",
+                PastKey::AsOf(2),
+                after(0),
+                &shown,
+                counted(&builds, 3),
+            )
             .await
             .expect("built");
         boards
-            .get("p", PastKey::AsOf(2), after(0), &shown, counted(&builds, 3))
+            .get(
+                None,
+                "p",
+                PastKey::AsOf(2),
+                after(0),
+                &shown,
+                counted(&builds, 3),
+            )
             .await
             .expect("kept");
         assert_eq!(
@@ -427,17 +552,38 @@ mod tests {
             "3 + 3 players: the older dropped"
         );
         boards
-            .get("p", PastKey::AsOf(1), after(0), &shown, counted(&builds, 3))
+            .get(
+                None,
+                "p",
+                PastKey::AsOf(1),
+                after(0),
+                &shown,
+                counted(&builds, 3),
+            )
             .await
             .expect("built again");
         assert_eq!(builds.load(Ordering::SeqCst), 3);
         let large = boards
-            .get("p", PastKey::AsOf(5), after(0), &shown, counted(&builds, 6))
+            .get(
+                None,
+                "p",
+                PastKey::AsOf(5),
+                after(0),
+                &shown,
+                counted(&builds, 6),
+            )
             .await
             .expect("answered");
         assert_eq!(large.players(), 6);
         boards
-            .get("p", PastKey::AsOf(1), after(0), &shown, counted(&builds, 3))
+            .get(
+                None,
+                "p",
+                PastKey::AsOf(1),
+                after(0),
+                &shown,
+                counted(&builds, 3),
+            )
             .await
             .expect("kept");
         assert_eq!(
@@ -446,7 +592,7 @@ mod tests {
             "a board too large to keep pushed out none of the others"
         );
         let panicked = boards
-            .get("p", PastKey::AsOf(9), after(0), &shown, async {
+            .get(None, "p", PastKey::AsOf(9), after(0), &shown, async {
                 panic!("boom")
             })
             .await;

@@ -2,16 +2,22 @@
 //! showed right after an applied round, rebuilt from history rows, equals what it answered
 //! at the time.
 
-use axum::http::StatusCode;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{header, Request, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{round, round_at, Payload, TestApp, ADMIN_KEY, POOL};
+use crate::support::{round, round_at, Payload, TestApp, TestResponse, ADMIN_KEY, POOL};
 
 backend_tests!(
     as_of_reads_answer_what_the_pool_showed_right_after_the_round,
     as_of_names_an_applied_round_of_the_pool,
     a_past_board_is_read_again_after_a_correction,
     a_season_whose_successor_is_queued_still_takes_in_its_rounds,
+    one_client_builds_one_past_board_at_a_time_and_beyond_gets_429,
 );
 
 async fn get(app: &TestApp, uri: &str) -> Value {
@@ -160,4 +166,63 @@ async fn a_season_whose_successor_is_queued_still_takes_in_its_rounds(app: TestA
     assert_eq!(get(&app, standings).await["total"], 2, "r1's players");
     app.apply_queued(POOL).await;
     assert_eq!(get(&app, standings).await["total"], 4, "r2's players too");
+}
+
+/// A client asking for boards of many rounds at once, each built from the history rows, gets
+/// one built at a time (of the 2 built at once, `server.client_share_percent` 50); beyond,
+/// 429 `rate_limited` with Retry-After, while another client's boards are built beside it.
+async fn one_client_builds_one_past_board_at_a_time_and_beyond_gets_429(app: TestApp) {
+    app.create_pool(POOL).await;
+    let names: Vec<String> = (0..60).map(|i| format!("p{i}")).collect();
+    let rounds = (0..90).map(|r| {
+        let players: Vec<&str> = (0..30)
+            .map(|i| names[(r * 7 + i * 11) % names.len()].as_str())
+            .collect();
+        round(&format!("r{r}"), &players)
+    });
+    app.play(rounds).await;
+    let from = |peer: &str, round: usize| {
+        let peer: SocketAddr = peer.parse().expect("a socket address");
+        let request = Request::builder()
+            .uri(format!("/v1/pools/main/leaderboard?as_of=r{round}"))
+            .extension(ConnectInfo(peer))
+            .body(Body::empty())
+            .expect("a valid request");
+        app.send_request(request)
+    };
+    let kind = |answer: &TestResponse| match answer.status {
+        StatusCode::OK => "200".to_owned(),
+        status => format!("{} {}", status.as_u16(), answer.body["error"]["code"]),
+    };
+    let mut answers: BTreeMap<String, usize> = BTreeMap::new();
+    // Each board asked for once: a board kept would be answered without a build.
+    for r in (0..90).step_by(3) {
+        let (one, two, other) = tokio::join!(
+            from("192.0.2.1:5000", r),
+            from("192.0.2.1:5001", r + 1),
+            from("192.0.2.2:5000", r + 2),
+        );
+        other.assert_status(StatusCode::OK, "another client's board is built beside");
+        for answer in [&one, &two] {
+            if answer.status == StatusCode::TOO_MANY_REQUESTS {
+                answer.assert_error(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    None,
+                    "the client's board under way",
+                );
+                assert!(answer.headers.contains_key(header::RETRY_AFTER));
+            }
+            *answers.entry(kind(answer)).or_default() += 1;
+        }
+    }
+    println!("one client's boards two at a time, by answer: {answers:?}");
+    assert!(
+        answers.keys().all(|k| k == "200" || k.starts_with("429")),
+        "{answers:?}"
+    );
+    assert!(
+        answers.contains_key("429 \"rate_limited\"") && answers.contains_key("200"),
+        "a second board of the same client while its first is built is refused: {answers:?}"
+    );
 }

@@ -1,7 +1,12 @@
 //! `GET /v1/pools/{pool}/win-probability`, `POST /v1/pools/{pool}/predictions` and
 //! `POST /v1/pools/{pool}/match-quality`.
 
-use axum::http::{Method, StatusCode};
+use std::future::Future;
+use std::net::SocketAddr;
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{header, Method, Request, StatusCode};
 use serde_json::{json, Value};
 
 use mmr_service::api::json::COMPUTE_BODY_LIMIT;
@@ -9,7 +14,7 @@ use mmr_service::api::matchmaking::MAX_WAITING;
 use mmr_service::api::predictions::{MAX_ENTRANTS, MAX_PLAYERS};
 use mmr_service::names::MAX_ID_BYTES;
 
-use crate::support::{num, round, settings, Payload, TestApp, POOL};
+use crate::support::{num, round, settings, Payload, TestApp, TestResponse, POOL};
 
 const WIN_PROBABILITY: &str = "/v1/pools/main/win-probability";
 const PREDICTIONS: &str = "/v1/pools/main/predictions";
@@ -325,6 +330,48 @@ async fn prediction_bodies_that_are_not_json_or_name_an_unknown_pool_are_refused
     }
 }
 
+/// The first answer to `small` that is not 200, of the small requests sent one after another
+/// while `large` computes (answered 200), `large` sent again (up to 20 times) until there is
+/// one. Which request the runtime starts first is not fixed: on a loaded machine the large one
+/// may be done before a small one gets to ask, or be refused itself because a small one holds
+/// part of the room. (`compute`'s own tests hold a computation to see a refusal every time;
+/// these see it reach the client.)
+async fn refused_beside_large<L, S>(
+    large: impl Fn() -> L,
+    small: impl Fn() -> S,
+) -> Option<TestResponse>
+where
+    L: Future<Output = TestResponse>,
+    S: Future<Output = TestResponse>,
+{
+    for _ in 0..20 {
+        let mut refused = None;
+        let large = large();
+        tokio::pin!(large);
+        let first = loop {
+            tokio::select! {
+                biased;
+                answer = &mut large => break answer,
+                small = small() => {
+                    if small.status == StatusCode::OK {
+                        continue;
+                    }
+                    refused.get_or_insert(small);
+                }
+            }
+        };
+        if first.status == StatusCode::OK && refused.is_some() {
+            return refused;
+        }
+    }
+    None
+}
+
+/// The largest prediction, matrix included.
+fn largest() -> Value {
+    json!({"entrants": solos(MAX_ENTRANTS), "pairwise": true})
+}
+
 #[tokio::test]
 async fn a_prediction_beyond_the_concurrency_bound_returns_503_overloaded_with_retry_after() {
     let app = TestApp::with_settings(settings(&[
@@ -333,27 +380,13 @@ async fn a_prediction_beyond_the_concurrency_bound_returns_503_overloaded_with_r
     ]))
     .await;
     app.create_pool(POOL).await;
-    // The largest request, matrix included, fills the budget while it computes; small ones
-    // sent meanwhile find no room. Which request the runtime starts first is not fixed, so
-    // small ones keep coming until the large one is answered.
-    let largest = json!({"entrants": solos(MAX_ENTRANTS), "pairwise": true});
-    let large = app.post(PREDICTIONS, None, largest);
-    tokio::pin!(large);
-    let mut refused = None;
-    let first = loop {
-        tokio::select! {
-            biased;
-            answer = &mut large => break answer,
-            small = app.post(PREDICTIONS, None, json!({"entrants": solos(2)})) => {
-                if small.status == StatusCode::SERVICE_UNAVAILABLE {
-                    refused = Some(small);
-                } else {
-                    small.assert_status(StatusCode::OK, "a small one while there is room");
-                }
-            }
-        }
-    };
-    first.assert_status(StatusCode::OK, "the largest one computes");
+    // The largest request fills the budget while it computes; small ones sent meanwhile find
+    // no room.
+    let refused = refused_beside_large(
+        || app.post(PREDICTIONS, None, largest()),
+        || app.post(PREDICTIONS, None, json!({"entrants": solos(2)})),
+    )
+    .await;
     let second = refused.expect("a small request arrived while the largest one computed");
     second.assert_error(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -372,6 +405,56 @@ async fn a_prediction_beyond_the_concurrency_bound_returns_503_overloaded_with_r
         .post(PREDICTIONS, None, json!({"entrants": solos(2)}))
         .await;
     again.assert_status(StatusCode::OK, "the place is free again");
+}
+
+#[tokio::test]
+async fn one_client_computes_at_most_half_the_budget_and_beyond_gets_429() {
+    let app = TestApp::with_settings(settings(&[
+        ("MMR__SERVER__MAX_CONCURRENT_COMPUTATIONS", "2"),
+        ("MMR__SERVER__COMPUTE_THREADS", "1"),
+    ]))
+    .await;
+    app.create_pool(POOL).await;
+    let from = |peer: &str, body: Value| {
+        let peer: SocketAddr = peer.parse().expect("a socket address");
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(PREDICTIONS)
+            .header(header::CONTENT_TYPE, "application/json")
+            .extension(ConnectInfo(peer))
+            .body(Body::from(body.to_string()))
+            .expect("a valid request");
+        app.send_request(request)
+    };
+    // The largest request is half of a budget of two: all of its client's share. That
+    // client's small requests find no room in its share, though the budget has room. (That
+    // another client's do is `compute`'s to test: here its requests would wait for the one
+    // compute thread.)
+    let refused = refused_beside_large(
+        || from("192.0.2.1:5000", largest()),
+        || from("192.0.2.1:5001", json!({"entrants": solos(2)})),
+    )
+    .await;
+    let refused = refused.expect("a small request arrived while the largest one computed");
+    refused.assert_error(
+        StatusCode::TOO_MANY_REQUESTS,
+        "rate_limited",
+        None,
+        "the client's share is used up",
+    );
+    assert_eq!(
+        refused
+            .headers
+            .get(header::RETRY_AFTER)
+            .map(|v| v.as_bytes()),
+        Some(&b"1"[..])
+    );
+    from("192.0.2.1:5002", json!({"entrants": solos(2)}))
+        .await
+        .assert_status(StatusCode::OK, "the share is given back");
+    from("192.0.2.2:5000", largest())
+        .await
+        .assert_status(StatusCode::OK, "another client");
 }
 
 #[tokio::test]

@@ -4,8 +4,9 @@
 //! computes it while holding the pool's state (or that lets the worker's publication of a
 //! round wait behind it, and every other read wait behind the worker) stops answering the
 //! pool entirely. So the real binary, on a pool of about 3,000 players seeded from synthetic
-//! rounds, gets for [`LOAD`]: 4 clients posting the largest allowed prediction in a loop (each
-//! answered 200 or, when the service refuses or gives up on it, 503), a writer posting a new
+//! rounds, gets for [`LOAD`]: 4 clients, each from a loopback address of its own, posting the
+//! largest allowed prediction in a loop (each answered 200 or, when the service refuses or
+//! gives up on it, 503), a writer posting a new
 //! round every 200 ms, 2 clients posting 30 MiB match-quality bodies of small arrays (far over
 //! what a compute route takes: parsing one on the async runtime took it for seconds), and 2
 //! readers alternating a player and a leaderboard page. Every read
@@ -13,6 +14,7 @@
 //! round must be acknowledged (202), and every acknowledged round must be applied soon after.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -182,16 +184,19 @@ fn flood_body() -> String {
     format!(r#"{{"sides":[{}["a"]]}}"#, r#"["a"],"#.repeat(sides - 1))
 }
 
-/// One client posting `body` to `path` over and over until the load ends. Returns the
-/// answers by kind (`200`, `503 timeout`, `no answer`, …) and the longest answer.
+/// One client, at loopback address `from`, posting `body` to `path` over and over until the
+/// load ends. Returns the answers by kind (`200`, `503 timeout`, `no answer`, …) and the
+/// longest answer.
 fn post_in_a_loop(
     base: &str,
+    from: Ipv4Addr,
     path: &str,
     body: &str,
     deadline: Instant,
 ) -> (BTreeMap<String, usize>, Duration) {
     let client = Client::builder()
         .timeout(PREDICTION_TIMEOUT)
+        .local_address(IpAddr::V4(from))
         .build()
         .expect("an HTTP client");
     let mut answers: BTreeMap<String, usize> = BTreeMap::new();
@@ -383,11 +388,17 @@ fn reads_and_writes_keep_answering_while_the_largest_predictions_run(backend: Ba
         let predictors: Vec<_> = (0..PREDICTORS)
             .map(|p| {
                 let body = largest_prediction(known, p);
-                scope.spawn(move || post_in_a_loop(base, predictions_path, &body, deadline))
+                // Each from an address of its own: one client may hold only a share of the
+                // computations (`server.client_share_percent`).
+                let from = Ipv4Addr::new(127, 0, 0, 10 + p as u8);
+                scope.spawn(move || post_in_a_loop(base, from, predictions_path, &body, deadline))
             })
             .collect();
         let flooders: Vec<_> = (0..FLOODERS)
-            .map(|_| scope.spawn(move || post_in_a_loop(base, flood_path, flood, deadline)))
+            .map(|_| {
+                let from = Ipv4Addr::LOCALHOST;
+                scope.spawn(move || post_in_a_loop(base, from, flood_path, flood, deadline))
+            })
             .collect();
         let writer = scope.spawn(move || write(base, known, deadline));
         let readers: Vec<_> = (0..READERS)
