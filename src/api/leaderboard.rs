@@ -314,7 +314,7 @@ fn page(
     start: usize,
     limit: usize,
 ) -> LeaderboardResponse {
-    let places: Vec<&Place> = board.page(order, filter, start, limit).collect();
+    let places: Vec<Place> = board.page(order, filter, start, limit).collect();
     let entries = places
         .iter()
         .enumerate()

@@ -1,8 +1,10 @@
 //! A pool's players in rating order, by μ and by the conservative rating μ − kσ, as sorted
 //! lists cut into chunks of a few hundred places that snapshots share: a player's position
 //! is a binary search, a page is a slice, and a round's k changes copy only the chunks they
-//! touch (copy on write), so the previous snapshot's lists stay as they were. Each changed
-//! player's old place is found by binary search from their old rating. When a pool has
+//! touch (copy on write), so the previous snapshot's lists stay as they were. A place holds
+//! its player by number in a table of names the snapshots share, so that a chunk copies as
+//! plain numbers. Each changed player's old place is found by binary search from their old
+//! rating. When a pool has
 //! provisional players, a second pair of lists holds the established players only, and when it
 //! has leagues, one pair per league holds that league's players, so that their positions and
 //! pages cost the same.
@@ -82,11 +84,27 @@ pub struct Place {
     pub player: Arc<str>,
 }
 
-impl Place {
-    /// Leaderboard order: higher key first, then player id ascending.
-    fn cmp_order(&self, key: f64, player: &str) -> Ordering {
+/// Every player a leaderboard has listed, by the number its places hold them by. Shared by
+/// snapshots and only ever appended to (a player keeps their number as they move), so that
+/// copying a chunk of places copies plain numbers: chunks of `Arc<str>` spent half of a
+/// round's publication counting references up as they were copied and down as the old
+/// snapshot went (`perf` of `cargo bench --bench hot_paths -- publish`).
+type Names = imbl::Vector<Arc<str>>;
+
+/// A place as a list holds it: the key, and the player by number in the leaderboard's
+/// [`Names`] (2³² players are more than a pool could hold in memory).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Slot {
+    key: f64,
+    id: u32,
+}
+
+impl Slot {
+    /// Leaderboard order: higher key first, then player id ascending. The player's id is read
+    /// only on a tie.
+    fn cmp_order(self, names: &Names, key: f64, player: &str) -> Ordering {
         key.total_cmp(&self.key)
-            .then_with(|| (*self.player).cmp(player))
+            .then_with(|| (*names[self.id as usize]).cmp(player))
     }
 }
 
@@ -101,12 +119,12 @@ pub struct Move {
     pub after: Standing,
 }
 
-/// Places in order, in chunks shared with other snapshots. Every chunk is sorted and
-/// non-empty, and each chunk's places come before the next chunk's.
+/// Slots in order, in chunks shared with other snapshots. Every chunk is sorted and
+/// non-empty, and each chunk's slots come before the next chunk's.
 #[derive(Debug, Clone, Default)]
 struct Places {
-    chunks: Vec<Arc<Vec<Place>>>,
-    /// `starts[c]`: the places before chunk `c`.
+    chunks: Vec<Arc<Vec<Slot>>>,
+    /// `starts[c]`: the slots before chunk `c`.
     starts: Vec<usize>,
     len: usize,
 }
@@ -118,9 +136,9 @@ impl Places {
         len: 0,
     };
 
-    fn from_sorted(places: Vec<Place>) -> Self {
+    fn from_sorted(slots: &[Slot]) -> Self {
         let mut list = Self {
-            chunks: places
+            chunks: slots
                 .chunks(CHUNK)
                 .map(|chunk| Arc::new(chunk.to_vec()))
                 .collect(),
@@ -140,53 +158,61 @@ impl Places {
         self.len = len;
     }
 
-    /// The chunk where the first place for which `before` is false lies (or would go), and its
-    /// index there; `before` must hold for a prefix of the places only.
-    fn locate(&self, before: impl Fn(&Place) -> bool) -> (usize, usize) {
+    /// The chunk where the first slot for which `before` is false lies (or would go), and its
+    /// index there; `before` must hold for a prefix of the slots only.
+    fn locate(&self, before: impl Fn(Slot) -> bool) -> (usize, usize) {
         let chunk = self
             .chunks
-            .partition_point(|c| c.last().is_some_and(&before));
+            .partition_point(|c| c.last().is_some_and(|&slot| before(slot)));
         match self.chunks.get(chunk) {
-            Some(places) => (chunk, places.partition_point(before)),
+            Some(slots) => (chunk, slots.partition_point(|&slot| before(slot))),
             None => (chunk, 0),
         }
     }
 
-    /// The number of places for which `before` holds.
-    fn partition_point(&self, before: impl Fn(&Place) -> bool) -> usize {
+    /// The number of slots for which `before` holds.
+    fn partition_point(&self, before: impl Fn(Slot) -> bool) -> usize {
         let (chunk, index) = self.locate(before);
         self.starts
             .get(chunk)
             .map_or(self.len, |start| start + index)
     }
 
-    fn get(&self, index: usize) -> Option<&Place> {
+    fn get(&self, index: usize) -> Option<Slot> {
         let chunk = self.starts.partition_point(|&start| start <= index);
         let chunk = chunk.checked_sub(1)?;
-        self.chunks[chunk].get(index - self.starts[chunk])
+        self.chunks[chunk].get(index - self.starts[chunk]).copied()
     }
 
-    /// Removes `player`'s place sorted at `key`, if it is there. Call [`Self::recount`] after.
-    fn remove(&mut self, key: f64, player: &str) {
-        let (chunk, index) = self.locate(|p| p.cmp_order(key, player) == Ordering::Less);
-        let Some(places) = self.chunks.get_mut(chunk) else {
+    /// The number of `player`'s slot, sorted at `key`, if it is there.
+    fn find(&self, names: &Names, key: f64, player: &str) -> Option<u32> {
+        let (chunk, index) = self.locate(|s| s.cmp_order(names, key, player) == Ordering::Less);
+        let slot = self.chunks.get(chunk)?.get(index)?;
+        (*names[slot.id as usize] == *player).then_some(slot.id)
+    }
+
+    /// Removes `slot`, of `player`, if it is there. Call [`Self::recount`] after.
+    fn remove(&mut self, names: &Names, slot: Slot, player: &str) {
+        let (chunk, index) =
+            self.locate(|s| s.cmp_order(names, slot.key, player) == Ordering::Less);
+        let Some(slots) = self.chunks.get_mut(chunk) else {
             return;
         };
-        if places.get(index).is_some_and(|p| &*p.player == player) {
-            let places = Arc::make_mut(places);
-            places.remove(index);
-            if places.is_empty() {
+        if slots.get(index).is_some_and(|s| s.id == slot.id) {
+            let slots = Arc::make_mut(slots);
+            slots.remove(index);
+            if slots.is_empty() {
                 self.chunks.remove(chunk);
             }
         }
     }
 
-    /// Puts `place` in order. Call [`Self::recount`] after.
-    fn insert(&mut self, place: Place) {
+    /// Puts `slot`, of `player`, in order. Call [`Self::recount`] after.
+    fn insert(&mut self, names: &Names, slot: Slot, player: &str) {
         let (mut chunk, mut index) =
-            self.locate(|p| p.cmp_order(place.key, &place.player) == Ordering::Less);
+            self.locate(|s| s.cmp_order(names, slot.key, player) == Ordering::Less);
         if chunk == self.chunks.len() {
-            // After every place: at the end of the last chunk.
+            // After every slot: at the end of the last chunk.
             match self.chunks.len().checked_sub(1) {
                 Some(last) => {
                     chunk = last;
@@ -195,16 +221,16 @@ impl Places {
                 None => self.chunks.push(Arc::default()),
             }
         }
-        let places = Arc::make_mut(&mut self.chunks[chunk]);
-        places.insert(index, place);
-        if places.len() >= 2 * CHUNK {
-            let upper = places.split_off(CHUNK);
+        let slots = Arc::make_mut(&mut self.chunks[chunk]);
+        slots.insert(index, slot);
+        if slots.len() >= 2 * CHUNK {
+            let upper = slots.split_off(CHUNK);
             self.chunks.insert(chunk + 1, Arc::new(upper));
         }
     }
 
-    /// Up to `limit` places from 0-based `start`, in order.
-    fn iter_from(&self, start: usize, limit: usize) -> impl Iterator<Item = &Place> {
+    /// Up to `limit` slots from 0-based `start`, in order.
+    fn iter_from(&self, start: usize, limit: usize) -> impl Iterator<Item = Slot> + '_ {
         let chunk = self
             .starts
             .partition_point(|&s| s <= start)
@@ -212,7 +238,7 @@ impl Places {
         let skip = start.saturating_sub(self.starts.get(chunk).copied().unwrap_or(0));
         self.chunks[chunk.min(self.chunks.len())..]
             .iter()
-            .flat_map(|c| c.iter())
+            .flat_map(|c| c.iter().copied())
             .skip(skip)
             .take(limit)
     }
@@ -226,17 +252,22 @@ struct Orders {
 }
 
 impl Orders {
-    fn from_ratings(k: f64, players: &[(Arc<str>, Rating)]) -> Self {
+    /// The players of `ratings` (by number in `names`) in both orders.
+    fn from_ratings(k: f64, names: &[Arc<str>], ratings: &[(u32, Rating)]) -> Self {
         let sorted = |order: Order| {
-            let mut places: Vec<Place> = players
+            let mut slots: Vec<Slot> = ratings
                 .iter()
-                .map(|(player, rating)| Place {
-                    key: order.key(k, *rating),
-                    player: Arc::clone(player),
+                .map(|&(id, rating)| Slot {
+                    key: order.key(k, rating),
+                    id,
                 })
                 .collect();
-            places.sort_unstable_by(|a, b| a.cmp_order(b.key, &b.player));
-            Places::from_sorted(places)
+            slots.sort_unstable_by(|a, b| {
+                b.key
+                    .total_cmp(&a.key)
+                    .then_with(|| names[a.id as usize].cmp(&names[b.id as usize]))
+            });
+            Places::from_sorted(&slots)
         };
         Self {
             by_mu: sorted(Order::Mu),
@@ -251,23 +282,31 @@ impl Orders {
         }
     }
 
-    /// Moves the players of `moves` whose standing passes `listed`, and takes out those who
-    /// passed it before and no longer do.
-    fn relocate(&mut self, k: f64, moves: &[Move], listed: impl Fn(&Standing) -> bool) {
+    /// Moves the players of `moves`, numbered `ids`, whose standing passes `listed`, and takes
+    /// out those who passed it before and no longer do.
+    fn relocate(
+        &mut self,
+        k: f64,
+        names: &Names,
+        moves: &[Move],
+        ids: &[u32],
+        listed: impl Fn(&Standing) -> bool,
+    ) {
         for (order, places) in [
             (Order::Mu, &mut self.by_mu),
             (Order::Conservative, &mut self.by_conservative),
         ] {
-            for m in moves {
+            for (m, &id) in moves.iter().zip(ids) {
                 if let Some(before) = m.before.filter(&listed) {
-                    places.remove(order.key(k, before.rating), &m.player);
+                    let key = order.key(k, before.rating);
+                    places.remove(names, Slot { key, id }, &m.player);
                 }
             }
-            for m in moves.iter().filter(|m| listed(&m.after)) {
-                places.insert(Place {
-                    key: order.key(k, m.after.rating),
-                    player: Arc::clone(&m.player),
-                });
+            for (m, &id) in moves.iter().zip(ids) {
+                if listed(&m.after) {
+                    let key = order.key(k, m.after.rating);
+                    places.insert(names, Slot { key, id }, &m.player);
+                }
             }
             places.recount();
         }
@@ -280,6 +319,8 @@ impl Orders {
 pub struct Leaderboard {
     /// `k` of the conservative order.
     k: f64,
+    /// Every player listed, by the number the lists hold them by.
+    names: Names,
     all: Orders,
     /// The established players; `None` when every player is.
     established: Option<Orders>,
@@ -307,14 +348,14 @@ impl Leaderboard {
         kept: Kept,
         players: impl Iterator<Item = (Arc<str>, Standing)>,
     ) -> Self {
-        let players: Vec<(Arc<str>, Standing)> = players.collect();
+        let (names, standings): (Vec<Arc<str>>, Vec<Standing>) = players.unzip();
         let orders = |keep: &dyn Fn(&Standing) -> bool| {
-            let ratings: Vec<(Arc<str>, Rating)> = players
-                .iter()
+            let ratings: Vec<(u32, Rating)> = (0u32..)
+                .zip(&standings)
                 .filter(|(_, standing)| keep(standing))
-                .map(|(player, standing)| (Arc::clone(player), standing.rating))
+                .map(|(id, standing)| (id, standing.rating))
                 .collect();
-            Orders::from_ratings(k, &ratings)
+            Orders::from_ratings(k, &names, &ratings)
         };
         Self {
             k,
@@ -325,6 +366,7 @@ impl Leaderboard {
             leagues: (0..kept.leagues)
                 .map(|league| orders(&|standing| standing.league == Some(league as u16)))
                 .collect(),
+            names: Names::from(names),
         }
     }
 
@@ -360,9 +402,26 @@ impl Leaderboard {
 
     /// Moves every player of `moves` (new or not) to their new place.
     pub fn update(&mut self, moves: &[Move]) {
-        self.all.relocate(self.k, moves, |_| true);
+        let k = self.k;
+        // A player keeps the number their place holds; one not listed yet gets the next.
+        let ids: Vec<u32> = moves
+            .iter()
+            .map(|m| {
+                let listed = m.before.and_then(|before| {
+                    let key = Order::Mu.key(k, before.rating);
+                    self.all.by_mu.find(&self.names, key, &m.player)
+                });
+                listed.unwrap_or_else(|| {
+                    let id = u32::try_from(self.names.len()).expect("fewer than 2^32 players");
+                    self.names.push_back(Arc::clone(&m.player));
+                    id
+                })
+            })
+            .collect();
+        let names = &self.names;
+        self.all.relocate(k, names, moves, &ids, |_| true);
         if let Some(established) = &mut self.established {
-            established.relocate(self.k, moves, |standing| standing.established);
+            established.relocate(k, names, moves, &ids, |standing| standing.established);
         }
         for (league, orders) in self.leagues.iter_mut().enumerate() {
             let league = Some(league as u16);
@@ -370,7 +429,7 @@ impl Leaderboard {
                 .iter()
                 .any(|m| m.after.league == league || m.before.is_some_and(|b| b.league == league))
             {
-                orders.relocate(self.k, moves, |standing| standing.league == league);
+                orders.relocate(k, names, moves, &ids, |standing| standing.league == league);
             }
         }
     }
@@ -379,9 +438,10 @@ impl Leaderboard {
     /// `None` if they are not there.
     #[must_use]
     pub fn index_of(&self, order: Order, filter: Filter, key: f64, player: &str) -> Option<usize> {
-        let places = self.orders(filter).places(order);
-        let index = places.partition_point(|p| p.cmp_order(key, player) == Ordering::Less);
-        (places.get(index).is_some_and(|p| &*p.player == player)).then_some(index)
+        let (places, names) = (self.orders(filter).places(order), &self.names);
+        let index = places.partition_point(|s| s.cmp_order(names, key, player) == Ordering::Less);
+        let slot = places.get(index)?;
+        (*names[slot.id as usize] == *player).then_some(index)
     }
 
     /// 0-based index among those `filter` lists of `player`, rated `rating`; `None` if they
@@ -404,8 +464,14 @@ impl Leaderboard {
         filter: Filter,
         start: usize,
         limit: usize,
-    ) -> impl Iterator<Item = &Place> {
-        self.orders(filter).places(order).iter_from(start, limit)
+    ) -> impl Iterator<Item = Place> + '_ {
+        self.orders(filter)
+            .places(order)
+            .iter_from(start, limit)
+            .map(|slot| Place {
+                key: slot.key,
+                player: Arc::clone(&self.names[slot.id as usize]),
+            })
     }
 
     /// How many of those `filter` lists have a key of at least `key` in `order`: a binary
@@ -414,16 +480,17 @@ impl Leaderboard {
     pub fn count_at_least(&self, order: Order, filter: Filter, key: f64) -> usize {
         self.orders(filter)
             .places(order)
-            .partition_point(|p| p.key >= key)
+            .partition_point(|s| s.key >= key)
     }
 
     /// 0-based index of the first place after `(key, player)` in `order`, whether or not that
     /// player is still there: what a cursor resumes from.
     #[must_use]
     pub fn index_after(&self, order: Order, filter: Filter, key: f64, player: &str) -> usize {
+        let names = &self.names;
         self.orders(filter)
             .places(order)
-            .partition_point(|p| p.cmp_order(key, player) != Ordering::Greater)
+            .partition_point(|s| s.cmp_order(names, key, player) != Ordering::Greater)
     }
 }
 
@@ -452,8 +519,8 @@ mod tests {
         }
     }
 
-    fn names<'a>(places: impl Iterator<Item = &'a Place>) -> Vec<&'a str> {
-        places.map(|p| &*p.player).collect()
+    fn names(places: impl Iterator<Item = Place>) -> Vec<String> {
+        places.map(|p| p.player.to_string()).collect()
     }
 
     #[test]
@@ -522,10 +589,10 @@ mod tests {
                     .map(|(p, &rating)| (Arc::from(p.as_str()), standing(rating))),
             );
             for order in [Order::Mu, Order::Conservative] {
-                let got: Vec<&Place> = board.page(order, Filter::All, 0, usize::MAX).collect();
-                let want: Vec<&Place> = fresh.page(order, Filter::All, 0, usize::MAX).collect();
+                let got: Vec<Place> = board.page(order, Filter::All, 0, usize::MAX).collect();
+                let want: Vec<Place> = fresh.page(order, Filter::All, 0, usize::MAX).collect();
                 assert_eq!(got, want, "round {round}, {order:?}");
-                let middle: Vec<&Place> = board.page(order, Filter::All, 2_345, 7).collect();
+                let middle: Vec<Place> = board.page(order, Filter::All, 2_345, 7).collect();
                 assert_eq!(middle, &want[2_345.min(want.len())..2_352.min(want.len())]);
                 for (i, place) in want.iter().enumerate().step_by(97) {
                     assert_eq!(
@@ -535,18 +602,19 @@ mod tests {
                 }
             }
             assert_eq!(board.len(), current.len());
+            assert_eq!(
+                board.names.len(),
+                current.len(),
+                "a player who moves keeps their number"
+            );
             let kept: Vec<Place> = snapshot
                 .page(Order::Mu, Filter::All, 0, usize::MAX)
-                .cloned()
                 .collect();
             assert_eq!(
                 kept, previous,
                 "round {round}: the snapshot taken before is unchanged"
             );
-            previous = board
-                .page(Order::Mu, Filter::All, 0, usize::MAX)
-                .cloned()
-                .collect();
+            previous = board.page(Order::Mu, Filter::All, 0, usize::MAX).collect();
         }
     }
 
@@ -590,11 +658,13 @@ mod tests {
                         .map(|(s, p)| (order.key(k, s.rating), p))
                         .collect();
                     expected.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
-                    let got: Vec<(f64, &str)> = board
+                    let got: Vec<(f64, String)> = board
                         .page(order, filter, 0, usize::MAX)
-                        .map(|p| (p.key, &*p.player))
+                        .map(|p| (p.key, p.player.to_string()))
                         .collect();
-                    prop_assert_eq!(&got, &expected);
+                    let expected_owned: Vec<(f64, String)> =
+                        expected.iter().map(|&(key, p)| (key, p.to_owned())).collect();
+                    prop_assert_eq!(&got, &expected_owned);
                     prop_assert_eq!(board.count(filter), expected.len());
                     for (i, (key, p)) in expected.iter().enumerate() {
                         prop_assert_eq!(board.index_of(order, filter, *key, p), Some(i));
