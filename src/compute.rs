@@ -33,6 +33,7 @@ pub struct Compute {
     threads: rayon::ThreadPool,
     permits: Arc<Semaphore>,
     budget: u32,
+    client_share: u32,
     shares: Arc<Shares>,
 }
 
@@ -57,12 +58,14 @@ impl Compute {
             threads,
             permits: Arc::new(Semaphore::new(budget as usize)),
             budget,
+            client_share,
             shares: Arc::new(Shares::new(client_share as usize)),
         })
     }
 
     /// Runs `work` for `client` (none: a caller in process, counted in no share), which costs
-    /// `cost` (1 at least, the whole budget at most), on the pool and waits for its result;
+    /// `cost` (1 at least, the whole budget and a whole share at most: a larger cost would be
+    /// refused forever), on the pool and waits for its result;
     /// refused at once when the budget, or the client's share of it, is used up. `work` is handed
     /// a flag that is set once nobody waits for the result any more; it should poll it and
     /// stop early. The computation keeps its share of the budget until it has stopped.
@@ -77,10 +80,11 @@ impl Compute {
             .unwrap_or(u32::MAX)
             .min(self.budget)
             .max(1);
+        let held = cost.min(self.client_share).max(1);
         let share = match client {
             Some(client) => Some(
                 self.shares
-                    .take(client, cost as usize)
+                    .take(client, held as usize)
                     .ok_or(Refused::OverShare)?,
             ),
             None => None,
@@ -218,9 +222,9 @@ mod tests {
         assert_eq!(compute.run(Some(&greedy), 1, |_| 1).await, Ok(1));
         assert_eq!(compute.run(Some(&other), 5, |_| 2).await, Ok(2));
         assert_eq!(
-            compute.run(Some(&other), 7, |_| ()).await,
-            Err(Refused::OverShare),
-            "no client gets more than its share at once"
+            compute.run(Some(&other), 6, |_| 4).await,
+            Ok(4),
+            "a cost beyond the share counts as the whole share (and 6 of the budget)"
         );
         let _ = release.send(());
         assert_eq!(busy.await.expect("joined"), Ok(()));

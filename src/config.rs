@@ -681,6 +681,18 @@ mod tests {
     }
 
     #[test]
+    fn a_clients_share_is_rounded_up_to_whole_ones_and_never_none() {
+        let mut server = Settings::load(None, env(&[]), &Overrides::default())
+            .expect("defaults")
+            .server;
+        for (percent, whole, share) in [(50, 4, 2), (50, 2, 1), (50, 1, 1), (1, 4, 1), (100, 4, 4)]
+        {
+            server.client_share_percent = percent;
+            assert_eq!(server.client_share(whole), share, "{percent}% of {whole}");
+        }
+    }
+
+    #[test]
     fn bad_settings_are_refused_with_what_is_wrong() {
         let dir = tempfile::tempdir().expect("tempdir");
         let cases = [
@@ -695,6 +707,14 @@ mod tests {
             (
                 "[rate_limit]\nwrites_per_second = 5\nwrites_burst = 0\n",
                 "rate_limit.writes_burst",
+            ),
+            (
+                "[server]\nclient_share_percent = 0\n",
+                "server.client_share_percent",
+            ),
+            (
+                "[server]\nclient_share_percent = 101\n",
+                "server.client_share_percent",
             ),
         ];
         for (i, (text, expected)) in cases.into_iter().enumerate() {

@@ -69,7 +69,8 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
-    /// The client has spent its request budget (`[rate_limit]`) for now.
+    /// The client has spent its request budget (`[rate_limit]`) for now, or holds its share of
+    /// something bounded in all (computations, past-board builds, streams).
     RateLimited {
         /// Whole seconds until it may ask again (at least 1).
         retry_after_secs: u64,

@@ -43,7 +43,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 /// much as one computation of [`MAX_ENTRANTS`] entrants, so bodies parsed at once cannot take
 /// the async runtime's threads from every other request. It counts in the share of the client
 /// that the route's [`super::auth::Authorized`] (an extractor of the request's head, so run
-/// before this one) found.
+/// before this one) found: every route taking one must take an `Authorized` too, or its bodies
+/// count in no client's share.
 #[derive(Debug)]
 pub struct ComputeJson<T>(pub T);
 

@@ -16,7 +16,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::auth::{Authorized, Read};
-use super::error::{Error, ErrorResponse, RETRY_AFTER_SECS};
+use super::error::{Error, ErrorResponse};
 use super::players::limit;
 use super::pool_of;
 use super::query::QueryParams;
@@ -298,8 +298,10 @@ pub(super) async fn past_board(
         .await
         .map_err(|error| match error {
             PastError::Overloaded => Error::Overloaded,
+            // A board takes seconds to build (1.5-3.5 s on ctftime): asking again in 1 s would
+            // mostly be refused again.
             PastError::OverShare => Error::RateLimited {
-                retry_after_secs: RETRY_AFTER_SECS,
+                retry_after_secs: 2,
             },
             PastError::Failed(error) => error,
             PastError::Panicked => Error::Internal,

@@ -177,9 +177,9 @@ fn add_to_operation(operation: &mut Operation) {
         shared.insert(
             "429",
             error_response(
-                "This key, or this address, is over its `[rate_limit]` budget, or holds its \
-                 share (`server.client_share_percent`) of the computations, past leaderboards \
-                 being built or open streams (`rate_limited`)",
+                "This key, or this address, is over its `[rate_limit]` budget, holds its share \
+                 (`server.client_share_percent`) of the computations or of the past \
+                 leaderboards being built, or has 16 streams open (`rate_limited`)",
                 true,
             ),
         );

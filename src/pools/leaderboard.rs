@@ -100,8 +100,8 @@ struct Slot {
 }
 
 impl Slot {
-    /// Leaderboard order: higher key first, then player id ascending. The player's id is read
-    /// only on a tie.
+    /// Leaderboard order: higher key first, then player id ascending. The name is looked up in
+    /// `names` only on a tie.
     fn cmp_order(self, names: &Names, key: f64, player: &str) -> Ordering {
         key.total_cmp(&self.key)
             .then_with(|| (*names[self.id as usize]).cmp(player))

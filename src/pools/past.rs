@@ -122,9 +122,9 @@ impl<E> std::fmt::Debug for PastBoards<E> {
 
 impl<E: Clone + Send + Sync + 'static> PastBoards<E> {
     /// Boards of which at most `max_building` are built at once (`client_share` of them for
-    /// one client), and those built kept while
-    /// they hold at most `max_players` players together, each counted with its overhead (a
-    /// board larger than that is answered to the requests that waited for it, then dropped).
+    /// one client), and those built kept while they hold at most `max_players` players
+    /// together, each counted with its overhead (a board larger than that is answered to the
+    /// requests that waited for it, then dropped).
     #[must_use]
     pub fn new(max_building: usize, client_share: usize, max_players: usize) -> Self {
         Self {
@@ -191,8 +191,10 @@ impl<E: Clone + Send + Sync + 'static> PastBoards<E> {
         tokio::spawn(tracing::Instrument::instrument(
             async move {
                 let built = build.await.map(Arc::new);
-                send.send_replace(Some(built));
+                // Given back before the board is answered: whoever it is answered to may ask
+                // for the next one at once.
                 drop((permit, share));
+                send.send_replace(Some(built));
             },
             span,
         ));

@@ -211,7 +211,14 @@ async fn one_client_builds_one_past_board_at_a_time_and_beyond_gets_429(app: Tes
                     None,
                     "the client's board under way",
                 );
-                assert!(answer.headers.contains_key(header::RETRY_AFTER));
+                assert_eq!(
+                    answer
+                        .headers
+                        .get(header::RETRY_AFTER)
+                        .map(|v| v.as_bytes()),
+                    Some(&b"2"[..]),
+                    "a board takes seconds to build"
+                );
             }
             *answers.entry(kind(answer)).or_default() += 1;
         }

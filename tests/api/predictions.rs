@@ -333,10 +333,11 @@ async fn prediction_bodies_that_are_not_json_or_name_an_unknown_pool_are_refused
 /// The first answer to `small` that is not 200, of the small requests sent one after another
 /// while `large` computes (answered 200), `large` sent again (up to 20 times) until there is
 /// one. Which request the runtime starts first is not fixed: on a loaded machine the large one
-/// may be done before a small one gets to ask, or be refused itself because a small one holds
-/// part of the room. (`compute`'s own tests hold a computation to see a refusal every time;
+/// may be done before a small one gets to ask, or be refused itself (with `refusal`, as a
+/// small one would be) because a small one holds part of the room. (`compute`'s own tests hold a computation to see a refusal every time;
 /// these see it reach the client.)
 async fn refused_beside_large<L, S>(
+    refusal: StatusCode,
     large: impl Fn() -> L,
     small: impl Fn() -> S,
 ) -> Option<TestResponse>
@@ -360,6 +361,11 @@ where
                 }
             }
         };
+        assert!(
+            [StatusCode::OK, refusal].contains(&first.status),
+            "the largest one computes, or finds no room: {:?}",
+            first.body
+        );
         if first.status == StatusCode::OK && refused.is_some() {
             return refused;
         }
@@ -383,6 +389,7 @@ async fn a_prediction_beyond_the_concurrency_bound_returns_503_overloaded_with_r
     // The largest request fills the budget while it computes; small ones sent meanwhile find
     // no room.
     let refused = refused_beside_large(
+        StatusCode::SERVICE_UNAVAILABLE,
         || app.post(PREDICTIONS, None, largest()),
         || app.post(PREDICTIONS, None, json!({"entrants": solos(2)})),
     )
@@ -431,6 +438,7 @@ async fn one_client_computes_at_most_half_the_budget_and_beyond_gets_429() {
     // another client's do is `compute`'s to test: here its requests would wait for the one
     // compute thread.)
     let refused = refused_beside_large(
+        StatusCode::TOO_MANY_REQUESTS,
         || from("192.0.2.1:5000", largest()),
         || from("192.0.2.1:5001", json!({"entrants": solos(2)})),
     )

@@ -388,8 +388,8 @@ fn reads_and_writes_keep_answering_while_the_largest_predictions_run(backend: Ba
         let predictors: Vec<_> = (0..PREDICTORS)
             .map(|p| {
                 let body = largest_prediction(known, p);
-                // Each from an address of its own: one client may hold only a share of the
-                // computations (`server.client_share_percent`).
+                // Each from an address of its own (all of 127/8 is loopback on Linux): one
+                // client may hold only a share of the computations.
                 let from = Ipv4Addr::new(127, 0, 0, 10 + p as u8);
                 scope.spawn(move || post_in_a_loop(base, from, predictions_path, &body, deadline))
             })
