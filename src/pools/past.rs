@@ -280,6 +280,29 @@ mod tests {
         }
     }
 
+    /// Board `key` of pool `p`, asked for in process (by no client).
+    async fn ask<E: Clone + Send + Sync + 'static>(
+        boards: &PastBoards<E>,
+        key: PastKey,
+        basis: Basis,
+        display: &Display,
+        build: impl Future<Output = Result<AsOfBoard, E>> + Send + 'static,
+    ) -> Result<Arc<AsOfBoard>, PastError<E>> {
+        boards.get(None, "p", key, basis, display, build).await
+    }
+
+    /// Board `round` of pool `p` with no correction and the default display settings, asked
+    /// for in process: one of `players` players, counted in `builds` if built.
+    async fn as_of(
+        boards: &PastBoards<String>,
+        builds: &Arc<AtomicUsize>,
+        round: i64,
+        players: usize,
+    ) -> Result<Arc<AsOfBoard>, PastError<String>> {
+        let (key, shown) = (PastKey::AsOf(round), Display::default());
+        ask(boards, key, after(0), &shown, counted(builds, players)).await
+    }
+
     /// The basis of a board after `corrections` corrections.
     fn after(corrections: u64) -> Basis {
         Basis {
@@ -294,9 +317,8 @@ mod tests {
         let builds = Arc::new(AtomicUsize::new(0));
         let shown = Display::default();
         let get = |corrections, display| {
-            boards.get(
-                None,
-                "p",
+            ask(
+                &boards,
                 PastKey::AsOf(7),
                 after(corrections),
                 display,
@@ -319,8 +341,7 @@ mod tests {
             after: 0,
             before: Some(7),
         };
-        boards
-            .get(None, "p", season, after(1), &other, counted(&builds, 3))
+        ask(&boards, season, after(1), &other, counted(&builds, 3))
             .await
             .expect("another board");
         boards
@@ -344,8 +365,7 @@ mod tests {
                 corrections: 1,
                 through,
             };
-            boards
-                .get(None, "p", open, basis, &other, counted(&builds, 3))
+            ask(&boards, open, basis, &other, counted(&builds, 3))
                 .await
                 .expect("an open season's");
         }
@@ -368,39 +388,33 @@ mod tests {
         let first = {
             let boards = Arc::clone(&boards);
             let shown = shown.clone();
-            tokio::spawn(async move {
-                boards
-                    .get(None, "p", PastKey::AsOf(1), after(0), &shown, slow)
-                    .await
-            })
+            tokio::spawn(
+                async move { ask(&boards, PastKey::AsOf(1), after(0), &shown, slow).await },
+            )
         };
         tokio::task::yield_now().await;
         let builds = Arc::new(AtomicUsize::new(0));
-        let refused = boards
-            .get(
-                None,
-                "p",
-                PastKey::AsOf(2),
-                after(0),
-                &shown,
-                counted(&builds, 2),
-            )
-            .await;
+        let refused = ask(
+            &boards,
+            PastKey::AsOf(2),
+            after(0),
+            &shown,
+            counted(&builds, 2),
+        )
+        .await;
         assert_eq!(refused.err(), Some(PastError::Overloaded));
         let second = {
             let boards = Arc::clone(&boards);
             let builds = Arc::clone(&builds);
             tokio::spawn(async move {
-                boards
-                    .get(
-                        None,
-                        "p",
-                        PastKey::AsOf(1),
-                        after(0),
-                        &shown,
-                        counted(&builds, 2),
-                    )
-                    .await
+                ask(
+                    &boards,
+                    PastKey::AsOf(1),
+                    after(0),
+                    &shown,
+                    counted(&builds, 2),
+                )
+                .await
             })
         };
         let _ = release.send(());
@@ -482,19 +496,11 @@ mod tests {
                 Ok(board(2))
             }
         };
-        let asked = boards.get(None, "p", PastKey::AsOf(1), after(0), &shown, slow);
+        let asked = ask(&boards, PastKey::AsOf(1), after(0), &shown, slow);
         let gone = tokio::time::timeout(std::time::Duration::from_millis(10), asked).await;
         assert!(gone.is_err(), "the request timed out");
         let _ = release.send(());
-        let board = boards
-            .get(
-                None,
-                "p",
-                PastKey::AsOf(1),
-                after(0),
-                &shown,
-                counted(&builds, 2),
-            )
+        let board = as_of(&boards, &builds, 1, 2)
             .await
             .expect("the build went on");
         assert_eq!(board.players(), 2);
@@ -506,98 +512,38 @@ mod tests {
         let boards = PastBoards::new(2, 2, BOARD_OVERHEAD + 5);
         let builds = Arc::new(AtomicUsize::new(0));
         let shown = Display::default();
-        let failed = boards
-            .get(None, "p", PastKey::AsOf(1), after(0), &shown, async {
-                Err("database gone".to_owned())
-            })
-            .await;
+        let failed = ask(&boards, PastKey::AsOf(1), after(0), &shown, async {
+            Err("database gone".to_owned())
+        })
+        .await;
         assert_eq!(
             failed.err(),
             Some(PastError::Failed("database gone".to_owned()))
         );
-        boards
-            .get(
-                None,
-                "p",
-                PastKey::AsOf(1),
-                after(0),
-                &shown,
-                counted(&builds, 3),
-            )
+        as_of(&boards, &builds, 1, 3)
             .await
             .expect("built after the failure");
-        boards
-            .get(
-                None,
-                "p",
-                PastKey::AsOf(2),
-                after(0),
-                &shown,
-                counted(&builds, 3),
-            )
-            .await
-            .expect("built");
-        boards
-            .get(
-                None,
-                "p",
-                PastKey::AsOf(2),
-                after(0),
-                &shown,
-                counted(&builds, 3),
-            )
-            .await
-            .expect("kept");
+        as_of(&boards, &builds, 2, 3).await.expect("built");
+        as_of(&boards, &builds, 2, 3).await.expect("kept");
         assert_eq!(
             builds.load(Ordering::SeqCst),
             2,
             "3 + 3 players: the older dropped"
         );
-        boards
-            .get(
-                None,
-                "p",
-                PastKey::AsOf(1),
-                after(0),
-                &shown,
-                counted(&builds, 3),
-            )
-            .await
-            .expect("built again");
+        as_of(&boards, &builds, 1, 3).await.expect("built again");
         assert_eq!(builds.load(Ordering::SeqCst), 3);
-        let large = boards
-            .get(
-                None,
-                "p",
-                PastKey::AsOf(5),
-                after(0),
-                &shown,
-                counted(&builds, 6),
-            )
-            .await
-            .expect("answered");
+        let large = as_of(&boards, &builds, 5, 6).await.expect("answered");
         assert_eq!(large.players(), 6);
-        boards
-            .get(
-                None,
-                "p",
-                PastKey::AsOf(1),
-                after(0),
-                &shown,
-                counted(&builds, 3),
-            )
-            .await
-            .expect("kept");
+        as_of(&boards, &builds, 1, 3).await.expect("kept");
         assert_eq!(
             builds.load(Ordering::SeqCst),
             4,
             "a board too large to keep pushed out none of the others"
         );
-        let panicked = boards
-            .get(None, "p", PastKey::AsOf(9), after(0), &shown, async {
-                panic!("boom")
-            })
-            .await;
+        let panicked = ask(&boards, PastKey::AsOf(9), after(0), &shown, async {
+            panic!("boom")
+        })
+        .await;
         assert_eq!(panicked.err(), Some(PastError::Panicked));
     }
 }
