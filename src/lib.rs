@@ -8,7 +8,8 @@
 //! - [`config`]: settings, layered from `config/default.toml`, a file, the environment, flags.
 //! - [`startup`]: connect, load, start the workers, serve, shut down in order.
 //! - [`api`]: the HTTP routes, their request and response types, auth and the one error type.
-//! - [`rate_limit`]: request budgets per key or client address (`[rate_limit]`).
+//! - [`rate_limit`]: request budgets per key or client address (`[rate_limit]`), and each
+//!   client's share of what is bounded in all.
 //! - [`compute`]: the bounded, cancellable thread pool that compute-heavy requests run on.
 //! - [`display`]: how a pool shows ratings: μ − kσ, the fixed-range rating, provisional
 //!   players (pure; built on the displayed rating of any system).
