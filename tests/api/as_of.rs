@@ -3,11 +3,8 @@
 //! at the time.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 
-use axum::body::Body;
-use axum::extract::ConnectInfo;
-use axum::http::{header, Request, StatusCode};
+use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::support::{round, round_at, Payload, TestApp, TestResponse, ADMIN_KEY, POOL};
@@ -181,14 +178,10 @@ async fn one_client_builds_one_past_board_at_a_time_and_beyond_gets_429(app: Tes
         round(&format!("r{r}"), &players)
     });
     app.play(rounds).await;
-    let from = |peer: &str, round: usize| {
-        let peer: SocketAddr = peer.parse().expect("a socket address");
-        let request = Request::builder()
-            .uri(format!("/v1/pools/main/leaderboard?as_of=r{round}"))
-            .extension(ConnectInfo(peer))
-            .body(Body::empty())
-            .expect("a valid request");
-        app.send_request(request)
+    let app = &app;
+    let from = |peer: &'static str, round: usize| async move {
+        let uri = format!("/v1/pools/main/leaderboard?as_of=r{round}");
+        app.send_from(peer, Method::GET, &uri, Payload::Empty).await
     };
     let kind = |answer: &TestResponse| match answer.status {
         StatusCode::OK => "200".to_owned(),
@@ -211,14 +204,7 @@ async fn one_client_builds_one_past_board_at_a_time_and_beyond_gets_429(app: Tes
                     None,
                     "the client's board under way",
                 );
-                assert_eq!(
-                    answer
-                        .headers
-                        .get(header::RETRY_AFTER)
-                        .map(|v| v.as_bytes()),
-                    Some(&b"2"[..]),
-                    "a board takes seconds to build"
-                );
+                answer.assert_retry_after(2, "a board takes seconds to build");
             }
             *answers.entry(kind(answer)).or_default() += 1;
         }

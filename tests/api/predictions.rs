@@ -2,11 +2,8 @@
 //! `POST /v1/pools/{pool}/match-quality`.
 
 use std::future::Future;
-use std::net::SocketAddr;
 
-use axum::body::Body;
-use axum::extract::ConnectInfo;
-use axum::http::{header, Method, Request, StatusCode};
+use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use mmr_service::api::json::COMPUTE_BODY_LIMIT;
@@ -401,13 +398,7 @@ async fn a_prediction_beyond_the_concurrency_bound_returns_503_overloaded_with_r
         None,
         "no room in the budget",
     );
-    assert_eq!(
-        second
-            .headers
-            .get(axum::http::header::RETRY_AFTER)
-            .map(|v| v.as_bytes()),
-        Some(&b"1"[..])
-    );
+    second.assert_retry_after(1, "no room in the budget");
     let again = app
         .post(PREDICTIONS, None, json!({"entrants": solos(2)}))
         .await;
@@ -422,16 +413,8 @@ async fn one_client_computes_at_most_half_the_budget_and_beyond_gets_429() {
     ]))
     .await;
     app.create_pool(POOL).await;
-    let from = |peer: &str, body: Value| {
-        let peer: SocketAddr = peer.parse().expect("a socket address");
-        let request = Request::builder()
-            .method(Method::POST)
-            .uri(PREDICTIONS)
-            .header(header::CONTENT_TYPE, "application/json")
-            .extension(ConnectInfo(peer))
-            .body(Body::from(body.to_string()))
-            .expect("a valid request");
-        app.send_request(request)
+    let from = |peer: &'static str, body: Value| {
+        app.send_from(peer, Method::POST, PREDICTIONS, Payload::Json(body))
     };
     // The largest request is half of a budget of two: all of its client's share. That
     // client's small requests find no room in its share, though the budget has room. (That
@@ -450,13 +433,7 @@ async fn one_client_computes_at_most_half_the_budget_and_beyond_gets_429() {
         None,
         "the client's share is used up",
     );
-    assert_eq!(
-        refused
-            .headers
-            .get(header::RETRY_AFTER)
-            .map(|v| v.as_bytes()),
-        Some(&b"1"[..])
-    );
+    refused.assert_retry_after(1, "the client's share is used up");
     from("192.0.2.1:5002", json!({"entrants": solos(2)}))
         .await
         .assert_status(StatusCode::OK, "the share is given back");

@@ -276,11 +276,7 @@ async fn one_write_a_second_burst_of_two() -> TestApp {
 #[track_caller]
 fn assert_rate_limited(response: &TestResponse, context: &str) {
     response.assert_error(StatusCode::TOO_MANY_REQUESTS, "rate_limited", None, context);
-    assert_eq!(
-        response.headers.get(header::RETRY_AFTER),
-        Some(&header::HeaderValue::from(1)),
-        "{context}: Retry-After"
-    );
+    response.assert_retry_after(1, context);
 }
 
 #[tokio::test]

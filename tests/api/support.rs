@@ -9,10 +9,12 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io::Write;
+use std::net::SocketAddr;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
+use axum::extract::ConnectInfo;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
@@ -115,6 +117,16 @@ impl TestResponse {
         );
     }
 
+    /// Checks that the answer asks the client to wait `secs` seconds before asking again.
+    #[track_caller]
+    pub fn assert_retry_after(&self, secs: u64, context: &str) {
+        assert_eq!(
+            self.headers.get(header::RETRY_AFTER),
+            Some(&header::HeaderValue::from(secs)),
+            "{context}: Retry-After"
+        );
+    }
+
     /// Checks the status, naming `context` and showing the body when it differs.
     #[track_caller]
     pub fn assert_status(&self, status: StatusCode, context: &str) -> &Value {
@@ -206,24 +218,21 @@ impl TestApp {
         key: Option<&str>,
         payload: Payload,
     ) -> TestResponse {
-        let mut builder = Request::builder().method(method).uri(uri);
-        if let Some(key) = key {
-            builder = builder.header(header::AUTHORIZATION, format!("Bearer {key}"));
-        }
-        let body = match payload {
-            Payload::Empty => Body::empty(),
-            Payload::Json(value) => {
-                builder = builder.header(header::CONTENT_TYPE, "application/json");
-                Body::from(value.to_string())
-            }
-            Payload::Raw(content_type, bytes) => {
-                if let Some(content_type) = content_type {
-                    builder = builder.header(header::CONTENT_TYPE, content_type);
-                }
-                Body::from(bytes)
-            }
-        };
-        let request = builder.body(body).expect("a valid request");
+        self.send_request(request(method, uri, key, payload)).await
+    }
+
+    /// Sends one request without a key from the client at `peer` (an address and port), as
+    /// the server's listener would say it came.
+    pub async fn send_from(
+        &self,
+        peer: &str,
+        method: Method,
+        uri: &str,
+        payload: Payload,
+    ) -> TestResponse {
+        let peer: SocketAddr = peer.parse().expect("a socket address");
+        let mut request = request(method, uri, None, payload);
+        request.extensions_mut().insert(ConnectInfo(peer));
         self.send_request(request).await
     }
 
@@ -709,4 +718,26 @@ pub async fn history_ids(app: &TestApp, pool: &str, player: &str) -> Vec<String>
             None => return ids,
         }
     }
+}
+
+/// A request of `method` to `uri` with `key` and `payload`.
+fn request(method: Method, uri: &str, key: Option<&str>, payload: Payload) -> Request<Body> {
+    let mut builder = Request::builder().method(method).uri(uri);
+    if let Some(key) = key {
+        builder = builder.header(header::AUTHORIZATION, format!("Bearer {key}"));
+    }
+    let body = match payload {
+        Payload::Empty => Body::empty(),
+        Payload::Json(value) => {
+            builder = builder.header(header::CONTENT_TYPE, "application/json");
+            Body::from(value.to_string())
+        }
+        Payload::Raw(content_type, bytes) => {
+            if let Some(content_type) = content_type {
+                builder = builder.header(header::CONTENT_TYPE, content_type);
+            }
+            Body::from(bytes)
+        }
+    };
+    builder.body(body).expect("a valid request")
 }
