@@ -5,6 +5,7 @@
 //! predictions; unknown waiting players are matched as newcomers.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::extract::{Path, State};
 use axum::Json;
@@ -392,8 +393,8 @@ async fn list_opponents(
     let asked = player.clone();
     let outcome = state
         .compute
-        .run(auth.client(), cost, move |_| {
-            opponents(&snapshot, asked, limit, days)
+        .run(auth.client(), cost, move |cancel| {
+            opponents(&snapshot, asked, limit, days, cancel)
         })
         .await;
     match outcome? {
@@ -402,6 +403,7 @@ async fn list_opponents(
             what: "player",
             id: player,
         }),
+        Err(engine::Error::Cancelled) => Err(Error::Timeout),
         Err(error) => {
             tracing::error!(error = %error, "finding opponents failed");
             Err(Error::Internal)
@@ -409,13 +411,18 @@ async fn list_opponents(
     }
 }
 
+/// How many players [`opponents`] looks at between two looks at its cancel flag: a few
+/// milliseconds of work at most.
+const PLAYERS_BETWEEN_CHECKS: usize = 4096;
+
 /// [`list_opponents`]' computation: O(n) over the snapshot's players; `None` if `player` is
-/// not rated.
+/// not rated, [`engine::Error::Cancelled`] soon after `cancel` is set.
 fn opponents(
     snapshot: &crate::pools::PoolState,
     player: String,
     limit: usize,
     days: f64,
+    cancel: &AtomicBool,
 ) -> Result<Option<OpponentsResponse>, engine::Error> {
     let system = snapshot.system();
     let Some(state) = snapshot.belief(&player) else {
@@ -427,7 +434,10 @@ fn opponents(
     let since = newest.map(|t| t.saturating_sub((days * 86_400.0) as i64));
     let mut candidates = Vec::new();
     let mut performances = Vec::new();
-    for (id, state, last) in snapshot.rated() {
+    for (seen, (id, state, last)) in snapshot.rated().enumerate() {
+        if seen % PLAYERS_BETWEEN_CHECKS == 0 && cancel.load(Ordering::Relaxed) {
+            return Err(engine::Error::Cancelled);
+        }
         let active = match (since, last.time) {
             (Some(since), Some(time)) => time >= since,
             _ => true,
@@ -436,6 +446,9 @@ fn opponents(
             performances.push(system.performance(&[state])?);
             candidates.push((id, state, last));
         }
+    }
+    if cancel.load(Ordering::Relaxed) {
+        return Err(engine::Error::Cancelled);
     }
     let best = best_opponents(&me, &performances, limit);
     let mut listed = Vec::with_capacity(best.len());
@@ -459,4 +472,50 @@ fn opponents(
         opponents: listed,
         active: candidates.len() as u64,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    use super::opponents;
+    use crate::display::Display;
+    use crate::engine::{self, Params, PlayerState, SystemState};
+    use crate::pools::{LastRound, Played, PoolState};
+
+    /// A pool of `n` players, each rated in one round of their own, `p0` the strongest.
+    fn pool(n: usize) -> PoolState {
+        let params = Params::default();
+        let mut state = PoolState::new(params.into(), Display::default()).expect("valid");
+        for i in 0..n {
+            let mut belief = PlayerState::new(&params);
+            belief.mu = 2000.0 - i as f64;
+            let round = Played {
+                player: format!("p{i}"),
+                rank: 1,
+                prior: 1500.0,
+                state: SystemState::EloMmr(belief),
+                last_round: LastRound::new(Arc::from(format!("r{i}")), None, i as i64 + 1),
+            };
+            state.apply(i as i64 + 1, vec![round]);
+        }
+        state
+    }
+
+    #[test]
+    fn opponents_stop_once_their_request_is_cancelled() {
+        let state = pool(10_000);
+        let cancelled = AtomicBool::new(true);
+        assert!(matches!(
+            opponents(&state, "p0".to_owned(), 5, 30.0, &cancelled),
+            Err(engine::Error::Cancelled)
+        ));
+        let found = opponents(&state, "p0".to_owned(), 5, 30.0, &AtomicBool::new(false))
+            .expect("not cancelled")
+            .expect("p0 is rated");
+        let names: Vec<_> = found.opponents.iter().map(|o| o.player.as_str()).collect();
+        assert_eq!(names, ["p1", "p2", "p3", "p4", "p5"]);
+        assert_eq!(found.active, 9_999);
+    }
 }
