@@ -97,6 +97,9 @@ impl ServerSettings {
 pub struct DatabaseSettings {
     /// `postgres://…` or `sqlite://PATH`.
     pub url: String,
+    /// Connections the requests' reads of the database take (histories, rounds, seasons,
+    /// as-of boards, exports, change feeds), apart from those of the worker and the writes.
+    pub read_connections: u32,
 }
 
 impl fmt::Debug for DatabaseSettings {
@@ -105,6 +108,7 @@ impl fmt::Debug for DatabaseSettings {
         let scheme = self.url.split_once(':').map_or("?", |(scheme, _)| scheme);
         f.debug_struct("DatabaseSettings")
             .field("url", &format_args!("{scheme}://…"))
+            .field("read_connections", &self.read_connections)
             .finish()
     }
 }
@@ -596,6 +600,10 @@ impl Settings {
             "server.max_concurrent_past_boards must be > 0"
         );
         anyhow::ensure!(
+            self.database.read_connections > 0,
+            "database.read_connections must be > 0"
+        );
+        anyhow::ensure!(
             (1..=100).contains(&self.server.client_share_percent),
             "server.client_share_percent must be between 1 and 100"
         );
@@ -715,6 +723,10 @@ mod tests {
             (
                 "[server]\nclient_share_percent = 101\n",
                 "server.client_share_percent",
+            ),
+            (
+                "[database]\nread_connections = 0\n",
+                "database.read_connections",
             ),
         ];
         for (i, (text, expected)) in cases.into_iter().enumerate() {

@@ -36,6 +36,10 @@ pub const PLAYERS: &str = "mmr_players";
 pub const DB_CONNECTIONS: &str = "mmr_db_connections";
 /// Of them, those idle.
 pub const DB_CONNECTIONS_IDLE: &str = "mmr_db_connections_idle";
+/// Connections open for the requests' reads (`database.read_connections`).
+pub const DB_READ_CONNECTIONS: &str = "mmr_db_read_connections";
+/// Of them, those idle.
+pub const DB_READ_CONNECTIONS_IDLE: &str = "mmr_db_read_connections_idle";
 
 /// Histogram buckets in seconds: 1 ms to 60 s.
 const BUCKETS: [f64; 14] = [

@@ -2,7 +2,8 @@
 //! API key for requests that change something, and one per key, or per client address when
 //! reads need no key, for reads. A request over its budget learns how long to wait. And each
 //! client's [`Shares`] of what the service bounds in all (streams, computations, past boards
-//! being built). Knows nothing of HTTP: `api::auth` asks here once it knows who the client is.
+//! being built), and its [`Turns`] at the reads of the database. Knows nothing of HTTP:
+//! `api::auth` asks here once it knows who the client is.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -119,6 +120,90 @@ impl Drop for Share {
             if *count == 0 {
                 held.remove(&self.client);
             }
+        }
+    }
+}
+
+/// Each client's turns at something every client waits for (the reads of the database): at
+/// most `per_client` of one client's requests hold a turn at once, and its others wait for one
+/// of those, in order. Those of one client then wait behind each other, not ahead of everyone
+/// else's, and a client sending many at once is slowed, not refused.
+#[derive(Debug)]
+pub struct Turns {
+    per_client: usize,
+    queues: Mutex<HashMap<Client, Arc<tokio::sync::Semaphore>>>,
+}
+
+/// A client's turn: given back when dropped.
+#[derive(Debug)]
+pub struct Turn {
+    turns: Arc<Turns>,
+    client: Client,
+    queue: Arc<tokio::sync::Semaphore>,
+    /// Whether the turn was had (not when its wait was given up).
+    held: bool,
+}
+
+impl Turns {
+    /// At most `per_client` turns held by each client at once.
+    #[must_use]
+    pub fn new(per_client: usize) -> Self {
+        Self {
+            per_client,
+            queues: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A turn for `client`, once one of its turns is free.
+    pub async fn take(self: &Arc<Self>, client: &Client) -> Turn {
+        let queue = {
+            let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
+            let queue = queues
+                .entry(client.clone())
+                .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(self.per_client)));
+            Arc::clone(queue)
+        };
+        // Made before the wait, so that a wait given up (its request gone) cleans up too.
+        let mut turn = Turn {
+            turns: Arc::clone(self),
+            client: client.clone(),
+            queue,
+            held: false,
+        };
+        turn.queue
+            .acquire()
+            .await
+            .expect("a client's queue is never closed")
+            .forget();
+        turn.held = true;
+        turn
+    }
+
+    /// Clients with a turn held or awaited.
+    #[cfg(test)]
+    fn clients(&self) -> usize {
+        self.queues
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        if self.held {
+            self.queue.add_permits(1);
+        }
+        let mut queues = self
+            .turns
+            .queues
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Only the table and this turn hold the queue: nobody holds or awaits a turn of this
+        // client, whom the table can forget. Whoever looks it up next sees the table under
+        // the same lock, so the count cannot grow meanwhile.
+        if Arc::strong_count(&self.queue) == 2 {
+            queues.remove(&self.client);
         }
     }
 }
@@ -280,5 +365,37 @@ mod tests {
         drop((again, four));
         let held = shares.held.lock().expect("not poisoned");
         assert!(held.is_empty(), "clients holding nothing are forgotten");
+    }
+
+    #[tokio::test]
+    async fn a_client_beyond_its_turns_waits_for_one_of_them_and_others_do_not() {
+        let turns = Arc::new(Turns::new(2));
+        let one = Client::Key("one".into());
+        let other = Client::Key("other".into());
+        let first = turns.take(&one).await;
+        let second = turns.take(&one).await;
+        let mut third = Box::pin(turns.take(&one));
+        let waited = tokio::time::timeout(Duration::from_millis(50), &mut third).await;
+        assert!(waited.is_err(), "a third turn waits while two are held");
+        let others = turns.take(&other).await;
+        drop(first);
+        let third = tokio::time::timeout(Duration::from_secs(5), third)
+            .await
+            .expect("a turn given back goes to the one waiting");
+        assert_eq!(turns.clients(), 2);
+        drop((second, third, others));
+        assert_eq!(turns.clients(), 0, "clients holding no turn are forgotten");
+    }
+
+    #[tokio::test]
+    async fn a_wait_given_up_leaves_no_client_behind() {
+        let turns = Arc::new(Turns::new(1));
+        let one = Client::Key("one".into());
+        let held = turns.take(&one).await;
+        let waited = tokio::time::timeout(Duration::from_millis(20), turns.take(&one)).await;
+        assert!(waited.is_err(), "the second turn waits");
+        drop(held);
+        assert_eq!(turns.clients(), 0);
+        let _again = turns.take(&one).await;
     }
 }

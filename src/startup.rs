@@ -90,6 +90,7 @@ impl Application {
         .context("serving")?;
         tracing::info!("requests drained; stopping the workers");
         self.state.stop_workers().await;
+        self.state.reads.close().await;
         self.state.storage.close().await;
         tracing::info!("stopped");
         Ok(())

@@ -33,8 +33,15 @@ use crate::worker;
 /// Shared by every handler and worker; cheap to clone.
 #[derive(Clone)]
 pub struct AppState {
-    /// The database.
+    /// The database, for the worker and the writes.
     pub storage: Arc<dyn Storage>,
+    /// The database for the requests' reads, through connections of its own
+    /// (`database.read_connections`).
+    pub reads: Arc<dyn Storage>,
+    /// Each client's turns at the reads of the database.
+    pub read_turns: Arc<crate::rate_limit::Turns>,
+    /// `/readyz`'s last look at the database.
+    pub database_seen: Arc<tokio::sync::Mutex<Option<DatabaseSeen>>>,
     /// Every pool in memory.
     pub pools: Arc<Pools>,
     /// The settings the service started with.
@@ -85,6 +92,24 @@ pub const MAX_FEEDS: usize = 1024;
 /// them holds them until its connections drop: this keeps one such client from taking every
 /// feed of [`MAX_FEEDS`].
 pub const MAX_FEEDS_PER_CLIENT: usize = 16;
+
+/// Reads of the database under way for each of `database.read_connections`, waiting for a
+/// connection or running, of which one client has its share ([`AppState::read_turns`]): with
+/// the default 4 connections and `server.client_share_percent` 50, one client has 16 under way
+/// at once and its others wait for their turn.
+pub const READS_PER_CONNECTION: usize = 8;
+
+/// A look at the database: when it was taken, whether the database answered, and the rounds
+/// then queued in all its pools (`None` if it did not answer that either).
+#[derive(Debug, Clone, Copy)]
+pub struct DatabaseSeen {
+    /// When.
+    pub at: Instant,
+    /// Whether the database answered a ping in time.
+    pub answered: bool,
+    /// The rounds queued, if it answered that in time too.
+    pub queue_depth: Option<u64>,
+}
 
 /// What [`AppState::create_key`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,6 +174,10 @@ impl AppState {
             server.client_share(server.max_concurrent_past_boards),
             server.past_boards_kept_players,
         );
+        let read_connections = settings.database.read_connections;
+        let reads = storage.for_reads(read_connections);
+        let reads_at_once = (read_connections as usize).saturating_mul(READS_PER_CONNECTION);
+        let read_turns = crate::rate_limit::Turns::new(server.client_share(reads_at_once));
         let replica_id = if settings.replicas.id.is_empty() {
             Arc::from(ownership::random_id())
         } else {
@@ -156,6 +185,9 @@ impl AppState {
         };
         Ok(Self {
             storage,
+            reads,
+            read_turns: Arc::new(read_turns),
+            database_seen: Arc::default(),
             pools: Arc::new(Pools::default()),
             rate_limits: Arc::new(RateLimits::new(&settings.rate_limit)),
             compute: Arc::new(compute),
@@ -198,6 +230,18 @@ impl AppState {
     /// loads wait for that load, and a load that failed on the stored data is answered from
     /// memory for [`LOAD_RETRY`] (`crate::pools::loading`).
     pub async fn pool(&self, name: &str) -> Result<Option<Arc<Pool>>, storage::Error> {
+        self.pool_looked_up_in(name, None).await
+    }
+
+    /// [`AppState::pool`], where a pool neither in memory nor recently failed is first looked
+    /// for in `lookup` (a request's reads), and loaded only if it is there: any client may name
+    /// a pool that does not exist, and looking for it must not take a connection the worker
+    /// and the writes need.
+    pub async fn pool_looked_up_in(
+        &self,
+        name: &str,
+        lookup: Option<&dyn Storage>,
+    ) -> Result<Option<Arc<Pool>>, storage::Error> {
         if let Some(pool) = self.pools.get(name) {
             return Ok(Some(pool));
         }
@@ -216,6 +260,11 @@ impl AppState {
         }
         if let Some(why) = self.loading.recent_failure(name, Instant::now()) {
             return Err(remembered(why));
+        }
+        if let Some(lookup) = lookup {
+            if lookup.pool(name).await?.is_none() {
+                return Ok(None);
+            }
         }
         let loaded = self.load(name).await;
         if let Err(error) = &loaded {

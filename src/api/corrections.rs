@@ -96,12 +96,12 @@ pub struct RecomputeResponse {
             headers(("Retry-After" = u64, description = "Seconds to wait")))),
     security(("bearer" = [])))]
 async fn post_correction(
-    _: Authorized<Admin>,
+    auth: Authorized<Admin>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
     request: Request,
 ) -> Result<Response, Error> {
-    let pool = pool_of(&state, &pool).await?;
+    let pool = pool_of(&state, auth.client(), &pool).await?;
     let body = json_bytes(request, &state).await?;
     let mut value: serde_json::Value =
         serde_json::from_slice(&body).map_err(|e| Error::MalformedJson(e.to_string()))?;
@@ -151,11 +151,11 @@ async fn post_correction(
             headers(("Retry-After" = u64, description = "Seconds to wait")))),
     security(("bearer" = [])))]
 async fn void_round(
-    _: Authorized<Admin>,
+    auth: Authorized<Admin>,
     State(state): State<AppState>,
     Path((pool, id)): Path<(String, String)>,
 ) -> Result<Response, Error> {
-    let pool = pool_of(&state, &pool).await?;
+    let pool = pool_of(&state, auth.client(), &pool).await?;
     let correction = CorrectionRequest {
         id: format!("void/{id}"),
         action: Correction::Void { round: id },
@@ -172,11 +172,11 @@ async fn void_round(
         (status = 503, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn get_recompute(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
 ) -> Result<Json<RecomputeResponse>, Error> {
-    let pool = pool_of(&state, &pool).await?;
+    let pool = pool_of(&state, auth.client(), &pool).await?;
     let answer = match pool.recompute() {
         None => RecomputeResponse {
             state: "idle",

@@ -73,11 +73,11 @@ fn response(pool: String, state: &PoolState) -> DisplayResponse {
         (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn get_display(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
 ) -> Result<Json<DisplayResponse>, Error> {
-    let found = pool_of(&state, &pool).await?;
+    let found = pool_of(&state, auth.client(), &pool).await?;
     Ok(Json(response(pool, &found.read())))
 }
 
@@ -93,7 +93,7 @@ async fn get_display(
         (status = 503, body = ErrorResponse)),
     security(("bearer" = [])))]
 async fn put_display(
-    _: Authorized<Admin>,
+    auth: Authorized<Admin>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
     JsonBody(display): JsonBody<Display>,
@@ -101,7 +101,7 @@ async fn put_display(
     display
         .validate()
         .map_err(|e| Error::invalid("invalid_display", e.field.clone(), e.to_string()))?;
-    let found = pool_of(&state, &pool).await?;
+    let found = pool_of(&state, auth.client(), &pool).await?;
     let published = state.put_display(&found, display).await?;
     Ok(Json(response(pool, &published)))
 }
@@ -140,11 +140,11 @@ pub struct LeaguesResponse {
         (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn get_leagues(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
 ) -> Result<Json<LeaguesResponse>, Error> {
-    let current = pool_of(&state, &pool).await?.read();
+    let current = pool_of(&state, auth.client(), &pool).await?.read();
     let settings = current.display().leagues.clone();
     let leagues: Vec<LeagueResponse> = settings
         .iter()

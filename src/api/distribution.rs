@@ -63,7 +63,7 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
         (status = 404, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn distribution(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
     QueryParams(query): QueryParams<DistributionQuery>,
@@ -72,7 +72,7 @@ async fn distribution(
         bins @ 1..=MOST_BINS => bins as usize,
         _ => return Err(Error::query("bins", "must be between 1 and 200")),
     };
-    let current = pool_of(&state, &pool).await?.read();
+    let current = pool_of(&state, auth.client(), &pool).await?.read();
     Ok(Json(histogram(current.leaderboard(), bins)))
 }
 

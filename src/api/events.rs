@@ -25,9 +25,9 @@ use utoipa_axum::routes;
 
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
-use super::pool_of;
 use super::query::QueryParams;
 use super::rounds::{RoundResponse, DEFAULT_RESULTS};
+use super::{pool_of, reads};
 use crate::rate_limit::Share;
 use crate::state::AppState;
 use crate::storage::ResultsPage;
@@ -98,7 +98,7 @@ async fn events(
     QueryParams(query): QueryParams<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Response, Error> {
-    let pool = pool_of(&state, &pool).await?;
+    let pool = pool_of(&state, auth.client(), &pool).await?;
     if let Some(after) = query.after.filter(|&after| after < 0) {
         return Err(invalid_start("after", &after.to_string()));
     }
@@ -106,8 +106,8 @@ async fn events(
     let changes = pool.changes();
     let after = match last_event_id(&headers)?.or(query.after) {
         Some(after) => after,
-        None => state
-            .storage
+        None => reads(&state, auth.client())
+            .await
             .last_applied_seq(pool.name())
             .await?
             .unwrap_or(0),
@@ -236,16 +236,14 @@ async fn send_next(
     writer: &mut DuplexStream,
     closing: &CancellationToken,
 ) -> anyhow::Result<usize> {
-    let rows = state
-        .storage
-        .applied_ids(pool.name(), *after, BATCH)
-        .await?;
+    // The feed's reads count in no client's share: the feeds have bounds of their own.
+    let rows = state.reads.applied_ids(pool.name(), *after, BATCH).await?;
     let current = pool.read();
     let first = ResultsPage::first(DEFAULT_RESULTS);
     for row in &rows {
         // Listed as applied, it is stored (a correction may have voided it since: then it is
         // sent as it stands now).
-        if let Some(record) = state.storage.round(pool.name(), &row.id, &first).await? {
+        if let Some(record) = state.reads.round(pool.name(), &row.id, &first).await? {
             let event = RoundEvent {
                 seq: row.seq,
                 round: RoundResponse::of(record, &current),

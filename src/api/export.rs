@@ -19,8 +19,8 @@ use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::events::{send, stream_place, StreamPlace};
 use super::players::limit;
-use super::pool_of;
 use super::query::QueryParams;
+use super::{pool_of, reads};
 use crate::state::AppState;
 use crate::storage::{AppliedPage, Storage};
 
@@ -104,17 +104,18 @@ pub(super) async fn list_rounds(
     headers: HeaderMap,
 ) -> Result<Response, Error> {
     let limit = limit(query.limit, DEFAULT_LIMIT)?;
-    let pool = pool_of(&state, &pool).await?;
+    let pool = pool_of(&state, auth.client(), &pool).await?;
     let after = query.after.unwrap_or(0);
     if wants_ndjson(&headers) {
         let place = stream_place(&state, &auth)?;
         // Read the first batch before answering, so that a database error is a proper status.
+        // A stream's reads count in no client's share: the streams have bounds of their own.
         let first = state
-            .storage
+            .reads
             .applied_rounds(pool.name(), after, STREAM_BATCH, BATCH_BYTES)
             .await?;
         let body = stream(
-            std::sync::Arc::clone(&state.storage),
+            std::sync::Arc::clone(&state.reads),
             pool.name().to_owned(),
             first,
             place,
@@ -126,8 +127,8 @@ pub(super) async fn list_rounds(
             .insert(header::CONTENT_TYPE, HeaderValue::from_static(NDJSON));
         return Ok(response);
     }
-    let page = state
-        .storage
+    let page = reads(&state, auth.client())
+        .await
         .applied_rounds(pool.name(), after, limit, PAGE_BYTES)
         .await?;
     let next_after = page.rounds.last().filter(|_| page.more).map(|row| row.seq);

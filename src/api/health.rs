@@ -4,7 +4,7 @@
 //! reads need one).
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
@@ -18,13 +18,18 @@ use utoipa_axum::routes;
 
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
+use super::reads;
 use crate::instruments;
-use crate::state::AppState;
+use crate::state::{AppState, DatabaseSeen};
 
 /// Longest `/readyz` waits for each database check: a probe that hangs for as long as the
 /// storage's own connection timeout would be given up on by its caller, with no answer saying
 /// why. A database that answers no faster is as good as away.
 const DATABASE_CHECK_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long one look at the database answers `/readyz`: any client may ask it, and however
+/// often they do, it takes the connections the worker and the writes use once in this time.
+const DATABASE_SEEN_FOR: Duration = Duration::from_secs(1);
 
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -42,10 +47,11 @@ pub fn router() -> OpenApiRouter<AppState> {
         (status = 401, body = ErrorResponse), (status = 503, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn get_metrics(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
 ) -> Result<impl IntoResponse, Error> {
-    for info in state.storage.pools().await? {
+    let stored = reads(&state, auth.client()).await.pools().await?;
+    for info in stored {
         instruments::pool_gauge(instruments::QUEUE_DEPTH, &info.name, info.queued as f64);
     }
     for pool in state.pools.all() {
@@ -54,6 +60,9 @@ async fn get_metrics(
     let (open, idle) = state.storage.connections();
     instruments::gauge(instruments::DB_CONNECTIONS, f64::from(open));
     instruments::gauge(instruments::DB_CONNECTIONS_IDLE, idle as f64);
+    let (open, idle) = state.reads.connections();
+    instruments::gauge(instruments::DB_READ_CONNECTIONS, f64::from(open));
+    instruments::gauge(instruments::DB_READ_CONNECTIONS_IDLE, idle as f64);
     Ok((
         [(CONTENT_TYPE, "text/plain; version=0.0.4")],
         instruments::render(),
@@ -100,12 +109,7 @@ async fn get_health() -> Json<HealthResponse> {
     responses((status = 200, body = ReadinessResponse),
         (status = 503, body = ReadinessResponse)))]
 async fn get_readiness(State(state): State<AppState>) -> (StatusCode, Json<ReadinessResponse>) {
-    let database = checked(state.storage.ping()).await.is_some();
-    let queue_depth = if database {
-        checked(state.storage.queue_depth()).await
-    } else {
-        None
-    };
+    let (database, queue_depth) = database_seen(&state).await;
     let pools = state.pools.all();
     let workers = pools.iter().all(|pool| pool.worker_running());
     let owned_pools = pools
@@ -134,6 +138,29 @@ async fn get_readiness(State(state): State<AppState>) -> (StatusCode, Json<Readi
 
 /// What a database check found, or `None` when it failed or took longer than
 /// [`DATABASE_CHECK_TIMEOUT`].
+/// Whether the database answers, and its queue depth: looked at again once the last look is
+/// [`DATABASE_SEEN_FOR`] old, by one request while the others wait for its answer.
+async fn database_seen(state: &AppState) -> (bool, Option<u64>) {
+    let mut seen = state.database_seen.lock().await;
+    if let Some(last) = *seen {
+        if last.at.elapsed() < DATABASE_SEEN_FOR {
+            return (last.answered, last.queue_depth);
+        }
+    }
+    let answered = checked(state.storage.ping()).await.is_some();
+    let queue_depth = if answered {
+        checked(state.storage.queue_depth()).await
+    } else {
+        None
+    };
+    *seen = Some(DatabaseSeen {
+        at: Instant::now(),
+        answered,
+        queue_depth,
+    });
+    (answered, queue_depth)
+}
+
 async fn checked<T, E>(check: impl Future<Output = Result<T, E>>) -> Option<T> {
     tokio::time::timeout(DATABASE_CHECK_TIMEOUT, check)
         .await

@@ -18,8 +18,8 @@ use utoipa_axum::routes;
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::players::limit;
-use super::pool_of;
 use super::query::QueryParams;
+use super::{pool_of, reads};
 use crate::display::Placement;
 use crate::engine::{Beliefs, Rating, SoftReset};
 use crate::pools::leaderboard::{Filter, Leaderboard, Order, Place};
@@ -118,7 +118,7 @@ async fn list_leaderboard(
     Path(pool): Path<String>,
     QueryParams(query): QueryParams<LeaderboardQuery>,
 ) -> Result<Json<LeaderboardResponse>, Error> {
-    let pool = pool_of(&state, &pool).await?;
+    let pool = pool_of(&state, auth.client(), &pool).await?;
     let past = match &query.as_of {
         Some(round) => Some(board_as_of(&state, auth.client(), &pool, round).await?),
         None => None,
@@ -216,7 +216,11 @@ pub(super) async fn board_as_of(
     pool: &Pool,
     round: &str,
 ) -> Result<Arc<AsOfBoard>, Error> {
-    let seq = match state.storage.round_applied(pool.name(), round).await? {
+    let seq = match reads(state, client)
+        .await
+        .round_applied(pool.name(), round)
+        .await?
+    {
         AsOf::Applied(seq) => seq,
         AsOf::NoSuchRound => {
             return Err(Error::NotFound {
@@ -234,7 +238,7 @@ pub(super) async fn board_as_of(
             ))
         }
     };
-    let storage = Arc::clone(&state.storage);
+    let storage = Arc::clone(&state.reads);
     let name = pool.name().to_owned();
     let rated = async move {
         let seasons = super::seasons::resets_up_to(storage.as_ref(), &name, seq).await?;
@@ -273,8 +277,8 @@ pub(super) async fn past_board(
     // that follows). A board built from rows newer than its key is built again once the
     // snapshot catches up; one built from the snapshot is kept under that snapshot's own.
     let basis = Basis {
-        corrections: state
-            .storage
+        corrections: reads(state, client)
+            .await
             .corrections_applied(pool.name(), current.last_seq())
             .await?,
         through,

@@ -261,7 +261,7 @@ async fn create_matchmaking(
     ComputeJson(request): ComputeJson<MatchmakingRequest>,
 ) -> Result<Json<MatchmakingResponse>, Error> {
     let relaxation = validate(&request)?;
-    let snapshot = pool_of(&state, &pool).await?.read();
+    let snapshot = pool_of(&state, auth.client(), &pool).await?.read();
     let (team_size, teams) = (request.team_size, request.teams);
     let ids: Vec<String> = request.waiting.iter().map(|w| w.player.clone()).collect();
     let waited: Vec<f64> = request.waiting.iter().map(|w| w.waited).collect();
@@ -388,7 +388,7 @@ async fn list_opponents(
     if !(days.is_finite() && days > 0.0) {
         return Err(Error::query("active_days", "must be a number above 0"));
     }
-    let snapshot = pool_of(&state, &pool).await?.read();
+    let snapshot = pool_of(&state, auth.client(), &pool).await?.read();
     let cost = snapshot.len().min(MAX_ENTRANTS);
     let asked = player.clone();
     let outcome = state

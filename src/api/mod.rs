@@ -52,7 +52,9 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::pools::Pool;
+use crate::rate_limit::{Client, Turn};
 use crate::state::AppState;
+use crate::storage::Storage;
 use error::Error;
 use request_id::{RequestIds, REQUEST_ID};
 
@@ -210,9 +212,49 @@ async fn json_errors(response: Response) -> Response {
     response
 }
 
-/// The pool named in the path, or a 404.
-pub(crate) async fn pool_of(state: &AppState, name: &str) -> Result<Arc<Pool>, Error> {
-    state.pool(name).await?.ok_or_else(|| Error::NotFound {
+/// The database for one request's reads, once `client` has a turn at them (held until
+/// dropped): one client's reads wait behind each other rather than ahead of everyone else's.
+pub(crate) async fn reads(state: &AppState, client: Option<&Client>) -> Reads {
+    let turn = match client {
+        Some(client) => Some(state.read_turns.take(client).await),
+        // A router called in process (tests) has no peer address: nothing to count it by.
+        None => None,
+    };
+    Reads {
+        storage: Arc::clone(&state.reads),
+        _turn: turn,
+    }
+}
+
+/// [`reads`]: the database, and the client's turn while the reads run.
+pub(crate) struct Reads {
+    storage: Arc<dyn Storage>,
+    _turn: Option<Turn>,
+}
+
+impl std::ops::Deref for Reads {
+    type Target = dyn Storage;
+
+    fn deref(&self) -> &Self::Target {
+        self.storage.as_ref()
+    }
+}
+
+/// The pool named in the path, or a 404. One this process does not hold is looked for in the
+/// database as one of `client`'s [`reads`].
+pub(crate) async fn pool_of(
+    state: &AppState,
+    client: Option<&Client>,
+    name: &str,
+) -> Result<Arc<Pool>, Error> {
+    let pool = match state.pools.get(name) {
+        Some(pool) => Some(pool),
+        None => {
+            let reads = reads(state, client).await;
+            state.pool_looked_up_in(name, Some(&*reads)).await?
+        }
+    };
+    pool.ok_or_else(|| Error::NotFound {
         what: "pool",
         id: name.to_owned(),
     })

@@ -13,9 +13,9 @@ use utoipa_axum::routes;
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::leaderboard::board_as_of;
-use super::pool_of;
 use super::query::QueryParams;
 use super::rounds::ShownChange;
+use super::{pool_of, reads};
 use crate::display::Placement;
 use crate::pools::leaderboard::{Filter, Order};
 use crate::pools::PlayerRating;
@@ -195,13 +195,13 @@ pub(super) fn limit(value: Option<u32>, default: u32) -> Result<u32, Error> {
         (status = 404, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn list_players(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
     QueryParams(query): QueryParams<PrefixQuery>,
 ) -> Result<Json<PlayersResponse>, Error> {
     let limit = limit(query.limit, DEFAULT_LIMIT)?;
-    let pool = pool_of(&state, &pool).await?;
+    let pool = pool_of(&state, auth.client(), &pool).await?;
     let found = pool
         .read()
         .with_prefix(query.prefix.as_deref().unwrap_or_default(), limit as usize);
@@ -225,7 +225,7 @@ async fn get_player(
     Path((pool, player)): Path<(String, String)>,
     QueryParams(query): QueryParams<AsOfQuery>,
 ) -> Result<Json<PlayerResponse>, Error> {
-    let pool = pool_of(&state, &pool).await?;
+    let pool = pool_of(&state, auth.client(), &pool).await?;
     let not_found = || Error::NotFound {
         what: "player",
         id: player.clone(),
@@ -263,21 +263,21 @@ async fn get_player(
         (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn get_player_history(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path((pool, player)): Path<(String, String)>,
     QueryParams(query): QueryParams<HistoryQuery>,
 ) -> Result<Json<HistoryResponse>, Error> {
     let limit = limit(query.limit, DEFAULT_LIMIT)?;
-    let pool = pool_of(&state, &pool).await?;
+    let pool = pool_of(&state, auth.client(), &pool).await?;
     if pool.read().player(&player).is_none() {
         return Err(Error::NotFound {
             what: "player",
             id: player,
         });
     }
-    let page = state
-        .storage
+    let page = reads(&state, auth.client())
+        .await
         .player_history(pool.name(), &player, limit, query.before)
         .await?;
     let current = pool.read();

@@ -15,6 +15,7 @@ use utoipa_axum::routes;
 use super::auth::{Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::JsonBody;
+use super::reads;
 use crate::config::{own_parameters, ParamsOverrides};
 use crate::display::Display;
 use crate::engine::{Params, SystemName, SystemParams, Ties, Variant, WengLinModel};
@@ -400,11 +401,12 @@ pub(super) fn tag_params_schema(doc: &mut utoipa::openapi::OpenApi) {
         (status = 403, body = ErrorResponse), (status = 503, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn list_pools(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
 ) -> Result<Json<PoolsResponse>, Error> {
     let mut pools = Vec::new();
-    for info in state.storage.pools().await? {
+    let stored = reads(&state, auth.client()).await.pools().await?;
+    for info in stored {
         match state.pool(&info.name).await {
             Ok(Some(pool)) => pools.push(PoolResponse::new(info, &pool.read())),
             Ok(None) => {}
@@ -425,11 +427,12 @@ async fn list_pools(
         (status = 503, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn get_pool(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
 ) -> Result<Json<PoolResponse>, Error> {
-    let info = state.storage.pool(&pool).await?.ok_or(Error::NotFound {
+    let info = reads(&state, auth.client()).await.pool(&pool).await?;
+    let info = info.ok_or(Error::NotFound {
         what: "pool",
         id: pool,
     })?;

@@ -183,12 +183,12 @@ const MATCH_QUALITY_NAMES: RequestNames = RequestNames {
         (status = 404, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn get_win_probability(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
     QueryParams(query): QueryParams<WinProbabilityQuery>,
 ) -> Result<Json<WinProbabilityResponse>, Error> {
-    let pool = pool_of(&state, &pool).await?;
+    let pool = pool_of(&state, auth.client(), &pool).await?;
     let outcome = predict::head_to_head(&*pool.read(), &query.a, &query.b);
     let h2h = outcome.map_err(|e| match &e {
         engine::Error::InvalidPrediction { at, problem } => Error::query(
@@ -217,7 +217,7 @@ async fn forecast(
     figures: Figures,
     names: RequestNames,
 ) -> Result<(Forecast, Vec<Vec<String>>), Error> {
-    let snapshot = pool_of(state, pool).await?.read();
+    let snapshot = pool_of(state, auth.client(), pool).await?.read();
     let list = names.list;
     if entrants.len() > MAX_ENTRANTS {
         return Err(Error::invalid(

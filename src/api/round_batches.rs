@@ -74,12 +74,12 @@ pub struct RoundBatchResponse {
             headers(("Retry-After" = u64, description = "Seconds to wait")))),
     security(("bearer" = [])))]
 async fn create_round_batch(
-    _: Authorized<Write>,
+    auth: Authorized<Write>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
     request: Request,
 ) -> Result<Response, Error> {
-    let pool = pool_of(&state, &pool).await?;
+    let pool = pool_of(&state, auth.client(), &pool).await?;
     let body = json_bytes(request, &state).await?;
     let system = pool.read().system().clone();
     let rounds = tokio::task::spawn_blocking(move || validate_batch(&body, &system))

@@ -18,8 +18,8 @@ use super::auth::{Authorized, Read, Write};
 use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
 use super::players::limit;
-use super::pool_of;
 use super::query::QueryParams;
+use super::{pool_of, reads};
 use crate::display::Placement;
 use crate::engine::{Beliefs, RatingChange, SystemParams};
 use crate::pools::PoolState;
@@ -215,12 +215,12 @@ pub struct StandingBody {
             headers(("Retry-After" = u64, description = "Seconds to wait")))),
     security(("bearer" = [])))]
 async fn create_round(
-    _: Authorized<Write>,
+    auth: Authorized<Write>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
     request: Request,
 ) -> Result<Response, Error> {
-    let pool = pool_of(&state, &pool).await?;
+    let pool = pool_of(&state, auth.client(), &pool).await?;
     let body = json_bytes(request, &state).await?;
     // Parsing a large round is CPU work: keep it off the async runtime's threads.
     let system = pool.read().system().clone();
@@ -343,7 +343,7 @@ pub(super) fn checked(
         (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn get_round(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path((pool, id)): Path<(String, String)>,
     QueryParams(query): QueryParams<RoundQuery>,
@@ -352,9 +352,9 @@ async fn get_round(
         after: query.cursor.as_deref().map(decode_cursor).transpose()?,
         limit: limit(query.limit, DEFAULT_RESULTS)?,
     };
-    let pool = pool_of(&state, &pool).await?;
-    let record = state
-        .storage
+    let pool = pool_of(&state, auth.client(), &pool).await?;
+    let record = reads(&state, auth.client())
+        .await
         .round(pool.name(), &id, &page)
         .await?
         .ok_or(Error::NotFound { what: "round", id })?;

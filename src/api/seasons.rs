@@ -17,9 +17,9 @@ use super::auth::{Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
 use super::leaderboard::{answer, past_board, LeaderboardQuery, LeaderboardResponse, PastPlayers};
-use super::pool_of;
 use super::query::QueryParams;
 use super::rounds::{located, round_url, Queued};
+use super::{pool_of, reads};
 use crate::engine::SoftReset;
 use crate::pools::past::PastKey;
 use crate::pools::Pool;
@@ -101,12 +101,12 @@ pub struct SeasonsResponse {
             headers(("Retry-After" = u64, description = "Seconds to wait")))),
     security(("bearer" = [])))]
 async fn start_season(
-    _: Authorized<Admin>,
+    auth: Authorized<Admin>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
     request: Request,
 ) -> Result<Response, Error> {
-    let pool = pool_of(&state, &pool).await?;
+    let pool = pool_of(&state, auth.client(), &pool).await?;
     let body = json_bytes(request, &state).await?;
     let value: serde_json::Value =
         serde_json::from_slice(&body).map_err(|e| Error::MalformedJson(e.to_string()))?;
@@ -120,7 +120,7 @@ async fn start_season(
         .enqueue(&pool, &season.id, EntryKind::Season, &canonical)
         .await?;
     let queued = Queued::of(outcome, &season.id)?;
-    let seasons = seasons_of(&state, &pool).await?;
+    let seasons = seasons_of(state.storage.as_ref(), &pool).await?;
     let mut shown = seasons
         .seasons
         .into_iter()
@@ -146,12 +146,13 @@ async fn start_season(
         (status = 503, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn list_seasons(
-    _: Authorized<Read>,
+    auth: Authorized<Read>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
 ) -> Result<Json<SeasonsResponse>, Error> {
-    let pool = pool_of(&state, &pool).await?;
-    Ok(Json(seasons_of(&state, &pool).await?))
+    let pool = pool_of(&state, auth.client(), &pool).await?;
+    let reads = reads(&state, auth.client()).await;
+    Ok(Json(seasons_of(&*reads, &pool).await?))
 }
 
 /// A season's standings: every player who played in it, as they stood after their last round
@@ -169,7 +170,7 @@ async fn season_leaderboard(
     Path((pool, number)): Path<(String, String)>,
     QueryParams(query): QueryParams<LeaderboardQuery>,
 ) -> Result<Json<LeaderboardResponse>, Error> {
-    let pool = pool_of(&state, &pool).await?;
+    let pool = pool_of(&state, auth.client(), &pool).await?;
     if query.as_of.is_some() {
         return Err(Error::query(
             "as_of",
@@ -181,7 +182,7 @@ async fn season_leaderboard(
         id: number.clone(),
     };
     let number: usize = number.parse().map_err(|_| unknown())?;
-    let starts = started(&state, &pool).await?;
+    let starts = started(&*reads(&state, auth.client()).await, &pool).await?;
     // Season n runs from the start of season n (none for season 1) to the next start.
     let after = match number {
         0 => return Err(unknown()),
@@ -205,7 +206,7 @@ async fn season_leaderboard(
     // grouped read of all of them, 1.5-3.5 s on ctftime's 347,299 rows, BENCHMARKS.md), since
     // its board is built again after every applied line.
     let through = before.map_or(snapshot.last_seq(), |_| 0);
-    let storage = Arc::clone(&state.storage);
+    let storage = Arc::clone(&state.reads);
     let name = pool.name().to_owned();
     let rated = async move {
         Ok(match before {
@@ -223,8 +224,8 @@ async fn season_leaderboard(
 }
 
 /// The pool's season starts that were not refused, in order: start `i` begins season `i + 2`.
-async fn started(state: &AppState, pool: &Pool) -> Result<Vec<SeasonRecord>, Error> {
-    let mut starts = state.storage.seasons(pool.name()).await?;
+async fn started(storage: &dyn Storage, pool: &Pool) -> Result<Vec<SeasonRecord>, Error> {
+    let mut starts = storage.seasons(pool.name()).await?;
     starts.retain(|start| start.status != RoundStatus::Failed);
     Ok(starts)
 }
@@ -242,8 +243,8 @@ fn reset_of(start: &SeasonRecord) -> Result<SoftReset, Error> {
     }
 }
 
-async fn seasons_of(state: &AppState, pool: &Pool) -> Result<SeasonsResponse, Error> {
-    let starts = started(state, pool).await?;
+async fn seasons_of(storage: &dyn Storage, pool: &Pool) -> Result<SeasonsResponse, Error> {
+    let starts = started(storage, pool).await?;
     let mut seasons = vec![SeasonResponse {
         number: Some(1),
         id: None,

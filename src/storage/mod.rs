@@ -927,6 +927,11 @@ pub trait Storage: Send + Sync + 'static {
     /// Connections open to the database, and of them those idle.
     fn connections(&self) -> (u32, usize);
 
+    /// The same database through at most `connections` connections of its own, opened when
+    /// first needed: the requests' reads go through it, so that however many of them wait,
+    /// the worker and the writes never wait behind them for a connection.
+    fn for_reads(&self, connections: u32) -> Arc<dyn Storage>;
+
     /// Waits for open connections to finish and closes them.
     async fn close(&self);
 }

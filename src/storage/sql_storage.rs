@@ -97,6 +97,10 @@ pub(super) trait Dialect: Send + Sync + 'static {
     ) -> Result<(), Error>;
 }
 
+/// Longest a request's read waits for one of the reads' connections before it is answered
+/// 503 `database_unavailable`, on either backend: more reads wait than the connections serve.
+const READ_ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The database, through dialect `D`.
 pub(super) struct SqlStorage<D: Dialect> {
     pool: Pool<D::Db>,
@@ -1025,6 +1029,19 @@ where
 
     fn connections(&self) -> (u32, usize) {
         (self.pool.size(), self.pool.num_idle())
+    }
+
+    fn for_reads(&self, connections: u32) -> Arc<dyn Storage> {
+        let options = (*self.pool.connect_options()).clone();
+        let pool = self
+            .pool
+            .options()
+            .clone()
+            .min_connections(0)
+            .max_connections(connections)
+            .acquire_timeout(READ_ACQUIRE_TIMEOUT)
+            .connect_lazy_with(options);
+        Arc::new(Self::new(pool))
     }
 
     async fn close(&self) {

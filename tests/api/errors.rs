@@ -167,6 +167,7 @@ async fn a_database_that_does_not_answer_returns_503_database_unavailable_with_r
     let app = TestApp::new().await;
     app.create_pool(POOL).await;
     app.state.storage.close().await;
+    app.state.reads.close().await;
     let cases = [
         (Method::GET, "/v1/pools", None, None, "listing pools"),
         (Method::GET, "/v1/pools/main", None, None, "reading a pool"),

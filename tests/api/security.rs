@@ -13,6 +13,8 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{header, Method, Request, StatusCode};
 use mmr_service::api::auth::hash_key;
+use mmr_service::rate_limit::Client;
+use mmr_service::state::READS_PER_CONNECTION;
 use serde_json::{json, Value};
 
 use crate::support::{
@@ -434,6 +436,65 @@ async fn one_client_keeps_at_most_sixteen_change_feeds_and_streamed_exports_open
             "the place was not given back"
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_client_beyond_its_turns_at_the_database_waits_while_others_read() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.play([round("r1", &["a", "b"])]).await;
+    // The client's turns all held (half of 8 per connection), as by its reads under way.
+    let settings = &app.state.settings;
+    let whole = settings.database.read_connections as usize * READS_PER_CONNECTION;
+    let client = Client::address("192.0.2.1".parse().expect("an address"));
+    let mut held = Vec::new();
+    for _ in 0..settings.server.client_share(whole) {
+        held.push(app.state.read_turns.take(&client).await);
+    }
+    let database_reads = [
+        "/v1/pools",
+        "/v1/pools/main",
+        "/v1/pools/main/players/a/history",
+        "/v1/pools/main/rounds/r1",
+        "/v1/pools/main/rounds",
+        "/v1/pools/main/seasons",
+        "/v1/pools/main/seasons/1/leaderboard",
+        "/v1/pools/main/leaderboard?as_of=r1",
+        "/v1/pools/main/players/a?as_of=r1",
+        "/v1/pools/nowhere/leaderboard",
+    ];
+    let expected = |uri: &str| {
+        if uri.contains("nowhere") {
+            StatusCode::NOT_FOUND
+        } else {
+            StatusCode::OK
+        }
+    };
+    let mut waiting = Vec::new();
+    for uri in database_reads {
+        let mut read = Box::pin(app.send_from("192.0.2.1:6000", Method::GET, uri, Payload::Empty));
+        let early = tokio::time::timeout(Duration::from_millis(50), &mut read).await;
+        assert!(early.is_err(), "{uri} waits for the client's turn");
+        waiting.push((uri, read));
+        let other = app
+            .send_from("192.0.2.2:6000", Method::GET, uri, Payload::Empty)
+            .await;
+        other.assert_status(expected(uri), &format!("{uri} from another address"));
+    }
+    // Reads of the snapshot wait for no turn.
+    for uri in ["/v1/pools/main/players/a", "/v1/pools/main/leaderboard"] {
+        let answered = app
+            .send_from("192.0.2.1:6000", Method::GET, uri, Payload::Empty)
+            .await;
+        answered.assert_status(StatusCode::OK, uri);
+    }
+    drop(held);
+    for (uri, read) in waiting {
+        let answered = tokio::time::timeout(Duration::from_secs(10), read)
+            .await
+            .unwrap_or_else(|_| panic!("{uri} answered once the turns are back"));
+        answered.assert_status(expected(uri), uri);
     }
 }
 

@@ -451,8 +451,9 @@ where
 {
     crate::db::with_database(backend, |url| async move {
         let app = TestApp::open(&url, settings(&[]), None).await;
-        let storage = Arc::clone(&app.state.storage);
+        let (storage, reads) = (Arc::clone(&app.state.storage), Arc::clone(&app.state.reads));
         test(app).await;
+        reads.close().await;
         storage.close().await;
     })
     .await;

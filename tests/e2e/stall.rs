@@ -12,9 +12,18 @@
 //! readers alternating a player and a leaderboard page. Every read
 //! must answer 200 within [`READ_BOUND`] (the log shows the count, p50, p99 and max), every
 //! round must be acknowledged (202), and every acknowledged round must be applied soon after.
+//!
+//! Reads of the database must not hold up the writes either. Clients reading a round's
+//! results over and over, from [`DATABASE_READERS`] addresses with [`DATABASE_READS_EACH`]
+//! connections each, kept every connection of the service's one pool busy, and the worker and
+//! the writes waited behind them for one: rounds took 0.7-1.1 s to be acknowledged and up to
+//! 4.6 s to be applied. The reads now have connections of their own; the rounds must be
+//! acknowledged within [`POST_BOUND`] (median) and applied within [`APPLY_BOUND`] while the
+//! readers go on.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -59,6 +68,21 @@ const CLOSED_WHILE_SENDING: &str = "connection closed while sending";
 
 /// Clients reading players and leaderboard pages.
 const READERS: usize = 2;
+
+/// Entrants of the round whose results the database readers read over and over: every page of
+/// it reads all of its rows.
+const WIDE_ENTRANTS: usize = 20_000;
+
+/// Addresses reading the database at once, and connections each keeps busy.
+const DATABASE_READERS: usize = 8;
+const DATABASE_READS_EACH: usize = 16;
+
+/// Longest a round posted after the writer's may take to be applied while the database
+/// readers go on.
+const APPLY_BOUND: Duration = Duration::from_secs(1);
+
+/// Longest the writer's median POST may take while the database readers go on.
+const POST_BOUND: Duration = Duration::from_millis(250);
 
 /// The writer posts a round this often.
 const WRITE_EVERY: Duration = Duration::from_millis(200);
@@ -236,10 +260,7 @@ fn post_in_a_loop(
 
 /// The writer: a new round every [`WRITE_EVERY`] until the load ends.
 fn write(base: &str, known: &[String], deadline: Instant) -> Writes {
-    let client = Client::builder()
-        .timeout(WRITE_TIMEOUT)
-        .build()
-        .expect("an HTTP client");
+    let client = http_client(WRITE_TIMEOUT);
     let mut rng = Rng::new(SEED ^ 0xa11);
     let mut writes = Writes::default();
     let mut tick = Instant::now();
@@ -277,10 +298,7 @@ fn write(base: &str, known: &[String], deadline: Instant) -> Writes {
 
 /// One reader: a player, then the top of the leaderboard, and again, until the load ends.
 fn read(base: &str, known: &[String], reader: usize, deadline: Instant) -> Vec<Read> {
-    let client = Client::builder()
-        .timeout(READ_TIMEOUT)
-        .build()
-        .expect("an HTTP client");
+    let client = http_client(READ_TIMEOUT);
     let mut rng = Rng::new(SEED ^ (0xbeef + reader as u64));
     let mut reads = Vec::new();
     for i in 0..MAX_REQUESTS {
@@ -313,12 +331,17 @@ fn read(base: &str, known: &[String], reader: usize, deadline: Instant) -> Vec<R
     reads
 }
 
+/// A client whose requests give up after `timeout`.
+fn http_client(timeout: Duration) -> Client {
+    Client::builder()
+        .timeout(timeout)
+        .build()
+        .expect("an HTTP client")
+}
+
 /// Waits until every round in `ids` reads as applied; how long that took.
 fn wait_until_rounds_applied(base: &str, ids: &[String]) -> Duration {
-    let client = Client::builder()
-        .timeout(READ_TIMEOUT)
-        .build()
-        .expect("an HTTP client");
+    let client = http_client(READ_TIMEOUT);
     let started = Instant::now();
     let deadline = started + APPLY_TIMEOUT;
     for id in ids {
@@ -485,6 +508,155 @@ fn reads_and_writes_keep_answering_while_the_largest_predictions_run(backend: Ba
     );
 }
 
+/// One connection of a database reader at loopback address `from`: the first page of round
+/// `wide`'s results (read whole from the database each time), over and over until `stop` is
+/// set or, should the test fail before it sets it, until `deadline`. Returns the answers by
+/// status.
+fn read_rounds_until(
+    base: &str,
+    from: Ipv4Addr,
+    wide: &str,
+    stop: &AtomicBool,
+    deadline: Instant,
+) -> BTreeMap<String, usize> {
+    let client = Client::builder()
+        .timeout(READ_TIMEOUT)
+        .local_address(IpAddr::V4(from))
+        .build()
+        .expect("an HTTP client");
+    let mut answers: BTreeMap<String, usize> = BTreeMap::new();
+    let url = format!("{base}/v1/pools/{POOL}/rounds/{wide}?limit=1000");
+    for _ in 0..MAX_REQUESTS {
+        if stop.load(Ordering::Relaxed) || Instant::now() >= deadline {
+            break;
+        }
+        let kind = match client.get(&url).send().and_then(|r| {
+            let status = r.status().as_u16();
+            r.bytes()?;
+            Ok(status)
+        }) {
+            Ok(status) => status.to_string(),
+            Err(error) if error.is_timeout() => "no answer (client timeout)".to_owned(),
+            Err(error) => format!("no answer ({error})"),
+        };
+        *answers.entry(kind).or_default() += 1;
+    }
+    answers
+}
+
+/// Posts a round of `known`'s first two players after the others and waits until it is
+/// applied: how long that took. A round is applied after those posted before it, and the wait
+/// reads the player from the pool's snapshot, which the database's readers cannot hold up.
+fn mark_applied(base: &str, known: &[String]) -> Duration {
+    let client = http_client(WRITE_TIMEOUT);
+    let marker = json!({"id": "marker", "standings": [
+        {"player": known[0], "rank": 1}, {"player": known[1], "rank": 2}]});
+    let started = Instant::now();
+    let status = client
+        .post(format!("{base}/v1/pools/{POOL}/rounds"))
+        .bearer_auth(ADMIN_KEY)
+        .json(&marker)
+        .send()
+        .map(|response| response.status().as_u16());
+    assert!(
+        matches!(status, Ok(202)),
+        "the marker round is acknowledged: {status:?}"
+    );
+    let player = format!("{base}/v1/pools/{POOL}/players/{}", known[0]);
+    loop {
+        let last: Option<Value> = client
+            .get(&player)
+            .send()
+            .and_then(|response| response.json())
+            .ok();
+        if last.is_some_and(|p| p["last_round"]["id"] == "marker") {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < APPLY_TIMEOUT,
+            "the marker round not applied in {APPLY_TIMEOUT:?}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn rounds_keep_being_applied_while_clients_read_the_database(backend: Backend) {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(server) = Server::start(backend) else {
+        return;
+    };
+    let status = server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY);
+    assert_eq!(status, 201, "pool created");
+    let mut rng = Rng::new(SEED);
+    let seeded = rounds::synthetic(&mut rng, POOL, SEED_ROUNDS, PLAYERS, SEED_ENTRANTS);
+    let wide = rounds::wide("wide", WIDE_ENTRANTS);
+    for round in seeded.iter().chain([&wide]) {
+        let status = server.post(&format!("/v1/pools/{POOL}/rounds"), &round.body, ADMIN_KEY);
+        assert_eq!(status, 202, "seeded round {} accepted", round.id);
+    }
+    let known = players_of(&seeded);
+    wait_until_applied(&server, SEED_ROUNDS + 1);
+    println!(
+        "{backend:?}: {DATABASE_READERS} addresses × {DATABASE_READS_EACH} connections read a round of {WIDE_ENTRANTS} results for {LOAD:?} while rounds arrive"
+    );
+
+    let base = server.base_url().to_owned();
+    let deadline = Instant::now() + LOAD;
+    let stop = AtomicBool::new(false);
+    let (answers, writes, applied_after) = thread::scope(|scope| {
+        let (base, known, stop, wide) = (&base, &known, &stop, wide.id.as_str());
+        let readers: Vec<_> = (0..DATABASE_READERS * DATABASE_READS_EACH)
+            .map(|c| {
+                let from = Ipv4Addr::new(127, 0, 1, 10 + (c % DATABASE_READERS) as u8);
+                let until = deadline + APPLY_TIMEOUT;
+                scope.spawn(move || read_rounds_until(base, from, wide, stop, until))
+            })
+            .collect();
+        let writes = write(base, known, deadline);
+        // The readers go on while the rounds left are applied.
+        let applied_after = mark_applied(base, known);
+        stop.store(true, Ordering::Relaxed);
+        let mut answers: BTreeMap<String, usize> = BTreeMap::new();
+        for reader in readers {
+            for (kind, count) in reader.join().expect("a reader finished") {
+                *answers.entry(kind).or_default() += count;
+            }
+        }
+        (answers, writes, applied_after)
+    });
+    let mut write_latencies = writes.latencies.clone();
+    write_latencies.sort_unstable();
+    println!(
+        "{backend:?}: reads of the round by answer {answers:?}; {} rounds posted, {} acknowledged, p50 {:?}, max {:?}; a round posted after them applied {applied_after:?} after its POST",
+        writes.latencies.len(),
+        writes.acknowledged.len(),
+        quantile(&write_latencies, 0.5),
+        quantile(&write_latencies, 1.0)
+    );
+    assert!(
+        writes.problems.is_empty(),
+        "every round is acknowledged: {:#?}",
+        writes.problems
+    );
+    assert!(!writes.acknowledged.is_empty(), "the writer wrote");
+    assert!(
+        quantile(&write_latencies, 0.5) <= POST_BOUND,
+        "half the rounds took over {POST_BOUND:?} to be acknowledged"
+    );
+    assert!(
+        applied_after <= APPLY_BOUND,
+        "a round posted after the others was applied {applied_after:?} after its POST (at most {APPLY_BOUND:?})"
+    );
+    // The reads themselves may wait long for the 4 connections, or not get one (503): only
+    // that they kept the database busy matters here.
+    let readers = DATABASE_READERS * DATABASE_READS_EACH;
+    assert!(
+        answers.get("200").is_some_and(|&n| n >= readers),
+        "the readers read the round at least {readers} times: {answers:?}"
+    );
+    wait_until_applied(&server, SEED_ROUNDS + 2 + writes.acknowledged.len());
+}
+
 /// Each client's answers, added up by kind, and the longest answer of all.
 fn tally(clients: &[(BTreeMap<String, usize>, Duration)]) -> (BTreeMap<String, usize>, Duration) {
     let mut answers: BTreeMap<String, usize> = BTreeMap::new();
@@ -506,4 +678,14 @@ fn sqlite_reads_and_writes_of_a_pool_keep_answering_while_the_largest_prediction
 #[test]
 fn postgres_reads_and_writes_of_a_pool_keep_answering_while_the_largest_predictions_run() {
     reads_and_writes_keep_answering_while_the_largest_predictions_run(Backend::Postgres);
+}
+
+#[test]
+fn sqlite_rounds_keep_being_applied_while_clients_read_the_database() {
+    rounds_keep_being_applied_while_clients_read_the_database(Backend::Sqlite);
+}
+
+#[test]
+fn postgres_rounds_keep_being_applied_while_clients_read_the_database() {
+    rounds_keep_being_applied_while_clients_read_the_database(Backend::Postgres);
 }
