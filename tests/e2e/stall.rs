@@ -154,6 +154,20 @@ fn live_round(rng: &mut Rng, known: &[String], id: &str) -> Round {
     Round::parse(json!({"id": id, "standings": standings}).to_string())
 }
 
+/// Creates the pool and posts its [`SEED_ROUNDS`] seeded rounds, then `more`; the players of
+/// the seeded rounds.
+fn seed(server: &Server, more: &[Round]) -> Vec<String> {
+    let status = server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY);
+    assert_eq!(status, 201, "pool created");
+    let mut rng = Rng::new(SEED);
+    let seeded = rounds::synthetic(&mut rng, POOL, SEED_ROUNDS, PLAYERS, SEED_ENTRANTS);
+    for round in seeded.iter().chain(more) {
+        let status = server.post(&format!("/v1/pools/{POOL}/rounds"), &round.body, ADMIN_KEY);
+        assert_eq!(status, 202, "seeded round {} accepted", round.id);
+    }
+    players_of(&seeded)
+}
+
 /// Every player the rounds name, sorted.
 fn players_of(rounds: &[Round]) -> Vec<String> {
     let mut players = BTreeSet::new();
@@ -373,16 +387,7 @@ fn reads_and_writes_keep_answering_while_the_largest_predictions_run(backend: Ba
     let Some(server) = Server::start(backend) else {
         return;
     };
-    let status = server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY);
-    assert_eq!(status, 201, "pool created");
-
-    let mut rng = Rng::new(SEED);
-    let seeded = rounds::synthetic(&mut rng, POOL, SEED_ROUNDS, PLAYERS, SEED_ENTRANTS);
-    for round in &seeded {
-        let status = server.post(&format!("/v1/pools/{POOL}/rounds"), &round.body, ADMIN_KEY);
-        assert_eq!(status, 202, "seeded round {} accepted", round.id);
-    }
-    let known = players_of(&seeded);
+    let known = seed(&server, &[]);
     assert!(
         known.len() >= MAX_ENTRANTS,
         "a prediction needs {MAX_ENTRANTS} distinct players, the seed has {}",
@@ -585,16 +590,8 @@ fn rounds_keep_being_applied_while_clients_read_the_database(backend: Backend) {
     let Some(server) = Server::start(backend) else {
         return;
     };
-    let status = server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY);
-    assert_eq!(status, 201, "pool created");
-    let mut rng = Rng::new(SEED);
-    let seeded = rounds::synthetic(&mut rng, POOL, SEED_ROUNDS, PLAYERS, SEED_ENTRANTS);
     let wide = rounds::wide("wide", WIDE_ENTRANTS);
-    for round in seeded.iter().chain([&wide]) {
-        let status = server.post(&format!("/v1/pools/{POOL}/rounds"), &round.body, ADMIN_KEY);
-        assert_eq!(status, 202, "seeded round {} accepted", round.id);
-    }
-    let known = players_of(&seeded);
+    let known = seed(&server, std::slice::from_ref(&wide));
     wait_until_applied(&server, SEED_ROUNDS + 1);
     println!(
         "{backend:?}: {DATABASE_READERS} addresses × {DATABASE_READS_EACH} connections read a round of {WIDE_ENTRANTS} results for {LOAD:?} while rounds arrive"
