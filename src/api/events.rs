@@ -236,7 +236,7 @@ async fn send_next(
     writer: &mut DuplexStream,
     closing: &CancellationToken,
 ) -> anyhow::Result<usize> {
-    // The feed's reads count in no client's share: the feeds have bounds of their own.
+    // The feed's reads wait for no client's turn: the feeds have bounds of their own.
     let rows = state.reads.applied_ids(pool.name(), *after, BATCH).await?;
     let current = pool.read();
     let first = ResultsPage::first(DEFAULT_RESULTS);

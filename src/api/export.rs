@@ -109,7 +109,7 @@ pub(super) async fn list_rounds(
     if wants_ndjson(&headers) {
         let place = stream_place(&state, &auth)?;
         // Read the first batch before answering, so that a database error is a proper status.
-        // A stream's reads count in no client's share: the streams have bounds of their own.
+        // A stream's reads wait for no client's turn: the streams have bounds of their own.
         let first = state
             .reads
             .applied_rounds(pool.name(), after, STREAM_BATCH, BATCH_BYTES)

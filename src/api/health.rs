@@ -136,8 +136,6 @@ async fn get_readiness(State(state): State<AppState>) -> (StatusCode, Json<Readi
     )
 }
 
-/// What a database check found, or `None` when it failed or took longer than
-/// [`DATABASE_CHECK_TIMEOUT`].
 /// Whether the database answers, and its queue depth: looked at again once the last look is
 /// [`DATABASE_SEEN_FOR`] old, by one request while the others wait for its answer.
 async fn database_seen(state: &AppState) -> (bool, Option<u64>) {
@@ -161,6 +159,8 @@ async fn database_seen(state: &AppState) -> (bool, Option<u64>) {
     (answered, queue_depth)
 }
 
+/// What a database check found, or `None` when it failed or took longer than
+/// [`DATABASE_CHECK_TIMEOUT`].
 async fn checked<T, E>(check: impl Future<Output = Result<T, E>>) -> Option<T> {
     tokio::time::timeout(DATABASE_CHECK_TIMEOUT, check)
         .await
