@@ -7,6 +7,7 @@
 //!   `hash-key`).
 //! - [`config`]: settings, layered from `config/default.toml`, a file, the environment, flags.
 //! - [`startup`]: connect, load, start the workers, serve, shut down in order.
+//! - [`serve`]: the accept loop, with a deadline on request heads.
 //! - [`api`]: the HTTP routes, their request and response types, auth and the one error type.
 //! - [`rate_limit`]: request budgets per key or client address (`[rate_limit]`), and each
 //!   client's share of what is bounded in all.
@@ -48,6 +49,7 @@ pub mod ownership;
 pub mod pools;
 pub mod rate_limit;
 pub mod replay;
+pub mod serve;
 pub mod startup;
 pub mod state;
 pub mod storage;

@@ -80,14 +80,7 @@ impl Application {
             stop.await;
             state.close_streams();
         };
-        // The peer's address is what anonymous reads are rate-limited by.
-        axum::serve(
-            self.listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(stop)
-        .await
-        .context("serving")?;
+        crate::serve::serve(self.listener, app, stop).await;
         tracing::info!("requests drained; stopping the workers");
         self.state.stop_workers().await;
         self.state.reads.close().await;

@@ -1,11 +1,16 @@
 //! A slow client cannot hold the service: a POST whose body trickles in a byte at a time is
 //! cut off with 503 `timeout` after `server.request_timeout_secs`, stores nothing, and while it
-//! trickles other clients' rounds are accepted and applied. Over a real socket, because the
-//! point is what the HTTP server does with a connection that is open and nearly idle.
+//! trickles other clients' rounds are accepted and applied. And a connection that sends no
+//! request head (nothing, half of one, or nothing more after an answer) is closed within
+//! [`HEAD_TIMEOUT`]: each is a file descriptor the service would otherwise keep for as long as
+//! the client likes. Over a real socket, because the point is what the HTTP server does with a
+//! connection that is open and nearly idle.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
+
+use mmr_service::serve::HEAD_TIMEOUT;
 
 use crate::rounds::{self, Rng};
 use crate::server::{Backend, Options, Server, ADMIN_KEY};
@@ -160,4 +165,63 @@ fn a_client_trickling_its_body_is_cut_off_at_the_timeout_without_holding_other_r
         (&OTHER_ROUNDS.into(), &0.into()),
         "{pool}"
     );
+}
+
+/// Reads from `stream`, a connection `what`, until the service closes it, or fails after
+/// `within`; how long that took, and how many bytes came before the close.
+fn closed_after(stream: &mut TcpStream, what: &str, within: Duration) -> (Duration, usize) {
+    let started = Instant::now();
+    stream
+        .set_read_timeout(Some(within))
+        .expect("a read timeout");
+    let mut received = 0;
+    let mut buffer = [0u8; 4096];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => return (started.elapsed(), received),
+            Ok(n) => received += n,
+            Err(error) => {
+                panic!("the service kept a connection {what} open for {within:?}: {error}")
+            }
+        }
+    }
+}
+
+#[test]
+fn connections_that_send_no_request_head_in_time_are_closed() {
+    let Some(server) = Server::start(Backend::Sqlite) else {
+        return;
+    };
+    let addr = server
+        .base_url()
+        .strip_prefix("http://")
+        .expect("an http URL")
+        .to_owned();
+    let within = HEAD_TIMEOUT + SLACK;
+    let silent = TcpStream::connect(&addr).expect("connect");
+    let mut half = TcpStream::connect(&addr).expect("connect");
+    half.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .expect("half a head");
+    let mut idle = TcpStream::connect(&addr).expect("connect");
+    idle.write_all(format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .expect("a request");
+    let (status, _, _) = read_response(&mut idle);
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    // Meanwhile, others are answered.
+    assert_eq!(server.get_json("/healthz")["status"], "ok");
+    let handles: Vec<_> = [
+        ("sending nothing", silent),
+        ("half a head", half),
+        ("idle after an answer", idle),
+    ]
+    .into_iter()
+    .map(|(what, mut stream)| {
+        std::thread::spawn(move || (what, closed_after(&mut stream, what, within)))
+    })
+    .collect();
+    for handle in handles {
+        let (what, (took, received)) = handle.join().expect("a reader");
+        println!("a connection {what} closed after {took:?} ({received} bytes before)");
+        assert!(took <= within, "a connection {what} was open {took:?}");
+    }
 }
