@@ -9,8 +9,8 @@
 //! - [`startup`]: connect, load, start the workers, serve, shut down in order.
 //! - [`serve`]: the accept loop, with a deadline on request heads.
 //! - [`api`]: the HTTP routes, their request and response types, auth and the one error type.
-//! - [`rate_limit`]: request budgets per key or client address (`[rate_limit]`), and each
-//!   client's share of what is bounded in all.
+//! - [`rate_limit`]: request budgets per key or client address (`[rate_limit]`), each
+//!   client's share of what is bounded in all, and its turns at the reads of the database.
 //! - [`compute`]: the bounded, cancellable thread pool that compute-heavy requests run on.
 //! - [`display`]: how a pool shows ratings: μ − kσ, the fixed-range rating, provisional
 //!   players (pure; built on the displayed rating of any system).

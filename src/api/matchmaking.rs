@@ -5,7 +5,7 @@
 //! predictions; unknown waiting players are matched as newcomers.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use axum::extract::{Path, State};
 use axum::Json;
@@ -22,7 +22,7 @@ use super::pool_of;
 use super::predictions::MAX_ENTRANTS;
 use super::query::QueryParams;
 use crate::engine::matchmaking::{
-    best_opponents, matchmake, work_per_player, Relaxation, Waiting, MAX_WORK_PER_PLAYER,
+    best_opponents, check, matchmake, work_per_player, Relaxation, Waiting, MAX_WORK_PER_PLAYER,
 };
 use crate::engine::predict::head_to_head;
 use crate::engine::{self, Beliefs};
@@ -435,8 +435,8 @@ fn opponents(
     let mut candidates = Vec::new();
     let mut performances = Vec::new();
     for (seen, (id, state, last)) in snapshot.rated().enumerate() {
-        if seen % PLAYERS_BETWEEN_CHECKS == 0 && cancel.load(Ordering::Relaxed) {
-            return Err(engine::Error::Cancelled);
+        if seen % PLAYERS_BETWEEN_CHECKS == 0 {
+            check(cancel)?;
         }
         let active = match (since, last.time) {
             (Some(since), Some(time)) => time >= since,
@@ -447,9 +447,7 @@ fn opponents(
             candidates.push((id, state, last));
         }
     }
-    if cancel.load(Ordering::Relaxed) {
-        return Err(engine::Error::Cancelled);
-    }
+    check(cancel)?;
     let best = best_opponents(&me, &performances, limit);
     let mut listed = Vec::with_capacity(best.len());
     for (i, quality) in best {

@@ -114,7 +114,9 @@ pub fn matchmake(
     Ok(Matching { matches, waiting })
 }
 
-fn check(cancel: &AtomicBool) -> Result<(), Error> {
+/// [`Error::Cancelled`] once `cancel` is set: what a long computation on the compute pool
+/// looks at between batches of its work.
+pub(crate) fn check(cancel: &AtomicBool) -> Result<(), Error> {
     if cancel.load(Ordering::Relaxed) {
         Err(Error::Cancelled)
     } else {
