@@ -73,10 +73,14 @@ pub struct ServerSettings {
     /// How many players the past leaderboards kept after their build may hold together.
     pub past_boards_kept_players: usize,
     /// What one client (a key, or an anonymous address) may hold at once of the computations'
-    /// budget and of the past leaderboards being built, in percent (rounded up to whole
+    /// budget, of the past leaderboards being built, of the reads of the database and (an
+    /// address) of the connections, in percent (rounded up to whole
     /// largest computations and whole boards, at least one of each); 100 lets one client take
     /// all.
     pub client_share_percent: usize,
+    /// Connections served at once (`crate::serve::Connections`): beyond, new ones wait to be
+    /// accepted; one client address may hold its share of them.
+    pub max_connections: usize,
 }
 
 impl ServerSettings {
@@ -600,6 +604,10 @@ impl Settings {
             "server.max_concurrent_past_boards must be > 0"
         );
         anyhow::ensure!(
+            self.server.max_connections > 0,
+            "server.max_connections must be > 0"
+        );
+        anyhow::ensure!(
             self.database.read_connections > 0,
             "database.read_connections must be > 0"
         );
@@ -724,6 +732,7 @@ mod tests {
                 "[server]\nclient_share_percent = 101\n",
                 "server.client_share_percent",
             ),
+            ("[server]\nmax_connections = 0\n", "server.max_connections"),
             (
                 "[database]\nread_connections = 0\n",
                 "database.read_connections",

@@ -41,6 +41,11 @@ pub const DB_READ_CONNECTIONS: &str = "mmr_db_read_connections";
 /// Of them, those idle.
 pub const DB_READ_CONNECTIONS_IDLE: &str = "mmr_db_read_connections_idle";
 
+/// Client connections open, when scraped.
+pub const HTTP_CONNECTIONS: &str = "mmr_http_connections";
+/// Connections closed as soon as accepted: their address had its share open.
+pub const HTTP_CONNECTIONS_REFUSED: &str = "mmr_http_connections_refused_total";
+
 /// Histogram buckets in seconds: 1 ms to 60 s.
 const BUCKETS: [f64; 14] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0,
@@ -112,6 +117,11 @@ pub fn followed(pool: &str, lines: u64) {
 /// Records that `pool`'s memory was loaded afresh from the database.
 pub fn reloaded(pool: &str) {
     metrics::counter!(POOL_RELOADS, "pool" => pool.to_owned()).increment(1);
+}
+
+/// Records a connection closed as soon as accepted (its address had its share open).
+pub fn connection_refused() {
+    metrics::counter!(HTTP_CONNECTIONS_REFUSED).increment(1);
 }
 
 /// Sets a gauge of `pool` to `value`.

@@ -5,6 +5,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
@@ -80,7 +81,13 @@ impl Application {
             stop.await;
             state.close_streams();
         };
-        crate::serve::serve(self.listener, app, stop).await;
+        let connections = Arc::clone(&self.state.connections);
+        tracing::info!(
+            allowed = connections.allowed(),
+            per_client = connections.per_client(),
+            "connections served at once"
+        );
+        crate::serve::serve(self.listener, app, connections, stop).await;
         tracing::info!("requests drained; stopping the workers");
         self.state.stop_workers().await;
         self.state.reads.close().await;

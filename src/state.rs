@@ -78,6 +78,8 @@ pub struct AppState {
     pub feeds: Arc<tokio::sync::Semaphore>,
     /// Open change feeds per client ([`MAX_FEEDS_PER_CLIENT`] each).
     pub feed_shares: Arc<crate::rate_limit::Shares>,
+    /// The connections the accept loop serves at once, in all and per client.
+    pub connections: Arc<crate::serve::Connections>,
     /// Cancelled as soon as the service is asked to stop, before requests drain: endless
     /// answers (the change feeds) end on it, or they would hold the drain open.
     closing: CancellationToken,
@@ -174,6 +176,7 @@ impl AppState {
             server.client_share(server.max_concurrent_past_boards),
             server.past_boards_kept_players,
         );
+        let connections = Arc::new(crate::serve::Connections::new(server));
         let read_connections = settings.database.read_connections;
         let reads = storage.for_reads(read_connections);
         let reads_at_once = (read_connections as usize).saturating_mul(READS_PER_CONNECTION);
@@ -205,6 +208,7 @@ impl AppState {
             closing: CancellationToken::new(),
             feeds: Arc::new(tokio::sync::Semaphore::new(MAX_FEEDS)),
             feed_shares: Arc::new(crate::rate_limit::Shares::new(MAX_FEEDS_PER_CLIENT)),
+            connections,
         })
     }
 

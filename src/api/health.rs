@@ -57,6 +57,10 @@ async fn get_metrics(
     for pool in state.pools.all() {
         instruments::pool_gauge(instruments::PLAYERS, pool.name(), pool.read().len() as f64);
     }
+    instruments::gauge(
+        instruments::HTTP_CONNECTIONS,
+        state.connections.open() as f64,
+    );
     let (open, idle) = state.storage.connections();
     instruments::gauge(instruments::DB_CONNECTIONS, f64::from(open));
     instruments::gauge(instruments::DB_CONNECTIONS_IDLE, idle as f64);

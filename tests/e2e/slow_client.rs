@@ -3,11 +3,14 @@
 //! trickles other clients' rounds are accepted and applied. And a connection that sends no
 //! request head (nothing, half of one, or nothing more after an answer) is closed within
 //! [`HEAD_TIMEOUT`]: each is a file descriptor the service would otherwise keep for as long as
-//! the client likes. Over a real socket, because the point is what the HTTP server does with a
-//! connection that is open and nearly idle.
+//! the client likes. Nor can it open connections without bound: one address holds its share
+//! of `server.max_connections`, a connection beyond it is closed at once, and beyond
+//! `server.max_connections` in all new connections wait until one closes. Over a real socket,
+//! because the point is what the HTTP server does with a connection that is open and nearly
+//! idle.
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use mmr_service::serve::HEAD_TIMEOUT;
@@ -224,4 +227,119 @@ fn connections_that_send_no_request_head_in_time_are_closed() {
         println!("a connection {what} closed after {took:?} ({received} bytes before)");
         assert!(took <= within, "a connection {what} was open {took:?}");
     }
+}
+
+/// `server.max_connections` for the test; with `server.client_share_percent` 25, 4 of them per
+/// address.
+const MAX_CONNECTIONS: usize = 16;
+
+/// What one address may hold of [`MAX_CONNECTIONS`].
+const PER_ADDRESS: usize = 4;
+
+/// A connection to `server` from the loopback address `127.0.0.{host}`.
+fn connect_from(server: &SocketAddr, host: u8) -> TcpStream {
+    let socket =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("a socket");
+    let from = SocketAddr::from((Ipv4Addr::new(127, 0, 0, host), 0));
+    socket.bind(&from.into()).expect("bind a loopback address");
+    socket.connect(&(*server).into()).expect("connect");
+    socket.into()
+}
+
+/// Sends a `GET path` on `stream`, asking the service to close the connection after it.
+fn send_get(stream: &mut TcpStream, path: &str) {
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .expect("a request");
+}
+
+#[test]
+fn one_address_holds_its_share_of_the_connections_and_beyond_them_all_new_ones_wait() {
+    let options = Options {
+        env: vec![
+            ("MMR__SERVER__MAX_CONNECTIONS", MAX_CONNECTIONS.to_string()),
+            ("MMR__SERVER__CLIENT_SHARE_PERCENT", "25".to_owned()),
+        ],
+        route_database: None,
+    };
+    let Some(server) = Server::start_with(Backend::Sqlite, options) else {
+        return;
+    };
+    let addr: SocketAddr = server
+        .base_url()
+        .strip_prefix("http://")
+        .expect("an http URL")
+        .parse()
+        .expect("an address");
+    // The harness's own client now holds one connection, idle, until the head deadline
+    // closes it: every step below takes far less.
+    assert_eq!(server.get_json("/healthz")["status"], "ok");
+    let started = Instant::now();
+
+    let mut held: Vec<TcpStream> = (0..PER_ADDRESS).map(|_| connect_from(&addr, 2)).collect();
+    let mut beyond = connect_from(&addr, 2);
+    let (took, _) = closed_after(&mut beyond, "beyond its address's share", SLACK);
+    println!("a connection beyond its address's share closed after {took:?}");
+    assert!(
+        took < HEAD_TIMEOUT / 2,
+        "closed after {took:?}, not at once"
+    );
+
+    let mut other = connect_from(&addr, 3);
+    send_get(&mut other, "/healthz");
+    let (status, _, _) = read_response(&mut other);
+    assert!(
+        status.starts_with("HTTP/1.1 200"),
+        "another address: {status}"
+    );
+    drop(other);
+
+    // The harness's one and the first address's 4, and 11 more from three other addresses,
+    // each within its share: all 16.
+    for (host, count) in [(3, 4), (4, 4), (5, 3)] {
+        held.extend((0..count).map(|_| connect_from(&addr, host)));
+    }
+    let mut waiting = connect_from(&addr, 6);
+    send_get(&mut waiting, "/healthz");
+    waiting
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .expect("a read timeout");
+    let mut byte = [0u8; 1];
+    let error = waiting
+        .read(&mut byte)
+        .expect_err("no answer while every connection is taken");
+    assert!(
+        matches!(
+            error.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+        "{error}"
+    );
+    drop(held.swap_remove(0));
+    waiting
+        .set_read_timeout(Some(SLACK))
+        .expect("a read timeout");
+    let (status, _, _) = read_response(&mut waiting);
+    assert!(
+        status.starts_with("HTTP/1.1 200"),
+        "once one closed: {status}"
+    );
+    assert!(
+        started.elapsed() < HEAD_TIMEOUT,
+        "the steps took {:?}: the harness's connection may have closed meanwhile",
+        started.elapsed()
+    );
+
+    drop(held);
+    let mut scrape = connect_from(&addr, 7);
+    send_get(&mut scrape, "/metrics");
+    let (_, _, metrics) = read_response(&mut scrape);
+    assert!(
+        metrics
+            .lines()
+            .any(|line| line == "mmr_http_connections_refused_total 1"),
+        "{metrics}"
+    );
 }
