@@ -73,14 +73,16 @@ pub struct ServerSettings {
     /// How many players the past leaderboards kept after their build may hold together.
     pub past_boards_kept_players: usize,
     /// What one client (a key, or an anonymous address) may hold at once of the computations'
-    /// budget, of the past leaderboards being built, of the reads of the database and (an
-    /// address) of the connections, in percent (rounded up to whole
+    /// budget, of the past leaderboards being built and of the reads of the database, in percent (rounded up to whole
     /// largest computations and whole boards, at least one of each); 100 lets one client take
     /// all.
     pub client_share_percent: usize,
     /// Connections served at once (`crate::serve::Connections`): beyond, new ones wait to be
-    /// accepted; one client address may hold its share of them.
+    /// accepted.
     pub max_connections: usize,
+    /// Of them, those one client address (an IPv6 one by its /64) may hold: beyond, a new one
+    /// is closed as soon as it is accepted.
+    pub max_connections_per_address: usize,
 }
 
 impl ServerSettings {
@@ -608,6 +610,10 @@ impl Settings {
             "server.max_connections must be > 0"
         );
         anyhow::ensure!(
+            self.server.max_connections_per_address > 0,
+            "server.max_connections_per_address must be > 0"
+        );
+        anyhow::ensure!(
             self.database.read_connections > 0,
             "database.read_connections must be > 0"
         );
@@ -733,6 +739,10 @@ mod tests {
                 "server.client_share_percent",
             ),
             ("[server]\nmax_connections = 0\n", "server.max_connections"),
+            (
+                "[server]\nmax_connections_per_address = 0\n",
+                "server.max_connections_per_address",
+            ),
             (
                 "[database]\nread_connections = 0\n",
                 "database.read_connections",

@@ -55,8 +55,8 @@ pub struct Connections {
 
 impl Connections {
     /// `server.max_connections`, lowered to what the process may open besides [`FILES_KEPT`]
-    /// (its soft limit on open files, raised to the hard one first), and of those one client's
-    /// share (`server.client_share_percent`).
+    /// (its soft limit on open files, raised to the hard one first), and of those
+    /// `server.max_connections_per_address` from one address.
     #[must_use]
     pub fn new(server: &ServerSettings) -> Self {
         let wanted = server.max_connections;
@@ -73,7 +73,7 @@ impl Connections {
                 "server.max_connections lowered to what the limit on open files leaves"
             );
         }
-        Self::exactly(allowed, server.client_share(allowed))
+        Self::exactly(allowed, server.max_connections_per_address.min(allowed))
     }
 
     /// `allowed` in all and `per_client` each, whatever the limit on open files.

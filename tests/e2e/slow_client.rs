@@ -3,8 +3,8 @@
 //! trickles other clients' rounds are accepted and applied. And a connection that sends no
 //! request head (nothing, half of one, or nothing more after an answer) is closed within
 //! [`HEAD_TIMEOUT`]: each is a file descriptor the service would otherwise keep for as long as
-//! the client likes. Nor can it open connections without bound: one address holds its share
-//! of `server.max_connections`, a connection beyond it is closed at once, and beyond
+//! the client likes. Nor can it open connections without bound: one address holds at most
+//! `server.max_connections_per_address`, a connection beyond is closed at once, and beyond
 //! `server.max_connections` in all new connections wait until one closes. Over a real socket,
 //! because the point is what the HTTP server does with a connection that is open and nearly
 //! idle.
@@ -229,11 +229,10 @@ fn connections_that_send_no_request_head_in_time_are_closed() {
     }
 }
 
-/// `server.max_connections` for the test; with `server.client_share_percent` 25, 4 of them per
-/// address.
+/// `server.max_connections` for the test.
 const MAX_CONNECTIONS: usize = 16;
 
-/// What one address may hold of [`MAX_CONNECTIONS`].
+/// `server.max_connections_per_address` for the test.
 const PER_ADDRESS: usize = 4;
 
 /// A connection to `server` from the loopback address `127.0.0.{host}`.
@@ -256,11 +255,14 @@ fn send_get(stream: &mut TcpStream, path: &str) {
 }
 
 #[test]
-fn one_address_holds_its_share_of_the_connections_and_beyond_them_all_new_ones_wait() {
+fn one_address_holds_its_connections_and_beyond_them_all_new_ones_wait() {
     let options = Options {
         env: vec![
             ("MMR__SERVER__MAX_CONNECTIONS", MAX_CONNECTIONS.to_string()),
-            ("MMR__SERVER__CLIENT_SHARE_PERCENT", "25".to_owned()),
+            (
+                "MMR__SERVER__MAX_CONNECTIONS_PER_ADDRESS",
+                PER_ADDRESS.to_string(),
+            ),
         ],
         route_database: None,
     };
@@ -280,8 +282,8 @@ fn one_address_holds_its_share_of_the_connections_and_beyond_them_all_new_ones_w
 
     let mut held: Vec<TcpStream> = (0..PER_ADDRESS).map(|_| connect_from(&addr, 2)).collect();
     let mut beyond = connect_from(&addr, 2);
-    let (took, _) = closed_after(&mut beyond, "beyond its address's share", SLACK);
-    println!("a connection beyond its address's share closed after {took:?}");
+    let (took, _) = closed_after(&mut beyond, "beyond its address's", SLACK);
+    println!("a connection beyond its address's closed after {took:?}");
     assert!(
         took < HEAD_TIMEOUT / 2,
         "closed after {took:?}, not at once"
@@ -297,7 +299,7 @@ fn one_address_holds_its_share_of_the_connections_and_beyond_them_all_new_ones_w
     drop(other);
 
     // The harness's one and the first address's 4, and 11 more from three other addresses,
-    // each within its share: all 16.
+    // each within its bound: all 16.
     for (host, count) in [(3, 4), (4, 4), (5, 3)] {
         held.extend((0..count).map(|_| connect_from(&addr, host)));
     }
