@@ -73,9 +73,9 @@ pub struct ServerSettings {
     /// How many players the past leaderboards kept after their build may hold together.
     pub past_boards_kept_players: usize,
     /// What one client (a key, or an anonymous address) may hold at once of the computations'
-    /// budget, of the past leaderboards being built and of the reads of the database, in percent (rounded up to whole
-    /// largest computations and whole boards, at least one of each); 100 lets one client take
-    /// all.
+    /// budget, of the past leaderboards being built and of the reads of the database, in
+    /// percent (rounded up to whole largest computations, boards and reads, at least one of
+    /// each); 100 lets one client take all.
     pub client_share_percent: usize,
     /// Connections served at once (`crate::serve::Connections`): beyond, new ones wait to be
     /// accepted.

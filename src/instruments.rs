@@ -43,7 +43,7 @@ pub const DB_READ_CONNECTIONS_IDLE: &str = "mmr_db_read_connections_idle";
 
 /// Client connections open, when scraped.
 pub const HTTP_CONNECTIONS: &str = "mmr_http_connections";
-/// Connections closed as soon as accepted: their address had its share open.
+/// Connections closed as soon as accepted: their address held all it may.
 pub const HTTP_CONNECTIONS_REFUSED: &str = "mmr_http_connections_refused_total";
 
 /// Histogram buckets in seconds: 1 ms to 60 s.
@@ -119,7 +119,7 @@ pub fn reloaded(pool: &str) {
     metrics::counter!(POOL_RELOADS, "pool" => pool.to_owned()).increment(1);
 }
 
-/// Records a connection closed as soon as accepted (its address had its share open).
+/// Records a connection closed as soon as accepted (its address held all it may).
 pub fn connection_refused() {
     metrics::counter!(HTTP_CONNECTIONS_REFUSED).increment(1);
 }

@@ -73,12 +73,7 @@ impl Connections {
                 "server.max_connections lowered to what the limit on open files leaves"
             );
         }
-        Self::exactly(allowed, server.max_connections_per_address.min(allowed))
-    }
-
-    /// `allowed` in all and `per_client` each, whatever the limit on open files.
-    #[must_use]
-    pub fn exactly(allowed: usize, per_client: usize) -> Self {
+        let per_client = server.max_connections_per_address.min(allowed);
         Self {
             allowed,
             per_client,
@@ -150,7 +145,7 @@ pub async fn serve(
         };
         let Some(share) = connections.shares.take(&Client::address(peer.ip()), 1) else {
             instruments::connection_refused();
-            tracing::debug!(%peer, "connection closed: its address has its share open");
+            tracing::debug!(%peer, "connection closed: its address holds all it may");
             continue;
         };
         let service =

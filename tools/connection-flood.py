@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""One address opening connections without end, against a platform posting rounds: whether the
+platform's rounds are still acknowledged and applied (BENCHMARKS.md, "Connections bounded in
+all and per address"). Python's standard library only; synthetic rounds, no data set needed.
+
+It serves BINARY on a fresh SQLite file, creates a pool, then for --seconds one client at
+127.0.1.2 opens connections as fast as it can and keeps them open (opening another whenever the
+service closes one), up to --connections, while a platform at 127.0.0.1 posts a round of 10
+players every 200 ms, each on a new connection, with a 5 s timeout. Afterwards the flood stops
+and it waits up to 30 s for the pool to apply what was acknowledged. It prints the most
+connections the flood held at once, the platform's POSTs by outcome with their latencies, and
+the rounds applied. The client needs a limit on open files above --connections (`ulimit -n`).
+
+    tools/connection-flood.py --binary target/release/mmr-service --connections 19000
+"""
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import resource
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+KEY = "flood-key"
+POOL = "main"
+PORT = 8098
+BASE = f"http://127.0.0.1:{PORT}"
+FLOOD_FROM = "127.0.1.2"
+
+
+def request(method, path, body=None, timeout=5):
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"content-type": "application/json", "authorization": f"Bearer {KEY}",
+               "connection": "close"}
+    req = urllib.request.Request(BASE + path, method=method, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def flood(connections, until, held_most):
+    """Opens connections from FLOOD_FROM up to `connections`, reopening closed ones."""
+
+    async def one(slots):
+        while time.time() < until:
+            try:
+                reader, writer = await asyncio.wait_for(asyncio.open_connection(
+                    "127.0.0.1", PORT, local_addr=(FLOOD_FROM, 0)), timeout=1)
+            except (OSError, asyncio.TimeoutError):
+                await asyncio.sleep(0.05)
+                continue
+            slots[0] += 1
+            held_most[0] = max(held_most[0], slots[0])
+            try:
+                await asyncio.wait_for(reader.read(1), timeout=max(until - time.time(), 0.01))
+            except (OSError, asyncio.TimeoutError):
+                pass
+            slots[0] -= 1
+            writer.close()
+
+    async def all_of_them():
+        slots = [0]
+        await asyncio.gather(*(one(slots) for _ in range(connections)))
+
+    asyncio.run(all_of_them())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--connections", type=int, default=19000)
+    parser.add_argument("--seconds", type=float, default=20)
+    args = parser.parse_args()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+    scratch = tempfile.mkdtemp()
+    config = os.path.join(scratch, "flood.toml")
+    with open(config, "w") as f:
+        digest = hashlib.sha256(KEY.encode()).hexdigest()
+        f.write(f'[[auth.keys]]\nname = "flood"\nrole = "admin"\nsha256 = "{digest}"\n')
+    log = open(os.path.join(scratch, "serve.log"), "w")
+    url = "sqlite://" + os.path.join(scratch, "flood.sqlite3")
+    service = subprocess.Popen(
+        [args.binary, "serve", "--config", config, "--addr", f"127.0.0.1:{PORT}",
+         "--database-url", url], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(BASE + "/healthz", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert request("PUT", f"/v1/pools/{POOL}", {})[0] in (200, 201)
+
+        held_most = [0]
+        until = time.time() + args.seconds
+        flooder = threading.Thread(target=flood, args=(args.connections, until, held_most))
+        flooder.start()
+        time.sleep(2)
+        outcomes, latencies, accepted = {}, [], 0
+        n = 0
+        while time.time() < until - 1:
+            body = {"id": f"r{n}", "standings": [
+                {"player": f"p{(n * 3 + i) % 40}", "rank": i + 1} for i in range(10)]}
+            sent = time.time()
+            try:
+                status, _ = request("POST", f"/v1/pools/{POOL}/rounds", body)
+                outcome = str(status)
+                accepted += status == 202
+            except OSError as error:
+                outcome = type(getattr(error, "reason", error)).__name__
+            latencies.append(time.time() - sent)
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+            n += 1
+            time.sleep(max(0.0, 0.2 - (time.time() - sent)))
+        flooder.join()
+        applied = None
+        for _ in range(300):
+            try:
+                applied = json.loads(request("GET", f"/v1/pools/{POOL}")[1])["rounds_applied"]
+                if applied >= accepted:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.1)
+    finally:
+        service.terminate()
+        service.wait()
+        log.close()
+    latencies.sort()
+    print(f"flood from {FLOOD_FROM}: at most {held_most[0]} connections held at once; "
+          f"platform: {n} POSTs by outcome {outcomes}, latency p50 "
+          f"{statistics.median(latencies) * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms; "
+          f"{accepted} acknowledged, {applied} applied once the flood stopped")
+
+
+if __name__ == "__main__":
+    main()
