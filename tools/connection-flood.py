@@ -3,8 +3,9 @@
 platform's rounds are still acknowledged and applied (BENCHMARKS.md, "Connections bounded in
 all and per address"). Python's standard library only; synthetic rounds, no data set needed.
 
-It serves BINARY on a fresh SQLite file, creates a pool, then for --seconds one client at
-127.0.1.2 opens connections as fast as it can and keeps them open (opening another whenever the
+It serves BINARY on a fresh SQLite file, its soft limit on open files at --service-files
+(systemd's default, 1024) and its hard limit at the client's, creates a pool, then for --seconds a client at
+127.0.1.2 (or --addresses of them: 127.0.1.2, 127.0.1.3, …) opens connections as fast as it can and keeps them open (opening another whenever the
 service closes one), up to --connections, while a platform at 127.0.0.1 posts a round of 10
 players every 200 ms, each on a new connection, with a 5 s timeout. Afterwards the flood stops
 and it waits up to 30 s for the pool to apply what was acknowledged. It prints the most
@@ -32,7 +33,6 @@ KEY = "flood-key"
 POOL = "main"
 PORT = 8098
 BASE = f"http://127.0.0.1:{PORT}"
-FLOOD_FROM = "127.0.1.2"
 
 
 def request(method, path, body=None, timeout=5):
@@ -47,14 +47,17 @@ def request(method, path, body=None, timeout=5):
         return error.code, error.read()
 
 
-def flood(connections, until, held_most):
-    """Opens connections from FLOOD_FROM up to `connections`, reopening closed ones."""
+def flood(connections, addresses, until, held_most):
+    """Opens connections from `addresses` up to `connections`, reopening closed ones."""
 
-    async def one(slots):
+    async def one(slots, connecting, address):
         while time.time() < until:
             try:
-                reader, writer = await asyncio.wait_for(asyncio.open_connection(
-                    "127.0.0.1", PORT, local_addr=(FLOOD_FROM, 0)), timeout=1)
+                # A few hundred connecting at once: thousands overflow the listener's backlog,
+                # and every one of them then waits for its SYN to be sent again.
+                async with connecting:
+                    reader, writer = await asyncio.wait_for(asyncio.open_connection(
+                        "127.0.0.1", PORT, local_addr=(address, 0)), timeout=1)
             except (OSError, asyncio.TimeoutError):
                 await asyncio.sleep(0.05)
                 continue
@@ -68,8 +71,9 @@ def flood(connections, until, held_most):
             writer.close()
 
     async def all_of_them():
-        slots = [0]
-        await asyncio.gather(*(one(slots) for _ in range(connections)))
+        slots, connecting = [0], asyncio.Semaphore(256)
+        await asyncio.gather(*(one(slots, connecting, addresses[i % len(addresses)])
+                               for i in range(connections)))
 
     asyncio.run(all_of_them())
 
@@ -78,9 +82,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--binary", required=True)
     parser.add_argument("--connections", type=int, default=19000)
+    parser.add_argument("--addresses", type=int, default=1,
+                        help="loopback addresses the flood comes from (127.0.1.2, …)")
     parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--service-files", type=int, default=1024,
+                        help="the service's soft limit on open files (systemd's default: 1024)")
     args = parser.parse_args()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
     scratch = tempfile.mkdtemp()
@@ -92,7 +100,9 @@ def main():
     url = "sqlite://" + os.path.join(scratch, "flood.sqlite3")
     service = subprocess.Popen(
         [args.binary, "serve", "--config", config, "--addr", f"127.0.0.1:{PORT}",
-         "--database-url", url], stdout=log, stderr=subprocess.STDOUT)
+         "--database-url", url], stdout=log, stderr=subprocess.STDOUT,
+        preexec_fn=lambda: resource.setrlimit(
+            resource.RLIMIT_NOFILE, (args.service_files, hard)))
     try:
         for _ in range(100):
             try:
@@ -104,7 +114,9 @@ def main():
 
         held_most = [0]
         until = time.time() + args.seconds
-        flooder = threading.Thread(target=flood, args=(args.connections, until, held_most))
+        addresses = [f"127.0.1.{2 + i}" for i in range(args.addresses)]
+        flooder = threading.Thread(target=flood,
+                                   args=(args.connections, addresses, until, held_most))
         flooder.start()
         time.sleep(2)
         outcomes, latencies, accepted = {}, [], 0
@@ -138,7 +150,7 @@ def main():
         service.wait()
         log.close()
     latencies.sort()
-    print(f"flood from {FLOOD_FROM}: at most {held_most[0]} connections held at once; "
+    print(f"flood from {args.addresses} address(es): at most {held_most[0]} connections held at once; "
           f"platform: {n} POSTs by outcome {outcomes}, latency p50 "
           f"{statistics.median(latencies) * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms; "
           f"{accepted} acknowledged, {applied} applied once the flood stopped")
