@@ -46,6 +46,9 @@ pub const HTTP_CONNECTIONS: &str = "mmr_http_connections";
 /// Connections closed as soon as accepted: their address held all it may.
 pub const HTTP_CONNECTIONS_REFUSED: &str = "mmr_http_connections_refused_total";
 
+/// Connections closed, when all were open, to make room: they had sent no request.
+pub const HTTP_CONNECTIONS_EVICTED: &str = "mmr_http_connections_evicted_total";
+
 /// Histogram buckets in seconds: 1 ms to 60 s.
 const BUCKETS: [f64; 14] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0,
@@ -122,6 +125,11 @@ pub fn reloaded(pool: &str) {
 /// Records a connection closed as soon as accepted (its address held all it may).
 pub fn connection_refused() {
     metrics::counter!(HTTP_CONNECTIONS_REFUSED).increment(1);
+}
+
+/// Records a connection closed to make room (it had sent no request).
+pub fn connection_evicted() {
+    metrics::counter!(HTTP_CONNECTIONS_EVICTED).increment(1);
 }
 
 /// Sets a gauge of `pool` to `value`.

@@ -6,11 +6,16 @@
 //!
 //! For the same reason the loop bounds the connections open at once ([`Connections`]): in
 //! all, below the files the process may open, so that its database always has descriptors
-//! left; and per client address, so that one address cannot take them all.
+//! left; and per client address, so that one address cannot take them all. When all are open,
+//! the connection that has been open longest without sending a request makes room for the
+//! next (once it has been silent for [`SILENT_EVICTABLE`]): a flood of connections that send
+//! nothing, from however many addresses, leaves room for clients that do send requests.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
@@ -22,6 +27,8 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use crate::config::ServerSettings;
@@ -36,21 +43,45 @@ pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// than spinning on the error.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
+/// How long a connection must have been open without sending a request before it may be
+/// closed to make room for a new one when all are open: a client that means to ask sends its
+/// request right after connecting, in far less.
+pub const SILENT_EVICTABLE: Duration = Duration::from_secs(1);
+
 /// Files the process keeps for everything but its clients' connections: its database
 /// connections (up to 10 and `database.read_connections`, three files each on SQLite), the
 /// listener, the runtime's own, the log.
 const FILES_KEPT: u64 = 256;
 
-/// The connections served at once: at most `allowed` in all (beyond, the loop accepts no more
-/// until one closes: new ones wait in the listener's backlog) and `per_client` from one client
-/// address, an IPv6 one by its /64 (beyond, a new one is closed at once, before anything is
-/// read from it).
+/// The connections served at once: at most `allowed` in all (beyond, the next one accepted
+/// waits until one closes, or until the oldest of those that never sent a request is closed,
+/// and the others wait in the listener's backlog meanwhile) and `per_client` from one client address, an IPv6 one by
+/// its /64 (beyond, a new one is closed at once, before anything is read from it).
 #[derive(Debug)]
 pub struct Connections {
     allowed: usize,
     per_client: usize,
     open: Arc<Semaphore>,
     shares: Arc<Shares>,
+    /// The connections open in the order they were accepted, those that sent a request or
+    /// ended among them until a look for one to close passes them over.
+    opened: Mutex<VecDeque<Weak<Opened>>>,
+}
+
+/// One connection as the loop sees it.
+#[derive(Debug)]
+struct Opened {
+    at: Instant,
+    /// Set when its first request arrives: from then on it is never closed to make room.
+    asked: AtomicBool,
+    close: CancellationToken,
+}
+
+impl Opened {
+    /// Still open, and silent since it was accepted.
+    fn silent(&self) -> bool {
+        !self.asked.load(Ordering::Relaxed) && !self.close.is_cancelled()
+    }
 }
 
 impl Connections {
@@ -79,7 +110,71 @@ impl Connections {
             per_client,
             open: Arc::new(Semaphore::new(allowed)),
             shares: Arc::new(Shares::new(per_client)),
+            opened: Mutex::new(VecDeque::new()),
         }
+    }
+
+    /// Room for one more connection: a free place, or, when all are taken, the place of the
+    /// connection that has been silent longest once it has been so for [`SILENT_EVICTABLE`]
+    /// (closed here; its place comes back as its task ends). `None` once `stop` resolves.
+    async fn room(
+        &self,
+        stop: &mut (impl Future<Output = ()> + Unpin),
+    ) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        loop {
+            if let Ok(permit) = Arc::clone(&self.open).try_acquire_owned() {
+                return Some(permit);
+            }
+            // Once one is closed, its place is waited for: looking again before its task ends
+            // would close another.
+            let evictable_at = match self.oldest_silent() {
+                Some(oldest) if oldest.at.elapsed() >= SILENT_EVICTABLE => {
+                    oldest.close.cancel();
+                    instruments::connection_evicted();
+                    None
+                }
+                oldest => oldest.map(|oldest| oldest.at + SILENT_EVICTABLE),
+            };
+            tokio::select! {
+                permit = Arc::clone(&self.open).acquire_owned() => {
+                    return Some(permit.expect("the semaphore is never closed"));
+                }
+                () = sleep_until(evictable_at) => {}
+                () = &mut *stop => return None,
+            }
+        }
+    }
+
+    /// The connection open longest of those that never sent a request; those found to have
+    /// sent one or ended on the way are forgotten.
+    fn oldest_silent(&self) -> Option<Arc<Opened>> {
+        let mut opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
+        while let Some(front) = opened.front() {
+            match front.upgrade() {
+                Some(oldest) if oldest.silent() => return Some(oldest),
+                _ => {
+                    opened.pop_front();
+                }
+            }
+        }
+        None
+    }
+
+    /// Notes a connection just accepted. Those that sent a request or ended are dropped from
+    /// the list whenever it holds twice as many as may be open, so that it stays bounded when
+    /// no look for one to close ever runs.
+    fn accepted(&self) -> Arc<Opened> {
+        let connection = Arc::new(Opened {
+            at: Instant::now(),
+            asked: AtomicBool::new(false),
+            close: CancellationToken::new(),
+        });
+        let mut opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
+        if opened.len() >= self.allowed.saturating_mul(2) {
+            opened.retain(|connection| connection.upgrade().is_some_and(|c| c.silent()));
+        }
+        opened.push_back(Arc::downgrade(&connection));
+        connection
     }
 
     /// Connections that may be open at once, in all.
@@ -98,6 +193,14 @@ impl Connections {
     #[must_use]
     pub fn open(&self) -> usize {
         self.allowed - self.open.available_permits()
+    }
+}
+
+/// Resolves at `at`, or never.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -126,12 +229,6 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     tokio::pin!(stop);
     loop {
-        let permit = tokio::select! {
-            permit = Arc::clone(&connections.open).acquire_owned() => {
-                permit.expect("the semaphore is never closed")
-            }
-            () = &mut stop => break,
-        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -148,9 +245,17 @@ pub async fn serve(
             tracing::debug!(%peer, "connection closed: its address holds all it may");
             continue;
         };
+        // Room is made only for a connection that is there: made ahead, it would close a
+        // silent one for nobody.
+        let Some(permit) = connections.room(&mut stop).await else {
+            break;
+        };
+        let opened = connections.accepted();
+        let asking = Arc::clone(&opened);
         let service =
             app.clone()
                 .map_request(move |mut request: Request<hyper::body::Incoming>| {
+                    asking.asked.store(true, Ordering::Relaxed);
                     request
                         .extensions_mut()
                         .insert(ConnectInfo::<SocketAddr>(peer));
@@ -160,8 +265,15 @@ pub async fn serve(
             builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!(%peer, %error, "connection ended");
+            tokio::select! {
+                ended = connection => {
+                    if let Err(error) = ended {
+                        tracing::debug!(%peer, %error, "connection ended");
+                    }
+                }
+                () = opened.close.cancelled() => {
+                    tracing::debug!(%peer, "connection closed to make room: it sent nothing");
+                }
             }
             drop((permit, share));
         });

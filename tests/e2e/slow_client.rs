@@ -5,7 +5,8 @@
 //! [`HEAD_TIMEOUT`]: each is a file descriptor the service would otherwise keep for as long as
 //! the client likes. Nor can it open connections without bound: one address holds at most
 //! `server.max_connections_per_address`, a connection beyond is closed at once, and beyond
-//! `server.max_connections` in all new connections wait until one closes. Over a real socket,
+//! `server.max_connections` in all new connections wait until one closes, or until the one
+//! silent longest is closed to make room. Over a real socket,
 //! because the point is what the HTTP server does with a connection that is open and nearly
 //! idle.
 
@@ -13,7 +14,7 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use mmr_service::serve::HEAD_TIMEOUT;
+use mmr_service::serve::{HEAD_TIMEOUT, SILENT_EVICTABLE};
 
 use crate::rounds::{self, Rng};
 use crate::server::{Backend, Options, Server, ADMIN_KEY};
@@ -245,17 +246,45 @@ fn connect_from(server: &SocketAddr, host: u8) -> TcpStream {
     socket.into()
 }
 
-/// Sends a `GET path` on `stream`, asking the service to close the connection after it.
-fn send_get(stream: &mut TcpStream, path: &str) {
+/// Sends a `GET path` on `stream`; with `close`, asks the service to close the connection
+/// after its answer.
+fn send_get(stream: &mut TcpStream, path: &str, close: bool) {
+    let connection = if close { "close" } else { "keep-alive" };
     stream
         .write_all(
-            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: {connection}\r\n\r\n")
+                .as_bytes(),
         )
         .expect("a request");
 }
 
+/// A connection from `127.0.0.{host}` that has asked once and is kept open, idle.
+fn asked_from(server: &SocketAddr, host: u8) -> TcpStream {
+    let mut stream = connect_from(server, host);
+    send_get(&mut stream, "/healthz", false);
+    let (status, _, _) = read_response(&mut stream);
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    stream
+}
+
+/// Asserts that nothing arrives on `stream` within `within`, and that it is still open.
+fn nothing_within(stream: &mut TcpStream, within: Duration, what: &str) {
+    stream
+        .set_read_timeout(Some(within))
+        .expect("a read timeout");
+    let mut byte = [0u8; 1];
+    match stream.read(&mut byte) {
+        Err(error)
+            if matches!(
+                error.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) => {}
+        other => panic!("{what}: {other:?}"),
+    }
+}
+
 #[test]
-fn one_address_holds_its_connections_and_beyond_them_all_new_ones_wait() {
+fn connections_are_bounded_per_address_and_in_all_and_silent_ones_make_room() {
     let options = Options {
         env: vec![
             ("MMR__SERVER__MAX_CONNECTIONS", MAX_CONNECTIONS.to_string()),
@@ -280,7 +309,8 @@ fn one_address_holds_its_connections_and_beyond_them_all_new_ones_wait() {
     assert_eq!(server.get_json("/healthz")["status"], "ok");
     let started = Instant::now();
 
-    let mut held: Vec<TcpStream> = (0..PER_ADDRESS).map(|_| connect_from(&addr, 2)).collect();
+    // One address: its 4, then a fifth closed at once, while another address is answered.
+    let mut held: Vec<TcpStream> = (0..PER_ADDRESS).map(|_| asked_from(&addr, 2)).collect();
     let mut beyond = connect_from(&addr, 2);
     let (took, _) = closed_after(&mut beyond, "beyond its address's", SLACK);
     println!("a connection beyond its address's closed after {took:?}");
@@ -288,9 +318,8 @@ fn one_address_holds_its_connections_and_beyond_them_all_new_ones_wait() {
         took < HEAD_TIMEOUT / 2,
         "closed after {took:?}, not at once"
     );
-
     let mut other = connect_from(&addr, 3);
-    send_get(&mut other, "/healthz");
+    send_get(&mut other, "/healthz", true);
     let (status, _, _) = read_response(&mut other);
     assert!(
         status.starts_with("HTTP/1.1 200"),
@@ -298,28 +327,19 @@ fn one_address_holds_its_connections_and_beyond_them_all_new_ones_wait() {
     );
     drop(other);
 
-    // The harness's one and the first address's 4, and 11 more from three other addresses,
-    // each within its bound: all 16.
+    // All 16 open (the harness's one, the first address's 4, 11 more from three other
+    // addresses), each having asked: a new connection waits until one closes.
     for (host, count) in [(3, 4), (4, 4), (5, 3)] {
-        held.extend((0..count).map(|_| connect_from(&addr, host)));
+        held.extend((0..count).map(|_| asked_from(&addr, host)));
     }
     let mut waiting = connect_from(&addr, 6);
-    send_get(&mut waiting, "/healthz");
-    waiting
-        .set_read_timeout(Some(Duration::from_secs(1)))
-        .expect("a read timeout");
-    let mut byte = [0u8; 1];
-    let error = waiting
-        .read(&mut byte)
-        .expect_err("no answer while every connection is taken");
-    assert!(
-        matches!(
-            error.kind(),
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-        ),
-        "{error}"
+    send_get(&mut waiting, "/healthz", true);
+    nothing_within(
+        &mut waiting,
+        SILENT_EVICTABLE * 2,
+        "no answer while every connection is taken by one that asked",
     );
-    drop(held.swap_remove(0));
+    drop(held.pop());
     waiting
         .set_read_timeout(Some(SLACK))
         .expect("a read timeout");
@@ -328,20 +348,49 @@ fn one_address_holds_its_connections_and_beyond_them_all_new_ones_wait() {
         status.starts_with("HTTP/1.1 200"),
         "once one closed: {status}"
     );
+    drop(waiting);
+
+    // All 16 open again, two of them silent: the older silent one makes room for a new
+    // connection once it has been silent long enough; the younger one stays.
+    drop(held.pop());
+    let mut older = connect_from(&addr, 6);
+    std::thread::sleep(Duration::from_millis(100));
+    let mut younger = connect_from(&addr, 6);
+    std::thread::sleep(SILENT_EVICTABLE);
+    let mut asking = connect_from(&addr, 7);
+    send_get(&mut asking, "/healthz", true);
+    asking
+        .set_read_timeout(Some(SLACK))
+        .expect("a read timeout");
+    let (status, _, _) = read_response(&mut asking);
+    assert!(
+        status.starts_with("HTTP/1.1 200"),
+        "in a silent one's place: {status}"
+    );
+    let (took, _) = closed_after(&mut older, "silent longest", SLACK);
+    println!("the connection silent longest closed {took:?} after the new one was answered");
+    nothing_within(
+        &mut younger,
+        Duration::from_millis(200),
+        "the younger silent connection stays open",
+    );
     assert!(
         started.elapsed() < HEAD_TIMEOUT,
         "the steps took {:?}: the harness's connection may have closed meanwhile",
         started.elapsed()
     );
 
-    drop(held);
-    let mut scrape = connect_from(&addr, 7);
-    send_get(&mut scrape, "/metrics");
+    drop((held, younger));
+    let mut scrape = connect_from(&addr, 8);
+    send_get(&mut scrape, "/metrics", true);
     let (_, _, metrics) = read_response(&mut scrape);
-    assert!(
-        metrics
-            .lines()
-            .any(|line| line == "mmr_http_connections_refused_total 1"),
-        "{metrics}"
-    );
+    for counter in [
+        "mmr_http_connections_refused_total 1",
+        "mmr_http_connections_evicted_total 1",
+    ] {
+        assert!(
+            metrics.lines().any(|line| line == counter),
+            "{counter}: {metrics}"
+        );
+    }
 }
