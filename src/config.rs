@@ -77,8 +77,8 @@ pub struct ServerSettings {
     /// percent (rounded up to whole largest computations, boards and reads, at least one of
     /// each); 100 lets one client take all.
     pub client_share_percent: usize,
-    /// Connections served at once (`crate::serve::Connections`): beyond, new ones wait to be
-    /// accepted.
+    /// Connections served at once (`crate::serve::Connections`): beyond, a new one waits for
+    /// room.
     pub max_connections: usize,
     /// Of them, those one client address (an IPv6 one by its /64) may hold: beyond, a new one
     /// is closed as soon as it is accepted.
