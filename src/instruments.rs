@@ -45,8 +45,7 @@ pub const DB_READ_CONNECTIONS_IDLE: &str = "mmr_db_read_connections_idle";
 pub const HTTP_CONNECTIONS: &str = "mmr_http_connections";
 /// Connections closed as soon as accepted: their address held all it may.
 pub const HTTP_CONNECTIONS_REFUSED: &str = "mmr_http_connections_refused_total";
-
-/// Connections closed, when all were open, to make room: they had sent no request.
+/// Connections closed, when all were open, to make room: they had sent no whole request head.
 pub const HTTP_CONNECTIONS_EVICTED: &str = "mmr_http_connections_evicted_total";
 
 /// Histogram buckets in seconds: 1 ms to 60 s.
@@ -127,7 +126,7 @@ pub fn connection_refused() {
     metrics::counter!(HTTP_CONNECTIONS_REFUSED).increment(1);
 }
 
-/// Records a connection closed to make room (it had sent no request).
+/// Records a connection closed to make room (it had sent no whole request head).
 pub fn connection_evicted() {
     metrics::counter!(HTTP_CONNECTIONS_EVICTED).increment(1);
 }

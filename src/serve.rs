@@ -7,15 +7,15 @@
 //! For the same reason the loop bounds the connections open at once ([`Connections`]): in
 //! all, below the files the process may open, so that its database always has descriptors
 //! left; and per client address, so that one address cannot take them all. When all are open,
-//! the connection that has been open longest without sending a request makes room for the
+//! the connection that has been open longest without sending a request head makes room for the
 //! next (once it has been silent for [`SILENT_EVICTABLE`]): a flood of connections that send
 //! nothing, from however many addresses, leaves room for clients that do send requests.
 
 use std::collections::VecDeque;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
@@ -43,28 +43,42 @@ pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// than spinning on the error.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
-/// How long a connection must have been open without sending a request before it may be
-/// closed to make room for a new one when all are open: a client that means to ask sends its
-/// request right after connecting, in far less.
+/// How long a connection must have been open without sending a whole request head before it
+/// may be closed to make room for a new one when all are open: a client that means to ask
+/// sends its request right after connecting, in far less.
 pub const SILENT_EVICTABLE: Duration = Duration::from_secs(1);
 
-/// Files the process keeps for everything but its clients' connections: its database
-/// connections (up to 10 and `database.read_connections`, three files each on SQLite), the
-/// listener, the runtime's own, the log.
-const FILES_KEPT: u64 = 256;
+/// Files the process keeps for everything but its clients' connections and its database's:
+/// the listener, the runtime's own, the log, a replica's lease.
+const FILES_KEPT: u64 = 64;
+
+/// Files one database connection may hold: a SQLite one has the database, its WAL and its
+/// shared-memory index open.
+const FILES_PER_DATABASE_CONNECTION: u64 = 3;
+
+/// Connections of the worker and the writes: sqlx's default pool size, which the service keeps.
+const WORKER_CONNECTIONS: u64 = 10;
+
+/// A connection that has sent no whole request head yet, and may be closed to make room.
+const SILENT: u8 = 0;
+/// A connection whose first request arrived: never closed to make room.
+const ASKED: u8 = 1;
+/// A connection closed to make room.
+const EVICTED: u8 = 2;
 
 /// The connections served at once: at most `allowed` in all (beyond, the next one accepted
-/// waits until one closes, or until the oldest of those that never sent a request is closed,
-/// and the others wait in the listener's backlog meanwhile) and `per_client` from one client address, an IPv6 one by
-/// its /64 (beyond, a new one is closed at once, before anything is read from it).
+/// waits until one closes, or until the oldest of those that have sent no request, once it has
+/// been open [`SILENT_EVICTABLE`], is closed; others wait in the listener's backlog meanwhile)
+/// and `per_client` from one client address, an IPv6 one by its /64 (beyond, a new one is
+/// closed at once, before anything is read from it).
 #[derive(Debug)]
 pub struct Connections {
     allowed: usize,
     per_client: usize,
     open: Arc<Semaphore>,
     shares: Arc<Shares>,
-    /// The connections open in the order they were accepted, those that sent a request or
-    /// ended among them until a look for one to close passes them over.
+    /// The connections open in the order they were accepted, those that asked or ended among
+    /// them until a look for one to close passes them over.
     opened: Mutex<VecDeque<Weak<Opened>>>,
 }
 
@@ -72,30 +86,62 @@ pub struct Connections {
 #[derive(Debug)]
 struct Opened {
     at: Instant,
-    /// Set when its first request arrives: from then on it is never closed to make room.
-    asked: AtomicBool,
+    /// [`SILENT`], [`ASKED`] or [`EVICTED`]: it goes from the first to one of the others once,
+    /// so a request that arrives as the loop picks its connection is either served or never
+    /// started, not cut off half-way.
+    state: AtomicU8,
     close: CancellationToken,
 }
 
 impl Opened {
-    /// Still open, and silent since it was accepted.
     fn silent(&self) -> bool {
-        !self.asked.load(Ordering::Relaxed) && !self.close.is_cancelled()
+        self.state.load(Ordering::Acquire) == SILENT
+    }
+
+    /// Its first request arrived.
+    fn ask(&self) {
+        let _ = self
+            .state
+            .compare_exchange(SILENT, ASKED, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// Closes it if it is still silent.
+    fn evict(&self) -> bool {
+        let evicted = self
+            .state
+            .compare_exchange(SILENT, EVICTED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if evicted {
+            self.close.cancel();
+        }
+        evicted
     }
 }
 
+/// The process's limit on open files, its soft limit raised to the hard one the first time.
+fn open_files_allowed() -> u64 {
+    static FILES: OnceLock<u64> = OnceLock::new();
+    *FILES.get_or_init(|| {
+        rlimit::increase_nofile_limit(u64::MAX).unwrap_or_else(|error| {
+            let soft = rlimit::Resource::NOFILE.get().map(|(soft, _)| soft);
+            tracing::warn!(%error, ?soft, "the limit on open files could not be raised");
+            soft.unwrap_or(u64::MAX)
+        })
+    })
+}
+
 impl Connections {
-    /// `server.max_connections`, lowered to what the process may open besides [`FILES_KEPT`]
-    /// (its soft limit on open files, raised to the hard one first), and of those
+    /// `server.max_connections`, lowered to what the process may open besides its database
+    /// connections' files (the worker's and `read_connections`) and [`FILES_KEPT`] (its soft
+    /// limit on open files raised to the hard one first), and of those
     /// `server.max_connections_per_address` from one address.
     #[must_use]
-    pub fn new(server: &ServerSettings) -> Self {
+    pub fn new(server: &ServerSettings, read_connections: u32) -> Self {
         let wanted = server.max_connections;
-        let files = rlimit::increase_nofile_limit(u64::MAX).unwrap_or_else(|error| {
-            tracing::warn!(%error, "the limit on open files could not be read");
-            u64::MAX
-        });
-        let allowed = allowed_with(wanted, files);
+        let files = open_files_allowed();
+        let kept = FILES_KEPT
+            + FILES_PER_DATABASE_CONNECTION * (WORKER_CONNECTIONS + u64::from(read_connections));
+        let allowed = allowed_with(wanted, files, kept);
         if allowed < wanted {
             tracing::warn!(
                 wanted,
@@ -129,7 +175,9 @@ impl Connections {
             // would close another.
             let evictable_at = match self.oldest_silent() {
                 Some(oldest) if oldest.at.elapsed() >= SILENT_EVICTABLE => {
-                    oldest.close.cancel();
+                    if !oldest.evict() {
+                        continue;
+                    }
                     instruments::connection_evicted();
                     None
                 }
@@ -145,8 +193,8 @@ impl Connections {
         }
     }
 
-    /// The connection open longest of those that never sent a request; those found to have
-    /// sent one or ended on the way are forgotten.
+    /// The connection open longest of those that have sent no request; those found to have
+    /// asked or ended on the way are forgotten.
     fn oldest_silent(&self) -> Option<Arc<Opened>> {
         let mut opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
         while let Some(front) = opened.front() {
@@ -160,13 +208,13 @@ impl Connections {
         None
     }
 
-    /// Notes a connection just accepted. Those that sent a request or ended are dropped from
+    /// Notes a connection just accepted. Those that asked or ended are dropped from
     /// the list whenever it holds twice as many as may be open, so that it stays bounded when
     /// no look for one to close ever runs.
     fn accepted(&self) -> Arc<Opened> {
         let connection = Arc::new(Opened {
             at: Instant::now(),
-            asked: AtomicBool::new(false),
+            state: AtomicU8::new(SILENT),
             close: CancellationToken::new(),
         });
         let mut opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
@@ -205,9 +253,9 @@ async fn sleep_until(at: Option<Instant>) {
 }
 
 /// `wanted` connections, or fewer if `files` (the process's limit on open files) would not
-/// leave [`FILES_KEPT`] besides them; at least one.
-fn allowed_with(wanted: usize, files: u64) -> usize {
-    let room = usize::try_from(files.saturating_sub(FILES_KEPT)).unwrap_or(usize::MAX);
+/// leave `kept` besides them; at least one.
+fn allowed_with(wanted: usize, files: u64, kept: u64) -> usize {
+    let room = usize::try_from(files.saturating_sub(kept)).unwrap_or(usize::MAX);
     wanted.min(room).max(1)
 }
 
@@ -255,7 +303,7 @@ pub async fn serve(
         let service =
             app.clone()
                 .map_request(move |mut request: Request<hyper::body::Incoming>| {
-                    asking.asked.store(true, Ordering::Relaxed);
+                    asking.ask();
                     request
                         .extensions_mut()
                         .insert(ConnectInfo::<SocketAddr>(peer));
@@ -272,7 +320,7 @@ pub async fn serve(
                     }
                 }
                 () = opened.close.cancelled() => {
-                    tracing::debug!(%peer, "connection closed to make room: it sent nothing");
+                    tracing::debug!(%peer, "connection closed to make room: it had not asked");
                 }
             }
             drop((permit, share));
@@ -288,9 +336,65 @@ mod tests {
 
     #[test]
     fn the_connections_allowed_leave_files_for_the_rest() {
-        assert_eq!(allowed_with(4096, 1_048_576), 4096);
-        assert_eq!(allowed_with(4096, u64::MAX), 4096);
-        assert_eq!(allowed_with(4096, 1024), 1024 - 256);
-        assert_eq!(allowed_with(4096, 100), 1);
+        assert_eq!(allowed_with(4096, 1_048_576, 106), 4096);
+        assert_eq!(allowed_with(4096, u64::MAX, 106), 4096);
+        assert_eq!(allowed_with(4096, 1024, 106), 1024 - 106);
+        assert_eq!(allowed_with(4096, 100, 106), 1);
+    }
+
+    fn connections(allowed: usize) -> Connections {
+        let mut settings =
+            crate::config::Settings::load(None, Vec::new(), &crate::config::Overrides::default())
+                .expect("the defaults");
+        settings.server.max_connections = allowed;
+        Connections::new(&settings.server, 4)
+    }
+
+    #[test]
+    fn a_connection_that_asked_is_never_closed_to_make_room_nor_asks_once_closed() {
+        let connections = connections(4);
+        let asked = connections.accepted();
+        asked.ask();
+        assert!(!asked.evict());
+        assert!(!asked.close.is_cancelled());
+        let evicted = connections.accepted();
+        assert!(evicted.evict());
+        evicted.ask();
+        assert!(!evicted.silent() && evicted.close.is_cancelled());
+        assert!(connections.oldest_silent().is_none(), "neither is silent");
+    }
+
+    #[test]
+    fn the_oldest_silent_connection_is_found_past_those_that_asked_or_ended() {
+        let connections = connections(4);
+        let asked = connections.accepted();
+        drop(connections.accepted());
+        let older = connections.accepted();
+        let younger = connections.accepted();
+        asked.ask();
+        let oldest = connections.oldest_silent().expect("a silent one");
+        assert!(Arc::ptr_eq(&oldest, &older));
+        assert!(older.evict());
+        let oldest = connections.oldest_silent().expect("another silent one");
+        assert!(Arc::ptr_eq(&oldest, &younger));
+    }
+
+    #[test]
+    fn the_list_of_connections_stays_bounded_when_none_is_closed_to_make_room() {
+        let connections = connections(4);
+        let asking: Vec<_> = (0..100)
+            .map(|_| {
+                let connection = connections.accepted();
+                connection.ask();
+                connection
+            })
+            .collect();
+        let listed = connections
+            .opened
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        assert!(listed <= 8, "{listed} listed for 4 places");
+        drop(asking);
     }
 }

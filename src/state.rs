@@ -176,8 +176,8 @@ impl AppState {
             server.client_share(server.max_concurrent_past_boards),
             server.past_boards_kept_players,
         );
-        let connections = Arc::new(crate::serve::Connections::new(server));
         let read_connections = settings.database.read_connections;
+        let connections = Arc::new(crate::serve::Connections::new(server, read_connections));
         let reads = storage.for_reads(read_connections);
         let reads_at_once = (read_connections as usize).saturating_mul(READS_PER_CONNECTION);
         let read_turns = crate::rate_limit::Turns::new(server.client_share(reads_at_once));

@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""One address opening connections without end, against a platform posting rounds: whether the
-platform's rounds are still acknowledged and applied (BENCHMARKS.md, "Connections bounded in
-all and per address"). Python's standard library only; synthetic rounds, no data set needed.
+"""Connections opened without end from one address or many, against a platform posting
+rounds: whether the platform's rounds are still acknowledged and applied (BENCHMARKS.md,
+"Connections bounded in all and per address"). Python's standard library only; synthetic
+rounds, no data set needed.
 
 It serves BINARY on a fresh SQLite file, its soft limit on open files at --service-files
-(systemd's default, 1024) and its hard limit at the client's, creates a pool, then for --seconds a client at
-127.0.1.2 (or --addresses of them: 127.0.1.2, 127.0.1.3, …) opens connections as fast as it can and keeps them open (opening another whenever the
-service closes one), up to --connections, while a platform at 127.0.0.1 posts a round of 10
-players every 200 ms, each on a new connection, with a 5 s timeout. Afterwards the flood stops
-and it waits up to 30 s for the pool to apply what was acknowledged. It prints the most
-connections the flood held at once, the platform's POSTs by outcome with their latencies, and
-the rounds applied. The client needs a limit on open files above --connections (`ulimit -n`).
+(systemd's default, 1024) and its hard limit at the client's, and creates a pool. Then for
+--seconds a client at 127.0.1.2 (or at --addresses of them: 127.0.1.2, 127.0.1.3, ...) opens
+connections that send nothing, as fast as it can, up to --connections, opening another
+whenever the service closes one, while a platform at 127.0.0.1 posts a round of 10 players
+every 200 ms, each on a new connection, with a 5 s timeout. Afterwards the flood stops and it
+waits up to 30 s for the pool to apply what was acknowledged. It prints the most connections
+the flood had open at once (by its own count), the platform's POSTs by outcome with their
+latencies, and the rounds applied. The client needs a limit on open files above --connections
+(`ulimit -n`). The service listens on 127.0.0.1:8098.
 
     tools/connection-flood.py --binary target/release/mmr-service --connections 19000
 """
@@ -149,6 +152,8 @@ def main():
         service.terminate()
         service.wait()
         log.close()
+    if not latencies:
+        raise SystemExit("the platform posted nothing: was --seconds under 3?")
     latencies.sort()
     print(f"flood from {args.addresses} address(es): at most {held_most[0]} connections held at once; "
           f"platform: {n} POSTs by outcome {outcomes}, latency p50 "
