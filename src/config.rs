@@ -589,34 +589,33 @@ impl Settings {
                 key.name
             );
         }
-        anyhow::ensure!(
-            self.server.body_limit_bytes > 0,
-            "server.body_limit_bytes must be > 0"
-        );
-        anyhow::ensure!(
-            self.server.request_timeout_secs > 0,
-            "server.request_timeout_secs must be > 0"
-        );
-        anyhow::ensure!(
-            self.server.max_concurrent_computations > 0,
-            "server.max_concurrent_computations must be > 0"
-        );
-        anyhow::ensure!(
-            self.server.max_concurrent_past_boards > 0,
-            "server.max_concurrent_past_boards must be > 0"
-        );
-        anyhow::ensure!(
-            self.server.max_connections > 0,
-            "server.max_connections must be > 0"
-        );
-        anyhow::ensure!(
-            self.server.max_connections_per_address > 0,
-            "server.max_connections_per_address must be > 0"
-        );
-        anyhow::ensure!(
-            self.database.read_connections > 0,
-            "database.read_connections must be > 0"
-        );
+        let server = &self.server;
+        for (name, positive) in [
+            ("server.body_limit_bytes", server.body_limit_bytes > 0),
+            (
+                "server.request_timeout_secs",
+                server.request_timeout_secs > 0,
+            ),
+            (
+                "server.max_concurrent_computations",
+                server.max_concurrent_computations > 0,
+            ),
+            (
+                "server.max_concurrent_past_boards",
+                server.max_concurrent_past_boards > 0,
+            ),
+            ("server.max_connections", server.max_connections > 0),
+            (
+                "server.max_connections_per_address",
+                server.max_connections_per_address > 0,
+            ),
+            (
+                "database.read_connections",
+                self.database.read_connections > 0,
+            ),
+        ] {
+            anyhow::ensure!(positive, "{name} must be > 0");
+        }
         anyhow::ensure!(
             (1..=100).contains(&self.server.client_share_percent),
             "server.client_share_percent must be between 1 and 100"

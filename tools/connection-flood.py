@@ -20,34 +20,16 @@ latencies, and the rounds applied. The client needs a limit on open files above 
 
 import argparse
 import asyncio
-import hashlib
 import json
-import os
 import resource
 import statistics
-import subprocess
-import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 
-KEY = "flood-key"
+from served import Service
+
 POOL = "main"
 PORT = 8098
-BASE = f"http://127.0.0.1:{PORT}"
-
-
-def request(method, path, body=None, timeout=5):
-    data = None if body is None else json.dumps(body).encode()
-    headers = {"content-type": "application/json", "authorization": f"Bearer {KEY}",
-               "connection": "close"}
-    req = urllib.request.Request(BASE + path, method=method, data=data, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
 
 
 def flood(connections, addresses, until, held_most):
@@ -94,25 +76,9 @@ def main():
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
-    scratch = tempfile.mkdtemp()
-    config = os.path.join(scratch, "flood.toml")
-    with open(config, "w") as f:
-        digest = hashlib.sha256(KEY.encode()).hexdigest()
-        f.write(f'[[auth.keys]]\nname = "flood"\nrole = "admin"\nsha256 = "{digest}"\n')
-    log = open(os.path.join(scratch, "serve.log"), "w")
-    url = "sqlite://" + os.path.join(scratch, "flood.sqlite3")
-    service = subprocess.Popen(
-        [args.binary, "serve", "--config", config, "--addr", f"127.0.0.1:{PORT}",
-         "--database-url", url], stdout=log, stderr=subprocess.STDOUT,
-        preexec_fn=lambda: resource.setrlimit(
-            resource.RLIMIT_NOFILE, (args.service_files, hard)))
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(BASE + "/healthz", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with Service(args.binary, PORT, preexec_fn=lambda: resource.setrlimit(
+            resource.RLIMIT_NOFILE, (args.service_files, hard))) as service:
+        request = service.request
         assert request("PUT", f"/v1/pools/{POOL}", {})[0] in (200, 201)
 
         held_most = [0]
@@ -129,7 +95,7 @@ def main():
                 {"player": f"p{(n * 3 + i) % 40}", "rank": i + 1} for i in range(10)]}
             sent = time.time()
             try:
-                status, _ = request("POST", f"/v1/pools/{POOL}/rounds", body)
+                status, _ = request("POST", f"/v1/pools/{POOL}/rounds", body, timeout=5)
                 outcome = str(status)
                 accepted += status == 202
             except OSError as error:
@@ -148,15 +114,12 @@ def main():
             except OSError:
                 pass
             time.sleep(0.1)
-    finally:
-        service.terminate()
-        service.wait()
-        log.close()
+
     if not latencies:
         raise SystemExit("the platform posted nothing: was --seconds under 3?")
     latencies.sort()
-    print(f"flood from {args.addresses} address(es): at most {held_most[0]} connections held at once; "
-          f"platform: {n} POSTs by outcome {outcomes}, latency p50 "
+    print(f"flood from {args.addresses} address(es): at most {held_most[0]} connections "
+          f"held at once; platform: {n} POSTs by outcome {outcomes}, latency p50 "
           f"{statistics.median(latencies) * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms; "
           f"{accepted} acknowledged, {applied} applied once the flood stopped")
 

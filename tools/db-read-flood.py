@@ -18,36 +18,21 @@ without readers.
 
 import argparse
 import asyncio
-import hashlib
 import json
 import os
 import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
-KEY = "flood-key"
+from served import Service
+
 POOL = "ctf"
 PORT = 8097
-BASE = f"http://127.0.0.1:{PORT}"
 STORED = 900
-
-
-def request(method, path, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    headers = {"content-type": "application/json", "authorization": f"Bearer {KEY}"}
-    req = urllib.request.Request(BASE + path, method=method, data=data, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=60) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
 
 
 async def read_loop(path, address, until, answers):
@@ -110,23 +95,8 @@ def main():
         for suffix in ("", "-wal", "-shm"):
             if os.path.exists(path + suffix):
                 os.remove(path + suffix)
-    scratch = tempfile.mkdtemp()
-    config = os.path.join(scratch, "flood.toml")
-    with open(config, "w") as f:
-        digest = hashlib.sha256(KEY.encode()).hexdigest()
-        f.write(f'[[auth.keys]]\nname = "flood"\nrole = "admin"\nsha256 = "{digest}"\n')
-    log_path = os.path.join(scratch, "serve.log")
-    log = open(log_path, "w")
-    service = subprocess.Popen(
-        [args.binary, "serve", "--config", config, "--addr", f"127.0.0.1:{PORT}",
-         "--database-url", url], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(BASE + "/healthz", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with Service(args.binary, PORT, url) as service:
+        request = service.request
         assert request("PUT", f"/v1/pools/{POOL}", {})[0] in (200, 201)
         for i in range(0, STORED, 100):
             status, body = request("POST", f"/v1/pools/{POOL}/round-batches",
@@ -161,15 +131,11 @@ def main():
         applied = time.time() - started
         if readers:
             readers.join()
-    finally:
-        service.terminate()
-        service.wait()
-        log.close()
 
     latencies.sort()
     commits = sorted(
         float(m.group(2)) for m in re.finditer(
-            r"round\.first=(\d+).*?commit_ms=([\d.]+)", open(log_path).read())
+            r"round\.first=(\d+).*?commit_ms=([\d.]+)", open(service.log_path).read())
         if int(m.group(1)) > STORED)
     print(f"{args.connections} reading connections from {args.addresses} addresses; "
           f"{len(latencies)} rounds posted: POST p50 {statistics.median(latencies) * 1000:.0f} ms, "
