@@ -98,7 +98,8 @@ impl Opened {
         self.state.load(Ordering::Acquire) == SILENT
     }
 
-    /// Its first request arrived.
+    /// Its first request arrived. One already closed to make room stays closed: its request
+    /// is dropped with it.
     fn ask(&self) {
         let _ = self
             .state

@@ -257,12 +257,20 @@ fn send_get(stream: &mut TcpStream, path: &str, close: bool) {
         .expect("a request");
 }
 
+/// Asserts that the answer on `stream` arrives within [`SLACK`] and is a 200.
+fn answered_ok(stream: &mut TcpStream, what: &str) {
+    stream
+        .set_read_timeout(Some(SLACK))
+        .expect("a read timeout");
+    let (status, _, _) = read_response(stream);
+    assert!(status.starts_with("HTTP/1.1 200"), "{what}: {status}");
+}
+
 /// A connection from `127.0.0.{host}` that has asked once and is kept open, idle.
 fn asked_from(server: &SocketAddr, host: u8) -> TcpStream {
     let mut stream = connect_from(server, host);
     send_get(&mut stream, "/healthz", false);
-    let (status, _, _) = read_response(&mut stream);
-    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    answered_ok(&mut stream, "a connection asking");
     stream
 }
 
@@ -322,11 +330,7 @@ fn connections_are_bounded_per_address_and_in_all_and_silent_ones_make_room() {
     println!("a connection beyond its address's closed after {took:?}");
     let mut other = connect_from(&addr, 9);
     send_get(&mut other, "/healthz", true);
-    let (status, _, _) = read_response(&mut other);
-    assert!(
-        status.starts_with("HTTP/1.1 200"),
-        "another address: {status}"
-    );
+    answered_ok(&mut other, "another address");
     drop(other);
 
     // All 16 open (the harness's one, the first address's 4, 11 more from three other
@@ -343,14 +347,7 @@ fn connections_are_bounded_per_address_and_in_all_and_silent_ones_make_room() {
         "no answer while every connection is taken by one that asked",
     );
     drop(held.pop());
-    waiting
-        .set_read_timeout(Some(SLACK))
-        .expect("a read timeout");
-    let (status, _, _) = read_response(&mut waiting);
-    assert!(
-        status.starts_with("HTTP/1.1 200"),
-        "once one closed: {status}"
-    );
+    answered_ok(&mut waiting, "once one closed");
     drop(waiting);
 
     // All 16 open again, two of them silent: the older silent one makes room for a new
@@ -363,14 +360,7 @@ fn connections_are_bounded_per_address_and_in_all_and_silent_ones_make_room() {
     std::thread::sleep(SILENT_EVICTABLE);
     let mut asking = connect_from(&addr, 7);
     send_get(&mut asking, "/healthz", true);
-    asking
-        .set_read_timeout(Some(SLACK))
-        .expect("a read timeout");
-    let (status, _, _) = read_response(&mut asking);
-    assert!(
-        status.starts_with("HTTP/1.1 200"),
-        "in a silent one's place: {status}"
-    );
+    answered_ok(&mut asking, "in a silent one's place");
     let (took, _) = closed_after(&mut older, "silent longest", SLACK);
     println!("the connection silent longest closed {took:?} after the new one was answered");
     nothing_within(
