@@ -288,9 +288,10 @@ fn post_in_a_loop(
     (answers, longest)
 }
 
-/// The writer: a new round every [`WRITE_EVERY`] until the load ends.
-fn write(base: &str, known: &[String], deadline: Instant) -> Writes {
-    let client = http_client(WRITE_TIMEOUT);
+/// The writer: a new round every [`WRITE_EVERY`] until the load ends. Its client is built
+/// before the load's clock starts: built while 128 readers built theirs and loaded the
+/// service, it once sent nothing in the 10 s.
+fn write(client: &Client, base: &str, known: &[String], deadline: Instant) -> Writes {
     let mut rng = Rng::new(SEED ^ 0xa11);
     let mut writes = Writes::default();
     let mut tick = Instant::now();
@@ -422,6 +423,7 @@ fn reads_and_writes_keep_answering_while_the_largest_predictions_run(backend: Ba
     );
 
     let base = server.base_url().to_owned();
+    let writer_client = http_client(WRITE_TIMEOUT);
     let deadline = Instant::now() + LOAD;
     let predictions_path = format!("/v1/pools/{POOL}/predictions");
     let flood_path = format!("/v1/pools/{POOL}/match-quality");
@@ -444,7 +446,8 @@ fn reads_and_writes_keep_answering_while_the_largest_predictions_run(backend: Ba
                 scope.spawn(move || post_in_a_loop(base, from, flood_path, flood, deadline))
             })
             .collect();
-        let writer = scope.spawn(move || write(base, known, deadline));
+        let writer_client = &writer_client;
+        let writer = scope.spawn(move || write(writer_client, base, known, deadline));
         let readers: Vec<_> = (0..READERS)
             .map(|r| scope.spawn(move || read(base, known, r, deadline)))
             .collect();
@@ -610,6 +613,7 @@ fn rounds_keep_being_applied_while_clients_read_the_database(backend: Backend) {
     );
 
     let base = server.base_url().to_owned();
+    let writer_client = http_client(WRITE_TIMEOUT);
     let deadline = Instant::now() + LOAD;
     let stop = AtomicBool::new(false);
     let (reads, writes, applied_after) = thread::scope(|scope| {
@@ -621,7 +625,7 @@ fn rounds_keep_being_applied_while_clients_read_the_database(backend: Backend) {
                 scope.spawn(move || read_rounds_until(base, from, wide, stop, until))
             })
             .collect();
-        let writes = write(base, known, deadline);
+        let writes = write(&writer_client, base, known, deadline);
         // The readers go on while the rounds left are applied.
         let applied_after = mark_applied(base, known);
         stop.store(true, Ordering::Relaxed);
