@@ -98,12 +98,16 @@ impl Opened {
         self.state.load(Ordering::Acquire) == SILENT
     }
 
-    /// Its first request arrived. One already closed to make room stays closed: its request
-    /// is dropped with it.
-    fn ask(&self) {
-        let _ = self
+    /// A request arrived: whether it may be served. One closed to make room stays closed, and
+    /// its request is not started.
+    fn ask(&self) -> bool {
+        match self
             .state
-            .compare_exchange(SILENT, ASKED, Ordering::AcqRel, Ordering::Acquire);
+            .compare_exchange(SILENT, ASKED, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(state) => state == ASKED,
+        }
     }
 
     /// Closes it if it is still silent.
@@ -245,6 +249,11 @@ impl Connections {
     }
 }
 
+/// A request that arrived on a connection as it was closed to make room: not served.
+#[derive(Debug, thiserror::Error)]
+#[error("the connection was closed to make room as its first request arrived")]
+struct ClosedToMakeRoom;
+
 /// Resolves at `at`, or never.
 async fn sleep_until(at: Option<Instant>) {
     match at {
@@ -301,15 +310,22 @@ pub async fn serve(
         };
         let opened = connections.accepted();
         let asking = Arc::clone(&opened);
-        let service =
-            app.clone()
-                .map_request(move |mut request: Request<hyper::body::Incoming>| {
-                    asking.ask();
-                    request
-                        .extensions_mut()
-                        .insert(ConnectInfo::<SocketAddr>(peer));
-                    request
-                });
+        let app = app.clone();
+        let service = tower::service_fn(move |mut request: Request<hyper::body::Incoming>| {
+            let app = app.clone();
+            let served = asking.ask();
+            async move {
+                // An error rather than an answer: hyper then closes the connection, as the
+                // loop is doing, and no handler has run.
+                if !served {
+                    return Err(ClosedToMakeRoom);
+                }
+                request
+                    .extensions_mut()
+                    .insert(ConnectInfo::<SocketAddr>(peer));
+                app.oneshot(request).await.map_err(|never| match never {})
+            }
+        });
         let connection =
             builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
         let connection = graceful.watch(connection);
@@ -355,12 +371,16 @@ mod tests {
     fn a_connection_that_asked_is_never_closed_to_make_room_nor_asks_once_closed() {
         let connections = connections(4);
         let asked = connections.accepted();
-        asked.ask();
+        assert!(asked.ask(), "its first request is served");
         assert!(!asked.evict());
         assert!(!asked.close.is_cancelled());
+        assert!(asked.ask(), "and its next ones");
         let evicted = connections.accepted();
         assert!(evicted.evict());
-        evicted.ask();
+        assert!(
+            !evicted.ask(),
+            "a request arriving as it closes is not started"
+        );
         assert!(!evicted.silent() && evicted.close.is_cancelled());
         assert!(connections.oldest_silent().is_none(), "neither is silent");
     }
@@ -372,7 +392,7 @@ mod tests {
         drop(connections.accepted());
         let older = connections.accepted();
         let younger = connections.accepted();
-        asked.ask();
+        assert!(asked.ask());
         let oldest = connections.oldest_silent().expect("a silent one");
         assert!(Arc::ptr_eq(&oldest, &older));
         assert!(older.evict());
@@ -386,7 +406,7 @@ mod tests {
         let asking: Vec<_> = (0..100)
             .map(|_| {
                 let connection = connections.accepted();
-                connection.ask();
+                assert!(connection.ask());
                 connection
             })
             .collect();
