@@ -24,8 +24,9 @@ if [ "$("$venv/bin/schemathesis" --version 2>/dev/null)" != "schemathesis, versi
     "$venv/bin/pip" install --quiet "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
-# CI passes the binary `cargo test` built: `cargo build` would build it again, with the
-# features that only the tests' dependencies leave out (3 minutes here).
+# CI passes the binary `cargo test` built. `cargo build` would build it again: the tests'
+# dependencies turn on features of shared crates (syn's among them) that a plain build leaves
+# off, so it reuses nothing `cargo test` built (3 minutes here).
 binary=${MMR_SERVICE_BINARY:-}
 if [ -z "$binary" ]; then
     cargo build --quiet --bin mmr-service
