@@ -26,7 +26,8 @@ fi
 
 # CI passes the binary `cargo test` built. `cargo build` would build it again: the tests'
 # dependencies turn on features of shared crates (syn's among them) that a plain build leaves
-# off, so it reuses nothing `cargo test` built (3 minutes here).
+# off, so after `cargo test` it compiled 68 crates again, the service's included (3 min 8 s
+# here, `cargo build --bin mmr-service`).
 binary=${MMR_SERVICE_BINARY:-}
 if [ -z "$binary" ]; then
     cargo build --quiet --bin mmr-service
