@@ -21,7 +21,8 @@
 //!   correction → the pool rated again from its stored rounds beside the live one.
 //! - [`corrections`]: what a correction (void, disqualify, rename, merge, new parameters)
 //!   does to the stored rounds (pure).
-//! - [`engine`]: the rating math (pure, synchronous, rayon inside; no I/O).
+//! - [`engine`]: the rating math (pure, synchronous, rayon inside; no I/O), a crate of its own
+//!   (`mmr-engine`, its files in `src/engine/`) so that the compiler holds it to that.
 //! - [`storage`]: the database: one `Storage` trait (pools, the ordered round queue, player
 //!   states, histories) with a Postgres and a SQLite implementation, chosen by URL scheme.
 //! - [`wire`]: the JSON form of a round and its conversion into an engine round.
@@ -40,7 +41,7 @@ pub mod compute;
 pub mod config;
 pub mod corrections;
 pub mod display;
-pub mod engine;
+pub use mmr_engine as engine;
 pub mod evaluate;
 pub mod import;
 pub mod instruments;

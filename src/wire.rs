@@ -249,7 +249,7 @@ impl RoundRequest {
                 })
                 .collect(),
         };
-        engine::round::Layout::of(&round)?;
+        round.validate()?;
         Ok(round)
     }
 }

@@ -285,7 +285,7 @@ mod figures {
     #[test]
     #[ignore = "prints figures; seconds of pairwise sums"]
     fn error_and_time_against_the_pairwise_sums() {
-        let mut unit = crate::engine::uniform(12_345);
+        let mut unit = crate::uniform(12_345);
         // Elo-MMR's units, as the engine bench: β = 200, σ 60–350 (plus τ = 35).
         let two_beta2 = 2.0 * 200.0 * 200.0;
         for n in [1_000, 10_000] {

@@ -116,7 +116,10 @@ pub fn matchmake(
 
 /// [`Error::Cancelled`] once `cancel` is set: what a long computation on the compute pool
 /// looks at between batches of its work.
-pub(crate) fn check(cancel: &AtomicBool) -> Result<(), Error> {
+///
+/// # Errors
+/// [`Error::Cancelled`] when `cancel` is set.
+pub fn check(cancel: &AtomicBool) -> Result<(), Error> {
     if cancel.load(Ordering::Relaxed) {
         Err(Error::Cancelled)
     } else {

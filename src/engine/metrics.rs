@@ -165,8 +165,8 @@ impl MetricsSum {
 /// `round.standings`, and a participation that is not kept costs nothing.
 ///
 /// ```
-/// use mmr_service::engine::metrics::{round_metrics, Opponents};
-/// use mmr_service::engine::{Params, PlayerState, Round, Standing, SystemParams, SystemState};
+/// use mmr_engine::metrics::{round_metrics, Opponents};
+/// use mmr_engine::{Params, PlayerState, Round, Standing, SystemParams, SystemState};
 ///
 /// let params = Params::default();
 /// let mut strong = PlayerState::new(&params);
@@ -187,7 +187,7 @@ impl MetricsSum {
 /// assert_eq!(metrics[2], None);
 /// let alone = round_metrics(&system, &round, &priors, |i| i == 0, Opponents::All)?;
 /// assert_eq!(alone[0], None);
-/// # Ok::<(), mmr_service::engine::Error>(())
+/// # Ok::<(), mmr_engine::Error>(())
 /// ```
 pub fn round_metrics(
     system: &SystemParams,
@@ -750,7 +750,7 @@ impl Fenwick {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Params, PlayerState, Standing, Variant};
+    use crate::{Params, PlayerState, Standing, Variant};
     use proptest::prelude::*;
 
     fn rated(params: &Params, mu: f64) -> SystemState {

@@ -220,7 +220,8 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn parameter(name: &'static str, reason: impl Into<String>) -> Self {
+    /// [`Error::InvalidParameter`]: the parameter `name` refused for `reason`.
+    pub fn parameter(name: &'static str, reason: impl Into<String>) -> Self {
         Self::InvalidParameter {
             name,
             reason: reason.into(),

@@ -332,7 +332,7 @@ mod figures {
     #[test]
     #[ignore = "prints figures; seconds of direct sums"]
     fn error_and_time_against_the_direct_sum() {
-        let mut unit = crate::engine::uniform(12_345);
+        let mut unit = crate::uniform(12_345);
         for n in [1_000, 10_000] {
             let mus: Vec<f64> = (0..n).map(|_| 800.0 + 2800.0 * unit()).collect();
             let sigmas: Vec<f64> = (0..n).map(|_| 60.0 + 290.0 * unit()).collect();

@@ -172,8 +172,8 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
 
-    use crate::engine::predict::{forecast, Figures};
-    use crate::engine::{Population, Round, Standing};
+    use crate::predict::{forecast, Figures};
+    use crate::{Population, Round, Standing};
 
     #[test]
     fn defaults_are_valid() {

@@ -157,7 +157,7 @@ impl Beliefs for Population {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Params, Standing};
+    use crate::{Params, Standing};
 
     fn held(population: &Population) -> Vec<String> {
         let mut held: Vec<String> = population

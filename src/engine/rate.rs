@@ -17,14 +17,14 @@ use super::Error;
 /// threads, bit for bit.
 ///
 /// ```
-/// use mmr_service::engine::{rate_round, Params, PlayerState, Round, Standing};
+/// use mmr_engine::{rate_round, Params, PlayerState, Round, Standing};
 ///
 /// let params = Params::default();
 /// let round = Round::new(vec![Standing::solo("ann", 1), Standing::solo("bob", 2)]);
 /// let newcomer = PlayerState::new(&params);
 /// let rated = rate_round(&params, &round, &[&newcomer, &newcomer])?;
 /// assert!(rated[0].state.mu > params.mu_init && rated[1].state.mu < params.mu_init);
-/// # Ok::<(), mmr_service::engine::Error>(())
+/// # Ok::<(), mmr_engine::Error>(())
 /// ```
 pub fn rate_round(
     params: &Params,

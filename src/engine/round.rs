@@ -50,6 +50,15 @@ impl Round {
             standings,
         }
     }
+
+    /// Checks what every rating system requires of a round (its weight and ceiling, and its
+    /// standings: players, teams and ranks), the checks rating it would make first.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRound`] naming the first field that fails.
+    pub fn validate(&self) -> Result<(), Error> {
+        Layout::of(self).map(drop)
+    }
 }
 
 impl Standing {

@@ -41,7 +41,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::engine::{
+    use crate::{
         CodeforcesParams, EloParams, Glicko2Params, Params, SystemParams, TopcoderParams,
         TrueSkillParams, WengLinParams,
     };
@@ -59,15 +59,15 @@ mod tests {
     }
 
     /// A state of `system` that has played a few rounds against each other.
-    fn played(system: &SystemParams, ranks: &[u64]) -> Vec<crate::engine::SystemState> {
-        let round = crate::engine::Round {
+    fn played(system: &SystemParams, ranks: &[u64]) -> Vec<crate::SystemState> {
+        let round = crate::Round {
             time: None,
             weight: 1.0,
             perf_ceiling: None,
             standings: ranks
                 .iter()
                 .enumerate()
-                .map(|(i, &rank)| crate::engine::Standing::solo(format!("p{i}"), rank))
+                .map(|(i, &rank)| crate::Standing::solo(format!("p{i}"), rank))
                 .collect(),
         };
         let newcomer = system.newcomer();
@@ -128,11 +128,11 @@ mod tests {
     fn a_reset_collapses_an_elo_mmr_belief_into_one_gaussian() {
         let system: SystemParams = Params::default().into();
         let state = played(&system, &[1, 2, 3]).remove(0);
-        let crate::engine::SystemState::EloMmr(before) = &state else {
+        let crate::SystemState::EloMmr(before) = &state else {
             panic!("an Elo-MMR state")
         };
         assert!(!before.factors.is_empty());
-        let crate::engine::SystemState::EloMmr(after) = system.soft_reset(
+        let crate::SystemState::EloMmr(after) = system.soft_reset(
             &state,
             SoftReset {
                 mu: 0.5,

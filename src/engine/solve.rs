@@ -138,7 +138,7 @@ mod tests {
         // L'): Newton reaches the root in a few steps, often from above with a residual whose
         // step rounds to zero; that must end the search, not start a bisection of the
         // bracket down to the tolerance (which took up to 46 evaluations).
-        let mut unit = crate::engine::uniform(1);
+        let mut unit = crate::uniform(1);
         for case in 0..200 {
             let centers: Vec<f64> = (0..50).map(|_| 1000.0 + 800.0 * unit()).collect();
             let p0 = 1000.0 + 800.0 * unit();

@@ -197,7 +197,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::engine::predict::beats;
+    use crate::predict::beats;
 
     proptest! {
         #[test]

@@ -171,7 +171,7 @@ fn contest_round(text: &str) -> Result<Round, FieldError> {
         perf_ceiling: None,
         standings,
     };
-    crate::engine::round::Layout::of(&round)?;
+    round.validate()?;
     Ok(round)
 }
 

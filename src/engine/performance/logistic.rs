@@ -13,11 +13,11 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::{chunked_lane_sums, interpolated_crossing, inverse_delta_sum, Curves, Term};
-use crate::engine::chebyshev::{nodes, Chebyshev, POINTS};
-use crate::engine::lanes::{node_sums, point_sum, TermSum, NODE_BLOCK};
-use crate::engine::params::Ties;
-use crate::engine::solve::RootSearch;
-use crate::engine::{tanh, LOGISTIC_SCALE};
+use crate::chebyshev::{nodes, Chebyshev, POINTS};
+use crate::lanes::{node_sums, point_sum, TermSum, NODE_BLOCK};
+use crate::params::Ties;
+use crate::solve::RootSearch;
+use crate::{tanh, LOGISTIC_SCALE};
 
 /// `tanh(x)` is exactly 1.0 in `f64` for every `x` above this.
 const SATURATION: f64 = 20.0;

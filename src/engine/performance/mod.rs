@@ -184,9 +184,9 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::engine::normal::{lower_ratio, upper_ratio};
-    use crate::engine::params::Ties;
-    use crate::engine::LOGISTIC_SCALE;
+    use crate::normal::{lower_ratio, upper_ratio};
+    use crate::params::Ties;
+    use crate::LOGISTIC_SCALE;
 
     /// Bisection on a curve summed term by term: slow, and obviously right.
     fn bisect(f: impl Fn(f64) -> f64) -> f64 {

@@ -110,7 +110,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::engine::{EloMmr, Params, PlayerState, RatingSystem};
+    use crate::{EloMmr, Params, PlayerState, RatingSystem};
 
     /// Agreement expected between two evaluations of the same quality.
     const AGREEMENT: f64 = 1e-12;

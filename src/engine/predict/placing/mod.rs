@@ -260,7 +260,7 @@ fn full_range(curves: &[Curve]) -> (f64, f64) {
 }
 
 /// P(each entrant finishes first) for entrants given as performance `(mean, variance)`
-/// (its rating system's [`Performance`](crate::engine::Performance)); variances must be
+/// (its rating system's [`Performance`](crate::Performance)); variances must be
 /// positive. Accurate to 1e-9 each, and the result sums to 1 to rounding. Stops with
 /// [`Error::Cancelled`] soon after `cancel` is set.
 pub fn first_place_probabilities(

@@ -84,7 +84,7 @@ impl Curve {
 }
 
 /// P(each entrant finishes first) for entrants given as performance `(mean, variance)`
-/// (its rating system's [`Performance`](crate::engine::Performance)); variances must be
+/// (its rating system's [`Performance`](crate::Performance)); variances must be
 /// positive. Accurate to 1e-9 each, and the result sums to 1 to rounding.
 #[must_use]
 pub(super) fn first_place_probabilities(model: Model, entrants: &[(f64, f64)]) -> Vec<f64> {
