@@ -72,6 +72,10 @@ pub fn handle() -> Option<&'static PrometheusHandle> {
                 .ok()?;
             match builder.install_recorder() {
                 Ok(handle) => {
+                    // Shown at 0 from the first scrape, so that a rule on their increase has
+                    // a series to read before the first connection is refused or evicted.
+                    metrics::counter!(HTTP_CONNECTIONS_REFUSED).increment(0);
+                    metrics::counter!(HTTP_CONNECTIONS_EVICTED).increment(0);
                     let upkept = handle.clone();
                     let spawned = std::thread::Builder::new()
                         .name("metrics-upkeep".into())

@@ -289,6 +289,8 @@ impl IntoResponse for Error {
             }
             _ => None,
         };
+        // RFC 9110 §11.6.1: a 401 names the scheme that would be accepted.
+        let challenge = matches!(self, Self::Unauthenticated);
         let (status, code, message, field) = self.parts();
         let body = ErrorResponse {
             error: ErrorDetail {
@@ -302,6 +304,11 @@ impl IntoResponse for Error {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if challenge {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
     }

@@ -25,7 +25,7 @@ use utoipa_axum::routes;
 
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
-use super::query::QueryParams;
+use super::query::{not_a_seq, seq_param, QueryParams};
 use super::rounds::{RoundResponse, DEFAULT_RESULTS};
 use super::{pool_of, reads};
 use crate::rate_limit::Share;
@@ -99,9 +99,7 @@ async fn events(
     headers: HeaderMap,
 ) -> Result<Response, Error> {
     let pool = pool_of(&state, auth.client(), &pool).await?;
-    if let Some(after) = query.after.filter(|&after| after < 0) {
-        return Err(invalid_start("after", &after.to_string()));
-    }
+    seq_param("after", query.after)?;
     // Subscribed before the starting point is read, so no round falls in between.
     let changes = pool.changes();
     let after = match last_event_id(&headers)?.or(query.after) {
@@ -169,15 +167,8 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<i64>, Error> {
     let text = value.to_str().unwrap_or_default().trim();
     match text.parse::<i64>() {
         Ok(seq) if seq >= 0 => Ok(Some(seq)),
-        _ => Err(invalid_start("Last-Event-ID", text)),
+        _ => Err(not_a_seq("Last-Event-ID", text)),
     }
-}
-
-fn invalid_start(field: &str, value: &str) -> Error {
-    Error::query(
-        field,
-        format!("`{value}` is not a round seq (an integer, 0 or more)"),
-    )
 }
 
 /// Writes the feed into `writer` until the client leaves, the service stops, or the database

@@ -19,7 +19,7 @@ use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::events::{send, stream_place, StreamPlace};
 use super::players::limit;
-use super::query::QueryParams;
+use super::query::{seq_param, QueryParams};
 use super::{pool_of, reads};
 use crate::state::AppState;
 use crate::storage::{AppliedPage, Storage};
@@ -46,6 +46,7 @@ pub const NDJSON: &str = "application/x-ndjson";
 #[into_params(parameter_in = Query)]
 pub struct ExportQuery {
     /// Only rounds applied after this one (a `seq`; a previous page's `next_after`).
+    #[param(minimum = 0)]
     after: Option<i64>,
     /// Most rounds per page (1–1000, default 100); a page also ends once its rounds' bodies
     /// pass 4 MiB. The streamed form ignores it.
@@ -105,7 +106,7 @@ pub(super) async fn list_rounds(
 ) -> Result<Response, Error> {
     let limit = limit(query.limit, DEFAULT_LIMIT)?;
     let pool = pool_of(&state, auth.client(), &pool).await?;
-    let after = query.after.unwrap_or(0);
+    let after = seq_param("after", query.after)?.unwrap_or(0);
     if wants_ndjson(&headers) {
         let place = stream_place(&state, &auth)?;
         // Read the first batch before answering, so that a database error is a proper status.

@@ -195,7 +195,11 @@ pub(super) fn answer(
                 what: "player",
                 id: player.clone(),
             })?;
-            index.saturating_sub(limit / 2)
+            // Centred where the board allows; at either end the page still holds `limit`
+            // places, as many as the board has.
+            index
+                .saturating_sub(limit / 2)
+                .min(board.count(filter).saturating_sub(limit))
         }
         (None, None) => 0,
     };

@@ -291,7 +291,12 @@ async fn create_matchmaking(
             return Err(Error::Internal);
         }
     };
-    let total_quality = matching.matches.iter().map(|m| m.quality).sum();
+    // Folded from +0: `Sum` starts at -0 (IEEE's identity for addition), which a list of no
+    // matches would show as `-0.0`.
+    let total_quality = matching
+        .matches
+        .iter()
+        .fold(0.0, |total, m| total + m.quality);
     Ok(Json(MatchmakingResponse {
         matches: matching
             .matches

@@ -13,7 +13,7 @@ use utoipa_axum::routes;
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::leaderboard::board_as_of;
-use super::query::QueryParams;
+use super::query::{seq_param, QueryParams};
 use super::rounds::ShownChange;
 use super::{pool_of, reads};
 use crate::display::Placement;
@@ -132,6 +132,7 @@ pub struct HistoryQuery {
     limit: Option<u32>,
     /// Only rounds older than this cursor (a previous page's `next_before`). Any other value
     /// is read by passing over the player's newer rounds first.
+    #[param(minimum = 0)]
     before: Option<i64>,
 }
 
@@ -269,6 +270,7 @@ async fn get_player_history(
     QueryParams(query): QueryParams<HistoryQuery>,
 ) -> Result<Json<HistoryResponse>, Error> {
     let limit = limit(query.limit, DEFAULT_LIMIT)?;
+    let before = seq_param("before", query.before)?;
     let pool = pool_of(&state, auth.client(), &pool).await?;
     if pool.read().player(&player).is_none() {
         return Err(Error::NotFound {
@@ -278,7 +280,7 @@ async fn get_player_history(
     }
     let page = reads(&state, auth.client())
         .await
-        .player_history(pool.name(), &player, limit, query.before)
+        .player_history(pool.name(), &player, limit, before)
         .await?;
     let current = pool.read();
     Ok(Json(HistoryResponse {

@@ -32,3 +32,20 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T>
             })
     }
 }
+
+/// Query parameter `field`, a round seq given as a cursor: 400 naming it when negative, which
+/// no seq is.
+pub(super) fn seq_param(field: &str, value: Option<i64>) -> Result<Option<i64>, Error> {
+    match value {
+        Some(seq) if seq < 0 => Err(not_a_seq(field, &seq.to_string())),
+        _ => Ok(value),
+    }
+}
+
+/// The 400 for `value` given as the round seq `field`.
+pub(super) fn not_a_seq(field: &str, value: &str) -> Error {
+    Error::query(
+        field,
+        format!("`{value}` is not a round seq (an integer, 0 or more)"),
+    )
+}

@@ -10,6 +10,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde::{Deserialize, Serialize};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -39,12 +40,33 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub struct RoundStatusResponse {
     /// The round's id.
     pub id: String,
-    /// `queued`, `applied` or `failed`.
-    #[schema(example = "queued")]
+    /// `queued`, `applied`, `failed`, or `voided` (by a correction).
+    #[schema(schema_with = status_schema)]
     pub status: &'static str,
     /// 1 for the next round the worker applies; present on a 202.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub position: Option<u64>,
+}
+
+/// A line's status in the OpenAPI document: one of [`RoundStatus::ALL`].
+fn status_schema() -> Schema {
+    one_of_strings(RoundStatus::ALL.map(RoundStatus::as_str), "queued")
+}
+
+/// A line's kind in the OpenAPI document: one of [`EntryKind::ALL`].
+fn kind_schema() -> Schema {
+    one_of_strings(EntryKind::ALL.map(EntryKind::as_str), "round")
+}
+
+/// A string that is one of `values`, shown with `example`.
+fn one_of_strings(values: impl IntoIterator<Item = &'static str>, example: &str) -> Schema {
+    Schema::Object(
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(values))
+            .examples([example])
+            .build(),
+    )
 }
 
 /// Results per page of a round when `limit` is not given: the most a page holds.
@@ -55,11 +77,12 @@ pub(super) const DEFAULT_RESULTS: u32 = super::players::MAX_LIMIT;
 pub struct RoundResponse {
     /// The round's id.
     pub id: String,
-    /// `round`, or `season` for a season start (`POST …/seasons`), which has no results.
-    #[schema(example = "round")]
+    /// `round`; `season` for a season start (`POST …/seasons`) and `correction` for a
+    /// correction (`POST …/corrections`), which have no results.
+    #[schema(schema_with = kind_schema)]
     pub kind: &'static str,
-    /// `queued`, `applied` or `failed`.
-    #[schema(example = "applied")]
+    /// `queued`, `applied`, `failed`, or `voided` (by a correction).
+    #[schema(schema_with = status_schema)]
     pub status: &'static str,
     /// Why the worker could not rate it, when failed.
     #[serde(skip_serializing_if = "Option::is_none")]

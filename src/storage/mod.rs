@@ -205,6 +205,9 @@ pub enum RoundStatus {
 }
 
 impl RoundStatus {
+    /// Every status a line can have.
+    pub const ALL: [Self; 4] = [Self::Queued, Self::Applied, Self::Failed, Self::Voided];
+
     /// The status as stored and as shown on the wire.
     #[must_use]
     pub fn as_str(self) -> &'static str {
@@ -229,6 +232,9 @@ pub enum EntryKind {
 }
 
 impl EntryKind {
+    /// Every kind of line.
+    pub const ALL: [Self; 3] = [Self::Round, Self::Season, Self::Correction];
+
     /// The kind as stored and as shown on the wire.
     #[must_use]
     pub fn as_str(self) -> &'static str {

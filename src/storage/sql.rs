@@ -114,9 +114,11 @@ pub(super) const MARK_LINE_APPLIED: &str = "
 pub(super) const MARK_VOIDED: &str = "
     UPDATE rounds SET status = 'voided', entrants = NULL WHERE pool = $1 AND id = $2";
 
-/// Stores `$3` (hash `$4`) as the body of round `$2` of pool `$1`, which a correction changed.
+/// Stores `$3` as the body of round `$2` of pool `$1`, which a correction changed. The hash
+/// stays the posted body's: a platform's retry of what it posted is recognized (200 with the
+/// round's status), not taken for other content.
 pub(super) const UPDATE_ROUND_BODY: &str = "
-    UPDATE rounds SET body = $3, content_hash = $4 WHERE pool = $1 AND id = $2";
+    UPDATE rounds SET body = $3 WHERE pool = $1 AND id = $2";
 
 /// Every history row of pool `$1`, for its recomputation.
 pub(super) const DELETE_POOL_HISTORY: &str = "DELETE FROM history WHERE pool = $1";

@@ -724,7 +724,6 @@ where
                 .bind(pool)
                 .bind(id.as_str())
                 .bind(body.as_str())
-                .bind(content_hash(body))
                 .execute(&mut *tx)
                 .await?;
         }

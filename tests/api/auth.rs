@@ -2,7 +2,7 @@
 //! a key of the right role, given as `Authorization: Bearer <key>`.
 
 use axum::body::Body;
-use axum::http::{header, Method, Request, StatusCode};
+use axum::http::{header, HeaderValue, Method, Request, StatusCode};
 use serde_json::{json, Value};
 
 use crate::support::{
@@ -68,11 +68,13 @@ async fn when_read_keys_are_required_reads_without_a_known_key_return_401() {
     let app = one_round_played(true).await;
     for route in reads() {
         for (key, case) in UNKNOWN_KEYS {
-            read(&app, &route, key).await.assert_error(
-                StatusCode::UNAUTHORIZED,
-                "unauthenticated",
-                None,
-                &format!("{} {}: {case}", route.0, route.1),
+            let context = format!("{} {}: {case}", route.0, route.1);
+            let response = read(&app, &route, key).await;
+            response.assert_error(StatusCode::UNAUTHORIZED, "unauthenticated", None, &context);
+            assert_eq!(
+                response.headers.get(header::WWW_AUTHENTICATE),
+                Some(&HeaderValue::from_static("Bearer")),
+                "{context}: a 401 names the scheme"
             );
         }
     }

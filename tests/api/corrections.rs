@@ -46,6 +46,7 @@ async fn everyone(app: &TestApp) -> Vec<(String, f64, f64, Value)> {
 async fn corrections_rate_the_pool_again_as_replay_of_the_corrected_rounds_would(app: TestApp) {
     let (_, rounds) = ladder_rounds();
     let display = json!({ "leagues": ladder() });
+    let (posted_r2, posted_r4) = (rounds[2].clone(), rounds[4].clone());
     app.create_pool(POOL).await;
     put_display(&app, POOL, display.clone()).await;
     app.play(rounds).await;
@@ -132,6 +133,17 @@ async fn corrections_rate_the_pool_again_as_replay_of_the_corrected_rounds_would
             Some("id"),
             "a voided id",
         );
+    // A platform's retry of what it posted is recognized after a correction, not taken for
+    // other content: the round's status now, and nothing changes.
+    for (posted, status) in [(posted_r2, "voided"), (posted_r4, "applied")] {
+        let id = posted["id"].clone();
+        assert_eq!(
+            app.post_round(POOL, posted)
+                .await
+                .assert_status(StatusCode::OK, "a retry of a corrected round"),
+            &json!({"id": id, "status": status})
+        );
+    }
 
     let (status, _, exported) = app
         .get_text("/v1/pools/main/rounds", "application/x-ndjson")

@@ -860,6 +860,16 @@ fn query_cases(other_order: &str) -> Vec<Case> {
             "after",
         ),
         bad_query(
+            "an export page after a negative seq",
+            "/v1/pools/main/rounds?after=-5",
+            "after",
+        ),
+        bad_query(
+            "a history page before a negative seq",
+            "/v1/pools/main/players/ann/history?before=-3",
+            "before",
+        ),
+        bad_query(
             "a leaderboard limit of 0",
             &format!("{LEADERBOARD}?limit=0"),
             "limit",

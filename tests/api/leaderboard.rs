@@ -143,13 +143,21 @@ async fn following_next_cursor_visits_every_player_exactly_once() {
 }
 
 #[tokio::test]
-async fn around_a_player_centers_the_page_on_them() {
+async fn around_a_player_centers_the_page_on_them_as_far_as_the_board_allows() {
     let app = eight_players().await;
     let everyone = players(&page(&app, "").await);
     let cases = [
         (3, 3, 2, "a player in the middle"),
         (0, 3, 0, "the leader starts the page"),
         (7, 2, 6, "the last player with an even limit"),
+        (
+            7,
+            3,
+            5,
+            "the last player: the page still holds `limit` places",
+        ),
+        (6, 5, 3, "next to last: the page ends at the board's end"),
+        (1, 5, 0, "second: the page starts at the top"),
     ];
     for (index, limit, start, case) in cases {
         let player = &everyone[index];

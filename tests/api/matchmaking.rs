@@ -121,6 +121,11 @@ async fn a_fresh_player_waits_for_an_even_match_and_teams_are_balanced() {
     let answer = answer.assert_status(StatusCode::OK, "strict");
     assert_eq!(answer["matches"], json!([]));
     assert_eq!(answer["waiting"], json!(["p0", "p7"]));
+    let total = num(&answer["total_quality"]);
+    assert!(
+        total == 0.0 && total.is_sign_positive(),
+        "no match: a total quality of 0, not -0: {answer}"
+    );
 
     let teams = json!({
         "waiting": waiting(&["p0", "p1", "p2", "p3"], 300.0),

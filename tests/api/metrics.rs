@@ -53,6 +53,15 @@ async fn the_series_move_as_rounds_are_posted_and_applied(app: TestApp) {
         .unwrap_or(0.0)
     };
     let before = scrape(&app).await;
+    for counter in [
+        "mmr_http_connections_refused_total",
+        "mmr_http_connections_evicted_total",
+    ] {
+        assert!(
+            value(&before, counter, &[]).is_some(),
+            "{counter} is shown before its first event: {before}"
+        );
+    }
 
     for id in ["m1", "m2"] {
         app.post_round(&pool, round(id, &["ann", "bob", "cy"]))
