@@ -1,6 +1,7 @@
 //! `GET /v1/pools/{pool}/events`: a change feed of the pool's applied rounds as server-sent
-//! events. Each event is one applied round (event `round`) or season start (event `season`,
-//! no results), in the order they were applied, with its entrants' changes (the body `GET
+//! events. Each event is one applied round (event `round`), season start (event `season`, no
+//! results) or correction (event `correction`, no results: the rounds before it changed), in
+//! the order they were applied, with its entrants' changes (the body `GET
 //! …/rounds/{id}` gives, plus its `seq`: the first 1,000, and a cursor to page through the rest
 //! of a larger round, so that no event holds a million results); its event id is the
 //! round's `seq`, so a client that reconnects with `Last-Event-ID` misses nothing and sees
@@ -74,8 +75,8 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(events))
 }
 
-/// The pool's applied rounds as server-sent events (`event: round`, `id:` the round's `seq`,
-/// `data:` a [`RoundEvent`]), first those after the starting point, then each as it is
+/// The pool's applied lines as server-sent events (`event: round`, `season` or `correction`,
+/// `id:` the line's `seq`, `data:` a [`RoundEvent`]), first those after the starting point, then each as it is
 /// applied. Resumes after `Last-Event-ID` (or `?after=`); the stream stays open, with a
 /// comment line every 15 s, until the client leaves or the service stops.
 #[utoipa::path(get, path = "/v1/pools/{pool}/events", tag = "rounds",
@@ -84,7 +85,8 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
             (takes precedence over `after`)"),
         EventsQuery),
     responses((status = 200, content_type = "text/event-stream", body = RoundEvent,
-            description = "An endless stream of `event: round` events, each `data:` a RoundEvent"),
+            description = "An endless stream of `event: round`, `season` and `correction` events, \
+                each `data:` a RoundEvent"),
         (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
         (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
         (status = 429, body = ErrorResponse, description = "This client has 16 feeds open",

@@ -695,8 +695,9 @@ pub trait Storage: Send + Sync + 'static {
         bytes: u64,
     ) -> Result<AppliedPage, Error>;
 
-    /// The seqs and ids of up to `limit` applied rounds (and season starts) of `pool` after seq
-    /// `after`, in the order they were applied: [`Storage::applied_rounds`] without the bodies.
+    /// The seqs and ids of up to `limit` applied lines of `pool` after seq `after`, in the
+    /// order they were applied: [`Storage::applied_rounds`] without the bodies, and with the
+    /// corrections, which the change feed sends too.
     async fn applied_ids(
         &self,
         pool: &str,

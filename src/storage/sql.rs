@@ -279,11 +279,11 @@ pub(super) const SELECT_APPLIED_ROUNDS: &str = "
     WHERE (q.before <= $4 OR q.n <= 2) AND r.pool = $1 AND r.seq = q.seq
     ORDER BY r.seq";
 
-/// The seqs and ids of up to `$3` applied rounds and season starts of pool `$1` after seq
-/// `$2`, in order, along `(pool, seq)`.
+/// The seqs and ids of up to `$3` applied lines (rounds, season starts, corrections) of pool
+/// `$1` after seq `$2`, in order, along `(pool, seq)`.
 pub(super) const SELECT_APPLIED_IDS: &str = "
     SELECT seq, id FROM rounds
-    WHERE pool = $1 AND status = 'applied' AND kind <> 'correction' AND seq > $2
+    WHERE pool = $1 AND status = 'applied' AND seq > $2
     ORDER BY seq LIMIT $3";
 
 /// The seq of pool `$1`'s last applied round: read backwards along `(pool, seq)`, so it stops

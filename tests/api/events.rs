@@ -1,6 +1,6 @@
-//! `GET /v1/pools/{pool}/events` on both backends: every applied round (and season start) once, in order, as
-//! `GET …/rounds/{id}` shows it, resumed after `Last-Event-ID`, and ended when the service
-//! stops.
+//! `GET /v1/pools/{pool}/events` on both backends: every applied round (and season start and
+//! correction) once, in order, as `GET …/rounds/{id}` shows it, resumed after `Last-Event-ID`,
+//! and ended when the service stops.
 
 use std::time::Duration;
 
@@ -98,8 +98,8 @@ impl Feed {
         self.expect(app, "round", id).await
     }
 
-    /// The next event, which must be of type `kind` (`round` or `season`) for line `id`, as
-    /// the round route shows it.
+    /// The next event, which must be of type `kind` (`round`, `season` or `correction`) for line
+    /// `id`, as the round route shows it.
     async fn expect(&mut self, app: &TestApp, kind: &str, id: &str) -> i64 {
         let event = self.next().await.expect("an event");
         assert_eq!(event.kind, kind);
@@ -148,6 +148,17 @@ async fn a_feed_from_the_start_sends_every_applied_round_then_each_new_one(app: 
     app.play([round("r6", &["a", "b"])]).await;
     feed.expect(&app, "season", "s2").await;
     feed.expect_round(&app, "r6").await;
+    // So is a correction: the rounds before it changed, and a client reads them again.
+    app.post(
+        "/v1/pools/main/corrections",
+        Some(crate::support::ADMIN_KEY),
+        serde_json::json!({"id": "c1", "action": "rename", "player": "d", "to": "dee"}),
+    )
+    .await
+    .assert_status(StatusCode::ACCEPTED, "rename a player");
+    app.play([round("r7", &["dee", "a"])]).await;
+    feed.expect(&app, "correction", "c1").await;
+    feed.expect_round(&app, "r7").await;
 }
 
 async fn a_large_rounds_event_holds_its_first_page_of_results(app: TestApp) {
