@@ -59,6 +59,8 @@ pub enum Error {
     PayloadTooLarge,
     /// The body is not `application/json`.
     UnsupportedMediaType,
+    /// The body was sent with this `Content-Encoding`: bodies are read uncompressed.
+    UnsupportedEncoding(String),
     /// The body is JSON but says something the service refuses; `field` names the culprit.
     Invalid {
         /// Machine-readable kind: `invalid_round`, `invalid_parameter`, `invalid_request`.
@@ -227,6 +229,12 @@ impl Error {
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported_media_type",
                 "the body must be JSON: `Content-Type: application/json`".to_owned(),
+                None,
+            ),
+            Self::UnsupportedEncoding(encoding) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_encoding",
+                format!("`Content-Encoding: {encoding}` is not read: send the body uncompressed"),
                 None,
             ),
             Self::Invalid {

@@ -4,7 +4,7 @@
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, Request};
-use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
 use serde::de::DeserializeOwned;
 
 use super::error::Error;
@@ -85,6 +85,17 @@ pub async fn json_bytes<S: Send + Sync>(request: Request, state: &S) -> Result<B
         });
     if !is_json {
         return Err(Error::UnsupportedMediaType);
+    }
+    // The body is read as sent: a compressed one would read as malformed JSON, and one merely
+    // labelled compressed would be taken as it is.
+    if let Some(encoding) = request
+        .headers()
+        .get(CONTENT_ENCODING)
+        .filter(|value| !value.as_bytes().eq_ignore_ascii_case(b"identity"))
+    {
+        return Err(Error::UnsupportedEncoding(
+            String::from_utf8_lossy(encoding.as_bytes()).into_owned(),
+        ));
     }
     Bytes::from_request(request, state)
         .await

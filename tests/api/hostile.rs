@@ -210,6 +210,15 @@ fn body_cases() -> Vec<Case> {
             valid.clone(),
         )
     };
+    // What the bytes are does not matter: any encoding but `identity` is refused unread.
+    let encoded = |encoding: &str, body: String| {
+        let mut request = request(Method::POST, ROUNDS, Some(WRITE_KEY), JSON, body);
+        request.headers_mut().insert(
+            header::CONTENT_ENCODING,
+            header::HeaderValue::from_str(encoding).expect("a header value"),
+        );
+        request
+    };
     let unsupported = |name: &str, request: Request<Body>| {
         Case::new(
             name,
@@ -288,6 +297,20 @@ fn body_cases() -> Vec<Case> {
                 Some("text/plain"),
                 "{}",
             ),
+        ),
+        Case::new(
+            "a round labelled gzip, as a compressed one would be",
+            encoded("gzip", valid.clone()),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_encoding",
+            None,
+        ),
+        Case::new(
+            "a round labelled br",
+            encoded("br", valid.clone()),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_encoding",
+            None,
         ),
         unsupported(
             "a prediction without a content type",
