@@ -37,6 +37,9 @@ pub enum Error {
         /// What was asked for.
         id: String,
     },
+    /// `around` names a rated player whom the board asked for does not list (a provisional
+    /// player with `established=true`, or one of another league): 404 `player_not_found`.
+    NotListed(String),
     /// The route exists, but not with this method.
     MethodNotAllowed,
     /// A round with this id was stored before with a different body.
@@ -190,6 +193,15 @@ impl Error {
                 } else {
                     format!("no {what} `{id}`")
                 },
+                None,
+            ),
+            Self::NotListed(player) => (
+                StatusCode::NOT_FOUND,
+                "player_not_found",
+                format!(
+                    "player `{player}` is rated but not on this board: `established=true` leaves \
+                     provisional players out, `league=` lists one league's"
+                ),
                 None,
             ),
             Self::MethodNotAllowed => (

@@ -191,9 +191,19 @@ pub(super) fn answer(
                 Some(past) => past.index_of(order, filter, player),
                 None => current.index_of(order, filter, player),
             };
-            let index = index.ok_or_else(|| Error::NotFound {
-                what: "player",
-                id: player.clone(),
+            let index = index.ok_or_else(|| {
+                let rated = match past {
+                    Some(past) => past.player(player).is_some(),
+                    None => current.belief(player).is_some(),
+                };
+                if rated {
+                    Error::NotListed(player.clone())
+                } else {
+                    Error::NotFound {
+                        what: "player",
+                        id: player.clone(),
+                    }
+                }
             })?;
             // Centred where the board allows; at either end the page still holds `limit`
             // places, as many as the board has.

@@ -139,14 +139,22 @@ async fn display_settings_change_every_read_and_survive_a_restart(app: TestApp) 
     want.sort_by(|x, y| y.0.total_cmp(&x.0));
     let got: Vec<&str> = by_conservative.iter().map(|(_, p)| p.as_str()).collect();
     assert_eq!(got, want.iter().map(|w| w.1).collect::<Vec<_>>());
-    app.get("/v1/pools/main/leaderboard?established=true&around=d")
-        .await
-        .assert_error(
-            StatusCode::NOT_FOUND,
-            "player_not_found",
-            None,
-            "d is not listed",
-        );
+    let unlisted = app
+        .get("/v1/pools/main/leaderboard?established=true&around=d")
+        .await;
+    unlisted.assert_error(
+        StatusCode::NOT_FOUND,
+        "player_not_found",
+        None,
+        "d is not listed",
+    );
+    let message = unlisted.body["error"]["message"]
+        .as_str()
+        .expect("a message");
+    assert!(
+        message.contains("rated but not on this board"),
+        "the answer says why a rated player is not found: {message}"
+    );
     let (paged, _) = board(&app, "limit=1&established=true").await;
     assert_eq!(paged, expected[..1]);
 
