@@ -680,7 +680,8 @@ pub trait Storage: Send + Sync + 'static {
     /// start's admin key. Whether it was stored (another process may have been first).
     async fn create_first_key(&self, key: &StoredKey) -> Result<bool, Error>;
 
-    /// Marks key `name` revoked at `at`; `false` if there is no such key not yet revoked.
+    /// Marks key `name` revoked at `at`, unless it was revoked before (it keeps that time);
+    /// `false` if there is no such key.
     async fn revoke_key(&self, name: &str, at: i64) -> Result<bool, Error>;
 
     /// Up to `limit` applied rounds of `pool` after seq `after`, in the order they were applied:

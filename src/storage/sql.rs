@@ -343,9 +343,10 @@ pub(super) const INSERT_FIRST_KEY: &str = "
     SELECT $1, $2, $3, $4 WHERE NOT EXISTS (SELECT 1 FROM api_keys)
     ON CONFLICT (name) DO NOTHING RETURNING name";
 
-/// Revokes key `$1` at `$2` unless it is revoked already; returns its name if it did.
+/// Revokes key `$1` at `$2`, unless it is revoked already (it keeps that time); returns its
+/// name if the key exists.
 pub(super) const REVOKE_KEY: &str = "
-    UPDATE api_keys SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL RETURNING name";
+    UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE name = $1 RETURNING name";
 
 /// Rounds queued in every pool.
 pub(super) const COUNT_QUEUED: &str = "SELECT count(*) FROM rounds WHERE status = 'queued'";
