@@ -11,7 +11,7 @@ use mmr_service::state::AppState;
 use serde_json::json;
 use sqlx::Connection;
 
-use crate::support::{round, settings, LogBuffer, Payload, TestApp, ADMIN_KEY, POOL, WRITE_KEY};
+use crate::support::{capture_log, round, settings, Payload, TestApp, ADMIN_KEY, POOL, WRITE_KEY};
 
 #[tokio::test]
 async fn an_unknown_route_returns_404_route_not_found_as_json() {
@@ -429,15 +429,7 @@ async fn every_answer_carries_a_request_id_and_keeps_a_plain_one_from_the_client
 
 #[tokio::test]
 async fn the_log_lines_of_a_request_carry_its_id() {
-    let log = LogBuffer::default();
-    let writer = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    // The router's requests run on this test's thread (tokio's current-thread runtime).
-    let _capture = tracing::subscriber::set_default(subscriber);
+    let (log, _capture) = capture_log(tracing::Level::DEBUG);
     let app = TestApp::new().await;
     app.create_pool(POOL).await;
     let request = axum::http::Request::builder()

@@ -18,7 +18,7 @@ use mmr_service::state::READS_PER_CONNECTION;
 use serde_json::{json, Value};
 
 use crate::support::{
-    round, settings, LogBuffer, Payload, TestApp, TestResponse, ADMIN_KEY, POOL, READ_KEY,
+    capture_log, round, settings, Payload, TestApp, TestResponse, ADMIN_KEY, POOL, READ_KEY,
     WRITE_KEY,
 };
 
@@ -188,16 +188,7 @@ async fn every_keyed_route_refuses_missing_unknown_malformed_and_lower_role_keys
 
 #[tokio::test]
 async fn keys_and_their_hashes_never_reach_the_log_at_any_level() {
-    let log = LogBuffer::default();
-    let writer = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    // The test runs on one thread (tokio's current-thread runtime), which is where the
-    // router's requests run too.
-    let _capture = tracing::subscriber::set_default(subscriber);
+    let (log, _capture) = capture_log(tracing::Level::TRACE);
 
     let app = TestApp::with_settings(settings(&[
         ("MMR__AUTH__READ_KEY_REQUIRED", "true"),

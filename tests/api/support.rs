@@ -6,12 +6,13 @@
 //! request could change, to prove that a refused one changed nothing. Asserts only what every
 //! test relies on.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once};
 
 use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
@@ -29,6 +30,10 @@ use serde_json::{json, Value};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::Connection;
 use tower::ServiceExt;
+use tracing::Level;
+use tracing_subscriber::filter::dynamic_filter_fn;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::Layer;
 
 pub use crate::db::Backend;
 use crate::db::TestDatabase;
@@ -173,6 +178,7 @@ impl TestApp {
 
     /// The service with `settings` on a fresh SQLite database.
     pub async fn with_settings(settings: Settings) -> Self {
+        install_log_capture();
         let database = TestDatabase::create(Backend::Sqlite)
             .await
             .expect("SQLite is always available");
@@ -449,6 +455,7 @@ where
     F: FnOnce(TestApp) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    install_log_capture();
     crate::db::with_database(backend, |url| async move {
         let app = TestApp::open(&url, settings(&[]), None).await;
         let (storage, reads) = (Arc::clone(&app.state.storage), Arc::clone(&app.state.reads));
@@ -672,7 +679,7 @@ type Schema = (
     Vec<(String, String)>,
 );
 
-/// A `MakeWriter` that appends every log line to a shared buffer.
+/// Log lines captured on one thread ([`capture_log`]), in a buffer the caller reads.
 #[derive(Clone, Default)]
 pub struct LogBuffer(Arc<Mutex<Vec<u8>>>);
 
@@ -695,6 +702,73 @@ impl LogBuffer {
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().expect("the log buffer is not poisoned"))
             .into_owned()
+    }
+}
+
+thread_local! {
+    /// Where this thread's log lines go, and up to which level, while it captures them.
+    static CAPTURED: RefCell<Option<(LogBuffer, Level)>> = const { RefCell::new(None) };
+}
+
+/// Captures this thread's log lines up to `level` until the guard is dropped. The tests'
+/// requests run on their own thread (tokio's current-thread runtime), so these are the
+/// lines of the requests a test sends.
+pub fn capture_log(level: Level) -> (LogBuffer, impl Drop) {
+    install_log_capture();
+    let log = LogBuffer::default();
+    CAPTURED.set(Some((log.clone(), level)));
+    (log, StopCapture)
+}
+
+/// Installs the one subscriber of the process, which decides per event whether its thread
+/// captures ([`capture_log`]). Every app the tests build installs it first, so that no log
+/// call is reached before it: tracing caches whether a call site logs when it is first
+/// reached, and a call site first reached as a subscriber is installed may keep "never".
+/// Subscribers set per thread (`set_default`) as tests started missed events that way, at
+/// random (the key log test lost every `authenticated` line when run beside the other key
+/// tests).
+fn install_log_capture() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        // Decided per event: a plain `filter_fn` is asked once per call site and cached.
+        let capturing = dynamic_filter_fn(|metadata, _| {
+            CAPTURED.with_borrow(|captured| {
+                captured
+                    .as_ref()
+                    .is_some_and(|(_, level)| metadata.level() <= level)
+            })
+        });
+        let layer = tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(|| ThreadWriter)
+            .with_filter(capturing);
+        tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
+            .expect("no other subscriber in the API tests");
+    });
+}
+
+/// Ends the capture [`capture_log`] started on this thread.
+struct StopCapture;
+
+impl Drop for StopCapture {
+    fn drop(&mut self) {
+        CAPTURED.set(None);
+    }
+}
+
+/// Writes into the buffer of the thread that logs, if it captures.
+struct ThreadWriter;
+
+impl Write for ThreadWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        CAPTURED.with_borrow_mut(|captured| match captured {
+            Some((log, _)) => log.write(bytes),
+            None => Ok(bytes.len()),
+        })
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
