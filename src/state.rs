@@ -25,8 +25,7 @@ use crate::pools::past::PastBoards;
 use crate::pools::{Pool, PoolState, Pools};
 use crate::rate_limit::RateLimits;
 use crate::storage::{
-    self, Enqueued, EnqueuedAll, EntryKind, LeagueHistory, NewEntry, PoolWrite, Recomputed,
-    Storage, StoredKey,
+    self, Enqueued, EnqueuedAll, LeagueHistory, NewEntry, PoolWrite, Recomputed, Storage, StoredKey,
 };
 use crate::worker;
 
@@ -538,24 +537,16 @@ impl AppState {
         Ok(outcome)
     }
 
-    /// Stores a validated round (or season start, by `kind`) at the end of `pool`'s queue and
-    /// wakes its worker.
+    /// Stores a validated line (a round, a season start, a correction) at the end of `pool`'s
+    /// queue and wakes its worker.
     pub async fn enqueue(
         &self,
         pool: &Pool,
-        id: &str,
-        kind: EntryKind,
-        canonical_body: &str,
+        entry: NewEntry<'_>,
     ) -> Result<Enqueued, storage::Error> {
         let outcome = self
             .storage
-            .enqueue_entry(
-                pool.name(),
-                id,
-                kind,
-                canonical_body,
-                self.settings.queue.max_queued_per_pool,
-            )
+            .enqueue_entry(pool.name(), entry, self.settings.queue.max_queued_per_pool)
             .await?;
         if matches!(outcome, Enqueued::Accepted { .. }) {
             pool.wake();

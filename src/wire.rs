@@ -14,7 +14,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 use time::format_description::well_known::Rfc3339;
-use time::OffsetDateTime;
+use time::{OffsetDateTime, UtcOffset};
 
 use crate::engine;
 
@@ -218,6 +218,41 @@ impl RoundRequest {
     /// converts is one the engine accepts.
     pub fn to_round(&self) -> Result<engine::Round, FieldError> {
         self.clone().into_round()
+    }
+
+    /// What a re-post of this round is compared by: its canonical JSON with what does not
+    /// change its meaning evened out. The standings sorted by rank, team and player (their
+    /// order in the list changes no rating), an explicit weight of 1 left out like an absent
+    /// one, and the time as the same instant in UTC. A round already written that way gives
+    /// its canonical JSON itself. For a round [`Self::checked_round`] accepted.
+    pub fn comparison_key(&self) -> Result<String, serde_json::Error> {
+        /// [`RoundRequest`]'s fields, in its order, borrowed.
+        #[derive(Serialize)]
+        struct Key<'a> {
+            id: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            time: Option<String>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            weight: Option<f64>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            perf_ceiling: Option<f64>,
+            standings: Vec<&'a StandingRequest>,
+        }
+        let mut standings: Vec<&StandingRequest> = self.standings.iter().collect();
+        standings.sort_by(|a, b| (a.rank, &a.team, &a.player).cmp(&(b.rank, &b.team, &b.player)));
+        let time = self.time.as_deref().map(|text| {
+            OffsetDateTime::parse(text, &Rfc3339)
+                .ok()
+                .and_then(|time| time.to_offset(UtcOffset::UTC).format(&Rfc3339).ok())
+                .unwrap_or_else(|| text.to_owned())
+        });
+        serde_json::to_string(&Key {
+            id: &self.id,
+            time,
+            weight: self.weight.filter(|&weight| weight != 1.0),
+            perf_ceiling: self.perf_ceiling,
+            standings,
+        })
     }
 
     /// [`Self::to_round`], moving the ids instead of copying them.
@@ -527,6 +562,31 @@ mod tests {
     fn convert(json: &str) -> Result<engine::Round, FieldError> {
         let value: Value = serde_json::from_str(json).expect("test JSON is well formed");
         RoundRequest::from_value(&value)?.to_round()
+    }
+
+    fn key(json: &str) -> String {
+        let value: Value = serde_json::from_str(json).expect("test JSON is well formed");
+        let request = RoundRequest::from_value(&value).expect("a round");
+        request.comparison_key().expect("serializable")
+    }
+
+    #[test]
+    fn the_comparison_key_evens_out_what_changes_no_rating_and_nothing_else() {
+        let normal = r#"{"id":"r","time":"2024-05-01T12:00:00Z","standings":[{"player":"a","rank":1},{"player":"b","rank":2,"team":"x"},{"player":"c","rank":2,"team":"x"}]}"#;
+        assert_eq!(key(normal), normal, "a round written evenly is its own key");
+        for same in [
+            r#"{"id":"r","time":"2024-05-01T12:00:00Z","standings":[{"player":"c","rank":2,"team":"x"},{"player":"a","rank":1},{"player":"b","rank":2,"team":"x"}]}"#,
+            r#"{"id":"r","time":"2024-05-01T07:00:00-05:00","weight":1,"standings":[{"player":"a","rank":1},{"player":"b","rank":2,"team":"x"},{"player":"c","rank":2,"team":"x"}]}"#,
+        ] {
+            assert_eq!(key(same), normal, "{same}");
+        }
+        for other in [
+            r#"{"id":"r","time":"2024-05-01T12:00:01Z","standings":[{"player":"a","rank":1},{"player":"b","rank":2,"team":"x"},{"player":"c","rank":2,"team":"x"}]}"#,
+            r#"{"id":"r","time":"2024-05-01T12:00:00Z","weight":0.5,"standings":[{"player":"a","rank":1},{"player":"b","rank":2,"team":"x"},{"player":"c","rank":2,"team":"x"}]}"#,
+            r#"{"id":"r","time":"2024-05-01T12:00:00Z","standings":[{"player":"a","rank":1},{"player":"b","rank":3,"team":"x"},{"player":"c","rank":3,"team":"x"}]}"#,
+        ] {
+            assert_ne!(key(other), normal, "{other}");
+        }
     }
 
     #[test]

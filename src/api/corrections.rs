@@ -22,7 +22,7 @@ use crate::config::ParamsOverrides;
 use crate::engine::Beliefs;
 use crate::pools::Pool;
 use crate::state::AppState;
-use crate::storage::{EntryKind, ResultsPage, RoundStatus};
+use crate::storage::{EntryKind, NewEntry, ResultsPage, RoundStatus};
 use crate::wire::{Correction, CorrectionRequest, Entry};
 
 /// The routes of this module.
@@ -221,9 +221,13 @@ async fn enqueue(
     let canonical = Entry::Correction(correction.clone())
         .canonical()
         .map_err(|_| Error::Internal)?;
-    let outcome = state
-        .enqueue(pool, &correction.id, EntryKind::Correction, &canonical)
-        .await?;
+    let entry = NewEntry {
+        id: &correction.id,
+        kind: EntryKind::Correction,
+        body: &canonical,
+        key: &canonical,
+    };
+    let outcome = state.enqueue(pool, entry).await?;
     let queued = Queued::of(outcome, &correction.id)?;
     let body = RoundStatusResponse {
         id: correction.id,

@@ -18,7 +18,7 @@ use super::auth::{Authorized, Write};
 use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
 use super::pool_of;
-use super::rounds::{checked, Queued, RoundBody, RoundStatusResponse};
+use super::rounds::{checked, Checked, Queued, RoundBody, RoundStatusResponse};
 use crate::engine::{Beliefs, SystemParams};
 use crate::state::AppState;
 use crate::storage::{EnqueuedAll, EntryKind, NewEntry};
@@ -90,17 +90,18 @@ async fn create_round_batch(
         })??;
     let entries: Vec<NewEntry<'_>> = rounds
         .iter()
-        .map(|(id, body)| NewEntry {
-            id,
+        .map(|round| NewEntry {
+            id: &round.id,
             kind: EntryKind::Round,
-            body,
+            body: &round.body,
+            key: &round.key,
         })
         .collect();
     let outcomes = match state.enqueue_all(&pool, &entries).await? {
         EnqueuedAll::Stored(outcomes) => outcomes,
         EnqueuedAll::Conflict(index) => {
             return Err(Error::RoundConflict {
-                id: rounds[index].0.clone(),
+                id: rounds[index].id.clone(),
                 field: format!("rounds[{index}].id"),
             });
         }
@@ -108,7 +109,7 @@ async fn create_round_batch(
     };
     let mut status = StatusCode::OK;
     let mut answers = Vec::with_capacity(outcomes.len());
-    for (outcome, (id, _)) in outcomes.into_iter().zip(rounds) {
+    for (outcome, Checked { id, .. }) in outcomes.into_iter().zip(rounds) {
         let queued = Queued::of(outcome, &id)?;
         if queued.status == StatusCode::ACCEPTED {
             status = StatusCode::ACCEPTED;
@@ -125,7 +126,7 @@ async fn create_round_batch(
 
 /// Checks a batch body completely, each round for the pool's rating `system` too, and returns
 /// each round's id and canonical JSON, in order.
-fn validate_batch(body: &[u8], system: &SystemParams) -> Result<Vec<(String, String)>, Error> {
+fn validate_batch(body: &[u8], system: &SystemParams) -> Result<Vec<Checked>, Error> {
     let value: Value =
         serde_json::from_slice(body).map_err(|e| Error::MalformedJson(e.to_string()))?;
     let invalid = |field: &str, message: String| Error::invalid("invalid_request", field, message);
@@ -153,15 +154,15 @@ fn validate_batch(body: &[u8], system: &SystemParams) -> Result<Vec<(String, Str
     let mut checked_rounds = Vec::with_capacity(rounds.len());
     for (i, round) in rounds.iter().enumerate() {
         let path = format!("rounds[{i}]");
-        let (id, canonical) = checked(round, system, &path)?;
-        if let Some(first) = seen.insert(id.clone(), i) {
+        let round = checked(round, system, &path)?;
+        if let Some(first) = seen.insert(round.id.clone(), i) {
             return Err(Error::invalid(
                 "invalid_round",
                 format!("{path}.id"),
                 format!("repeats the id of rounds[{first}]"),
             ));
         }
-        checked_rounds.push((id, canonical));
+        checked_rounds.push(round);
     }
     Ok(checked_rounds)
 }

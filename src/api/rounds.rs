@@ -25,7 +25,7 @@ use crate::display::Placement;
 use crate::engine::{Beliefs, RatingChange, SystemParams};
 use crate::pools::PoolState;
 use crate::state::AppState;
-use crate::storage::{Enqueued, EntryKind, ResultsPage, RoundRecord, RoundStatus};
+use crate::storage::{Enqueued, EntryKind, NewEntry, ResultsPage, RoundRecord, RoundStatus};
 use crate::wire::{FieldError, RoundRequest, MAX_RANK};
 
 /// The routes of this module.
@@ -247,15 +247,19 @@ async fn create_round(
     let body = json_bytes(request, &state).await?;
     // Parsing a large round is CPU work: keep it off the async runtime's threads.
     let system = pool.read().system().clone();
-    let (id, canonical) = tokio::task::spawn_blocking(move || validate(&body, &system))
+    let Checked { id, body, key } = tokio::task::spawn_blocking(move || validate(&body, &system))
         .await
         .map_err(|join| {
             tracing::error!(error = %join, "round validation panicked");
             Error::Internal
         })??;
-    let outcome = state
-        .enqueue(&pool, &id, EntryKind::Round, &canonical)
-        .await?;
+    let entry = NewEntry {
+        id: &id,
+        kind: EntryKind::Round,
+        body: &body,
+        key: &key,
+    };
+    let outcome = state.enqueue(&pool, entry).await?;
     let queued = Queued::of(outcome, &id)?;
     let headers = match queued.position {
         Some(position) => {
@@ -326,10 +330,20 @@ pub(super) fn located(url: &str) -> HeaderMap {
 
 /// Checks a round body completely, for the pool's rating `system` too, and returns its id and
 /// canonical JSON (what is stored, and what a re-post is compared with).
-fn validate(body: &[u8], system: &SystemParams) -> Result<(String, String), Error> {
+fn validate(body: &[u8], system: &SystemParams) -> Result<Checked, Error> {
     let value: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| Error::MalformedJson(e.to_string()))?;
     checked(&value, system, "")
+}
+
+/// A round that passed validation, ready to queue.
+pub(super) struct Checked {
+    /// Its id.
+    pub id: String,
+    /// Its canonical JSON, as stored.
+    pub body: String,
+    /// What a re-post of it is compared by ([`RoundRequest::comparison_key`]).
+    pub key: String,
 }
 
 /// [`validate`] of a round already parsed, whose fields sit under `path` (a JSON path such as
@@ -338,7 +352,7 @@ pub(super) fn checked(
     value: &serde_json::Value,
     system: &SystemParams,
     path: &str,
-) -> Result<(String, String), Error> {
+) -> Result<Checked, Error> {
     let invalid = |e: FieldError| {
         let field = match (path.is_empty(), e.field.is_empty()) {
             (true, _) => e.field,
@@ -350,11 +364,19 @@ pub(super) fn checked(
     let request = RoundRequest::from_value(value).map_err(invalid)?;
     let round = request.checked_round().map_err(invalid)?;
     system.check_round(&round).map_err(|e| invalid(e.into()))?;
-    let canonical = serde_json::to_string(&request).map_err(|e| {
-        tracing::error!(error = %e, "round serialization failed");
-        Error::Internal
-    })?;
-    Ok((request.id, canonical))
+    let serialized = |json: serde_json::Result<String>| {
+        json.map_err(|e| {
+            tracing::error!(error = %e, "round serialization failed");
+            Error::Internal
+        })
+    };
+    let body = serialized(serde_json::to_string(&request))?;
+    let key = serialized(request.comparison_key())?;
+    Ok(Checked {
+        id: request.id,
+        body,
+        key,
+    })
 }
 
 /// A round's status and, once applied, a page of its results (best rank first).

@@ -24,7 +24,7 @@ use crate::engine::SoftReset;
 use crate::pools::past::PastKey;
 use crate::pools::Pool;
 use crate::state::AppState;
-use crate::storage::{EntryKind, RoundStatus, SeasonRecord, Storage};
+use crate::storage::{EntryKind, NewEntry, RoundStatus, SeasonRecord, Storage};
 use crate::wire::{Entry, SeasonRequest};
 
 /// The routes of this module.
@@ -116,9 +116,13 @@ async fn start_season(
         tracing::error!(error = %e, "season serialization failed");
         Error::Internal
     })?;
-    let outcome = state
-        .enqueue(&pool, &season.id, EntryKind::Season, &canonical)
-        .await?;
+    let entry = NewEntry {
+        id: &season.id,
+        kind: EntryKind::Season,
+        body: &canonical,
+        key: &canonical,
+    };
+    let outcome = state.enqueue(&pool, entry).await?;
     let queued = Queued::of(outcome, &season.id)?;
     let seasons = seasons_of(state.storage.as_ref(), &pool).await?;
     let mut shown = seasons

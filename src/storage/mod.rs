@@ -275,8 +275,12 @@ pub struct NewEntry<'a> {
     pub id: &'a str,
     /// What it is.
     pub kind: EntryKind,
-    /// Its canonical JSON.
+    /// Its canonical JSON, as stored.
     pub body: &'a str,
+    /// What a re-post of it is compared by: its canonical JSON with what does not change its
+    /// meaning evened out ([`crate::wire::RoundRequest::comparison_key`]); `body` itself for a
+    /// line with nothing to even out.
+    pub key: &'a str,
 }
 
 /// What [`Storage::enqueue_entries`] did: all of it, or nothing.
@@ -759,9 +763,10 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Stores validated lines (rounds, season starts, corrections) durably at the end of
     /// `pool`'s queue, in the order given, in one transaction: all of them or none. A line's
-    /// `body` is its canonical JSON: a re-post is recognized by comparing its SHA-256, and
-    /// leaves the line stored before as it is. At most `max_queued` rounds wait per pool. The
-    /// ids must differ from each other.
+    /// `body` is its canonical JSON, stored; the SHA-256 of its `key` is stored beside it, and
+    /// a re-post whose key hashes the same, or whose body does (a line stored before keys
+    /// existed: its hash is its body's), is recognized and leaves the line stored before as it
+    /// is. At most `max_queued` rounds wait per pool. The ids must differ from each other.
     async fn enqueue_entries(
         &self,
         pool: &str,
@@ -773,12 +778,9 @@ pub trait Storage: Send + Sync + 'static {
     async fn enqueue_entry(
         &self,
         pool: &str,
-        id: &str,
-        kind: EntryKind,
-        body: &str,
+        entry: NewEntry<'_>,
         max_queued: u64,
     ) -> Result<Enqueued, Error> {
-        let entry = NewEntry { id, kind, body };
         Ok(
             match self.enqueue_entries(pool, &[entry], max_queued).await? {
                 EnqueuedAll::Stored(outcomes) => {
@@ -792,7 +794,7 @@ pub trait Storage: Send + Sync + 'static {
         )
     }
 
-    /// [`Self::enqueue_entry`] for a round.
+    /// [`Self::enqueue_entry`] for a round, compared by its body as it is.
     async fn enqueue_round(
         &self,
         pool: &str,
@@ -800,8 +802,13 @@ pub trait Storage: Send + Sync + 'static {
         body: &str,
         max_queued: u64,
     ) -> Result<Enqueued, Error> {
-        self.enqueue_entry(pool, id, EntryKind::Round, body, max_queued)
-            .await
+        let entry = NewEntry {
+            id,
+            kind: EntryKind::Round,
+            body,
+            key: body,
+        };
+        self.enqueue_entry(pool, entry, max_queued).await
     }
 
     /// Every season start of `pool` (queued, applied or failed), in the pool's order.

@@ -643,18 +643,16 @@ impl SeasonRow {
     }
 }
 
-/// SHA-256 of a round's canonical body: what a re-post is compared by.
+/// SHA-256 of a line's comparison key ([`super::NewEntry::key`]): what a re-post is compared
+/// by.
 pub(super) fn content_hash(body: &str) -> Vec<u8> {
     Sha256::digest(body.as_bytes()).to_vec()
 }
 
-/// The outcome of posting a round whose id is already stored with `stored_hash`.
-pub(super) fn repost_outcome(
-    status: &str,
-    stored_hash: &[u8],
-    hash: &[u8],
-) -> Result<Enqueued, Error> {
-    if stored_hash == hash {
+/// The outcome of posting a line whose id is already stored with `status`: the same content
+/// or not.
+pub(super) fn repost_outcome(status: &str, same: bool) -> Result<Enqueued, Error> {
+    if same {
         Ok(Enqueued::AlreadyStored {
             status: parse_status(status)?,
         })

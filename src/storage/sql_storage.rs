@@ -583,7 +583,7 @@ where
         let mut outcomes = Vec::with_capacity(entries.len());
         let mut new = Vec::new();
         for (index, entry) in entries.iter().enumerate() {
-            let hash = content_hash(entry.body);
+            let hash = content_hash(entry.key);
             let stored: Option<(String, Vec<u8>)> = sqlx::query_as(sql::SELECT_ROUND_HASH)
                 .bind(pool)
                 .bind(entry.id)
@@ -591,7 +591,9 @@ where
                 .await?;
             match stored {
                 Some((status, stored_hash)) => {
-                    match repost_outcome(&status, &stored_hash, &hash)? {
+                    let same = stored_hash == hash
+                        || (entry.key != entry.body && stored_hash == content_hash(entry.body));
+                    match repost_outcome(&status, same)? {
                         Enqueued::Conflict => return Ok(EnqueuedAll::Conflict(index)),
                         outcome => outcomes.push(outcome),
                     }

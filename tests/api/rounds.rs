@@ -79,6 +79,25 @@ async fn posting_the_same_round_again_returns_200_with_its_stored_status() {
     );
     assert!(!response.headers.contains_key(header::LOCATION));
     assert_queued(&app, 1, "nothing new was queued").await;
+    // Nor do what changes no rating: the order of the standings, an explicit weight of 1,
+    // and the same instant written in another offset.
+    let same = [
+        json!({"id": "r1", "time": "2024-05-01T12:00:00Z",
+            "standings": [{"player": "b", "rank": 2}, {"player": "a", "rank": 1}]}),
+        json!({"id": "r1", "time": "2024-05-01T12:00:00Z", "weight": 1.0,
+            "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2}]}),
+        json!({"id": "r1", "time": "2024-05-01T14:00:00+02:00",
+            "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2}]}),
+    ];
+    for body in same {
+        assert_eq!(
+            app.post_round(POOL, body.clone())
+                .await
+                .assert_status(StatusCode::OK, &body.to_string()),
+            &json!({"id": "r1", "status": "queued"})
+        );
+    }
+    assert_queued(&app, 1, "nothing new was queued").await;
     app.apply_queued(POOL).await;
     let response = app
         .post_round(POOL, round_at("r1", "2024-05-01T12:00:00Z", &["a", "b"]))
@@ -101,6 +120,16 @@ async fn posting_a_round_id_again_with_other_content_returns_409_and_keeps_the_f
         (
             round_at("r1", "2024-05-01T12:00:00Z", &["a", "b"]),
             "a time added",
+        ),
+        (
+            json!({"id": "r1", "weight": 2.0,
+                "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2}]}),
+            "another weight",
+        ),
+        (
+            json!({"id": "r1",
+                "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 1}]}),
+            "a tie instead",
         ),
     ];
     for (body, case) in cases {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mmr_service::storage::{Change, Enqueued, Error, RoundStatus};
+use mmr_service::storage::{Change, Enqueued, EntryKind, Error, NewEntry, RoundStatus};
 
 use crate::support::{self, body, create_pool, enqueue, population, Db, ALL, POOL, ROOMY_QUEUE};
 
@@ -10,6 +10,7 @@ backend_tests!(
     enqueueing_into_an_unknown_pool_is_an_error,
     rounds_are_queued_in_acceptance_order,
     reposting_a_round_with_the_same_body_returns_its_stored_status,
+    a_repost_is_recognized_by_its_key_or_by_the_body_of_a_line_stored_before_keys,
     reposting_a_round_id_with_a_different_body_is_a_conflict_and_changes_nothing,
     a_full_queue_refuses_new_rounds_but_still_recognizes_reposts,
     round_ids_are_scoped_to_their_pool,
@@ -99,6 +100,51 @@ async fn reposting_a_round_with_the_same_body_returns_its_stored_status(db: Db) 
         }
     );
     assert_eq!(db.storage.queue_depth().await.expect("depth"), 0);
+}
+
+async fn a_repost_is_recognized_by_its_key_or_by_the_body_of_a_line_stored_before_keys(db: Db) {
+    create_pool(&db).await;
+    let line = |id: &'static str, body: &'static str, key: &'static str| NewEntry {
+        id,
+        kind: EntryKind::Round,
+        body,
+        key,
+    };
+    let queued = Enqueued::AlreadyStored {
+        status: RoundStatus::Queued,
+    };
+    let post = |entry| db.storage.enqueue_entry(POOL, entry, ROOMY_QUEUE);
+    // Stored with a key: another body with the same key is the same line.
+    assert_eq!(
+        post(line("r1", "posted", "key-1")).await.expect("post"),
+        Enqueued::Accepted { position: 1 }
+    );
+    assert_eq!(
+        post(line("r1", "written otherwise", "key-1"))
+            .await
+            .expect("repost"),
+        queued
+    );
+    assert_eq!(
+        post(line("r1", "posted", "key-2")).await.expect("repost"),
+        Enqueued::Conflict,
+        "the key is what counts once it is stored"
+    );
+    // Stored as lines were before keys (the hash of the body): the same body is recognized
+    // whatever its key now.
+    assert_eq!(
+        post(line("r2", "old", "old")).await.expect("post"),
+        Enqueued::Accepted { position: 2 }
+    );
+    assert_eq!(
+        post(line("r2", "old", "key-3")).await.expect("repost"),
+        queued
+    );
+    assert_eq!(
+        post(line("r2", "other", "key-3")).await.expect("repost"),
+        Enqueued::Conflict
+    );
+    assert_eq!(db.storage.queue_depth().await.expect("depth"), 2);
 }
 
 async fn reposting_a_round_id_with_a_different_body_is_a_conflict_and_changes_nothing(db: Db) {
