@@ -110,6 +110,13 @@ fn malformed(name: &str, body: impl Into<Vec<u8>>) -> Case {
     )
 }
 
+/// The service's clock `seconds` from now, in RFC 3339.
+fn rfc3339_from_now(seconds: i64) -> String {
+    (time::OffsetDateTime::now_utc() + time::Duration::seconds(seconds))
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("a time in range")
+}
+
 /// A round otherwise valid whose field `key` is `value`.
 fn round_with(key: &str, value: Value) -> Value {
     let mut body = round("hostile", &["ann", "eve"]);
@@ -617,6 +624,16 @@ fn round_cases() -> Vec<Case> {
             Some("perf_ceiling"),
         ),
         // Times.
+        bad_round(
+            "a time a mistyped year puts decades ahead",
+            round_with("time", json!("2062-11-27T12:00:00Z")),
+            Some("time"),
+        ),
+        bad_round(
+            "a time two days after the service's clock",
+            round_with("time", json!(rfc3339_from_now(2 * 86_400))),
+            Some("time"),
+        ),
         bad_round(
             "the year 10000",
             round_with("time", json!("10000-01-01T00:00:00Z")),

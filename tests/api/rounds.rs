@@ -38,6 +38,18 @@ async fn posting_a_valid_round_returns_202_with_its_location_and_queue_position(
 }
 
 #[tokio::test]
+async fn a_round_timed_within_a_day_of_the_services_clock_is_accepted() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let in_an_hour = (time::OffsetDateTime::now_utc() + time::Duration::hours(1))
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("a time in range");
+    app.post_round(POOL, round_at("r1", &in_an_hour, &["a", "b"]))
+        .await
+        .assert_status(StatusCode::ACCEPTED, "clock skew of an hour");
+}
+
+#[tokio::test]
 async fn the_location_of_a_round_percent_encodes_its_id_and_leads_to_it() {
     let app = TestApp::new().await;
     app.create_pool(POOL).await;
