@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::{Deserialize, Serialize};
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::{IntoParams, ToSchema};
@@ -311,12 +311,23 @@ impl Queued {
     }
 }
 
-/// The URL of line `id` of pool `pool`.
+/// What a path segment encodes: everything but RFC 3986's unreserved characters, which
+/// stay as they are (`cup-7`, not `cup%2D7`).
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// The URL of line `id` of pool `pool`. The ids `.` and `..` are encoded whole: as they are,
+/// clients would read them as the path's own dot segments and go to another URL.
 pub(super) fn round_url(pool: &str, id: &str) -> String {
-    format!(
-        "/v1/pools/{pool}/rounds/{}",
-        utf8_percent_encode(id, NON_ALPHANUMERIC)
-    )
+    let set = if matches!(id, "." | "..") {
+        NON_ALPHANUMERIC
+    } else {
+        SEGMENT
+    };
+    format!("/v1/pools/{pool}/rounds/{}", utf8_percent_encode(id, set))
 }
 
 /// Headers holding `Location: url`.

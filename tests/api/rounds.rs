@@ -53,19 +53,23 @@ async fn a_round_timed_within_a_day_of_the_services_clock_is_accepted() {
 async fn the_location_of_a_round_percent_encodes_its_id_and_leads_to_it() {
     let app = TestApp::new().await;
     app.create_pool(POOL).await;
-    let response = app
-        .post_round(POOL, round("cup/final 1", &["a", "b"]))
-        .await;
-    response.assert_status(StatusCode::ACCEPTED, "post");
-    let location = response.headers[header::LOCATION]
-        .to_str()
-        .expect("an ASCII header");
-    assert_eq!(location, "/v1/pools/main/rounds/cup%2Ffinal%201");
-    let status = app.get(location).await;
-    assert_eq!(
-        status.assert_status(StatusCode::OK, "follow the location")["id"],
-        "cup/final 1"
-    );
+    for (id, encoded) in [
+        ("cup/final 1-a_b.c~", "cup%2Ffinal%201-a_b.c~"),
+        ("..", "%2E%2E"),
+        (".", "%2E"),
+    ] {
+        let response = app.post_round(POOL, round(id, &["a", "b"])).await;
+        response.assert_status(StatusCode::ACCEPTED, id);
+        let location = response.headers[header::LOCATION]
+            .to_str()
+            .expect("an ASCII header");
+        assert_eq!(location, format!("/v1/pools/main/rounds/{encoded}"));
+        let status = app.get(location).await;
+        assert_eq!(
+            status.assert_status(StatusCode::OK, "follow the location")["id"],
+            id
+        );
+    }
 }
 
 #[tokio::test]
