@@ -419,7 +419,8 @@ impl Entry {
         RoundRequest::from_value(value).map(Self::Round)
     }
 
-    /// The line in canonical JSON: what is stored, exported and compared on a re-post.
+    /// The line in canonical JSON: what is stored and exported, and for a season start or a
+    /// correction what a re-post is compared by (a round's is [`RoundRequest::comparison_key`]).
     pub fn canonical(&self) -> Result<String, serde_json::Error> {
         #[derive(Serialize)]
         struct SeasonLine<'a> {

@@ -125,7 +125,7 @@ async fn create_round_batch(
 }
 
 /// Checks a batch body completely, each round for the pool's rating `system` too, and returns
-/// each round's id and canonical JSON, in order.
+/// the rounds ready to queue, in order.
 fn validate_batch(body: &[u8], system: &SystemParams) -> Result<Vec<Checked>, Error> {
     let value: Value =
         serde_json::from_slice(body).map_err(|e| Error::MalformedJson(e.to_string()))?;

@@ -339,8 +339,8 @@ pub(super) fn located(url: &str) -> HeaderMap {
     headers
 }
 
-/// Checks a round body completely, for the pool's rating `system` too, and returns its id and
-/// canonical JSON (what is stored, and what a re-post is compared with).
+/// Checks a round body completely, for the pool's rating `system` too, and returns it ready to
+/// queue: its id, its canonical JSON (what is stored) and what a re-post is compared by.
 fn validate(body: &[u8], system: &SystemParams) -> Result<Checked, Error> {
     let value: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| Error::MalformedJson(e.to_string()))?;
