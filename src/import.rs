@@ -101,6 +101,7 @@ fn checked(body: &Value, location: &str) -> anyhow::Result<(String, Round)> {
         RoundRequest::from_value(body).map_err(|error| anyhow::anyhow!("{location}: {error}"))?;
     let round = request
         .checked_round()
+        .and_then(|round| crate::wire::not_ahead(&round).map(|()| round))
         .map_err(|error| anyhow::anyhow!("{location}: {error}"))?;
     Ok((request.id, round))
 }

@@ -164,6 +164,29 @@ impl From<engine::Error> for FieldError {
     }
 }
 
+/// How far after the clock a posted round's time may be: a day of clock skew. A mistyped
+/// year would otherwise give the round's players the diffusion of the years in between and
+/// make everyone else look inactive to matchmaking (which measures from the latest round's
+/// time), until a correction.
+pub const MAX_SECONDS_AHEAD: i64 = 86_400;
+
+/// Refuses `round` if it is timed more than [`MAX_SECONDS_AHEAD`] after this machine's clock:
+/// the service's check of a posted round, and `import`'s of the rounds it will post. Replays
+/// of a file take any time.
+///
+/// # Errors
+/// A [`FieldError`] naming `time`.
+pub fn not_ahead(round: &engine::Round) -> Result<(), FieldError> {
+    let latest = OffsetDateTime::now_utc().unix_timestamp() + MAX_SECONDS_AHEAD;
+    match round.time {
+        Some(time) if time > latest => Err(FieldError::new(
+            "time",
+            "is more than a day after the service's clock: a round is posted once it is played",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Largest rank: both databases store ranks as signed 64-bit integers, so a larger one would
 /// be accepted and then never commit, holding up its pool's queue for good.
 pub const MAX_RANK: u64 = i64::MAX as u64;
@@ -243,7 +266,8 @@ impl RoundRequest {
         let time = self.time.as_deref().map(|text| {
             OffsetDateTime::parse(text, &Rfc3339)
                 .ok()
-                .and_then(|time| time.to_offset(UtcOffset::UTC).format(&Rfc3339).ok())
+                .and_then(|time| time.checked_to_offset(UtcOffset::UTC))
+                .and_then(|time| time.format(&Rfc3339).ok())
                 .unwrap_or_else(|| text.to_owned())
         });
         serde_json::to_string(&Key {
@@ -585,6 +609,11 @@ mod tests {
             r#"{"id":"r","time":"2024-05-01T12:00:01Z","standings":[{"player":"a","rank":1},{"player":"b","rank":2,"team":"x"},{"player":"c","rank":2,"team":"x"}]}"#,
             r#"{"id":"r","time":"2024-05-01T12:00:00Z","weight":0.5,"standings":[{"player":"a","rank":1},{"player":"b","rank":2,"team":"x"},{"player":"c","rank":2,"team":"x"}]}"#,
             r#"{"id":"r","time":"2024-05-01T12:00:00Z","standings":[{"player":"a","rank":1},{"player":"b","rank":3,"team":"x"},{"player":"c","rank":3,"team":"x"}]}"#,
+            r#"{"id":"r","time":"2024-05-01T12:00:00Z","standings":[{"player":"a","rank":2},{"player":"b","rank":1,"team":"x"},{"player":"c","rank":1,"team":"x"}]}"#,
+            r#"{"id":"r","time":"2024-05-01T12:00:00Z","standings":[{"player":"a","rank":1},{"player":"b","rank":2,"team":"y"},{"player":"c","rank":2,"team":"y"}]}"#,
+            r#"{"id":"r","time":"2024-05-01T12:00:00Z","standings":[{"player":"a","rank":1,"partial_play":0.5},{"player":"b","rank":2,"team":"x"},{"player":"c","rank":2,"team":"x"}]}"#,
+            r#"{"id":"r","time":"2024-05-01T12:00:00Z","perf_ceiling":3000,"standings":[{"player":"a","rank":1},{"player":"b","rank":2,"team":"x"},{"player":"c","rank":2,"team":"x"}]}"#,
+            r#"{"id":"r","standings":[{"player":"a","rank":1},{"player":"b","rank":2,"team":"x"},{"player":"c","rank":2,"team":"x"}]}"#,
         ] {
             assert_ne!(key(other), normal, "{other}");
         }

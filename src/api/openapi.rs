@@ -157,19 +157,26 @@ fn add_to_operation(operation: &mut Operation) {
         shared.insert(
             "415",
             error_response(
-                "The body is not `Content-Type: application/json` (`unsupported_media_type`)",
+                "The body is not `Content-Type: application/json` (`unsupported_media_type`), \
+                 or is sent with a `Content-Encoding` other than `identity` \
+                 (`unsupported_encoding`)",
                 false,
             ),
         );
     }
     if keyed {
-        shared.insert(
-            "401",
-            error_response(
-                "No key, or a key the service does not know (`unauthenticated`)",
-                false,
-            ),
+        let mut unauthenticated = error_response(
+            "No key, or a key the service does not know (`unauthenticated`)",
+            false,
         );
+        unauthenticated.headers.insert(
+            "WWW-Authenticate".to_owned(),
+            HeaderBuilder::new()
+                .schema(ObjectBuilder::new().schema_type(Type::String))
+                .description(Some("`Bearer`: the scheme a key is sent with"))
+                .build(),
+        );
+        shared.insert("401", unauthenticated);
         shared.insert(
             "403",
             error_response("The key's role does not allow this (`forbidden`)", false),

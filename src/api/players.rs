@@ -270,8 +270,8 @@ async fn get_player_history(
     QueryParams(query): QueryParams<HistoryQuery>,
 ) -> Result<Json<HistoryResponse>, Error> {
     let limit = limit(query.limit, DEFAULT_LIMIT)?;
-    let before = seq_param("before", query.before)?;
     let pool = pool_of(&state, auth.client(), &pool).await?;
+    let before = seq_param("before", query.before)?;
     if pool.read().player(&player).is_none() {
         return Err(Error::NotFound {
             what: "player",

@@ -347,12 +347,6 @@ fn validate(body: &[u8], system: &SystemParams) -> Result<Checked, Error> {
     checked(&value, system, "")
 }
 
-/// How far after the service's clock a round's time may be: a day of clock skew. A mistyped
-/// year would otherwise give the round's players the diffusion of the years in between and
-/// make everyone else look inactive to matchmaking (which measures from the latest round's
-/// time), until a correction.
-const MAX_SECONDS_AHEAD: i64 = 86_400;
-
 /// A round that passed validation, ready to queue.
 pub(super) struct Checked {
     /// Its id.
@@ -381,13 +375,7 @@ pub(super) fn checked(
     let request = RoundRequest::from_value(value).map_err(invalid)?;
     let round = request.checked_round().map_err(invalid)?;
     system.check_round(&round).map_err(|e| invalid(e.into()))?;
-    let latest = time::OffsetDateTime::now_utc().unix_timestamp() + MAX_SECONDS_AHEAD;
-    if round.time.is_some_and(|time| time > latest) {
-        return Err(invalid(FieldError::new(
-            "time",
-            "is more than a day after the service's clock: a round is posted once it is played",
-        )));
-    }
+    crate::wire::not_ahead(&round).map_err(invalid)?;
     let serialized = |json: serde_json::Result<String>| {
         json.map_err(|e| {
             tracing::error!(error = %e, "round serialization failed");

@@ -180,6 +180,20 @@ fn the_reference_directory_format_imports_and_a_bad_line_posts_nothing(backend: 
         error.contains("line 2") && error.contains("standings"),
         "{error}"
     );
+    // So does one the service would refuse for its time alone, a mistyped year.
+    std::fs::write(
+        &bad,
+        format!(
+            "{}\n{{\"id\": \"typo\", \"time\": \"2062-11-27T12:00:00Z\", \"standings\": [{{\"player\": \"ann\", \"rank\": 1}}, {{\"player\": \"bob\", \"rank\": 2}}]}}\n",
+            synthetic_round(7)
+        ),
+    )
+    .expect("write");
+    let error = import(&server, POOL, &bad, &[]).expect_err("a round far ahead stops it");
+    assert!(
+        error.contains("line 2") && error.contains("time"),
+        "{error}"
+    );
     let pool = server.get_json(&format!("/v1/pools/{POOL}"));
     assert_eq!(
         pool["rounds_applied"].as_u64(),

@@ -12,6 +12,7 @@ mod db;
 
 mod apply;
 mod connect;
+mod keys;
 mod leases;
 mod migrations;
 mod pools;

@@ -1,0 +1,48 @@
+//! Keys kept in the database: created once by name, revoked at once, and revoked only once.
+
+use mmr_service::config::Role;
+use mmr_service::storage::StoredKey;
+
+use crate::support::Db;
+
+backend_tests!(a_key_is_revoked_once_and_keeps_that_time,);
+
+async fn a_key_is_revoked_once_and_keeps_that_time(db: Db) {
+    let key = StoredKey {
+        name: "scoreboard".to_owned(),
+        role: Role::Read,
+        sha256: "ab".repeat(32),
+        created_at: 10,
+        revoked_at: None,
+    };
+    assert!(db.storage.create_key(&key).await.expect("create"));
+    assert!(
+        !db.storage.create_key(&key).await.expect("create again"),
+        "a name is taken once"
+    );
+    for at in [100, 200] {
+        assert!(
+            db.storage
+                .revoke_key("scoreboard", at)
+                .await
+                .expect("revoke"),
+            "revoked at {at}: the key exists"
+        );
+    }
+    let stored = db.storage.keys().await.expect("keys");
+    assert_eq!(
+        stored,
+        [StoredKey {
+            revoked_at: Some(100),
+            ..key
+        }],
+        "the first revocation's time stays"
+    );
+    assert!(
+        !db.storage
+            .revoke_key("never-made", 300)
+            .await
+            .expect("revoke"),
+        "no such key"
+    );
+}
