@@ -3,7 +3,7 @@
 # `mmr-service serve` (its own SQLite database in a temporary directory, an admin key, a pool
 # with two applied rounds) and checks every answer: no 5xx, and a status, content type,
 # headers and body that the document describes for that route. Bounded by the number of
-# examples per route: about two minutes on two cores with the default 100.
+# examples per route: 40 s to 2 min on the 2-core machines it has run on, with the default 100.
 #
 #   tools/fuzz-api.sh                         # a random seed, printed
 #   FUZZ_SEED=1234 tools/fuzz-api.sh          # replay a run
