@@ -58,8 +58,9 @@ pub enum Error {
         /// Why the request cannot be done.
         message: String,
     },
-    /// The body is larger than `[server] body_limit_bytes`.
-    PayloadTooLarge,
+    /// The body is larger than the route takes: `[server] body_limit_bytes`, or a compute
+    /// route's 4 MiB; the limit in bytes.
+    PayloadTooLarge(usize),
     /// The body is not `application/json`.
     UnsupportedMediaType,
     /// The body was sent with this `Content-Encoding`: bodies are read uncompressed.
@@ -135,16 +136,17 @@ impl Error {
     }
 
     /// The error a bare status stands for, when something below the handlers (the router, a
-    /// middleware) answered with it and no JSON body.
+    /// middleware) answered with it and no JSON body; `body_limit` is the service's limit on
+    /// bodies, the only one a layer below the handlers enforces.
     #[must_use]
-    pub fn from_status(status: StatusCode) -> Self {
+    pub fn from_status(status: StatusCode, body_limit: usize) -> Self {
         match status {
             StatusCode::NOT_FOUND => Self::NotFound {
                 what: "route",
                 id: String::new(),
             },
             StatusCode::METHOD_NOT_ALLOWED => Self::MethodNotAllowed,
-            StatusCode::PAYLOAD_TOO_LARGE => Self::PayloadTooLarge,
+            StatusCode::PAYLOAD_TOO_LARGE => Self::PayloadTooLarge(body_limit),
             StatusCode::UNSUPPORTED_MEDIA_TYPE => Self::UnsupportedMediaType,
             StatusCode::REQUEST_TIMEOUT | StatusCode::SERVICE_UNAVAILABLE => Self::Timeout,
             StatusCode::BAD_REQUEST => Self::query("", "bad request"),
@@ -231,10 +233,10 @@ impl Error {
                 format!("key `{name}`: {message}"),
                 Some("name"),
             ),
-            Self::PayloadTooLarge => (
+            Self::PayloadTooLarge(limit) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload_too_large",
-                "the body is larger than the service accepts".to_owned(),
+                format!("the body is larger than the {limit} bytes this route takes"),
                 None,
             ),
             Self::UnsupportedMediaType => (

@@ -29,10 +29,10 @@ pub fn compute_body_limit() -> DefaultBodyLimit {
 #[derive(Debug)]
 pub struct JsonBody<T>(pub T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
     type Rejection = Error;
 
-    async fn from_request(request: Request, state: &S) -> Result<Self, Error> {
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Error> {
         let bytes = json_bytes(request, state).await?;
         parse(&bytes).map(Self)
     }
@@ -59,10 +59,19 @@ impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for ComputeJson
             .get(CONTENT_LENGTH)
             .and_then(|value| value.to_str().ok()?.parse::<usize>().ok());
         if declared.is_some_and(|length| length > COMPUTE_BODY_LIMIT) {
-            return Err(Error::PayloadTooLarge);
+            return Err(Error::PayloadTooLarge(COMPUTE_BODY_LIMIT));
         }
         let client = request.extensions().get::<Client>().cloned();
-        let bytes = json_bytes(request, state).await?;
+        // The route's own limit ([`compute_body_limit`]) is what a body read too large crossed,
+        // unless the service's is lower.
+        let bytes = json_bytes(request, state)
+            .await
+            .map_err(|error| match error {
+                Error::PayloadTooLarge(limit) => {
+                    Error::PayloadTooLarge(limit.min(COMPUTE_BODY_LIMIT))
+                }
+                other => other,
+            })?;
         let cost = bytes.len() * MAX_ENTRANTS / COMPUTE_BODY_LIMIT;
         state
             .compute
@@ -73,7 +82,7 @@ impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for ComputeJson
 }
 
 /// The raw bytes of a JSON body, after the content-type and size checks.
-pub async fn json_bytes<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, Error> {
+pub async fn json_bytes(request: Request, state: &AppState) -> Result<Bytes, Error> {
     let is_json = request
         .headers()
         .get(CONTENT_TYPE)
@@ -101,7 +110,7 @@ pub async fn json_bytes<S: Send + Sync>(request: Request, state: &S) -> Result<B
         .await
         .map_err(|rejection| {
             if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                Error::PayloadTooLarge
+                Error::PayloadTooLarge(state.settings.server.body_limit_bytes)
             } else {
                 Error::MalformedJson(rejection.body_text())
             }

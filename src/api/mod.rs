@@ -36,7 +36,7 @@ pub mod seasons;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
@@ -119,7 +119,10 @@ pub fn app(state: AppState) -> Router {
             StatusCode::SERVICE_UNAVAILABLE,
             Duration::from_secs(server.request_timeout_secs),
         ))
-        .layer(axum::middleware::map_response(json_errors))
+        .layer(axum::middleware::map_response_with_state(
+            server.body_limit_bytes,
+            json_errors,
+        ))
         .layer(axum::middleware::from_fn(count_request))
         .layer(option_layer(cors))
         .layer(CatchPanicLayer::custom(|_| {
@@ -196,14 +199,14 @@ fn method_label(method: &Method) -> &'static str {
 
 /// Gives a JSON error body to error responses made below the handlers (the router's 405,
 /// the body limit's 413, the timeout's 503), which come with none.
-async fn json_errors(response: Response) -> Response {
+async fn json_errors(State(body_limit): State<usize>, response: Response) -> Response {
     let status = response.status();
     let is_json = response
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
     if (status.is_client_error() || status.is_server_error()) && !is_json {
-        let mut replaced = Error::from_status(status).into_response();
+        let mut replaced = Error::from_status(status, body_limit).into_response();
         if let Some(allow) = response.headers().get(header::ALLOW) {
             replaced.headers_mut().insert(header::ALLOW, allow.clone());
         }

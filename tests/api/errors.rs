@@ -448,3 +448,62 @@ async fn the_log_lines_of_a_request_carry_its_id() {
         "the request's log lines name its id:\n{text}"
     );
 }
+
+#[tokio::test]
+async fn a_body_over_its_routes_limit_is_413_naming_the_limit() {
+    let app = TestApp::with_settings(settings(&[("MMR__SERVER__BODY_LIMIT_BYTES", "1000")])).await;
+    app.create_pool(POOL).await;
+    let players: Vec<String> = (0..100).map(|i| format!("player-{i}")).collect();
+    let players: Vec<&str> = players.iter().map(String::as_str).collect();
+    let large = round("r1", &players).to_string();
+    assert!(large.len() > 1000);
+    let post = |declared: bool| {
+        let mut request = axum::http::Request::builder()
+            .method(Method::POST)
+            .uri("/v1/pools/main/rounds")
+            .header(header::AUTHORIZATION, format!("Bearer {WRITE_KEY}"))
+            .header(header::CONTENT_TYPE, "application/json");
+        if declared {
+            request = request.header(header::CONTENT_LENGTH, large.len());
+        }
+        request
+            .body(axum::body::Body::from(large.clone()))
+            .expect("a request")
+    };
+    // Refused on its declared length by the limit's layer, or as it is read.
+    for declared in [true, false] {
+        let response = app.send_request(post(declared)).await;
+        response.assert_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            None,
+            &format!("declared: {declared}"),
+        );
+        assert_eq!(
+            response.body["error"]["message"],
+            "the body is larger than the 1000 bytes this route takes"
+        );
+    }
+
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let sides = format!(r#"{{"sides": [{}]}}"#, vec!["[]"; 3 << 20].join(","));
+    let response = app
+        .send(
+            Method::POST,
+            "/v1/pools/main/match-quality",
+            None,
+            Payload::Raw(Some("application/json"), sides.into_bytes()),
+        )
+        .await;
+    response.assert_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+        None,
+        "a compute route's body",
+    );
+    assert_eq!(
+        response.body["error"]["message"],
+        "the body is larger than the 4194304 bytes this route takes"
+    );
+}
