@@ -37,7 +37,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_leaderboard))
 }
 
-/// `?limit=&cursor=&around=&order=&established=&league=&as_of=`.
+/// `?limit=&cursor=&before=&around=&order=&established=&league=&as_of=`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct LeaderboardQuery {
@@ -46,7 +46,10 @@ pub struct LeaderboardQuery {
     limit: Option<u32>,
     /// Start after the place this cursor names (a previous page's `next_cursor`).
     cursor: Option<String>,
-    /// Center the page on this player instead (not with `cursor`).
+    /// End right before the place this cursor names instead (a page's `prev_cursor`): the
+    /// page above it.
+    before: Option<String>,
+    /// Center the page on this player instead.
     around: Option<String>,
     /// `mu` (default) or `conservative` (μ − kσ, k the pool's `conservative_k`).
     #[param(inline)]
@@ -103,6 +106,8 @@ pub struct LeaderboardResponse {
     pub total: u64,
     /// Pass as `cursor` for the next page; `null` on the last page.
     pub next_cursor: Option<String>,
+    /// Pass as `before` for the page above this one; `null` on the first page.
+    pub prev_cursor: Option<String>,
 }
 
 /// The leaderboard, a page at a time: from the top, after a `cursor`, or `around` a player.
@@ -175,18 +180,32 @@ pub(super) fn answer(
             }),
         ),
     };
-    let start = match (&query.cursor, &query.around) {
-        (Some(_), Some(_)) => {
+    let mut limit = limit;
+    let start = match (&query.cursor, &query.before, &query.around) {
+        (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
             return Err(Error::query(
                 "around",
-                "give either `cursor` or `around`, not both",
+                "give one of `cursor`, `before` and `around`",
             ))
         }
-        (Some(cursor), None) => {
-            let (key, player) = decode_cursor(order, cursor)?;
+        (Some(_), Some(_), None) => {
+            return Err(Error::query(
+                "before",
+                "give one of `cursor`, `before` and `around`",
+            ))
+        }
+        (Some(cursor), None, None) => {
+            let (key, player) = decode_cursor(order, cursor, "cursor")?;
             board.index_after(order, filter, key, &player)
         }
-        (None, Some(player)) => {
+        (None, Some(cursor), None) => {
+            let (key, player) = decode_cursor(order, cursor, "before")?;
+            let end = board.index_before(order, filter, key, &player);
+            let start = end.saturating_sub(limit);
+            limit = end - start;
+            start
+        }
+        (None, None, Some(player)) => {
             let index = match past {
                 Some(past) => past.index_of(order, filter, player),
                 None => current.index_of(order, filter, player),
@@ -211,7 +230,7 @@ pub(super) fn answer(
                 .saturating_sub(limit / 2)
                 .min(board.count(filter).saturating_sub(limit))
         }
-        (None, None) => 0,
+        (None, None, None) => 0,
     };
     Ok(page(board, &*lookup, order, filter, start, limit))
 }
@@ -357,10 +376,15 @@ fn page(
         Some(last) if start + places.len() < total => Some(encode_cursor(order, last)),
         _ => None,
     };
+    let prev_cursor = places
+        .first()
+        .filter(|_| start > 0)
+        .map(|first| encode_cursor(order, first));
     LeaderboardResponse {
         entries,
         total: total as u64,
         next_cursor,
+        prev_cursor,
     }
 }
 
@@ -381,8 +405,9 @@ fn encode_cursor(order: Order, place: &Place) -> String {
     ))
 }
 
-fn decode_cursor(order: Order, cursor: &str) -> Result<(f64, String), Error> {
-    let bad = || Error::query("cursor", "not a cursor of this leaderboard order");
+/// The place `cursor`, given as query parameter `field`, names in `order`.
+fn decode_cursor(order: Order, cursor: &str, field: &str) -> Result<(f64, String), Error> {
+    let bad = || Error::query(field, "not a cursor of this leaderboard order");
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
     let text = String::from_utf8(bytes).map_err(|_| bad())?;
     let mut chars = text.chars();
@@ -408,10 +433,10 @@ mod tests {
             player: Arc::from("név/✓"),
         };
         let cursor = encode_cursor(Order::Mu, &place);
-        let (key, player) = decode_cursor(Order::Mu, &cursor).expect("valid cursor");
+        let (key, player) = decode_cursor(Order::Mu, &cursor, "cursor").expect("valid cursor");
         assert_eq!((key, player.as_str()), (1234.5678, "név/✓"));
-        assert!(decode_cursor(Order::Conservative, &cursor).is_err());
-        assert!(decode_cursor(Order::Mu, "!!").is_err());
-        assert!(decode_cursor(Order::Mu, &URL_SAFE_NO_PAD.encode("m12")).is_err());
+        assert!(decode_cursor(Order::Conservative, &cursor, "cursor").is_err());
+        assert!(decode_cursor(Order::Mu, "!!", "cursor").is_err());
+        assert!(decode_cursor(Order::Mu, &URL_SAFE_NO_PAD.encode("m12"), "cursor").is_err());
     }
 }

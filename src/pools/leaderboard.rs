@@ -483,6 +483,17 @@ impl Leaderboard {
             .partition_point(|s| s.key >= key)
     }
 
+    /// 0-based index of `(key, player)` in `order`, or of where it would be: the places
+    /// before it, whether or not that player is still there. What a page before a cursor ends
+    /// at.
+    #[must_use]
+    pub fn index_before(&self, order: Order, filter: Filter, key: f64, player: &str) -> usize {
+        let names = &self.names;
+        self.orders(filter)
+            .places(order)
+            .partition_point(|s| s.cmp_order(names, key, player) == Ordering::Less)
+    }
+
     /// 0-based index of the first place after `(key, player)` in `order`, whether or not that
     /// player is still there: what a cursor resumes from.
     #[must_use]

@@ -910,6 +910,11 @@ fn query_cases(other_order: &str) -> Vec<Case> {
             "before",
         ),
         bad_query(
+            "a leaderboard page before something that is no cursor",
+            &format!("{LEADERBOARD}?before=!!"),
+            "before",
+        ),
+        bad_query(
             "a leaderboard limit of 0",
             &format!("{LEADERBOARD}?limit=0"),
             "limit",

@@ -1,4 +1,4 @@
-//! `GET /v1/pools/{pool}/leaderboard`: orders, cursors, `around`, and bad queries.
+//! `GET /v1/pools/{pool}/leaderboard`: orders, cursors both ways, `around`, and bad queries.
 
 use axum::http::StatusCode;
 use serde_json::{json, Value};
@@ -111,6 +111,46 @@ async fn ordering_by_conservative_sorts_by_mu_minus_three_sigma() {
 }
 
 #[tokio::test]
+async fn following_prev_cursor_up_from_a_page_around_the_last_player_visits_everyone_once() {
+    let app = eight_players().await;
+    for order in ["mu", "conservative"] {
+        let everyone = players(&page(&app, &format!("order={order}")).await);
+        let last = everyone.last().expect("a last player");
+        let mut body = page(&app, &format!("order={order}&limit=3&around={last}")).await;
+        let mut seen = players(&body);
+        while let Some(cursor) = body["prev_cursor"].as_str() {
+            body = page(&app, &format!("order={order}&limit=3&before={cursor}")).await;
+            let entries = body["entries"].as_array().expect("entries");
+            assert!(!entries.is_empty() && entries.len() <= 3, "{order}: {body}");
+            let above = players(&body);
+            seen.splice(0..0, above);
+            assert!(seen.len() <= 8, "{order}: the pages end");
+        }
+        assert_eq!(
+            body["entries"][0]["position"], 1,
+            "{order}: the walk ends at the top, where prev_cursor is null"
+        );
+        assert_eq!(
+            seen, everyone,
+            "{order}: pages of at most 3 above each other cover the board once, in order"
+        );
+    }
+    assert!(page(&app, "limit=3").await["prev_cursor"].is_null());
+    let cursor = page(&app, "limit=3").await["next_cursor"]
+        .as_str()
+        .expect("a cursor")
+        .to_owned();
+    app.get(&format!("{LEADERBOARD}?cursor={cursor}&before={cursor}"))
+        .await
+        .assert_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            Some("before"),
+            "cursor and before",
+        );
+}
+
+#[tokio::test]
 async fn following_next_cursor_visits_every_player_exactly_once() {
     let app = eight_players().await;
     for order in ["mu", "conservative"] {
@@ -179,7 +219,7 @@ async fn an_empty_pool_has_an_empty_leaderboard() {
     app.create_pool(POOL).await;
     assert_eq!(
         page(&app, "").await,
-        json!({"entries": [], "total": 0, "next_cursor": null})
+        json!({"entries": [], "total": 0, "next_cursor": null, "prev_cursor": null})
     );
 }
 
