@@ -221,12 +221,7 @@ async fn enqueue(
     let canonical = Entry::Correction(correction.clone())
         .canonical()
         .map_err(|_| Error::Internal)?;
-    let entry = NewEntry {
-        id: &correction.id,
-        kind: EntryKind::Correction,
-        body: &canonical,
-        key: &canonical,
-    };
+    let entry = NewEntry::by_body(&correction.id, EntryKind::Correction, &canonical);
     let outcome = state.enqueue(pool, entry).await?;
     let queued = Queued::of(outcome, &correction.id)?;
     let body = RoundStatusResponse {

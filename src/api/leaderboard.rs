@@ -180,8 +180,7 @@ pub(super) fn answer(
             }),
         ),
     };
-    let mut limit = limit;
-    let start = match (&query.cursor, &query.before, &query.around) {
+    let (start, limit) = match (&query.cursor, &query.before, &query.around) {
         (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
             return Err(Error::query(
                 "around",
@@ -196,14 +195,13 @@ pub(super) fn answer(
         }
         (Some(cursor), None, None) => {
             let (key, player) = decode_cursor(order, cursor, "cursor")?;
-            board.index_after(order, filter, key, &player)
+            (board.index_after(order, filter, key, &player), limit)
         }
         (None, Some(cursor), None) => {
             let (key, player) = decode_cursor(order, cursor, "before")?;
             let end = board.index_before(order, filter, key, &player);
             let start = end.saturating_sub(limit);
-            limit = end - start;
-            start
+            (start, end - start)
         }
         (None, None, Some(player)) => {
             let index = match past {
@@ -226,11 +224,12 @@ pub(super) fn answer(
             })?;
             // Centred where the board allows; at either end the page still holds `limit`
             // places, as many as the board has.
-            index
+            let start = index
                 .saturating_sub(limit / 2)
-                .min(board.count(filter).saturating_sub(limit))
+                .min(board.count(filter).saturating_sub(limit));
+            (start, limit)
         }
-        (None, None, None) => 0,
+        (None, None, None) => (0, limit),
     };
     Ok(page(board, &*lookup, order, filter, start, limit))
 }

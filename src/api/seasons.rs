@@ -116,12 +116,7 @@ async fn start_season(
         tracing::error!(error = %e, "season serialization failed");
         Error::Internal
     })?;
-    let entry = NewEntry {
-        id: &season.id,
-        kind: EntryKind::Season,
-        body: &canonical,
-        key: &canonical,
-    };
+    let entry = NewEntry::by_body(&season.id, EntryKind::Season, &canonical);
     let outcome = state.enqueue(&pool, entry).await?;
     let queued = Queued::of(outcome, &season.id)?;
     let seasons = seasons_of(state.storage.as_ref(), &pool).await?;

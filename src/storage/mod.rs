@@ -283,6 +283,20 @@ pub struct NewEntry<'a> {
     pub key: &'a str,
 }
 
+impl<'a> NewEntry<'a> {
+    /// A line compared by its canonical JSON `body` itself: a season start, a correction, or
+    /// a round written as its own comparison key.
+    #[must_use]
+    pub fn by_body(id: &'a str, kind: EntryKind, body: &'a str) -> Self {
+        Self {
+            id,
+            kind,
+            body,
+            key: body,
+        }
+    }
+}
+
 /// What [`Storage::enqueue_entries`] did: all of it, or nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EnqueuedAll {
@@ -802,13 +816,12 @@ pub trait Storage: Send + Sync + 'static {
         body: &str,
         max_queued: u64,
     ) -> Result<Enqueued, Error> {
-        let entry = NewEntry {
-            id,
-            kind: EntryKind::Round,
-            body,
-            key: body,
-        };
-        self.enqueue_entry(pool, entry, max_queued).await
+        self.enqueue_entry(
+            pool,
+            NewEntry::by_body(id, EntryKind::Round, body),
+            max_queued,
+        )
+        .await
     }
 
     /// Every season start of `pool` (queued, applied or failed), in the pool's order.

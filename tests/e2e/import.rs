@@ -166,30 +166,23 @@ fn the_reference_directory_format_imports_and_a_bad_line_posts_nothing(backend: 
         .expect_err("another input under the same ids stops");
     assert!(error.contains("is not this one"), "{error}");
 
+    // A file of a good round, then `line`.
     let bad = dir.join("bad.jsonl");
-    std::fs::write(
-        &bad,
-        format!(
-            "{}\n{{\"id\": \"late\", \"standings\": []}}\n",
-            synthetic_round(7)
-        ),
-    )
-    .expect("write");
-    let error = import(&server, POOL, &bad, &[]).expect_err("a bad line stops the import");
+    let after_a_good_round = |line: &str| {
+        std::fs::write(&bad, format!("{}\n{line}\n", synthetic_round(7))).expect("write");
+        &bad
+    };
+    let late = after_a_good_round(r#"{"id": "late", "standings": []}"#);
+    let error = import(&server, POOL, late, &[]).expect_err("a bad line stops the import");
     assert!(
         error.contains("line 2") && error.contains("standings"),
         "{error}"
     );
     // So does one the service would refuse for its time alone, a mistyped year.
-    std::fs::write(
-        &bad,
-        format!(
-            "{}\n{{\"id\": \"typo\", \"time\": \"2062-11-27T12:00:00Z\", \"standings\": [{{\"player\": \"ann\", \"rank\": 1}}, {{\"player\": \"bob\", \"rank\": 2}}]}}\n",
-            synthetic_round(7)
-        ),
-    )
-    .expect("write");
-    let error = import(&server, POOL, &bad, &[]).expect_err("a round far ahead stops it");
+    let typo = after_a_good_round(
+        r#"{"id": "typo", "time": "2062-11-27T12:00:00Z", "standings": [{"player": "ann", "rank": 1}, {"player": "bob", "rank": 2}]}"#,
+    );
+    let error = import(&server, POOL, typo, &[]).expect_err("a round far ahead stops it");
     assert!(
         error.contains("line 2") && error.contains("time"),
         "{error}"
