@@ -165,7 +165,7 @@ pub struct RateLimitSettings {
     pub writes_per_second: u32,
     /// Requests a key that has been idle may make at once before the rate applies.
     pub writes_burst: u32,
-    /// Reads per second per key when `auth.read_key_required`, else per client address.
+    /// Reads per second per key for a read given one, else per client address.
     pub reads_per_second: u32,
     /// Reads a client that has been idle may make at once before the rate applies.
     pub reads_burst: u32,

@@ -137,6 +137,15 @@ fn outgoing(line: &str, location: String) -> anyhow::Result<Outgoing> {
 
 /// Imports the input, and says what it did.
 pub fn run(options: &Options) -> anyhow::Result<Summary> {
+    if !["http://", "https://"]
+        .iter()
+        .any(|scheme| options.url.starts_with(scheme))
+    {
+        bail!(
+            "--url `{}` names no service: give its base URL, such as http://127.0.0.1:8080",
+            options.url
+        );
+    }
     let rounds = read(options)?;
     let client = Client::builder()
         .timeout(REQUEST_TIMEOUT)
@@ -174,14 +183,15 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
     if let Some(last) = start.checked_sub(1).map(|i| &rounds[i]) {
         // The service knows the id; the same round must be behind it, or this is another file.
         let response = api.post(last, &mut summary)?;
-        if response.status() != StatusCode::OK {
-            bail!(
-                "{}: the pool's round `{}` is not this one ({}): the pool did not come from an \
+        match response.status() {
+            StatusCode::OK => {}
+            StatusCode::CONFLICT => bail!(
+                "{}: the pool's round `{}` is not this one (409): the pool did not come from an \
                  earlier import of this input",
                 last.location,
-                last.id,
-                response.status()
-            );
+                last.id
+            ),
+            _ => return Err(refused(last, response)),
         }
     }
     summary.skipped = start;
@@ -230,14 +240,20 @@ fn post_one(api: &Api, line: &Outgoing, summary: &mut Summary) -> anyhow::Result
     match response.status() {
         StatusCode::ACCEPTED => summary.accepted += 1,
         StatusCode::OK => summary.known += 1,
-        status => bail!(
-            "{}: round `{}` refused with {status}: {}",
-            line.location,
-            line.id,
-            response.text().unwrap_or_default()
-        ),
+        _ => return Err(refused(line, response)),
     }
     Ok(())
+}
+
+/// The error of a line the service refused, with the service's answer.
+fn refused(line: &Outgoing, response: Response) -> anyhow::Error {
+    let status = response.status();
+    anyhow::anyhow!(
+        "{}: round `{}` refused with {status}: {}",
+        line.location,
+        line.id,
+        response.text().unwrap_or_default()
+    )
 }
 
 /// Posts `rounds` as one batch and counts each round's answer; a batch the service finds too

@@ -1,6 +1,6 @@
 //! Per-client request budgets (`[rate_limit]`): one token bucket (GCRA, from `governor`) per
-//! API key for requests that change something, and one per key, or per client address when
-//! reads need no key, for reads. A request over its budget learns how long to wait. And each
+//! API key for requests that change something, and one per key, or per client address for a
+//! read given no key, for reads. A request over its budget learns how long to wait. And each
 //! client's [`Shares`] of what the service bounds in all (streams, computations, past boards
 //! being built), and its [`Turns`] at the reads of the database. Knows nothing of HTTP:
 //! `api::auth` asks here once it knows who the client is.

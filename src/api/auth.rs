@@ -51,9 +51,12 @@ fn role_of<'a>(
     found
 }
 
-/// The token of a `Bearer` credential; the scheme is case-insensitive (RFC 7235).
+/// The token of a `Bearer` credential, empty when the scheme stands alone (HTTP strips the
+/// space after it); the scheme is case-insensitive (RFC 7235).
 fn bearer_token(authorization: &str) -> Option<&str> {
-    let (scheme, token) = authorization.split_once(' ')?;
+    let (scheme, token) = authorization
+        .split_once(|c: char| c.is_ascii_whitespace())
+        .unwrap_or((authorization, ""));
     scheme
         .eq_ignore_ascii_case("bearer")
         .then_some(token.trim())
@@ -112,7 +115,15 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
         } else {
             Budget::Write
         };
-        if R::ROLE == Role::Read && !auth.read_key_required {
+        // A `Bearer` credential is checked wherever it is presented, so a client with a wrong
+        // key learns it on its first read instead of being served as anonymous; any other
+        // scheme (a proxy's `Basic`, say) is not ours to judge on an open read.
+        let presented = parts
+            .headers
+            .get(AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(bearer_token);
+        if R::ROLE == Role::Read && !auth.read_key_required && presented.is_none() {
             // A router called in process (tests) has no peer address: nothing to count it by.
             let client = parts
                 .extensions
@@ -127,11 +138,7 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
                 role: PhantomData,
             });
         }
-        let presented = parts
-            .headers
-            .get(AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(bearer_token)
+        let presented = presented
             .filter(|key| !key.is_empty())
             .ok_or(Error::Unauthenticated)?;
         let stored = state.keys.load();
@@ -181,6 +188,22 @@ mod tests {
             hash_key("abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    #[test]
+    fn a_bearer_token_is_whatever_follows_the_scheme() {
+        for (header, token) in [
+            ("Bearer k", Some("k")),
+            ("bEaReR  k ", Some("k")),
+            ("Bearer\tk", Some("k")),
+            ("Bearer", Some("")),
+            ("Bearer ", Some("")),
+            ("Basic k", None),
+            ("k", None),
+            ("Bearerk", None),
+        ] {
+            assert_eq!(bearer_token(header), token, "{header:?}");
+        }
     }
 
     #[test]

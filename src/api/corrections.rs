@@ -13,13 +13,14 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::auth::{Admin, Authorized, Read};
+use super::auth::{hash_key, Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
-use super::json::json_bytes;
+use super::json::{from_object, json_bytes};
 use super::pool_of;
 use super::rounds::{located, Queued, RoundStatusResponse};
 use crate::config::ParamsOverrides;
 use crate::engine::Beliefs;
+use crate::names;
 use crate::pools::Pool;
 use crate::state::AppState;
 use crate::storage::{EntryKind, NewEntry, ResultsPage, RoundStatus};
@@ -113,9 +114,21 @@ async fn post_correction(
     }
     if value["action"] == "params" {
         if let Some(object) = value.as_object_mut() {
-            let overrides = object.remove("params").unwrap_or_default();
-            let overrides: ParamsOverrides = serde_json::from_value(overrides)
-                .map_err(|e| invalid("params".into(), e.to_string()))?;
+            let overrides = match object.remove("params") {
+                Some(overrides @ serde_json::Value::Object(_)) => overrides,
+                Some(_) => return Err(invalid("params".into(), "must be an object".into())),
+                None => return Err(invalid("params".into(), "missing field `params`".into())),
+            };
+            // Named as `PUT /v1/pools/{pool}` names them, under `params`.
+            let overrides: ParamsOverrides = from_object(overrides).map_err(|e| match e {
+                Error::Invalid { field, message, .. } if field.is_empty() => {
+                    invalid("params".into(), message)
+                }
+                Error::Invalid { field, message, .. } => {
+                    invalid(format!("params.{field}"), message)
+                }
+                other => other,
+            })?;
             let system = overrides
                 .apply(&state.settings.engine)
                 .and_then(|system| system.validate().map(|()| system))
@@ -137,7 +150,9 @@ async fn post_correction(
 }
 
 /// Voids round `id`: once the worker reaches the correction, the pool is rated again without
-/// it (`POST …/corrections` with `"action": "void"`, whose id is `void/{id}`).
+/// it (`POST …/corrections` with `"action": "void"`, whose id is `void/{id}`, or for an id
+/// longer than 251 bytes `void/sha256:{hex SHA-256 of id}`). 409 if a round or correction took
+/// that id first.
 #[utoipa::path(delete, path = "/v1/pools/{pool}/rounds/{id}", tag = "rounds",
     params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
         ("id" = String, Path, description = "Round id")),
@@ -146,7 +161,8 @@ async fn post_correction(
             headers(("Location" = String, description = "The pool's recomputation"))),
         (status = 200, body = RoundStatusResponse, description = "Voided (or queued) before under this id: a retry"),
         (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
-        (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse),
+        (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse),
+        (status = 422, body = ErrorResponse),
         (status = 503, body = ErrorResponse, description = "Queue full or database unavailable",
             headers(("Retry-After" = u64, description = "Seconds to wait")))),
     security(("bearer" = [])))]
@@ -157,10 +173,22 @@ async fn void_round(
 ) -> Result<Response, Error> {
     let pool = pool_of(&state, auth.client(), &pool).await?;
     let correction = CorrectionRequest {
-        id: format!("void/{id}"),
+        id: void_id(&id),
         action: Correction::Void { round: id },
     };
     enqueue(&state, &pool, correction).await
+}
+
+/// The id of the correction `DELETE …/rounds/{round}` queues: `void/{round}`, or where that
+/// would be longer than an id may be, `void/sha256:` and the hex SHA-256 of the round's id,
+/// so that a retry finds the same correction either way.
+fn void_id(round: &str) -> String {
+    let id = format!("void/{round}");
+    if id.len() <= names::MAX_ID_BYTES {
+        id
+    } else {
+        format!("void/sha256:{}", hash_key(round))
+    }
 }
 
 /// How the pool's recomputation is going, in the process that answers (each process knows

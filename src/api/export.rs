@@ -73,14 +73,40 @@ pub struct ExportResponse {
     pub next_after: Option<i64>,
 }
 
-/// Whether the client asked for the JSON Lines form.
+/// Whether the client asked for the JSON Lines form: named in `Accept` with a weight (`q`)
+/// above 0 and no lower than that of the JSON page (`application/json`, or else the most
+/// specific wildcard that covers it). Only a client that names it gets it.
 fn wants_ndjson(headers: &HeaderMap) -> bool {
-    headers
+    let mut ndjson: f32 = 0.0;
+    // The JSON page's weight, and how specific the range that gave it was.
+    let mut json: Option<(u8, f32)> = None;
+    let ranges = headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .any(|media| media.split(';').next().is_some_and(|m| m.trim() == NDJSON))
+        .flat_map(|value| value.split(','));
+    for range in ranges {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+        let q = parts
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        let specific = match media.as_str() {
+            NDJSON => {
+                ndjson = ndjson.max(q);
+                continue;
+            }
+            "application/json" => 2,
+            "application/*" => 1,
+            "*/*" => 0,
+            _ => continue,
+        };
+        if json.is_none_or(|(best, _)| specific > best) {
+            json = Some((specific, q));
+        }
+    }
+    ndjson > 0.0 && json.is_none_or(|(_, q)| ndjson >= q)
 }
 
 /// The pool's applied rounds in order, a page at a time, or all of them as JSON Lines with
@@ -191,4 +217,30 @@ fn stream(
         drop(place);
     });
     Body::from_stream(ReaderStream::new(reader))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_lines_go_to_a_client_that_prefers_them() {
+        for (accept, ndjson) in [
+            ("application/x-ndjson", true),
+            ("application/x-ndjson, */*", true),
+            ("application/json;q=0.5, application/x-ndjson", true),
+            ("Application/X-NDJSON; q=0.8, text/html", true),
+            ("application/x-ndjson;q=0.1, application/json", false),
+            ("application/x-ndjson;q=0.1, */*;q=0.2", false),
+            ("application/x-ndjson;q=0", false),
+            ("application/json, application/x-ndjson;q=0.9", false),
+            ("*/*", false),
+            ("application/*", false),
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::ACCEPT, HeaderValue::from_static(accept));
+            assert_eq!(wants_ndjson(&headers), ndjson, "{accept}");
+        }
+        assert!(!wants_ndjson(&HeaderMap::new()));
+    }
 }

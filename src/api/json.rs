@@ -133,6 +133,11 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
             "the body must be a JSON object",
         ));
     }
+    from_object(value)
+}
+
+/// Reads `value`, a JSON object, as `T`: 422 `invalid_request` naming the field's path.
+pub fn from_object<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, Error> {
     serde_path_to_error::deserialize(value).map_err(|error| {
         let path = error.path().to_string();
         let message = strip_position(error.inner());

@@ -248,6 +248,9 @@ pub(super) async fn board_as_of(
     pool: &Pool,
     round: &str,
 ) -> Result<Arc<AsOfBoard>, Error> {
+    if round.is_empty() {
+        return Err(Error::query("as_of", "must name a round"));
+    }
     let seq = match reads(state, client)
         .await
         .round_applied(pool.name(), round)

@@ -26,6 +26,7 @@ use crate::engine::matchmaking::{
 };
 use crate::engine::predict::head_to_head;
 use crate::engine::{self, Beliefs};
+use crate::names;
 use crate::state::AppState;
 
 /// Most players one request may list.
@@ -158,11 +159,8 @@ fn validate(request: &MatchmakingRequest) -> Result<Relaxation, Error> {
     }
     let mut seen = HashSet::with_capacity(waiting.len());
     for (i, w) in waiting.iter().enumerate() {
-        if w.player.is_empty() {
-            return Err(invalid(
-                format!("waiting[{i}].player"),
-                "an empty player id",
-            ));
+        if let Some(problem) = names::id_problem(&w.player) {
+            return Err(invalid(format!("waiting[{i}].player"), problem));
         }
         if !seen.insert(w.player.as_str()) {
             return Err(invalid(
@@ -391,7 +389,10 @@ async fn list_opponents(
     };
     let days = query.active_days.unwrap_or(DEFAULT_ACTIVE_DAYS);
     if !(days.is_finite() && days > 0.0) {
-        return Err(Error::query("active_days", "must be a number above 0"));
+        return Err(Error::query(
+            "active_days",
+            "must be a finite number above 0",
+        ));
     }
     let snapshot = pool_of(&state, auth.client(), &pool).await?.read();
     let cost = snapshot.len().min(MAX_ENTRANTS);

@@ -22,6 +22,7 @@ use super::query::QueryParams;
 use crate::engine;
 use crate::engine::predict::{self, Figures, Forecast};
 use crate::engine::{PredictionPath, RequestNames};
+use crate::names;
 use crate::state::AppState;
 
 /// Most entrants (or sides) one prediction may hold: the pairwise matrix grows as its square.
@@ -188,6 +189,11 @@ async fn get_win_probability(
     Path(pool): Path<String>,
     QueryParams(query): QueryParams<WinProbabilityQuery>,
 ) -> Result<Json<WinProbabilityResponse>, Error> {
+    for (field, id) in [("a", &query.a), ("b", &query.b)] {
+        if let Some(problem) = names::id_problem(id) {
+            return Err(Error::query(field, problem));
+        }
+    }
     let pool = pool_of(&state, auth.client(), &pool).await?;
     let outcome = predict::head_to_head(&*pool.read(), &query.a, &query.b);
     let h2h = outcome.map_err(|e| match &e {
@@ -235,6 +241,12 @@ async fn forecast(
                 PredictionPath::Entrant(i).render(names),
                 format!("at most {MAX_PLAYERS} players in all {list} together"),
             ));
+        }
+        for (j, id) in ids.iter().enumerate() {
+            if let Some(problem) = names::id_problem(id) {
+                let at = PredictionPath::Member(i, j).render(names);
+                return Err(Error::invalid("invalid_prediction", at, problem));
+            }
         }
     }
     let cost = entrants.len();

@@ -56,9 +56,10 @@ pub struct RoundBatchResponse {
 /// Posts the results of many rounds at once. Every round is validated first; then all are
 /// stored durably and queued in one transaction, in the order given, or none is: a round that
 /// fails validation (422 naming it, e.g. `rounds[3].standings[2].rank`), a round whose id was
-/// posted before with other content (409), or a queue without room for the new rounds (503)
-/// stores nothing. A round posted before with the same content is left as it is, so that a
-/// batch can be re-posted after a lost answer. 202 if any round was accepted now, else 200.
+/// posted before with other content (409), or a queue without room for the new rounds (503;
+/// 422 naming `rounds` when they are more than the queue ever holds) stores nothing. A round
+/// posted before with the same content is left as it is, so that a batch can be re-posted after
+/// a lost answer. 202 if any round was accepted now, else 200.
 /// A batch counts as one request against the key's write budget.
 #[utoipa::path(post, path = "/v1/pools/{pool}/round-batches", tag = "rounds",
     params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
@@ -105,7 +106,22 @@ async fn create_round_batch(
                 field: format!("rounds[{index}].id"),
             });
         }
-        EnqueuedAll::QueueFull { .. } => return Err(Error::QueueFull),
+        EnqueuedAll::QueueFull { new, .. } => {
+            let most = state.settings.queue.max_queued_per_pool;
+            // Waiting would not help a batch that no queue of this size can hold.
+            return Err(if new > most {
+                Error::invalid(
+                    "invalid_request",
+                    "rounds",
+                    format!(
+                        "holds {new} rounds new to the pool; its queue holds at most {most} \
+                         (queue.max_queued_per_pool): post them in smaller batches"
+                    ),
+                )
+            } else {
+                Error::QueueFull
+            });
+        }
     };
     let mut status = StatusCode::OK;
     let mut answers = Vec::with_capacity(outcomes.len());

@@ -3,6 +3,7 @@
 //! (the `Contest` of `multi-skill`'s `data_processing`). Every error says where (line or
 //! file) and which field; nothing is rated here.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::ErrorKind;
 use std::path::Path;
@@ -83,25 +84,43 @@ fn read_jsonl(path: &Path) -> Result<Vec<SourcedRound>, Error> {
         .filter(|(_, line)| !line.trim().is_empty())
         .collect();
     // Parsed in parallel, reported in order: the first bad line is the one named.
-    let parsed: Vec<Result<SourcedRound, Error>> = lines
+    let parsed: Vec<Result<(String, SourcedRound), Error>> = lines
         .into_par_iter()
         .map(|(index, line)| {
             let location = format!("line {}", index + 1);
             match parse_line(line) {
-                Ok(line) => Ok(SourcedRound { location, line }),
+                Ok((id, line)) => Ok((id, SourcedRound { location, line })),
                 Err(error) => Err(Error::Input { location, error }),
             }
         })
         .collect();
-    parsed.into_iter().collect()
+    // A pool keeps one line per id: a file that repeats one would rate rounds no pool holds.
+    let mut seen: HashMap<String, String> = HashMap::with_capacity(parsed.len());
+    let mut rounds = Vec::with_capacity(parsed.len());
+    for result in parsed {
+        let (id, round) = result?;
+        if let Some(first) = seen.get(&id) {
+            return Err(Error::Input {
+                error: FieldError::new("id", format!("`{id}` is the id of {first} too")),
+                location: round.location,
+            });
+        }
+        seen.insert(id, round.location.clone());
+        rounds.push(round);
+    }
+    Ok(rounds)
 }
 
-fn parse_line(line: &str) -> Result<Line, FieldError> {
+/// A line's id and what it holds.
+fn parse_line(line: &str) -> Result<(String, Line), FieldError> {
     let value: Value = serde_json::from_str(line)
         .map_err(|e| FieldError::new("", format!("invalid JSON: {e}")))?;
     match Entry::from_value(&value)? {
-        Entry::Round(round) => round.into_round().map(Line::Round),
-        Entry::Season(season) => Ok(Line::Season(season.reset())),
+        Entry::Round(round) => {
+            let id = round.id.clone();
+            round.into_round().map(|round| (id, Line::Round(round)))
+        }
+        Entry::Season(season) => Ok((season.id.clone(), Line::Season(season.reset()))),
         Entry::Correction(_) => Err(FieldError::new(
             "correction",
             "corrections are applied by the service: replay a pool's export, which holds the \

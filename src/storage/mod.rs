@@ -305,10 +305,12 @@ pub enum EnqueuedAll {
     Stored(Vec<Enqueued>),
     /// The line at this index was stored before with another body; nothing changed.
     Conflict(usize),
-    /// The new lines do not fit beside the `queued` rounds waiting; nothing changed.
+    /// The `new` lines do not fit beside the `queued` rounds waiting; nothing changed.
     QueueFull {
         /// Rounds waiting.
         queued: u64,
+        /// Lines of the request that were not stored before.
+        new: u64,
     },
 }
 
@@ -803,7 +805,7 @@ pub trait Storage: Send + Sync + 'static {
                     })?
                 }
                 EnqueuedAll::Conflict(_) => Enqueued::Conflict,
-                EnqueuedAll::QueueFull { queued } => Enqueued::QueueFull { queued },
+                EnqueuedAll::QueueFull { queued, .. } => Enqueued::QueueFull { queued },
             },
         )
     }

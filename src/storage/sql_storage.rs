@@ -614,7 +614,10 @@ where
             .await?;
         let queued = to_u64(queued, "queued")?;
         if queued.saturating_add(new.len() as u64) > max_queued {
-            return Ok(EnqueuedAll::QueueFull { queued });
+            return Ok(EnqueuedAll::QueueFull {
+                queued,
+                new: new.len() as u64,
+            });
         }
         for (position, (index, hash)) in (queued + 1..).zip(new) {
             let entry = &entries[index];

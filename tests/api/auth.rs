@@ -64,6 +64,38 @@ async fn reads_are_public_by_default() {
 }
 
 #[tokio::test]
+async fn a_public_read_checks_a_bearer_key_it_is_given() {
+    let app = one_round_played(false).await;
+    let mut cases = vec![
+        ("Bearer guess".to_owned(), StatusCode::UNAUTHORIZED),
+        ("Bearer".to_owned(), StatusCode::UNAUTHORIZED),
+        ("Basic dXNlcjpwYXNz".to_owned(), StatusCode::OK),
+    ];
+    cases.extend([READ_KEY, WRITE_KEY, ADMIN_KEY].map(|k| (format!("Bearer {k}"), StatusCode::OK)));
+    for (method, uri, body) in reads() {
+        for (authorization, status) in &cases {
+            let context = format!("{method} {uri} with {authorization:?}");
+            let mut request = Request::builder()
+                .method(method.clone())
+                .uri(uri)
+                .header(header::AUTHORIZATION, authorization);
+            if body.is_some() {
+                request = request.header(header::CONTENT_TYPE, "application/json");
+            }
+            let body = body.as_ref().map(Value::to_string).unwrap_or_default();
+            let response = app
+                .send_request(request.body(Body::from(body)).expect("a valid request"))
+                .await;
+            if *status == StatusCode::OK {
+                response.assert_status(StatusCode::OK, &context);
+            } else {
+                response.assert_error(*status, "unauthenticated", None, &context);
+            }
+        }
+    }
+}
+
+#[tokio::test]
 async fn when_read_keys_are_required_reads_without_a_known_key_return_401() {
     let app = one_round_played(true).await;
     for route in reads() {

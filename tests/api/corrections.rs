@@ -5,6 +5,7 @@
 //! correction the worker cannot apply fails and changes nothing.
 
 use axum::http::{Method, StatusCode};
+use mmr_service::api::auth::hash_key;
 use serde_json::{json, Value};
 
 use crate::leagues::{ladder, ladder_rounds, put_display, read, replayed_csv};
@@ -197,6 +198,36 @@ async fn corrections_rate_the_pool_again_as_replay_of_the_corrected_rounds_would
             assert_eq!(history_ids(app, POOL, player).await, played, "{player}");
         }
     }
+}
+
+#[tokio::test]
+async fn a_round_whose_id_leaves_no_room_for_void_is_voided_under_its_ids_hash() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    let long = "z".repeat(256);
+    app.play([round(&long, &["a", "b"]), round("r2", &["a", "c"])])
+        .await;
+    let uri = format!("/v1/pools/main/rounds/{long}");
+    let void = || app.send(Method::DELETE, &uri, Some(ADMIN_KEY), Payload::Empty);
+    let id = format!("void/sha256:{}", hash_key(&long));
+    assert_eq!(
+        void().await.assert_status(StatusCode::ACCEPTED, "void"),
+        &json!({"id": id, "status": "queued", "position": 1})
+    );
+    app.apply_queued(POOL).await;
+    assert_eq!(read(&app, &uri).await["status"], "voided");
+    let correction = read(
+        &app,
+        &format!("/v1/pools/main/rounds/{}", id.replace('/', "%2F")),
+    )
+    .await;
+    assert_eq!(correction["status"], "applied", "{correction}");
+    assert_eq!(
+        void()
+            .await
+            .assert_status(StatusCode::OK, "the same void again"),
+        &json!({"id": id, "status": "applied"})
+    );
 }
 
 async fn a_correction_the_worker_cannot_apply_fails_and_changes_nothing(app: TestApp) {

@@ -1405,6 +1405,21 @@ fn correction_cases() -> Vec<Case> {
         invalid(
             "parameters of the wrong type",
             json!({"id": "c", "action": "params", "params": {"beta": "high"}}),
+            "params.beta",
+        ),
+        invalid(
+            "a parameter no system has",
+            json!({"id": "c", "action": "params", "params": {"system": "trueskill", "bogus": 1}}),
+            "params.bogus",
+        ),
+        invalid(
+            "new parameters missing",
+            json!({"id": "c", "action": "params"}),
+            "params",
+        ),
+        invalid(
+            "new parameters that are not an object",
+            json!({"id": "c", "action": "params", "params": [1]}),
             "params",
         ),
         invalid(
@@ -1668,6 +1683,11 @@ fn display_cases() -> Vec<Case> {
         bad_query(
             "a player as of a round still queued",
             "/v1/pools/main/players/ann?as_of=r4",
+            "as_of",
+        ),
+        bad_query(
+            "a leaderboard as of no round at all",
+            &format!("{LEADERBOARD}?as_of="),
             "as_of",
         ),
         bad_query(

@@ -170,6 +170,10 @@ async fn bad_waiting_lists_and_formats_are_refused_naming_the_field() {
             "waiting[1].player",
         ),
         (
+            json!({"waiting": waiting(&["a", &"x".repeat(257)], 0.0)}),
+            "waiting[1].player",
+        ),
+        (
             json!({"waiting": waiting(&["a", "b"], -1.0)}),
             "waiting[0].waited",
         ),

@@ -87,6 +87,8 @@ async fn a_bad_win_probability_query_returns_400_naming_the_parameter() {
         ("a=strong", "b", "b missing"),
         ("b=strong", "a", "a missing"),
         ("a=&b=weak", "a", "an empty player id"),
+        (&*format!("a=weak&b={}", "x".repeat(257)), "b", "257 bytes"),
+        ("a=a%00b&b=weak", "a", "NUL"),
     ];
     for (query, field, case) in cases {
         app.get(&format!("{WIN_PROBABILITY}?{query}"))
@@ -194,6 +196,18 @@ async fn an_invalid_prediction_returns_422_naming_the_field() {
             "an empty player id",
         ),
         (
+            json!({"entrants": [{"players": ["strong"]}, {"players": ["weak", "x".repeat(257)]}]}),
+            "invalid_prediction",
+            "entrants[1].players[1]",
+            "a player id no round can hold: 257 bytes",
+        ),
+        (
+            json!({"entrants": [{"players": ["a\u{0}b"]}, {"players": ["weak"]}]}),
+            "invalid_prediction",
+            "entrants[0].players[0]",
+            "a player id no round can hold: NUL",
+        ),
+        (
             json!({"entrants": [{"players": ["strong"]}, {"players": [3]}]}),
             "invalid_request",
             "entrants[1].players[0]",
@@ -295,6 +309,12 @@ async fn an_invalid_match_quality_request_returns_422_naming_the_side() {
             "invalid_request",
             "sides[1]",
             "a side that is not a list",
+        ),
+        (
+            json!({"sides": [["strong"], ["weak", "x".repeat(257)]]}),
+            "invalid_prediction",
+            "sides[1][1]",
+            "a player id no round can hold",
         ),
     ];
     for (body, code, field, case) in cases {

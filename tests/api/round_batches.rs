@@ -224,4 +224,18 @@ async fn a_batch_that_does_not_fit_in_the_queue_stores_nothing() {
             ("r3".to_owned(), "queued".to_owned(), Some(3))
         ]
     );
+    let more: Vec<Value> = ["r1", "r2", "r3", "r5", "r6", "r7", "r8"]
+        .iter()
+        .map(|id| round(id, &["a", "b"]))
+        .collect();
+    post_batch(&app, &more).await.assert_error(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_request",
+        Some("rounds"),
+        "four new rounds never fit a queue of three: waiting would not help",
+    );
+    post_batch(&app, &more[..3])
+        .await
+        .assert_status(StatusCode::OK, "known rounds need no room");
+    assert_eq!(app.pool_info(POOL).await["rounds_queued"], 3);
 }

@@ -505,9 +505,15 @@ async fn when_configured_anonymous_reads_are_limited_per_client_address() {
         &get_from(&app, uri, "192.0.2.1:5001", None).await,
         "the same address from another port",
     );
+    get_from(&app, uri, "192.0.2.1:5002", Some(ADMIN_KEY))
+        .await
+        .assert_status(
+            StatusCode::OK,
+            "a read given a key draws on the key's budget",
+        );
     assert_rate_limited(
-        &get_from(&app, uri, "192.0.2.1:5002", Some(ADMIN_KEY)).await,
-        "a key does not matter while reads need none",
+        &get_from(&app, uri, "192.0.2.3:5000", Some(ADMIN_KEY)).await,
+        "wherever the key comes from",
     );
     get_from(&app, uri, "192.0.2.2:5000", None)
         .await

@@ -165,6 +165,18 @@ fn the_reference_directory_format_imports_and_a_bad_line_posts_nothing(backend: 
     let error = import(&server, POOL, &other, &["--input-format", "elo-mmr-dir"])
         .expect_err("another input under the same ids stops");
     assert!(error.contains("is not this one"), "{error}");
+    // A wrong key is not taken for another input.
+    let error = import(
+        &server,
+        POOL,
+        &contests,
+        &["--input-format", "elo-mmr-dir", "--key", "wrong"],
+    )
+    .expect_err("a wrong key stops the import");
+    assert!(
+        error.contains("401") && !error.contains("is not this one"),
+        "{error}"
+    );
 
     // A file of a good round, then `line`.
     let bad = dir.join("bad.jsonl");

@@ -64,6 +64,16 @@ fn every_bad_line_is_reported_with_its_line_number_and_field() {
             "line 3: extra: unknown field",
             "an unknown field",
         ),
+        (
+            r#"{"id": "ok", "standings": [{"player": "c", "rank": 1}, {"player": "d", "rank": 2}]}"#,
+            "line 3: id: `ok` is the id of line 1 too",
+            "an id used before",
+        ),
+        (
+            r#"{"season": {"id": "ok"}}"#,
+            "line 3: id: `ok` is the id of line 1 too",
+            "a season start under a round's id",
+        ),
     ];
     for (bad, expected, why) in cases {
         let message = error_for(bad);
