@@ -15,6 +15,6 @@ USER mmr
 WORKDIR /var/lib/mmr
 ENV MMR__SERVER__ADDR=0.0.0.0:8080
 EXPOSE 8080
-# serve is the default subcommand; SIGTERM drains requests and finishes the round in progress.
+# `serve` is what the binary runs without arguments; SIGTERM drains requests and finishes the round in progress.
 ENTRYPOINT ["mmr-service"]
 CMD ["serve"]

@@ -33,7 +33,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the HTTP API (the default): on an embedded SQLite file unless configured.
+    /// Serve the HTTP API (what `mmr-service` alone runs; options need `serve`): on an embedded
+    /// SQLite file unless configured.
     Serve(ServeArgs),
     /// Apply a file of rounds in order and report accuracy, timing and (optionally) ratings.
     Replay(ReplayArgs),

@@ -538,7 +538,13 @@ impl Settings {
                     .required(true),
             );
         }
-        if let Some((_, url)) = env.iter().find(|(name, _)| name == "DATABASE_URL") {
+        // The conventional variable, below our own: set only where `MMR__DATABASE__URL` is not.
+        let ours = format!("{ENV_PREFIX}{ENV_SEPARATOR}DATABASE{ENV_SEPARATOR}URL");
+        let database_url = env
+            .iter()
+            .find(|(name, url)| name == "DATABASE_URL" && !url.is_empty())
+            .filter(|_| !env.iter().any(|(name, _)| *name == ours));
+        if let Some((_, url)) = database_url {
             builder = builder.set_override("database.url", url.as_str())?;
         }
         let prefixed: config::Map<String, String> = env
@@ -550,6 +556,9 @@ impl Settings {
                 .prefix_separator(ENV_SEPARATOR)
                 .separator(ENV_SEPARATOR)
                 .try_parsing(true)
+                // The one list a variable can set: origins, comma-separated.
+                .list_separator(",")
+                .with_list_parse_key("server.cors_allowed_origins")
                 .source(Some(prefixed)),
         );
         if let Some(addr) = flags.addr {
@@ -582,11 +591,29 @@ impl Settings {
                 .and_then(|params| params.validate())
                 .with_context(|| format!("invalid parameters in [pools.{name}]"))?;
         }
+        let mut key_names = std::collections::HashSet::new();
         for key in &self.auth.keys {
+            anyhow::ensure!(
+                crate::names::is_pool_name(&key.name),
+                "auth key `{}`: a key's name is 1 to 64 of a-z0-9_-",
+                key.name
+            );
+            anyhow::ensure!(
+                key_names.insert(&key.name),
+                "auth key `{}` is configured twice",
+                key.name
+            );
             anyhow::ensure!(
                 key.sha256.len() == 64 && key.sha256.bytes().all(|b| b.is_ascii_hexdigit()),
                 "auth key `{}`: sha256 must be 64 hex digits (see `mmr-service hash-key`)",
                 key.name
+            );
+        }
+        for origin in &self.server.cors_allowed_origins {
+            anyhow::ensure!(
+                origin == "*" && self.server.cors_allowed_origins.len() == 1 || is_origin(origin),
+                "server.cors_allowed_origins: `{origin}` is not an origin: scheme://host[:port] \
+                 with no path (not even a trailing /), or \"*\" alone for any origin"
             );
         }
         let server = &self.server;
@@ -630,10 +657,16 @@ impl Settings {
                 "rate_limit.{name}_burst must be > 0 when rate_limit.{name}_per_second is set"
             );
         }
-        anyhow::ensure!(
-            self.queue.max_queued_per_pool > 0,
-            "queue.max_queued_per_pool must be > 0"
-        );
+        for (name, positive) in [
+            (
+                "queue.max_queued_per_pool",
+                self.queue.max_queued_per_pool > 0,
+            ),
+            ("queue.poll_interval_ms", self.queue.poll_interval_ms > 0),
+            ("queue.retry_delay_ms", self.queue.retry_delay_ms > 0),
+        ] {
+            anyhow::ensure!(positive, "{name} must be > 0");
+        }
         anyhow::ensure!(
             self.replicas.heartbeat_ms > 0
                 && self.replicas.lease_timeout_ms > self.replicas.heartbeat_ms,
@@ -641,6 +674,18 @@ impl Settings {
         );
         Ok(())
     }
+}
+
+/// Whether `origin` is what a browser sends as `Origin`: `http(s)://host[:port]`, no path.
+fn is_origin(origin: &str) -> bool {
+    let host = origin
+        .strip_prefix("https://")
+        .or_else(|| origin.strip_prefix("http://"));
+    host.is_some_and(|host| {
+        !host.is_empty()
+            && !host.contains(['/', '?', '#', '@'])
+            && axum::http::HeaderValue::from_str(origin).is_ok()
+    })
 }
 
 #[cfg(test)]
@@ -714,6 +759,37 @@ mod tests {
     }
 
     #[test]
+    fn database_url_is_read_below_our_own_variable_and_origins_from_a_list() {
+        let load = |pairs: &[(&str, &str)]| {
+            Settings::load(None, env(pairs), &Overrides::default()).expect("settings")
+        };
+        let ours = ("MMR__DATABASE__URL", "sqlite://ours.sqlite3");
+        for pairs in [
+            &[("DATABASE_URL", "sqlite://theirs.sqlite3"), ours][..],
+            &[ours, ("DATABASE_URL", "sqlite://theirs.sqlite3")],
+            &[("DATABASE_URL", ""), ours],
+        ] {
+            assert_eq!(
+                load(pairs).database.url,
+                "sqlite://ours.sqlite3",
+                "{pairs:?}"
+            );
+        }
+        let default = load(&[]).database.url;
+        assert_eq!(load(&[("DATABASE_URL", "")]).database.url, default);
+        let origins = load(&[(
+            "MMR__SERVER__CORS_ALLOWED_ORIGINS",
+            "https://a.example,http://b.example:8080",
+        )]);
+        assert_eq!(
+            origins.server.cors_allowed_origins,
+            ["https://a.example", "http://b.example:8080"]
+        );
+        let any = load(&[("MMR__SERVER__CORS_ALLOWED_ORIGINS", "*")]);
+        assert_eq!(any.server.cors_allowed_origins, ["*"]);
+    }
+
+    #[test]
     fn bad_settings_are_refused_with_what_is_wrong() {
         let dir = tempfile::tempdir().expect("tempdir");
         let cases = [
@@ -745,6 +821,29 @@ mod tests {
             (
                 "[database]\nread_connections = 0\n",
                 "database.read_connections",
+            ),
+            ("[queue]\npoll_interval_ms = 0\n", "queue.poll_interval_ms"),
+            ("[queue]\nretry_delay_ms = 0\n", "queue.retry_delay_ms"),
+            (
+                "[[auth.keys]]\nname = \"Bad Name!\"\nrole = \"write\"\nsha256 = \"00000000000000000000000000000000000000000000000000000000000000ff\"\n",
+                "a key's name",
+            ),
+            (
+                "[[auth.keys]]\nname = \"k\"\nrole = \"write\"\nsha256 = \"00000000000000000000000000000000000000000000000000000000000000ff\"\n\
+                 [[auth.keys]]\nname = \"k\"\nrole = \"read\"\nsha256 = \"00000000000000000000000000000000000000000000000000000000000000fe\"\n",
+                "configured twice",
+            ),
+            (
+                "[server]\ncors_allowed_origins = [\"*\", \"http://a.example\"]\n",
+                "server.cors_allowed_origins",
+            ),
+            (
+                "[server]\ncors_allowed_origins = [\"http://a.example/\"]\n",
+                "server.cors_allowed_origins",
+            ),
+            (
+                "[server]\ncors_allowed_origins = [\"a.example\"]\n",
+                "server.cors_allowed_origins",
             ),
         ];
         for (i, (text, expected)) in cases.into_iter().enumerate() {

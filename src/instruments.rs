@@ -30,6 +30,8 @@ pub const RATING_SECONDS: &str = "mmr_apply_rating_seconds";
 pub const COMMIT_SECONDS: &str = "mmr_apply_commit_seconds";
 /// Rounds waiting in a pool's queue, when scraped.
 pub const QUEUE_DEPTH: &str = "mmr_queue_depth";
+/// 1 if the database answered the scrape's read of the queues, else 0.
+pub const DATABASE_UP: &str = "mmr_database_up";
 /// Rated players of a pool, when scraped.
 pub const PLAYERS: &str = "mmr_players";
 /// Database connections open, when scraped.

@@ -10,8 +10,45 @@ fn main() -> ExitCode {
     match cli::run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", message(&error));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `error` and its causes, each after a colon, leaving out a cause whose text the one before
+/// already shows (sqlx and reqwest print their source inside their own message).
+fn message(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    let mut last = String::new();
+    for cause in error.chain() {
+        let cause = cause.to_string();
+        if last.contains(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+        last = cause;
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use anyhow::Context;
+
+    use super::message;
+
+    #[test]
+    fn a_cause_already_shown_is_not_repeated() {
+        let io = std::io::Error::other("refused");
+        let error = Err::<(), _>(anyhow::Error::new(io).context("sending: refused"))
+            .context("opening")
+            .expect_err("an error");
+        assert_eq!(message(&error), "opening: sending: refused");
+        let error = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(message(&error), "outer: inner");
     }
 }

@@ -50,9 +50,18 @@ async fn get_metrics(
     auth: Authorized<Read>,
     State(state): State<AppState>,
 ) -> Result<impl IntoResponse, Error> {
-    let stored = reads(&state, auth.client()).await.pools().await?;
-    for info in stored {
-        instruments::pool_gauge(instruments::QUEUE_DEPTH, &info.name, info.queued as f64);
+    // The rest of the document matters most when the database is down: serve it anyway.
+    match reads(&state, auth.client()).await.pools().await {
+        Ok(stored) => {
+            instruments::gauge(instruments::DATABASE_UP, 1.0);
+            for info in stored {
+                instruments::pool_gauge(instruments::QUEUE_DEPTH, &info.name, info.queued as f64);
+            }
+        }
+        Err(error) => {
+            tracing::warn!(%error, "metrics: the queues could not be read");
+            instruments::gauge(instruments::DATABASE_UP, 0.0);
+        }
     }
     for pool in state.pools.all() {
         instruments::pool_gauge(instruments::PLAYERS, pool.name(), pool.read().len() as f64);

@@ -46,7 +46,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use utoipa::openapi::OpenApi as OpenApiDoc;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
@@ -95,13 +95,20 @@ pub fn app(state: AppState) -> Router {
     // No layer at all when CORS is off: an unconfigured CorsLayer still adds `Vary` headers
     // to every answer.
     let cors = (!server.cors_allowed_origins.is_empty()).then(|| {
-        let origins = server
-            .cors_allowed_origins
-            .iter()
-            .filter_map(|origin| HeaderValue::from_str(origin).ok());
+        // Checked when the settings were read: "*" alone, or origins that are header values.
+        let allowed = if server.cors_allowed_origins == ["*"] {
+            AllowOrigin::any()
+        } else {
+            AllowOrigin::list(
+                server
+                    .cors_allowed_origins
+                    .iter()
+                    .filter_map(|origin| HeaderValue::from_str(origin).ok()),
+            )
+        };
         CorsLayer::new()
-            .allow_origin(AllowOrigin::list(origins))
-            .allow_methods([Method::GET, Method::POST, Method::PUT])
+            .allow_origin(allowed)
+            .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
             .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
     });
     router
@@ -130,23 +137,28 @@ pub fn app(state: AppState) -> Router {
             Error::Internal.into_response()
         }))
         .layer(
-            TraceLayer::new_for_http().make_span_with(|request: &Request| {
-                let route = request
-                    .extensions()
-                    .get::<MatchedPath>()
-                    .map_or(request.uri().path(), MatchedPath::as_str);
-                let id = request
-                    .headers()
-                    .get(REQUEST_ID)
-                    .and_then(|id| id.to_str().ok())
-                    .unwrap_or_default();
-                tracing::info_span!(
-                    "request",
-                    http.method = %request.method(),
-                    http.route = route,
-                    request.id = id
-                )
-            }),
+            TraceLayer::new_for_http()
+                // A 5xx is logged where it arises, at ERROR when it is ours (a storage error, a
+                // panic); here it is a WARN, so that a readiness probe answered 503 through an
+                // outage does not fill the log with errors.
+                .on_failure(DefaultOnFailure::new().level(tracing::Level::WARN))
+                .make_span_with(|request: &Request| {
+                    let route = request
+                        .extensions()
+                        .get::<MatchedPath>()
+                        .map_or(request.uri().path(), MatchedPath::as_str);
+                    let id = request
+                        .headers()
+                        .get(REQUEST_ID)
+                        .and_then(|id| id.to_str().ok())
+                        .unwrap_or_default();
+                    tracing::info_span!(
+                        "request",
+                        http.method = %request.method(),
+                        http.route = route,
+                        request.id = id
+                    )
+                }),
         )
         // Outermost: every answer, an error of any layer below included, carries the id, and
         // the span above records it. A client's own well-formed `x-request-id` is kept.

@@ -72,6 +72,12 @@ pub enum Error {
     /// than their history rows hold, …).
     #[error("corrupt stored value: {0}")]
     Corrupt(String),
+    /// Another live process on the database holds this replica id (`replicas.id`).
+    #[error(
+        "replicas.id `{0}` is held by another live process on this database: give each replica \
+         its own id, or none for a random one"
+    )]
+    ReplicaIdTaken(String),
     /// The database URL has a scheme other than `postgres://`, `postgresql://` or `sqlite:`.
     #[error("unsupported database URL scheme `{0}`: expected postgres:// or sqlite://")]
     UnsupportedScheme(String),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::{PgConnection, Postgres, Transaction};
+use sqlx::{Connection, PgConnection, Postgres, Transaction};
 
 use super::replicas::{PgReplicas, CHANGES_CHANNEL};
 use super::rows::{placement_columns, to_i64, StateColumns};
@@ -234,6 +234,9 @@ pub(super) struct Pg;
 
 /// Connects to the server at `url` and runs `migrations/postgres`.
 pub(super) async fn connect(url: &str) -> Result<SqlStorage<Pg>, Error> {
+    // One connection first: a pool that cannot connect reports only that it timed out, where
+    // this says why (refused, unknown host, no such database, bad password).
+    PgConnection::connect(url).await?.close().await?;
     let pool = PgPoolOptions::new()
         .acquire_timeout(ACQUIRE_TIMEOUT)
         .connect(url)

@@ -51,6 +51,10 @@ pub enum Lease {
 /// The database's side of running several replicas (Postgres only).
 #[async_trait]
 pub trait Replicas: Send + Sync {
+    /// Holds replica id `replica` for this process, for as long as the lease connection lasts
+    /// (and again on each new one); false if another live process holds it.
+    async fn claim(&self, replica: &str) -> Result<bool, Error>;
+
     /// Records that `replica` is alive now and returns every replica seen within `within`,
     /// itself included, sorted. An error means the lease connection was lost, and with it
     /// every lease this process held.
@@ -83,6 +87,8 @@ pub(super) struct PgReplicas {
     session: Mutex<Option<PgConnection>>,
     /// Whether another replica was live at the last heartbeat (true when it failed).
     others: Arc<AtomicBool>,
+    /// The replica id this process claimed: each new lease connection holds it again.
+    claimed: std::sync::Mutex<Option<String>>,
 }
 
 impl PgReplicas {
@@ -95,8 +101,33 @@ impl PgReplicas {
             options,
             session: Mutex::new(None),
             others,
+            claimed: std::sync::Mutex::new(None),
         }
     }
+
+    /// A new lease connection, holding the claimed replica id if there is one.
+    async fn open_session(&self) -> Result<PgConnection, Error> {
+        let mut connection = self.options.connect().await?;
+        let claimed = self
+            .claimed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(replica) = claimed {
+            if !hold_id(&mut connection, &replica).await? {
+                return Err(Error::ReplicaIdTaken(replica));
+            }
+        }
+        Ok(connection)
+    }
+}
+
+/// Takes replica id `replica`'s lock on `connection`: false if another session holds it.
+async fn hold_id(connection: &mut PgConnection, replica: &str) -> Result<bool, Error> {
+    Ok(sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+        .bind(advisory_key("replica id", replica))
+        .fetch_one(connection)
+        .await?)
 }
 
 /// The advisory lock key of pool `pool`'s lease: 64 bits of a SHA-256, so that two pools never
@@ -104,7 +135,12 @@ impl PgReplicas {
 /// the two are meant for different replicas). Single-key advisory locks do not overlap the
 /// two-key ones the settling transactions take.
 fn lease_key(pool: &str) -> i64 {
-    let digest = Sha256::digest(format!("mmr-service lease\0{pool}"));
+    advisory_key("lease", pool)
+}
+
+/// 64 bits of the SHA-256 of `name` in the namespace `what`.
+fn advisory_key(what: &str, name: &str) -> i64 {
+    let digest = Sha256::digest(format!("mmr-service {what}\0{name}"));
     let mut bytes = [0; 8];
     bytes.copy_from_slice(&digest[..8]);
     i64::from_be_bytes(bytes)
@@ -126,7 +162,7 @@ macro_rules! on_session {
         let mut session = $self.session.lock().await;
         let mut connection = match session.take() {
             Some(connection) => connection,
-            None => $self.options.connect().await?,
+            None => $self.open_session().await?,
         };
         let $db = &mut connection;
         let result = $work;
@@ -139,6 +175,17 @@ macro_rules! on_session {
 
 #[async_trait]
 impl Replicas for PgReplicas {
+    async fn claim(&self, replica: &str) -> Result<bool, Error> {
+        let held: Result<bool, Error> = on_session!(self, |db| hold_id(db, replica).await);
+        if held.as_ref().is_ok_and(|held| *held) {
+            *self
+                .claimed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(replica.to_owned());
+        }
+        held
+    }
+
     async fn heartbeat(&self, replica: &str, within: Duration) -> Result<Vec<String>, Error> {
         let live: Result<Vec<String>, Error> = on_session!(self, |db| {
             async {

@@ -53,6 +53,7 @@ async fn the_series_move_as_rounds_are_posted_and_applied(app: TestApp) {
         .unwrap_or(0.0)
     };
     let before = scrape(&app).await;
+    assert_eq!(value(&before, "mmr_database_up", &[]), Some(1.0));
     for counter in [
         "mmr_http_connections_refused_total",
         "mmr_http_connections_evicted_total",

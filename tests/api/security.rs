@@ -596,6 +596,22 @@ async fn cors_is_off_unless_origins_are_configured() {
 }
 
 #[tokio::test]
+async fn a_lone_star_lets_every_origin_in() {
+    let mut settings = settings(&[]);
+    settings.server.cors_allowed_origins = vec!["*".to_owned()];
+    let app = TestApp::with_settings(settings).await;
+    for preflight in [true, false] {
+        let response = from_origin(&app, "https://anyone.example", preflight).await;
+        assert_eq!(
+            response.headers.get(header::ACCESS_CONTROL_ALLOW_ORIGIN),
+            Some(&header::HeaderValue::from_static("*")),
+            "preflight {preflight}: {:?}",
+            response.headers
+        );
+    }
+}
+
+#[tokio::test]
 async fn configured_origins_get_cors_headers_and_other_origins_do_not() {
     let mut settings = settings(&[]);
     settings.server.cors_allowed_origins = vec!["https://scores.example".to_owned()];

@@ -311,6 +311,24 @@ fn postgres_going_away_mid_stream_keeps_reads_refuses_writes_and_loses_nothing()
         readiness.took
     );
 
+    let metrics = reqwest::blocking::Client::builder()
+        .timeout(ANSWER_TIMEOUT)
+        .build()
+        .expect("an HTTP client")
+        .get(format!("{}/metrics", server.base_url()))
+        .send()
+        .expect("an answer");
+    assert_eq!(
+        metrics.status(),
+        200,
+        "metrics are served while the database is away"
+    );
+    let metrics = metrics.text().expect("a text body");
+    assert!(
+        metrics.lines().any(|line| line == "mmr_database_up 0"),
+        "{metrics}"
+    );
+
     let reads_from_memory = || -> Vec<serde_json::Value> {
         [
             "/v1/pools/f1/players/fangio",

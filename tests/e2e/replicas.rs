@@ -16,7 +16,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::rounds::{self, Rng, Round};
-use crate::server::{Backend, Server, ADMIN_KEY};
+use crate::server::{Backend, Options, Server, ADMIN_KEY};
 use crate::stream::Ledger;
 use crate::{assert_same_ratings, replayed, served_in};
 
@@ -158,6 +158,28 @@ fn serves_player(
 /// The `q`-quantile of `sorted`.
 fn quantile(sorted: &[Duration], q: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+#[test]
+fn a_second_process_under_a_replica_id_in_use_stops_at_startup() {
+    let options = Options {
+        env: vec![("MMR__REPLICAS__ID", "twin".to_owned())],
+        ..Options::default()
+    };
+    let Some(first) = Server::start_with(Backend::Postgres, options) else {
+        return;
+    };
+    let (code, log) = first.replica_that_stops();
+    assert_eq!(code, Some(1), "{log}");
+    assert!(
+        log.contains("replicas.id `twin` is held by another live process"),
+        "{log}"
+    );
+    assert_eq!(
+        first.get_json("/readyz")["replica"],
+        "twin",
+        "the first serves on"
+    );
 }
 
 #[test]

@@ -217,6 +217,34 @@ impl Server {
         server
     }
 
+    /// Runs another service on this one's database, as [`Self::replica`] would, expecting it to
+    /// stop by itself within the start timeout: its exit code and log.
+    pub fn replica_that_stops(&self) -> (Option<i32>, String) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mmr-service"))
+            .args(&self.args)
+            .current_dir(dir.path())
+            .envs(self.env.iter().map(|(key, value)| (key, value)))
+            .env_remove("DATABASE_URL")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the service starts");
+        let started = std::time::Instant::now();
+        while child.try_wait().expect("its status").is_none() {
+            if started.elapsed() > START_STOP_TIMEOUT {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let output = child.wait_with_output().expect("its output");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
     /// Whether the service runs (it was not killed or stopped since it last started).
     pub fn running(&self) -> bool {
         self.child.is_some()
