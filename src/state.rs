@@ -218,11 +218,8 @@ impl AppState {
         self.run_workers.store(start_workers, Ordering::Relaxed);
         if start_workers {
             if let Some(replicas) = self.storage.replicas() {
-                let me = self.replica_id();
                 // Two processes under one id would each take the other's heartbeat for its own.
-                if !replicas.claim(me).await? {
-                    return Err(crate::storage::Error::ReplicaIdTaken(me.to_owned()).into());
-                }
+                replicas.claim(self.replica_id()).await?;
                 self.coordinated.store(true, Ordering::Relaxed);
                 ownership::start(self, &replicas);
             }

@@ -52,8 +52,8 @@ pub enum Lease {
 #[async_trait]
 pub trait Replicas: Send + Sync {
     /// Holds replica id `replica` for this process, for as long as the lease connection lasts
-    /// (and again on each new one); false if another live process holds it.
-    async fn claim(&self, replica: &str) -> Result<bool, Error>;
+    /// (and again on each new one); [`Error::ReplicaIdTaken`] if another live process holds it.
+    async fn claim(&self, replica: &str) -> Result<(), Error>;
 
     /// Records that `replica` is alive now and returns every replica seen within `within`,
     /// itself included, sorted. An error means the lease connection was lost, and with it
@@ -114,20 +114,23 @@ impl PgReplicas {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         if let Some(replica) = claimed {
-            if !hold_id(&mut connection, &replica).await? {
-                return Err(Error::ReplicaIdTaken(replica));
-            }
+            hold_id(&mut connection, &replica).await?;
         }
         Ok(connection)
     }
 }
 
-/// Takes replica id `replica`'s lock on `connection`: false if another session holds it.
-async fn hold_id(connection: &mut PgConnection, replica: &str) -> Result<bool, Error> {
-    Ok(sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+/// Takes replica id `replica`'s lock on `connection`, unless another session holds it.
+async fn hold_id(connection: &mut PgConnection, replica: &str) -> Result<(), Error> {
+    let held: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
         .bind(advisory_key("replica id", replica))
         .fetch_one(connection)
-        .await?)
+        .await?;
+    if held {
+        Ok(())
+    } else {
+        Err(Error::ReplicaIdTaken(replica.to_owned()))
+    }
 }
 
 /// The advisory lock key of pool `pool`'s lease: 64 bits of a SHA-256, so that two pools never
@@ -175,15 +178,14 @@ macro_rules! on_session {
 
 #[async_trait]
 impl Replicas for PgReplicas {
-    async fn claim(&self, replica: &str) -> Result<bool, Error> {
-        let held: Result<bool, Error> = on_session!(self, |db| hold_id(db, replica).await);
-        if held.as_ref().is_ok_and(|held| *held) {
-            *self
-                .claimed
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(replica.to_owned());
-        }
-        held
+    async fn claim(&self, replica: &str) -> Result<(), Error> {
+        let held: Result<(), Error> = on_session!(self, |db| hold_id(db, replica).await);
+        held?;
+        *self
+            .claimed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(replica.to_owned());
+        Ok(())
     }
 
     async fn heartbeat(&self, replica: &str, within: Duration) -> Result<Vec<String>, Error> {

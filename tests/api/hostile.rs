@@ -2027,6 +2027,8 @@ async fn every_hostile_request_gets_its_4xx_naming_the_problem_and_changes_nothi
     .flatten()
     .collect();
     assert!(cases.len() >= 60, "{} cases", cases.len());
+    // The count README gives: `cargo test --test api hostile -- --nocapture`.
+    println!("{} hostile requests", cases.len());
     for case in cases {
         let context = format!(
             "{} {}: {}",

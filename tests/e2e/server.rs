@@ -221,15 +221,7 @@ impl Server {
     /// stop by itself within the start timeout: its exit code and log.
     pub fn replica_that_stops(&self) -> (Option<i32>, String) {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mmr-service"))
-            .args(&self.args)
-            .current_dir(dir.path())
-            .envs(self.env.iter().map(|(key, value)| (key, value)))
-            .env_remove("DATABASE_URL")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the service starts");
+        let mut child = self.spawn(dir.path());
         let started = std::time::Instant::now();
         while child.try_wait().expect("its status").is_none() {
             if started.elapsed() > START_STOP_TIMEOUT {
@@ -288,19 +280,24 @@ impl Server {
             .collect()
     }
 
-    /// Starts the (stopped) service again on the same database and waits until it listens.
-    pub fn restart(&mut self) {
-        assert!(self.child.is_none(), "the service is already running");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mmr-service"))
+    /// The service, started with this one's arguments and settings in `dir`, its log piped.
+    fn spawn(&self, dir: &Path) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_mmr-service"))
             .args(&self.args)
-            .current_dir(self.dir.path())
+            .current_dir(dir)
             .env("RUST_LOG", "info")
             .envs(self.env.iter().map(|(key, value)| (key, value)))
             .env_remove("DATABASE_URL")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("the service starts");
+            .expect("the service starts")
+    }
+
+    /// Starts the (stopped) service again on the same database and waits until it listens.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "the service is already running");
+        let mut child = self.spawn(self.dir.path());
         let stderr = child.stderr.take().expect("piped stderr");
         let (addr_tx, addr_rx) = mpsc::channel();
         let first_key = Arc::clone(&self.first_key);
