@@ -32,6 +32,9 @@ pub const COMMIT_SECONDS: &str = "mmr_apply_commit_seconds";
 pub const QUEUE_DEPTH: &str = "mmr_queue_depth";
 /// 1 if the database answered the scrape's read of the queues, else 0.
 pub const DATABASE_UP: &str = "mmr_database_up";
+/// The worker's steps that failed in a row, up to its last one, by pool, when scraped: 0 while
+/// it applies, rising while the same failure repeats.
+pub const WORKER_FAILING_STEPS: &str = "mmr_worker_failing_steps";
 /// Rated players of a pool, when scraped.
 pub const PLAYERS: &str = "mmr_players";
 /// Database connections open, when scraped.

@@ -224,9 +224,26 @@ impl AppState {
                 ownership::start(self, &replicas);
             }
         }
+        if let Some(name) = self.shadowed_key().await? {
+            anyhow::bail!(
+                "the configured key `{name}` has the name of a key kept in the database, which \
+                 would go on working and could not be revoked: give the configured key another \
+                 name, or start once without it and revoke the stored one (DELETE /v1/keys/{name})"
+            );
+        }
         self.refresh_keys().await?;
         self.load_stored_pools(false).await?;
         Ok(())
+    }
+
+    /// The name of a configured key that a working key kept in the database has too, if any.
+    async fn shadowed_key(&self) -> Result<Option<String>, storage::Error> {
+        let stored = self.storage.keys().await?;
+        Ok(stored
+            .into_iter()
+            .filter(|key| key.revoked_at.is_none())
+            .find(|key| self.settings.auth.keys.iter().any(|c| c.name == key.name))
+            .map(|key| key.name))
     }
 
     /// Pool `name`: from memory, or else loaded from the database (with a worker if
@@ -399,6 +416,18 @@ impl AppState {
             .await?
             .into_iter()
             .filter(|key| key.revoked_at.is_none())
+            // Startup refuses such a clash; one made since by a process configured otherwise
+            // is not let shadow this process's key (nor share its budget).
+            .filter(|key| {
+                let shadowing = self.settings.auth.keys.iter().any(|c| c.name == key.name);
+                if shadowing {
+                    tracing::warn!(
+                        key.name = key.name,
+                        "a stored key has the name of a configured key: it does not work here"
+                    );
+                }
+                !shadowing
+            })
             .map(|key| KeySettings {
                 name: key.name,
                 role: key.role,

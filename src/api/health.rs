@@ -65,6 +65,11 @@ async fn get_metrics(
     }
     for pool in state.pools.all() {
         instruments::pool_gauge(instruments::PLAYERS, pool.name(), pool.read().len() as f64);
+        instruments::pool_gauge(
+            instruments::WORKER_FAILING_STEPS,
+            pool.name(),
+            pool.failing_steps() as f64,
+        );
     }
     instruments::gauge(
         instruments::HTTP_CONNECTIONS,
@@ -98,15 +103,19 @@ pub struct ReadinessResponse {
     pub status: &'static str,
     /// Whether the database answered.
     pub database: bool,
-    /// Whether every pool's worker is running.
+    /// Whether every pool's worker is running and none has stalled.
     pub workers: bool,
+    /// Pools whose worker's last 3 steps or more all failed (the same failure repeating: see
+    /// `mmr_worker_failing_steps` in `/metrics` for which, and the log for why).
+    pub stalled_pools: u64,
     /// Rounds waiting in every pool's queue; `null` when the database did not answer.
     pub queue_depth: Option<u64>,
     /// This process's name among the replicas sharing a Postgres database; `null` where it
     /// owns its database alone (SQLite, docs/replicas.md).
     pub replica: Option<String>,
     /// The pools whose rounds this process applies (all of them where it owns its database
-    /// alone); it follows the others' owners.
+    /// alone); it follows the others' owners. Empty for a client that may not read them
+    /// (`auth.read_key_required` and no read key).
     pub owned_pools: Vec<String>,
 }
 
@@ -117,19 +126,28 @@ async fn get_health() -> Json<HealthResponse> {
     Json(HealthResponse { status: "ok" })
 }
 
-/// The database answers and every pool's worker runs (503 otherwise).
+/// The database answers and every pool's worker runs without stalling (503 otherwise). Open
+/// to every client; the pools' names only to one that may read them.
 #[utoipa::path(get, path = "/readyz", tag = "health",
     responses((status = 200, body = ReadinessResponse),
-        (status = 503, body = ReadinessResponse)))]
-async fn get_readiness(State(state): State<AppState>) -> (StatusCode, Json<ReadinessResponse>) {
+        (status = 503, body = ReadinessResponse)),
+    security((), ("bearer" = [])))]
+async fn get_readiness(
+    reader: Result<Authorized<Read>, Error>,
+    State(state): State<AppState>,
+) -> (StatusCode, Json<ReadinessResponse>) {
     let (database, queue_depth) = database_seen(&state).await;
     let pools = state.pools.all();
-    let workers = pools.iter().all(|pool| pool.worker_running());
-    let owned_pools = pools
-        .iter()
-        .filter(|pool| pool.owned())
-        .map(|pool| pool.name().to_owned())
-        .collect();
+    let stalled_pools = pools.iter().filter(|pool| pool.stalled()).count() as u64;
+    let workers = stalled_pools == 0 && pools.iter().all(|pool| pool.worker_running());
+    let owned_pools = match reader {
+        Ok(_) => pools
+            .iter()
+            .filter(|pool| pool.owned())
+            .map(|pool| pool.name().to_owned())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
     let ready = database && workers && queue_depth.is_some();
     let status = if ready {
         StatusCode::OK
@@ -142,6 +160,7 @@ async fn get_readiness(State(state): State<AppState>) -> (StatusCode, Json<Readi
             status: if ready { "ready" } else { "not_ready" },
             database,
             workers,
+            stalled_pools,
             queue_depth,
             replica: state.coordinated().then(|| state.replica_id().to_owned()),
             owned_pools,

@@ -204,7 +204,9 @@ impl SystemParams {
 
     /// [`Self::apply`] on states the caller gives up, which a system may update in place
     /// instead of copying (Elo-MMR's beliefs hold up to `history_limit` factors): the same
-    /// results bit for bit. On an error the states come back unchanged, in order.
+    /// results bit for bit. On an error the states come back unchanged, in order, but for an
+    /// [`Error::NotFinite`] of a system that rated them in place, where none come back (no
+    /// parameters Elo-MMR accepts are known to lead there).
     pub fn apply_owned(
         &self,
         round: &Round,
@@ -374,7 +376,12 @@ where
         .collect();
     let before: Vec<Rating> = states.iter().map(S::rating).collect();
     match S::rate_owned(params, round, states) {
-        Ok(rated) => Ok(changes::<S>(before, rated, wrap)),
+        // A system that rates in place (Elo-MMR) cannot give back what a result that is not
+        // finite replaced: as after a panic, those states are lost to the caller.
+        Ok(rated) => match super::system::finite::<S>(rated) {
+            Ok(rated) => Ok(changes::<S>(before, rated, wrap)),
+            Err(error) => Err((error, Vec::new())),
+        },
         Err((error, states)) => Err((error, states.into_iter().map(wrap).collect())),
     }
 }
@@ -411,7 +418,7 @@ where
     SystemState: StateOf<S::State>,
 {
     let states = own::<S::State>(priors)?;
-    let rated = S::rate(params, round, &states)?;
+    let rated = super::system::finite::<S>(S::rate(params, round, &states)?)?;
     let before = states.iter().map(|&prior| S::rating(prior)).collect();
     Ok(changes::<S>(before, rated, wrap))
 }

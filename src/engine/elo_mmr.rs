@@ -57,6 +57,19 @@ impl RatingSystem for EloMmr {
         state.rounds
     }
 
+    /// Of the factors, the newest only: a factor never changes once added, and each was
+    /// checked as the round that added it was rated.
+    fn is_finite(state: &PlayerState) -> bool {
+        let newest = state
+            .factors
+            .back()
+            .map(|f| [f.perf, f.weight, f.beta, f.log_decay]);
+        [state.mu, state.sigma, state.p0, state.w0, state.log_decay]
+            .into_iter()
+            .chain(newest.into_iter().flatten())
+            .all(f64::is_finite)
+    }
+
     fn with_rating(state: &PlayerState, rating: Rating) -> PlayerState {
         // One Gaussian term holds the whole belief: its mode is μ and its weight 1/σ².
         let sigma = rating.sigma.unwrap_or(state.sigma);

@@ -177,6 +177,12 @@ impl RatingSystem for Glicko2 {
         state.rounds
     }
 
+    fn is_finite(state: &Glicko2State) -> bool {
+        [state.mu, state.sigma, state.volatility]
+            .into_iter()
+            .all(f64::is_finite)
+    }
+
     fn with_rating(state: &Glicko2State, rating: Rating) -> Glicko2State {
         Glicko2State {
             mu: rating.mu,

@@ -209,6 +209,17 @@ pub enum Error {
         /// Its index among the states given.
         index: usize,
     },
+    /// The system's arithmetic gave a standing a rating that is not a finite number: the
+    /// round is refused rather than kept (parameters at the edge of their range can drive
+    /// it there).
+    #[error(
+        "the rating system's arithmetic gave standings[{index}] a rating that is not a finite \
+         number: these parameters cannot rate this round"
+    )]
+    NotFinite {
+        /// The standing's index in the round.
+        index: usize,
+    },
     /// The caller passed a different number of priors than the round has standings.
     #[error("{priors} priors given for {standings} standings")]
     PriorCount {
@@ -247,7 +258,10 @@ impl Error {
             Self::InvalidParameter { name, .. } => Some((*name).to_owned()),
             Self::InvalidRound { field, .. } => Some(field.clone()),
             Self::InvalidPrediction { at, .. } => Some(at.render(ENTRANTS)),
-            Self::PriorCount { .. } | Self::ForeignState { .. } | Self::Cancelled => None,
+            Self::PriorCount { .. }
+            | Self::ForeignState { .. }
+            | Self::NotFinite { .. }
+            | Self::Cancelled => None,
         }
     }
 }

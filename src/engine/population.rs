@@ -95,7 +95,8 @@ impl Population {
 
     /// Rates `round` and stores the new states; on error nothing changes. The result is
     /// aligned with `round.standings`. Should the engine panic, the entrants' states are lost
-    /// (newcomers' in their place): nothing uses a population after a panic.
+    /// (newcomers' in their place): nothing uses a population after a panic. So are they after
+    /// an [`Error::NotFinite`] of a system that rates in place ([`SystemParams::apply_owned`]).
     pub fn apply(&mut self, round: &Round) -> Result<Vec<RatingChange>, Error> {
         // The entrants' states are moved out into the round (a newcomer's in their place
         // meanwhile) rather than copied: an Elo-MMR belief holds up to `history_limit`

@@ -45,6 +45,21 @@ pub struct Rated<S> {
 /// states back, unchanged.
 pub type Given<S> = Result<Vec<Rated<S>>, (Error, Vec<S>)>;
 
+/// `rated` if every performance and state in it is finite, else [`Error::NotFinite`] naming the
+/// first standing that is not: the check between rating a round and keeping its result, so that
+/// no arithmetic a system's parameters push past its range is ever stored or shown.
+pub fn finite<S: RatingSystem + ?Sized>(
+    rated: Vec<Rated<S::State>>,
+) -> Result<Vec<Rated<S::State>>, Error> {
+    match rated
+        .iter()
+        .position(|r| !(r.performance.is_finite() && S::is_finite(&r.state)))
+    {
+        Some(index) => Err(Error::NotFinite { index }),
+        None => Ok(rated),
+    }
+}
+
 /// A rating system: pure functions of its parameters, a round and the players' states.
 pub trait RatingSystem {
     /// The pool-wide parameters.
@@ -74,17 +89,25 @@ pub trait RatingSystem {
     ) -> Result<Vec<Rated<Self::State>>, Error>;
 
     /// [`rate`](Self::rate) on states the caller gives up, which a system may update in place
-    /// instead of copying: the same results bit for bit. On an error the states come back.
+    /// instead of copying: the same results bit for bit. On an error the states come back,
+    /// [`Error::NotFinite`] included.
     fn rate_owned(
         params: &Self::Params,
         round: &Round,
         priors: Vec<Self::State>,
     ) -> Given<Self::State> {
         let refs: Vec<&Self::State> = priors.iter().collect();
-        match Self::rate(params, round, &refs) {
+        match Self::rate(params, round, &refs).and_then(finite::<Self>) {
             Ok(rated) => Ok(rated),
             Err(error) => Err((error, priors)),
         }
+    }
+
+    /// Whether every number of `state` is finite: by default its rating's. A state that keeps
+    /// more numbers checks them too.
+    fn is_finite(state: &Self::State) -> bool {
+        let rating = Self::rating(state);
+        rating.mu.is_finite() && rating.sigma.is_none_or(f64::is_finite)
     }
 
     /// What reads show of a state.

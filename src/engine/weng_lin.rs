@@ -203,8 +203,12 @@ impl RatingSystem for WengLin {
 /// no worse than `i`, each divided by the size of `q`'s group, collapse to one term per group:
 /// `A = Σ 1/S_g` and `B = Σ 1/S_g²` over the groups up to `i`'s, so
 /// `Ω = (σ_i² / c)(1/|g_i| − e_i A)` and `Δ = (σ_i / c)(σ_i² / c²)(e_i A − e_i² B)`.
-/// The weights are taken relative to the largest `μ`, which changes no ratio and keeps every
-/// `exp` finite.
+///
+/// Only `e_i A` and `e_i² B` are needed, and both are computed in log space, each term a ratio
+/// of at most 1: for `i` in group `k`, `e_i A = exp(ln e_i − ln S_k) · A'_k` with
+/// `A'_k = Σ_{g ≤ k} S_k / S_g = 1 + (S_k / S_{k−1}) A'_{k−1}` (and `B'` alike with squares).
+/// The weights themselves underflow for an entrant far below the rest (`exp` of −6,000 is
+/// 0), which made `S_g` 0 and `e_i A` 0·∞; here nothing overflows and nothing is divided by 0.
 fn plackett_luce(
     params: &WengLinParams,
     teams: &[Team],
@@ -213,28 +217,54 @@ fn plackett_luce(
     let beta2 = params.beta * params.beta;
     let c = teams.iter().map(|t| t.variance + beta2).sum::<f64>().sqrt();
     let top = teams.iter().map(|t| t.mu).fold(f64::NEG_INFINITY, f64::max);
-    let weights: Vec<f64> = teams.iter().map(|t| ((t.mu - top) / c).exp()).collect();
-    let mut below = 0.0;
-    let mut suffix: Vec<f64> = groups
+    let logs: Vec<f64> = teams.iter().map(|t| (t.mu - top) / c).collect();
+    // ln S_g, from the last group up.
+    let mut below = f64::NEG_INFINITY;
+    let mut log_suffix: Vec<f64> = groups
         .iter()
         .rev()
         .map(|g| {
-            below += weights[g.clone()].iter().sum::<f64>();
+            below = log_add(below, log_sum(&logs[g.clone()]));
             below
         })
         .collect();
-    suffix.reverse();
-    let (mut a, mut b) = (0.0, 0.0);
+    log_suffix.reverse();
+    let (mut a, mut b) = (0.0_f64, 0.0_f64);
+    let mut previous = f64::NEG_INFINITY;
     let mut updates = vec![(0.0, 0.0); teams.len()];
-    for (group, &sum) in groups.iter().zip(&suffix) {
-        a += 1.0 / sum;
-        b += 1.0 / (sum * sum);
+    for (group, &log_sum) in groups.iter().zip(&log_suffix) {
+        // S_k / S_{k−1} ≤ 1; none before the first group, where A' and B' are 0.
+        let ratio = if previous == f64::NEG_INFINITY {
+            0.0
+        } else {
+            (log_sum - previous).exp()
+        };
+        a = ratio.mul_add(a, 1.0);
+        b = (ratio * ratio).mul_add(b, 1.0);
+        previous = log_sum;
         for i in group.clone() {
-            let (e, variance) = (weights[i], teams[i].variance);
-            let omega = variance / c * (1.0 / group.len() as f64 - e * a);
-            let delta = variance.sqrt() / c * variance / (c * c) * (e * a - e * e * b);
+            let share = (logs[i] - log_sum).exp();
+            let (ea, e2b) = (share * a, share * share * b);
+            let variance = teams[i].variance;
+            let omega = variance / c * (1.0 / group.len() as f64 - ea);
+            let delta = variance.sqrt() / c * variance / (c * c) * (ea - e2b);
             updates[i] = (omega, delta);
         }
     }
     updates
+}
+
+/// `ln(eˣ + eʸ)`, exact where one of them is −∞.
+fn log_add(x: f64, y: f64) -> f64 {
+    let (high, low) = if x >= y { (x, y) } else { (y, x) };
+    if low == f64::NEG_INFINITY {
+        return high;
+    }
+    high + (low - high).exp().ln_1p()
+}
+
+/// `ln Σ exp(xᵢ)` over a non-empty slice, relative to its largest term.
+fn log_sum(xs: &[f64]) -> f64 {
+    let high = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    high + xs.iter().map(|&x| (x - high).exp()).sum::<f64>().ln()
 }

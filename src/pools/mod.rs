@@ -19,7 +19,7 @@ pub mod past;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use arc_swap::ArcSwap;
@@ -666,6 +666,10 @@ type AsOfPlayer = (engine::Rating, u64, LastRound, Option<Placement>);
 /// last holder lets go of it.
 const FREED_APART: usize = 10_000;
 
+/// Failed worker steps in a row after which a pool counts as stalled (`/readyz`): a database
+/// away for one retry is not yet a pool that applies nothing.
+pub const STALLED_AFTER: u64 = 3;
+
 impl Drop for AsOfBoard {
     /// A board's last holder is most often a runtime thread (a request answered from it, or
     /// the list of kept boards replacing it under its lock), where freeing a board of a whole
@@ -733,6 +737,8 @@ pub struct Pool {
     /// Tasks waiting for the turn: a worker step that sees one stops rating ahead.
     waiting: AtomicUsize,
     worker_running: AtomicBool,
+    /// The worker's steps that failed in a row, up to its last one: 0 once a step succeeds.
+    failing_steps: AtomicU64,
     /// Whether this process applies the pool's rounds: always where one process owns the
     /// database; while it holds the pool's lease where replicas share one.
     owned: AtomicBool,
@@ -789,6 +795,7 @@ impl Pool {
             turn: Mutex::new(()),
             waiting: AtomicUsize::new(0),
             worker_running: AtomicBool::new(false),
+            failing_steps: AtomicU64::new(0),
             owned: AtomicBool::new(true),
             reload: AtomicBool::new(false),
             published: watch::Sender::new(0),
@@ -902,6 +909,29 @@ impl Pool {
     #[must_use]
     pub fn worker_running(&self) -> bool {
         self.worker_running.load(Ordering::Acquire)
+    }
+
+    /// Records how the worker's last step ended; returns the steps that failed in a row.
+    pub fn step_ended(&self, succeeded: bool) -> u64 {
+        if succeeded {
+            self.failing_steps.store(0, Ordering::Release);
+            0
+        } else {
+            self.failing_steps.fetch_add(1, Ordering::AcqRel) + 1
+        }
+    }
+
+    /// The worker's steps that failed in a row, up to its last one.
+    #[must_use]
+    pub fn failing_steps(&self) -> u64 {
+        self.failing_steps.load(Ordering::Acquire)
+    }
+
+    /// Whether the worker's last [`STALLED_AFTER`] steps or more all failed: the pool applies
+    /// nothing until what fails them is mended.
+    #[must_use]
+    pub fn stalled(&self) -> bool {
+        self.failing_steps() >= STALLED_AFTER
     }
 
     /// The same pool, followed rather than owned until [`Pool::take_over`].

@@ -353,6 +353,7 @@ pub async fn run(
         } else {
             follow(storage.as_ref(), &pool).await
         };
+        let failing = pool.step_ended(step.is_ok());
         let wait = match step {
             Ok(Processed::Idle) => poll,
             Ok(_) => continue,
@@ -360,6 +361,7 @@ pub async fn run(
                 tracing::warn!(
                     pool = pool.name(),
                     error = format!("{error:#}"),
+                    failing_steps = failing,
                     "worker step failed; retrying"
                 );
                 retry
@@ -443,9 +445,12 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch 
                 let held = next.entrants(round.standings.iter().map(|s| s.player.as_str()));
                 let applied = std::panic::catch_unwind(AssertUnwindSafe(|| {
                     let priors = held.priors(&next);
+                    // Expected places that are not finite are not kept: they are shown
+                    // beside the round, and a number is promised there.
                     let expected = (record == Record::Outcomes && next.display().expected_ranks)
                         .then(|| expected_places(next.system(), &round, &priors).ok())
-                        .flatten();
+                        .flatten()
+                        .filter(|places| places.iter().all(|p| p.is_finite()));
                     let applied = next.system().apply(&round, &priors)?;
                     Ok::<_, crate::engine::Error>((applied, expected))
                 }));

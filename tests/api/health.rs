@@ -6,7 +6,7 @@ use std::time::Duration;
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 
-use crate::support::{round, Payload, TestApp, ADMIN_KEY, POOL};
+use crate::support::{round, settings, Payload, TestApp, ADMIN_KEY, POOL, READ_KEY};
 
 /// Every route of the API, as `METHOD path`.
 const ROUTES: [&str; 34] = [
@@ -62,8 +62,8 @@ async fn readyz_with_no_pools_is_ready_with_an_empty_queue() {
     let response = app.get("/readyz").await;
     assert_eq!(
         response.assert_status(StatusCode::OK, "readyz"),
-        &json!({"status": "ready", "database": true, "workers": true, "queue_depth": 0,
-                "replica": null, "owned_pools": []})
+        &json!({"status": "ready", "database": true, "workers": true, "stalled_pools": 0,
+                "queue_depth": 0, "replica": null, "owned_pools": []})
     );
 }
 
@@ -75,8 +75,8 @@ async fn readyz_is_not_ready_while_a_pools_worker_is_not_running_and_counts_the_
     let response = app.get("/readyz").await;
     assert_eq!(
         response.assert_status(StatusCode::SERVICE_UNAVAILABLE, "no worker"),
-        &json!({"status": "not_ready", "database": true, "workers": false, "queue_depth": 1,
-                "replica": null, "owned_pools": [POOL]})
+        &json!({"status": "not_ready", "database": true, "workers": false, "stalled_pools": 0,
+                "queue_depth": 1, "replica": null, "owned_pools": [POOL]})
     );
 }
 
@@ -95,8 +95,8 @@ async fn readyz_is_ready_while_every_worker_runs_and_not_once_they_stop() {
     let response = app.get("/readyz").await;
     assert_eq!(
         response.assert_status(StatusCode::OK, "a running worker"),
-        &json!({"status": "ready", "database": true, "workers": true, "queue_depth": 0,
-                "replica": null, "owned_pools": [POOL]})
+        &json!({"status": "ready", "database": true, "workers": true, "stalled_pools": 0,
+                "queue_depth": 0, "replica": null, "owned_pools": [POOL]})
     );
     app.state.stop_workers().await;
     let response = app.get("/readyz").await;
@@ -246,4 +246,30 @@ async fn every_documented_route_is_served_by_the_router() {
         assert_ne!(response.body["error"]["code"], "route_not_found", "{route}");
         assert_ne!(response.status, StatusCode::METHOD_NOT_ALLOWED, "{route}");
     }
+}
+
+#[tokio::test]
+async fn readyz_names_the_pools_only_to_a_client_that_may_read_them() {
+    let app = TestApp::with_settings(settings(&[("MMR__AUTH__READ_KEY_REQUIRED", "true")])).await;
+    app.create_pool(POOL).await;
+    let anonymous = app.get("/readyz").await;
+    assert_eq!(
+        anonymous.body["owned_pools"],
+        json!([]),
+        "{:#}",
+        anonymous.body
+    );
+    let wrong = app
+        .send(Method::GET, "/readyz", Some("guess"), Payload::Empty)
+        .await;
+    assert_eq!(wrong.body["owned_pools"], json!([]), "{:#}", wrong.body);
+    let reader = app
+        .send(Method::GET, "/readyz", Some(READ_KEY), Payload::Empty)
+        .await;
+    assert_eq!(
+        reader.body["owned_pools"],
+        json!([POOL]),
+        "{:#}",
+        reader.body
+    );
 }

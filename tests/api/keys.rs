@@ -5,11 +5,16 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
+use mmr_service::api::auth::hash_key;
+use mmr_service::config::{KeySettings, Role};
+use mmr_service::state::AppState;
+
 use crate::support::{round, settings, Payload, TestApp, ADMIN_KEY, POOL, WRITE_KEY};
 
 backend_tests!(
     keys_are_created_listed_used_and_revoked_at_once,
     a_first_start_with_no_key_creates_one_admin_key_once,
+    a_configured_key_may_not_take_the_name_of_a_stored_one,
 );
 
 async fn create(app: &TestApp, key: &str, body: Value) -> crate::support::TestResponse {
@@ -229,4 +234,33 @@ async fn a_first_start_with_no_key_creates_one_admin_key_once(app: TestApp) {
         post_round_with(&after, &key, "r3").await,
         StatusCode::UNAUTHORIZED
     );
+}
+
+/// A stored admin key, then a configuration that names a key of its own alike: the stored one
+/// would go on working and could not be revoked (DELETE refuses a configured name), so the
+/// service refuses to start; revoked first, the name is free for the configuration.
+async fn a_configured_key_may_not_take_the_name_of_a_stored_one(app: TestApp) {
+    let created = create(&app, ADMIN_KEY, json!({"name": "referee", "role": "admin"})).await;
+    created.assert_status(StatusCode::CREATED, "stored");
+    let mut clashing = settings(&[]);
+    clashing.auth.keys.push(KeySettings {
+        name: "referee".into(),
+        role: Role::Read,
+        sha256: hash_key("another-secret"),
+    });
+    let state = AppState::new(std::sync::Arc::clone(&app.state.storage), clashing.clone())
+        .expect("the state");
+    let refused = state.load_pools(false).await.expect_err("a clash refused");
+    assert!(
+        format!("{refused:#}").contains("`referee`"),
+        "names the key: {refused:#}"
+    );
+    revoke(&app, "referee")
+        .await
+        .assert_status(StatusCode::NO_CONTENT, "revoked");
+    let restarted = app.restarted_with(clashing).await;
+    let read = restarted
+        .send(Method::GET, "/v1/keys", Some(ADMIN_KEY), Payload::Empty)
+        .await;
+    read.assert_status(StatusCode::OK, "listed");
 }

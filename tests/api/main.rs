@@ -27,6 +27,7 @@ mod docs;
 mod errors;
 mod events;
 mod export;
+mod finite;
 mod health;
 mod hostile;
 mod keys;

@@ -14,6 +14,7 @@ mod differential;
 mod diffusion;
 mod edge_cases;
 mod elo;
+mod finite;
 mod glicko2;
 mod multi_skill;
 mod paper_metrics;

@@ -1,0 +1,170 @@
+//! Parameters at the edge of their range never put a number that is not finite into a pool:
+//! each round found to drive TrueSkill's or Weng-Lin's arithmetic there is either rated finitely
+//! or marked `failed` with the reason, counted, and the pool goes on with its next round. On
+//! SQLite such a result used to be refused by the commit and retried for ever (the pool
+//! stopped); on Postgres it was stored and served as `null`.
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+use mmr_service::worker::Settled;
+
+use crate::support::{num, round, TestApp, POOL};
+
+backend_tests!(
+    rounds_at_the_edges_of_the_parameters_are_rated_finitely_or_failed_and_the_pool_goes_on,
+    a_stalled_worker_shows_in_readyz_and_metrics,
+);
+
+/// The parameters and rounds an adversarial test found to give NaN ratings.
+fn edge_cases() -> Vec<(&'static str, Value, Vec<Value>)> {
+    let solo = |id: &str, ranks: &[(&str, u32)]| {
+        let standings: Vec<Value> = ranks
+            .iter()
+            .map(|(player, rank)| json!({"player": player, "rank": rank}))
+            .collect();
+        json!({"id": id, "standings": standings})
+    };
+    let team_of_nine = {
+        let mut standings: Vec<Value> = (0..9)
+            .map(|i| json!({"player": format!("p{i}"), "rank": 1, "team": "nine"}))
+            .collect();
+        standings.push(json!({"player": "q", "rank": 2}));
+        json!({"id": "nine", "standings": standings})
+    };
+    let shapes = || {
+        vec![
+            solo("duel", &[("a", 1), ("b", 2)]),
+            solo("tie", &[("a", 1), ("b", 1)]),
+            solo("three", &[("a", 1), ("b", 2), ("c", 2)]),
+            solo("tied-above", &[("a", 1), ("b", 1), ("c", 2)]),
+        ]
+    };
+    vec![
+        (
+            "Weng-Lin Plackett-Luce, μ₀ 100,000, a team above one player",
+            json!({"system": "weng_lin", "model": "plackett_luce", "mu_init": 100_000.0}),
+            vec![json!({"id": "team", "standings": [
+                {"player": "a", "rank": 1, "team": "t"},
+                {"player": "b", "rank": 1, "team": "t"},
+                {"player": "c", "rank": 2},
+            ]})],
+        ),
+        (
+            "TrueSkill, μ₀ −1e9, a team of nine",
+            json!({"system": "trueskill", "mu_init": -1e9}),
+            vec![team_of_nine],
+        ),
+        (
+            "TrueSkill, β 1e-6, draw probability 1e-9",
+            json!({"system": "trueskill", "beta": 1e-6, "draw_probability": 1e-9}),
+            shapes(),
+        ),
+        (
+            // A tie above a third entrant: the draw's margin is 1e-21 of a difference's
+            // spread, and its truncation overflows the precision in a few sweeps.
+            "TrueSkill, β 1e-6, τ 1e6, draw probability 1e-9",
+            json!({"system": "trueskill", "beta": 1e-6, "tau": 1e6, "draw_probability": 1e-9}),
+            shapes(),
+        ),
+        (
+            "TrueSkill, τ 1e6, draw probability 1e-9",
+            json!({"system": "trueskill", "tau": 1e6, "draw_probability": 1e-9}),
+            shapes(),
+        ),
+    ]
+}
+
+async fn rounds_at_the_edges_of_the_parameters_are_rated_finitely_or_failed_and_the_pool_goes_on(
+    app: TestApp,
+) {
+    let mut failed_anywhere = 0;
+    for (i, (case, params, rounds)) in edge_cases().into_iter().enumerate() {
+        let pool = format!("edge{i}");
+        app.put_pool(&pool, params)
+            .await
+            .assert_status(StatusCode::CREATED, case);
+        let mut ids = Vec::new();
+        for round in rounds {
+            ids.push(round["id"].as_str().expect("an id").to_owned());
+            app.post_round(&pool, round)
+                .await
+                .assert_status(StatusCode::ACCEPTED, case);
+        }
+        // The next round, ordinary, is settled after them: the pool goes on.
+        app.post_round(&pool, round("after", &["x", "y"]))
+            .await
+            .assert_status(StatusCode::ACCEPTED, case);
+        let settled = app.apply_queued(&pool).await;
+        assert_eq!(settled.len(), ids.len() + 1, "{case}: every round settled");
+        let mut failed = 0;
+        for (id, outcome) in ids.iter().zip(&settled) {
+            let path = format!("/v1/pools/{pool}/rounds/{id}");
+            let read = app.get(&path).await;
+            let body = read.assert_status(StatusCode::OK, case);
+            match outcome {
+                Settled::Applied(_) => assert_eq!(body["status"], "applied", "{case}: {id}"),
+                Settled::Failed(_) => {
+                    failed += 1;
+                    assert_eq!(body["status"], "failed", "{case}: {id}");
+                    let reason = body["error"].as_str().unwrap_or_default();
+                    assert!(reason.contains("not a finite"), "{case}: {id}: {reason}");
+                }
+            }
+        }
+        failed_anywhere += failed;
+        let info = app.pool_info(&pool).await;
+        assert_eq!(info["rounds_failed"], failed, "{case}: failures counted");
+        assert_eq!(info["rounds_queued"], 0, "{case}: nothing left queued");
+        let board = app
+            .get(&format!("/v1/pools/{pool}/leaderboard?limit=100"))
+            .await;
+        let board = board.assert_status(StatusCode::OK, case);
+        let entries = board["entries"].as_array().expect("entries");
+        assert!(!entries.is_empty(), "{case}: someone is rated");
+        for entry in entries {
+            for field in ["mu", "sigma", "conservative"] {
+                assert!(num(&entry[field]).is_finite(), "{case}: {field} of {entry}");
+            }
+            let player = entry["player"].as_str().expect("a player");
+            let page = app
+                .get(&format!("/v1/pools/{pool}/players/{player}/history"))
+                .await;
+            let page = page.assert_status(StatusCode::OK, case);
+            for row in page["entries"].as_array().expect("history entries") {
+                for field in ["performance", "mu_before", "mu", "delta"] {
+                    assert!(num(&row[field]).is_finite(), "{case}: {field} of {row}");
+                }
+            }
+        }
+    }
+    assert!(
+        failed_anywhere > 0,
+        "at least one edge case still fails its round rather than storing a non-finite number"
+    );
+}
+
+async fn a_stalled_worker_shows_in_readyz_and_metrics(app: TestApp) {
+    app.create_pool(POOL).await;
+    let pool = app.state.pools.get(POOL).expect("the pool");
+    // As if its worker ran: no test runs one.
+    pool.set_worker_running(true);
+    let ready = app.get("/readyz").await;
+    assert_eq!(ready.status, StatusCode::OK, "{:#}", ready.body);
+    assert_eq!(ready.body["stalled_pools"], 0, "{:#}", ready.body);
+    for _ in 0..3 {
+        pool.step_ended(false);
+    }
+    let stalled = app.get("/readyz").await;
+    assert_eq!(stalled.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(stalled.body["stalled_pools"], 1, "{:#}", stalled.body);
+    assert_eq!(stalled.body["workers"], false);
+    let metrics = app.get_text("/metrics", "text/plain").await.2;
+    assert!(
+        metrics.contains(&format!("mmr_worker_failing_steps{{pool=\"{POOL}\"}} 3")),
+        "{metrics}"
+    );
+    pool.step_ended(true);
+    let ready = app.get("/readyz").await;
+    assert_eq!(ready.status, StatusCode::OK, "{:#}", ready.body);
+}
