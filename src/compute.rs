@@ -9,9 +9,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::{oneshot, Semaphore};
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
-use crate::rate_limit::{Client, Shares};
+use crate::rate_limit::{Client, Share, Shares};
 
 /// Why a computation did not run to the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -35,6 +35,16 @@ pub struct Compute {
     budget: u32,
     client_share: u32,
     shares: Arc<Shares>,
+}
+
+/// What a computation holds of the budget and of its client's share: given back when dropped.
+/// The result comes with it, so that a route can keep it until its answer is written (a large
+/// answer a client does not read would otherwise stay in memory without counting against
+/// anything).
+#[derive(Debug)]
+pub struct Held {
+    _permit: OwnedSemaphorePermit,
+    _share: Option<Share>,
 }
 
 /// Sets the cancel flag when the request's future is dropped before the work is done.
@@ -68,13 +78,15 @@ impl Compute {
     /// refused forever), on the pool and waits for its result;
     /// refused at once when the budget, or the client's share of it, is used up. `work` is handed
     /// a flag that is set once nobody waits for the result any more; it should poll it and
-    /// stop early. The computation keeps its share of the budget until it has stopped.
+    /// stop early. The computation keeps its share of the budget until it has stopped, and the
+    /// result comes with that share ([`Held`]), for the caller to give back when it is done with
+    /// the result.
     pub async fn run<T: Send + 'static>(
         &self,
         client: Option<&Client>,
         cost: usize,
         work: impl FnOnce(&AtomicBool) -> T + Send + 'static,
-    ) -> Result<T, Refused> {
+    ) -> Result<(T, Held), Refused> {
         // Not `clamp`: a budget of 0 (refusing everything) must not panic.
         let cost = u32::try_from(cost)
             .unwrap_or(u32::MAX)
@@ -102,9 +114,17 @@ impl Compute {
             if outcome.is_err() {
                 tracing::error!("a computation panicked");
             }
-            drop((permit, share));
-            // The receiver is gone when the request was dropped: nobody wants the result.
-            let _ = send.send(outcome.map_err(|_| Refused::Panicked));
+            let held = Held {
+                _permit: permit,
+                _share: share,
+            };
+            // The receiver is gone when the request was dropped: nobody wants the result, and
+            // the share comes back with it.
+            let _ = send.send(
+                outcome
+                    .map(|done| (done, held))
+                    .map_err(|_| Refused::Panicked),
+            );
         });
         receive.await.unwrap_or(Err(Refused::Panicked))
     }
@@ -116,6 +136,34 @@ mod tests {
 
     use super::*;
 
+    /// [`Compute::run`]'s result, its share given back at once.
+    async fn run<T: Send + 'static>(
+        compute: &Compute,
+        client: Option<&Client>,
+        cost: usize,
+        work: impl FnOnce(&AtomicBool) -> T + Send + 'static,
+    ) -> Result<T, Refused> {
+        compute.run(client, cost, work).await.map(|(done, _)| done)
+    }
+
+    #[tokio::test]
+    async fn a_result_keeps_its_share_until_the_caller_drops_it() {
+        let compute = Compute::new(1, 2, 1).expect("a pool");
+        let client = Client::Key("reader".to_owned());
+        let (answer, held) = compute
+            .run(Some(&client), 1, |_| 1)
+            .await
+            .expect("computed");
+        assert_eq!(answer, 1);
+        assert_eq!(
+            run(&compute, Some(&client), 1, |_| 2).await,
+            Err(Refused::OverShare),
+            "the first answer still holds the share"
+        );
+        drop(held);
+        assert_eq!(run(&compute, Some(&client), 1, |_| 3).await, Ok(3));
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn work_beyond_the_bound_is_refused_and_a_dropped_request_cancels_its_work() {
         let compute = Arc::new(Compute::new(1, 1, 1).expect("a pool"));
@@ -124,28 +172,30 @@ mod tests {
         let running = {
             let compute = Arc::clone(&compute);
             tokio::spawn(async move {
-                compute
-                    .run(None, 1, move |cancel| {
-                        let _ = started.send(());
-                        while !cancel.load(Ordering::Relaxed) {
-                            std::thread::sleep(Duration::from_millis(1));
-                        }
-                        let _ = stopped.send(());
-                    })
-                    .await
+                run(&compute, None, 1, move |cancel| {
+                    let _ = started.send(());
+                    while !cancel.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    let _ = stopped.send(());
+                })
+                .await
             })
         };
         started_rx
             .recv_timeout(Duration::from_secs(10))
             .expect("the work started");
-        assert_eq!(compute.run(None, 1, |_| ()).await, Err(Refused::Overloaded));
+        assert_eq!(
+            run(&compute, None, 1, |_| ()).await,
+            Err(Refused::Overloaded)
+        );
         running.abort();
         stopped_rx
             .recv_timeout(Duration::from_secs(10))
             .expect("dropping the request cancelled the work");
         let mut answer = Err(Refused::Overloaded);
         for _ in 0..1000 {
-            answer = compute.run(None, 1, |_| 7).await;
+            answer = run(&compute, None, 1, |_| 7).await;
             if answer.is_ok() {
                 break;
             }
@@ -162,20 +212,22 @@ mod tests {
         let busy = {
             let compute = Arc::clone(&compute);
             tokio::spawn(async move {
-                compute
-                    .run(None, 8, move |_| {
-                        let hold = hold.lock().expect("not poisoned").take();
-                        if let Some(hold) = hold {
-                            let _ = hold.blocking_recv();
-                        }
-                    })
-                    .await
+                run(&compute, None, 8, move |_| {
+                    let hold = hold.lock().expect("not poisoned").take();
+                    if let Some(hold) = hold {
+                        let _ = hold.blocking_recv();
+                    }
+                })
+                .await
             })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
-        assert_eq!(compute.run(None, 3, |_| ()).await, Err(Refused::Overloaded));
         assert_eq!(
-            compute.run(None, 2, |_| 5).await,
+            run(&compute, None, 3, |_| ()).await,
+            Err(Refused::Overloaded)
+        );
+        assert_eq!(
+            run(&compute, None, 2, |_| 5).await,
             Ok(5),
             "2 of the 10 are free"
         );
@@ -187,10 +239,10 @@ mod tests {
     async fn a_panicking_computation_is_reported_and_frees_its_place() {
         let compute = Compute::new(1, 1, 1).expect("a pool");
         assert_eq!(
-            compute.run(None, 1, |_| -> u8 { panic!("boom") }).await,
+            run(&compute, None, 1, |_| -> u8 { panic!("boom") }).await,
             Err(Refused::Panicked)
         );
-        assert_eq!(compute.run(None, 1, |_| 1).await, Ok(1));
+        assert_eq!(run(&compute, None, 1, |_| 1).await, Ok(1));
     }
 
     #[tokio::test]
@@ -203,33 +255,32 @@ mod tests {
         let busy = {
             let (compute, greedy) = (Arc::clone(&compute), greedy.clone());
             tokio::spawn(async move {
-                compute
-                    .run(Some(&greedy), 4, move |_| {
-                        let hold = hold.lock().expect("not poisoned").take();
-                        if let Some(hold) = hold {
-                            let _ = hold.blocking_recv();
-                        }
-                    })
-                    .await
+                run(&compute, Some(&greedy), 4, move |_| {
+                    let hold = hold.lock().expect("not poisoned").take();
+                    if let Some(hold) = hold {
+                        let _ = hold.blocking_recv();
+                    }
+                })
+                .await
             })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(
-            compute.run(Some(&greedy), 2, |_| ()).await,
+            run(&compute, Some(&greedy), 2, |_| ()).await,
             Err(Refused::OverShare),
             "4 + 2 is more than a share of 5"
         );
-        assert_eq!(compute.run(Some(&greedy), 1, |_| 1).await, Ok(1));
-        assert_eq!(compute.run(Some(&other), 5, |_| 2).await, Ok(2));
+        assert_eq!(run(&compute, Some(&greedy), 1, |_| 1).await, Ok(1));
+        assert_eq!(run(&compute, Some(&other), 5, |_| 2).await, Ok(2));
         assert_eq!(
-            compute.run(Some(&other), 6, |_| 4).await,
+            run(&compute, Some(&other), 6, |_| 4).await,
             Ok(4),
             "a cost beyond the share counts as the whole share (and 6 of the budget)"
         );
         let _ = release.send(());
         assert_eq!(busy.await.expect("joined"), Ok(()));
         assert_eq!(
-            compute.run(Some(&greedy), 5, |_| 3).await,
+            run(&compute, Some(&greedy), 5, |_| 3).await,
             Ok(3),
             "a finished computation gives its share back"
         );

@@ -53,6 +53,10 @@ pub const HTTP_CONNECTIONS_REFUSED: &str = "mmr_http_connections_refused_total";
 /// Connections closed, when all were open, to make room: they had sent no whole request head.
 pub const HTTP_CONNECTIONS_EVICTED: &str = "mmr_http_connections_evicted_total";
 
+/// Connections closed because their client took too little of an answer within the write
+/// deadline.
+pub const HTTP_WRITES_TIMED_OUT: &str = "mmr_http_writes_timed_out_total";
+
 /// Histogram buckets in seconds: 1 ms to 60 s.
 const BUCKETS: [f64; 14] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0,
@@ -81,6 +85,7 @@ pub fn handle() -> Option<&'static PrometheusHandle> {
                     // a series to read before the first connection is refused or evicted.
                     metrics::counter!(HTTP_CONNECTIONS_REFUSED).increment(0);
                     metrics::counter!(HTTP_CONNECTIONS_EVICTED).increment(0);
+                    metrics::counter!(HTTP_WRITES_TIMED_OUT).increment(0);
                     let upkept = handle.clone();
                     let spawned = std::thread::Builder::new()
                         .name("metrics-upkeep".into())
@@ -138,6 +143,11 @@ pub fn connection_refused() {
 /// Records a connection closed to make room (it had sent no whole request head).
 pub fn connection_evicted() {
     metrics::counter!(HTTP_CONNECTIONS_EVICTED).increment(1);
+}
+
+/// Records a connection closed because its client took too little of an answer in time.
+pub fn connection_write_timed_out() {
+    metrics::counter!(HTTP_WRITES_TIMED_OUT).increment(1);
 }
 
 /// Sets a gauge of `pool` to `value`.

@@ -14,8 +14,10 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
@@ -27,7 +29,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
@@ -38,6 +40,17 @@ use crate::rate_limit::{Client, Shares};
 /// Longest a connection may take to send a request's head, counted from when it opened or
 /// from the end of its last answer: idle keep-alive connections are closed after it too.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Longest a connection may take, while an answer waits to be sent, to take [`WRITE_PROGRESS`]
+/// bytes of it (or the rest of it, when less): a client that stops reading is closed after it,
+/// and what it was sent is freed. Without it a client that never reads holds its answer in
+/// memory for as long as it likes (hyper sets no deadline on writes, and the head's deadline
+/// does not run while an answer is written).
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The bytes a client must take within each [`WRITE_TIMEOUT`] while an answer waits: about
+/// 26 KB/s, so that reading a few bytes now and then does not hold an answer for ever.
+pub const WRITE_PROGRESS: usize = 256 << 10;
 
 /// How long the loop pauses when accepting fails (no file descriptor left, say), rather
 /// than spinning on the error.
@@ -262,6 +275,114 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
+/// A connection's stream with [`WRITE_TIMEOUT`] on its writes: once a write has to wait for
+/// the client, the client must take [`WRITE_PROGRESS`] bytes, or everything hyper had to send
+/// (it flushes then), before the deadline, or the write fails and the connection ends.
+struct WriteDeadline<T> {
+    inner: T,
+    /// When the client must have taken [`WRITE_PROGRESS`] bytes by, once a write waited.
+    deadline: Pin<Box<Sleep>>,
+    armed: bool,
+    /// Bytes taken since the deadline was set.
+    taken: usize,
+}
+
+impl<T> WriteDeadline<T> {
+    fn new(inner: T) -> Self {
+        Self {
+            inner,
+            deadline: Box::pin(tokio::time::sleep(WRITE_TIMEOUT)),
+            armed: false,
+            taken: 0,
+        }
+    }
+
+    /// What a write gave: bytes taken count towards the deadline's due; a write that waits sets
+    /// the deadline (if not yet set) and fails once it has passed.
+    fn watched(
+        &mut self,
+        cx: &mut Context<'_>,
+        written: Poll<std::io::Result<usize>>,
+    ) -> Poll<std::io::Result<usize>> {
+        match written {
+            Poll::Ready(Ok(n)) => {
+                if self.armed {
+                    self.taken += n;
+                    if self.taken >= WRITE_PROGRESS {
+                        self.armed = false;
+                    }
+                }
+                Poll::Ready(Ok(n))
+            }
+            Poll::Pending => {
+                if !self.armed {
+                    self.armed = true;
+                    self.taken = 0;
+                    self.deadline.as_mut().reset(Instant::now() + WRITE_TIMEOUT);
+                }
+                match self.deadline.as_mut().poll(cx) {
+                    Poll::Ready(()) => {
+                        instruments::connection_write_timed_out();
+                        Poll::Ready(Err(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "the client took too little of its answer in time",
+                        )))
+                    }
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+impl<T: hyper::rt::Read + Unpin> hyper::rt::Read for WriteDeadline<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: hyper::rt::Write + Unpin> hyper::rt::Write for WriteDeadline<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let written = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.watched(cx, written)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let written = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.watched(cx, written)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        // hyper flushes once all it had to send was taken: nothing waits any more.
+        let flushed = Pin::new(&mut self.inner).poll_flush(cx);
+        if flushed.is_ready() {
+            self.armed = false;
+        }
+        flushed
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
 /// `wanted` connections, or fewer if `files` (the process's limit on open files) would not
 /// leave `kept` besides them; at least one.
 fn allowed_with(wanted: usize, files: u64, kept: u64) -> usize {
@@ -326,8 +447,10 @@ pub async fn serve(
                 app.oneshot(request).await.map_err(|never| match never {})
             }
         });
-        let connection =
-            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+        let connection = builder.serve_connection(
+            WriteDeadline::new(TokioIo::new(stream)),
+            TowerToHyperService::new(service),
+        );
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             tokio::select! {

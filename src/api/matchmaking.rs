@@ -8,12 +8,12 @@ use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
 
 use axum::extract::{Path, State};
-use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::answer::HeldJson;
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::{compute_body_limit, ComputeJson};
@@ -257,7 +257,7 @@ async fn create_matchmaking(
     State(state): State<AppState>,
     Path(pool): Path<String>,
     ComputeJson(request): ComputeJson<MatchmakingRequest>,
-) -> Result<Json<MatchmakingResponse>, Error> {
+) -> Result<HeldJson<MatchmakingResponse>, Error> {
     let relaxation = validate(&request)?;
     let snapshot = pool_of(&state, auth.client(), &pool).await?.read();
     let (team_size, teams) = (request.team_size, request.teams);
@@ -281,7 +281,8 @@ async fn create_matchmaking(
             matchmake(&players, team_size, teams, &relaxation, cancel).map(|m| (m, ids))
         })
         .await;
-    let (matching, ids) = match outcome? {
+    let (outcome, held) = outcome?;
+    let (matching, ids) = match outcome {
         Ok(done) => done,
         Err(engine::Error::Cancelled) => return Err(Error::Timeout),
         Err(error) => {
@@ -295,26 +296,29 @@ async fn create_matchmaking(
         .matches
         .iter()
         .fold(0.0, |total, m| total + m.quality);
-    Ok(Json(MatchmakingResponse {
-        matches: matching
-            .matches
-            .into_iter()
-            .map(|m| MatchResponse {
-                teams: m
-                    .teams
-                    .into_iter()
-                    .map(|team| team.into_iter().map(|i| ids[i].clone()).collect())
-                    .collect(),
-                quality: m.quality,
-            })
-            .collect(),
-        waiting: matching
-            .waiting
-            .into_iter()
-            .map(|i| ids[i].clone())
-            .collect(),
-        total_quality,
-    }))
+    Ok(HeldJson(
+        MatchmakingResponse {
+            matches: matching
+                .matches
+                .into_iter()
+                .map(|m| MatchResponse {
+                    teams: m
+                        .teams
+                        .into_iter()
+                        .map(|team| team.into_iter().map(|i| ids[i].clone()).collect())
+                        .collect(),
+                    quality: m.quality,
+                })
+                .collect(),
+            waiting: matching
+                .waiting
+                .into_iter()
+                .map(|i| ids[i].clone())
+                .collect(),
+            total_quality,
+        },
+        held,
+    ))
 }
 
 /// Opponents listed when `limit` is not given.
@@ -382,7 +386,7 @@ async fn list_opponents(
     State(state): State<AppState>,
     Path((pool, player)): Path<(String, String)>,
     QueryParams(query): QueryParams<OpponentsQuery>,
-) -> Result<Json<OpponentsResponse>, Error> {
+) -> Result<HeldJson<OpponentsResponse>, Error> {
     let limit = match query.limit.unwrap_or(DEFAULT_OPPONENTS) {
         limit @ 1..=MAX_OPPONENTS => limit as usize,
         _ => return Err(Error::query("limit", "must be between 1 and 100")),
@@ -403,8 +407,9 @@ async fn list_opponents(
             opponents(&snapshot, asked, limit, days, cancel)
         })
         .await;
-    match outcome? {
-        Ok(Some(found)) => Ok(Json(found)),
+    let (outcome, held) = outcome?;
+    match outcome {
+        Ok(Some(found)) => Ok(HeldJson(found, held)),
         Ok(None) => Err(Error::NotFound {
             what: "player",
             id: player,

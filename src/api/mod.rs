@@ -10,6 +10,7 @@
 //! resource: [`pools`], [`display`], [`rounds`], [`seasons`], [`corrections`], [`export`] and [`events`], [`players`], [`leaderboard`],
 //! [`predictions`], [`matchmaking`], [`keys`], [`health`].
 
+pub mod answer;
 pub mod auth;
 pub mod corrections;
 pub mod dashboard;

@@ -14,11 +14,13 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::answer::HeldJson;
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::{compute_body_limit, ComputeJson};
 use super::pool_of;
 use super::query::QueryParams;
+use crate::compute::Held;
 use crate::engine;
 use crate::engine::predict::{self, Figures, Forecast};
 use crate::engine::{PredictionPath, RequestNames};
@@ -222,7 +224,7 @@ async fn forecast(
     entrants: Vec<Vec<String>>,
     figures: Figures,
     names: RequestNames,
-) -> Result<(Forecast, Vec<Vec<String>>), Error> {
+) -> Result<(Forecast, Vec<Vec<String>>, Held), Error> {
     let snapshot = pool_of(state, auth.client(), pool).await?.read();
     let list = names.list;
     if entrants.len() > MAX_ENTRANTS {
@@ -256,8 +258,9 @@ async fn forecast(
             predict::forecast(&*snapshot, &entrants, figures, cancel).map(|f| (f, entrants))
         })
         .await;
-    match outcome? {
-        Ok(done) => Ok(done),
+    let (outcome, held) = outcome?;
+    match outcome {
+        Ok((forecast, entrants)) => Ok((forecast, entrants, held)),
         // Only a request that went away is cancelled: nobody reads this answer.
         Err(engine::Error::Cancelled) => Err(Error::Timeout),
         Err(error) => Err(invalid_prediction(&error, names)),
@@ -286,15 +289,15 @@ async fn create_prediction(
     State(state): State<AppState>,
     Path(pool): Path<String>,
     ComputeJson(request): ComputeJson<PredictionRequest>,
-) -> Result<Json<PredictionResponse>, Error> {
+) -> Result<HeldJson<PredictionResponse>, Error> {
     let entrants = request.entrants.into_iter().map(|e| e.players).collect();
     let figures = Figures {
         expected_ranks: true,
         pairwise: request.pairwise,
     };
-    let (forecast, entrants) =
+    let (forecast, entrants, held) =
         forecast(&state, &auth, &pool, entrants, figures, PREDICTION_NAMES).await?;
-    Ok(Json(PredictionResponse {
+    let answer = PredictionResponse {
         entrants: entrants
             .into_iter()
             .zip(forecast.entrants)
@@ -306,7 +309,8 @@ async fn create_prediction(
             .collect(),
         pairwise: forecast.pairwise,
         quality: forecast.quality,
-    }))
+    };
+    Ok(HeldJson(answer, held))
 }
 
 /// How even a match between these sides would be, and each side's chance to win it.
@@ -323,8 +327,8 @@ async fn create_match_quality(
     State(state): State<AppState>,
     Path(pool): Path<String>,
     ComputeJson(request): ComputeJson<MatchQualityRequest>,
-) -> Result<Json<MatchQualityResponse>, Error> {
-    let (forecast, sides) = forecast(
+) -> Result<HeldJson<MatchQualityResponse>, Error> {
+    let (forecast, sides, held) = forecast(
         &state,
         &auth,
         &pool,
@@ -333,7 +337,7 @@ async fn create_match_quality(
         MATCH_QUALITY_NAMES,
     )
     .await?;
-    Ok(Json(MatchQualityResponse {
+    let answer = MatchQualityResponse {
         quality: forecast.quality,
         sides: sides
             .into_iter()
@@ -343,5 +347,6 @@ async fn create_match_quality(
                 p_win: e.p_first,
             })
             .collect(),
-    }))
+    };
+    Ok(HeldJson(answer, held))
 }

@@ -9,7 +9,8 @@
 //! trickles in is cut off without holding anything back), [`stall`] (the largest predictions
 //! in a loop while rounds arrive: reads of the pool answer within 1 s, every round is applied),
 //! [`import`] (`mmr-service import` through 429s, a stop and a resume), [`dashboard`] (the
-//! page at `/` in headless Chromium);
+//! page at `/` in headless Chromium), [`unread`] (answers a client never reads hold its share
+//! and are cut off by the write deadline);
 //! [`server`] runs the binary, [`rounds`] makes the rounds and [`stream`] posts them as a client
 //! would.
 
@@ -25,6 +26,7 @@ mod server;
 mod slow_client;
 mod stall;
 mod stream;
+mod unread;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

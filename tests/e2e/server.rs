@@ -237,6 +237,11 @@ impl Server {
         )
     }
 
+    /// The service's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the service runs").id()
+    }
+
     /// Whether the service runs (it was not killed or stopped since it last started).
     pub fn running(&self) -> bool {
         self.child.is_some()
@@ -362,6 +367,17 @@ impl Server {
             .expect("GET answered");
         assert_eq!(response.status(), 200, "GET {path}");
         response.json().expect("a JSON body")
+    }
+
+    /// GET `path`, answered 200: its body as text.
+    pub fn get_text(&self, path: &str) -> String {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .expect("GET answered");
+        assert_eq!(response.status(), 200, "GET {path}");
+        response.text().expect("a text body")
     }
 
     /// POST `body` as JSON to `path` with `key`; the status.
