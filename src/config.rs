@@ -59,6 +59,9 @@ pub struct ServerSettings {
     pub addr: SocketAddr,
     /// Largest request body accepted, in bytes.
     pub body_limit_bytes: usize,
+    /// Request bodies read and parsed at once may declare at most this many bytes together
+    /// (a body sent without a length counts as `body_limit_bytes`); beyond, 503, unparsed.
+    pub body_bytes_in_flight: usize,
     /// Longest a request may take before it is answered 503.
     pub request_timeout_secs: u64,
     /// Origins allowed by CORS; empty turns CORS off.
@@ -619,6 +622,10 @@ impl Settings {
         let server = &self.server;
         for (name, positive) in [
             ("server.body_limit_bytes", server.body_limit_bytes > 0),
+            (
+                "server.body_bytes_in_flight",
+                server.body_bytes_in_flight > 0,
+            ),
             (
                 "server.request_timeout_secs",
                 server.request_timeout_secs > 0,

@@ -6,6 +6,11 @@ use std::process::ExitCode;
 use clap::Parser;
 use mmr_service::cli::{self, Cli};
 
+/// An allocator that gives memory back to the system once it is freed (`Cargo.toml` says what
+/// glibc's kept).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     match cli::run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,

@@ -12,6 +12,7 @@
 
 pub mod answer;
 pub mod auth;
+pub mod bodies;
 pub mod corrections;
 pub mod dashboard;
 pub mod display;
@@ -121,6 +122,10 @@ pub fn app(state: AppState) -> Router {
                 id: String::new(),
             }
         })
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            bodies::admit,
+        ))
         .layer(DefaultBodyLimit::max(server.body_limit_bytes))
         .layer(RequestBodyLimitLayer::new(server.body_limit_bytes))
         .layer(TimeoutLayer::with_status_code(

@@ -19,6 +19,7 @@ mod crash;
 mod dashboard;
 mod faults;
 mod import;
+mod large_bodies;
 mod recompute;
 mod replicas;
 mod rounds;

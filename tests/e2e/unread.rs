@@ -26,7 +26,7 @@ const HELD_BOUND_MB: f64 = 120.0;
 const SLACK: Duration = Duration::from_secs(10);
 
 /// The service's resident memory, in MB.
-fn resident_mb(pid: u32) -> f64 {
+pub fn resident_mb(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("its status");
     let kb: f64 = status
         .lines()
