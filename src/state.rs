@@ -25,9 +25,63 @@ use crate::pools::past::PastBoards;
 use crate::pools::{Pool, PoolState, Pools};
 use crate::rate_limit::RateLimits;
 use crate::storage::{
-    self, Enqueued, EnqueuedAll, LeagueHistory, NewEntry, PoolWrite, Recomputed, Storage, StoredKey,
+    self, Against, Enqueued, EnqueuedAll, LeagueHistory, NewEntry, PoolWrite, Recomputed, Storage,
+    StoredKey,
 };
 use crate::worker;
+
+/// The rating systems a round posted to a pool must be rateable by, and what the queue checks
+/// is still so when it stores the round ([`Against`]): an acknowledged round is one the pool
+/// can rate, whatever parameter change races it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Systems {
+    /// The pool's parameters.
+    pub params: SystemParams,
+    /// Those of its queued corrections that set new ones.
+    pub pending: Vec<SystemParams>,
+    /// The seq of its newest queued correction.
+    pub correction: Option<i64>,
+}
+
+impl Systems {
+    /// As memory has them: the pool's parameters and no correction queued, which is nearly
+    /// always so; where it is not, the queue refuses the round and
+    /// [`AppState::systems_stored`] reads them.
+    #[must_use]
+    pub fn now(pool: &Pool) -> Self {
+        Self {
+            params: crate::engine::Beliefs::system(&*pool.read()).clone(),
+            pending: Vec::new(),
+            correction: None,
+        }
+    }
+
+    /// Each of them, the pool's first.
+    pub fn all(&self) -> impl Iterator<Item = &SystemParams> {
+        std::iter::once(&self.params).chain(&self.pending)
+    }
+
+    /// What the queue checks.
+    #[must_use]
+    pub fn against(&self) -> Against<'_> {
+        Against {
+            params: &self.params,
+            correction: self.correction,
+        }
+    }
+}
+
+/// The parameters a stored correction line sets, if it sets any.
+fn new_params(body: &str) -> Option<SystemParams> {
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    match crate::wire::Entry::from_value(&value).ok()? {
+        crate::wire::Entry::Correction(correction) => match correction.action {
+            crate::wire::Correction::Params { system } => Some(system),
+            _ => None,
+        },
+        _ => None,
+    }
+}
 
 /// Shared by every handler and worker; cheap to clone.
 #[derive(Clone)]
@@ -546,11 +600,13 @@ impl AppState {
     }
 
     /// Stores validated lines at the end of `pool`'s queue, all or none
-    /// ([`Storage::enqueue_entries`]), and wakes its worker if one was new.
+    /// ([`Storage::enqueue_entries`]), if the pool is still as they were checked `against`,
+    /// and wakes its worker if one was new.
     pub async fn enqueue_all(
         &self,
         pool: &Pool,
         entries: &[NewEntry<'_>],
+        against: Option<Against<'_>>,
     ) -> Result<EnqueuedAll, storage::Error> {
         let outcome = self
             .storage
@@ -558,6 +614,7 @@ impl AppState {
                 pool.name(),
                 entries,
                 self.settings.queue.max_queued_per_pool,
+                against,
             )
             .await?;
         if let EnqueuedAll::Stored(outcomes) = &outcome {
@@ -572,20 +629,50 @@ impl AppState {
     }
 
     /// Stores a validated line (a round, a season start, a correction) at the end of `pool`'s
-    /// queue and wakes its worker.
+    /// queue, if the pool is still as it was checked `against`, and wakes its worker.
     pub async fn enqueue(
         &self,
         pool: &Pool,
         entry: NewEntry<'_>,
+        against: Option<Against<'_>>,
     ) -> Result<Enqueued, storage::Error> {
         let outcome = self
             .storage
-            .enqueue_entry(pool.name(), entry, self.settings.queue.max_queued_per_pool)
+            .enqueue_entry(
+                pool.name(),
+                entry,
+                self.settings.queue.max_queued_per_pool,
+                against,
+            )
             .await?;
         if matches!(outcome, Enqueued::Accepted { .. }) {
             pool.wake();
         }
         Ok(outcome)
+    }
+
+    /// The systems a round posted to `pool` must be rateable by, as the database has them: the
+    /// pool's parameters, then those of the corrections queued that set new ones (they rate
+    /// the rounds queued after them). Read when the queue found [`Systems::now`] behind.
+    pub async fn systems_stored(&self, pool: &Pool) -> Result<Systems, storage::Error> {
+        let progress = self
+            .storage
+            .pool_progress(pool.name())
+            .await?
+            .ok_or_else(|| storage::Error::PoolNotFound(pool.name().to_owned()))?;
+        let corrections = self.storage.queued_corrections(pool.name()).await?;
+        let mut pending: Vec<SystemParams> = Vec::new();
+        // One that cannot be read fails when its turn comes; it sets nothing meanwhile.
+        for params in corrections.iter().filter_map(|line| new_params(&line.body)) {
+            if params != progress.params && !pending.contains(&params) {
+                pending.push(params);
+            }
+        }
+        Ok(Systems {
+            params: progress.params,
+            pending,
+            correction: corrections.last().map(|line| line.seq),
+        })
     }
 
     /// Cancelled once the service is stopping: open change feeds end.

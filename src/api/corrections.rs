@@ -250,7 +250,7 @@ async fn enqueue(
         .canonical()
         .map_err(|_| Error::Internal)?;
     let entry = NewEntry::by_body(&correction.id, EntryKind::Correction, &canonical);
-    let outcome = state.enqueue(pool, entry).await?;
+    let outcome = state.enqueue(pool, entry, None).await?;
     let queued = Queued::of(outcome, &correction.id)?;
     let body = RoundStatusResponse {
         id: correction.id,

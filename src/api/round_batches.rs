@@ -18,9 +18,8 @@ use super::auth::{Authorized, Write};
 use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
 use super::pool_of;
-use super::rounds::{checked, Checked, Queued, RoundBody, RoundStatusResponse};
-use crate::engine::{Beliefs, SystemParams};
-use crate::state::AppState;
+use super::rounds::{checked, Checked, Queued, RoundBody, RoundStatusResponse, CHECK_TRIES};
+use crate::state::{AppState, Systems};
 use crate::storage::{EnqueuedAll, EntryKind, NewEntry};
 
 /// Most rounds one batch may hold (422 naming `rounds` beyond).
@@ -81,24 +80,41 @@ async fn create_round_batch(
     request: Request,
 ) -> Result<Response, Error> {
     let pool = pool_of(&state, auth.client(), &pool).await?;
-    let body = json_bytes(request, &state).await?;
-    let system = pool.read().system().clone();
-    let rounds = tokio::task::spawn_blocking(move || validate_batch(&body, &system))
-        .await
-        .map_err(|join| {
-            tracing::error!(error = %join, "batch validation panicked");
-            Error::Internal
-        })??;
-    let entries: Vec<NewEntry<'_>> = rounds
-        .iter()
-        .map(|round| NewEntry {
-            id: &round.id,
-            kind: EntryKind::Round,
-            body: &round.body,
-            key: &round.key,
-        })
-        .collect();
-    let outcomes = match state.enqueue_all(&pool, &entries).await? {
+    let posted = json_bytes(request, &state).await?;
+    let mut systems = Systems::now(&pool);
+    let mut tries = 0;
+    let (rounds, outcome) = loop {
+        let (body, against) = (posted.clone(), systems.clone());
+        let rounds = tokio::task::spawn_blocking(move || validate_batch(&body, &against))
+            .await
+            .map_err(|join| {
+                tracing::error!(error = %join, "batch validation panicked");
+                Error::Internal
+            })??;
+        let entries: Vec<NewEntry<'_>> = rounds
+            .iter()
+            .map(|round| NewEntry {
+                id: &round.id,
+                kind: EntryKind::Round,
+                body: &round.body,
+                key: &round.key,
+            })
+            .collect();
+        tries += 1;
+        let outcome = state
+            .enqueue_all(&pool, &entries, Some(systems.against()))
+            .await?;
+        drop(entries);
+        match outcome {
+            EnqueuedAll::Changed if tries < CHECK_TRIES => {
+                systems = state.systems_stored(&pool).await?;
+            }
+            outcome => break (rounds, outcome),
+        }
+    };
+    let outcomes = match outcome {
+        // The pool changed under each try: the client tries again.
+        EnqueuedAll::Changed => return Err(Error::Unavailable),
         EnqueuedAll::Stored(outcomes) => outcomes,
         EnqueuedAll::Conflict(index) => {
             return Err(Error::RoundConflict {
@@ -142,7 +158,7 @@ async fn create_round_batch(
 
 /// Checks a batch body completely, each round for the pool's rating `system` too, and returns
 /// the rounds ready to queue, in order.
-fn validate_batch(body: &[u8], system: &SystemParams) -> Result<Vec<Checked>, Error> {
+fn validate_batch(body: &[u8], systems: &Systems) -> Result<Vec<Checked>, Error> {
     let value: Value =
         serde_json::from_slice(body).map_err(|e| Error::MalformedJson(e.to_string()))?;
     let invalid = |field: &str, message: String| Error::invalid("invalid_request", field, message);
@@ -170,7 +186,7 @@ fn validate_batch(body: &[u8], system: &SystemParams) -> Result<Vec<Checked>, Er
     let mut checked_rounds = Vec::with_capacity(rounds.len());
     for (i, round) in rounds.iter().enumerate() {
         let path = format!("rounds[{i}]");
-        let round = checked(round, system, &path)?;
+        let round = checked(round, systems, &path)?;
         if let Some(first) = seen.insert(round.id.clone(), i) {
             return Err(Error::invalid(
                 "invalid_round",

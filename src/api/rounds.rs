@@ -22,9 +22,9 @@ use super::players::limit;
 use super::query::QueryParams;
 use super::{pool_of, reads};
 use crate::display::Placement;
-use crate::engine::{Beliefs, RatingChange, SystemParams};
+use crate::engine::RatingChange;
 use crate::pools::PoolState;
-use crate::state::AppState;
+use crate::state::{AppState, Systems};
 use crate::storage::{Enqueued, EntryKind, NewEntry, ResultsPage, RoundRecord, RoundStatus};
 use crate::wire::{FieldError, RoundRequest, MAX_RANK};
 
@@ -244,22 +244,33 @@ async fn create_round(
     request: Request,
 ) -> Result<Response, Error> {
     let pool = pool_of(&state, auth.client(), &pool).await?;
-    let body = json_bytes(request, &state).await?;
-    // Parsing a large round is CPU work: keep it off the async runtime's threads.
-    let system = pool.read().system().clone();
-    let Checked { id, body, key } = tokio::task::spawn_blocking(move || validate(&body, &system))
-        .await
-        .map_err(|join| {
-            tracing::error!(error = %join, "round validation panicked");
-            Error::Internal
-        })??;
-    let entry = NewEntry {
-        id: &id,
-        kind: EntryKind::Round,
-        body: &body,
-        key: &key,
+    let posted = json_bytes(request, &state).await?;
+    let mut systems = Systems::now(&pool);
+    let mut tries = 0;
+    let (id, outcome) = loop {
+        // Parsing a large round is CPU work: keep it off the async runtime's threads.
+        let (body, against) = (posted.clone(), systems.clone());
+        let Checked { id, body, key } =
+            tokio::task::spawn_blocking(move || validate(&body, &against))
+                .await
+                .map_err(|join| {
+                    tracing::error!(error = %join, "round validation panicked");
+                    Error::Internal
+                })??;
+        let entry = NewEntry {
+            id: &id,
+            kind: EntryKind::Round,
+            body: &body,
+            key: &key,
+        };
+        tries += 1;
+        match state.enqueue(&pool, entry, Some(systems.against())).await? {
+            Enqueued::Changed if tries < CHECK_TRIES => {
+                systems = state.systems_stored(&pool).await?
+            }
+            outcome => break (id, outcome),
+        }
     };
-    let outcome = state.enqueue(&pool, entry).await?;
     let queued = Queued::of(outcome, &id)?;
     let headers = match queued.position {
         Some(position) => {
@@ -307,9 +318,17 @@ impl Queued {
                 field: "id".to_owned(),
             }),
             Enqueued::QueueFull { .. } => Err(Error::QueueFull),
+            // The pool changed under each of the route's tries (see [`CHECK_TRIES`]): the
+            // client tries again.
+            Enqueued::Changed => Err(Error::Unavailable),
         }
     }
 }
+
+/// How often a route checks a round against the pool's systems and tries to queue it, when the
+/// queue finds the pool changed since each check: a pool's parameters change seldom, so a
+/// second try nearly always stores it.
+pub(super) const CHECK_TRIES: u32 = 3;
 
 /// What a path segment encodes: everything but RFC 3986's unreserved characters, which
 /// stay as they are (`cup-7`, not `cup%2D7`).
@@ -339,12 +358,13 @@ pub(super) fn located(url: &str) -> HeaderMap {
     headers
 }
 
-/// Checks a round body completely, for the pool's rating `system` too, and returns it ready to
-/// queue: its id, its canonical JSON (what is stored) and what a re-post is compared by.
-fn validate(body: &[u8], system: &SystemParams) -> Result<Checked, Error> {
+/// Checks a round body completely, for each of the pool's rating `systems` too, and returns it
+/// ready to queue: its id, its canonical JSON (what is stored) and what a re-post is compared
+/// by.
+fn validate(body: &[u8], systems: &Systems) -> Result<Checked, Error> {
     let value: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| Error::MalformedJson(e.to_string()))?;
-    checked(&value, system, "")
+    checked(&value, systems, "")
 }
 
 /// A round that passed validation, ready to queue.
@@ -361,7 +381,7 @@ pub(super) struct Checked {
 /// `rounds[3]`, empty for the body itself), which the error's field starts with.
 pub(super) fn checked(
     value: &serde_json::Value,
-    system: &SystemParams,
+    systems: &Systems,
     path: &str,
 ) -> Result<Checked, Error> {
     let invalid = |e: FieldError| {
@@ -374,7 +394,9 @@ pub(super) fn checked(
     };
     let request = RoundRequest::from_value(value).map_err(invalid)?;
     let round = request.checked_round().map_err(invalid)?;
-    system.check_round(&round).map_err(|e| invalid(e.into()))?;
+    for system in systems.all() {
+        system.check_round(&round).map_err(|e| invalid(e.into()))?;
+    }
     crate::wire::not_ahead(&round).map_err(invalid)?;
     let serialized = |json: serde_json::Result<String>| {
         json.map_err(|e| {

@@ -117,7 +117,7 @@ async fn start_season(
         Error::Internal
     })?;
     let entry = NewEntry::by_body(&season.id, EntryKind::Season, &canonical);
-    let outcome = state.enqueue(&pool, entry).await?;
+    let outcome = state.enqueue(&pool, entry, None).await?;
     let queued = Queued::of(outcome, &season.id)?;
     let seasons = seasons_of(state.storage.as_ref(), &pool).await?;
     let mut shown = seasons

@@ -272,6 +272,9 @@ pub enum Enqueued {
         /// Rounds waiting.
         queued: u64,
     },
+    /// The pool is no longer as the line was checked against ([`EnqueuedAll::Changed`]);
+    /// nothing changed.
+    Changed,
 }
 
 /// A line to queue ([`Storage::enqueue_entries`]).
@@ -318,6 +321,21 @@ pub enum EnqueuedAll {
         /// Lines of the request that were not stored before.
         new: u64,
     },
+    /// The pool's parameters, or its queued corrections, are no longer those the lines were
+    /// checked against ([`Against`]); nothing changed.
+    Changed,
+}
+
+/// What lines about to be queued were checked against: the pool's parameters, and the seq of
+/// its newest queued correction (`None`: none queued), whose parameters, if it sets any, rate
+/// the rounds queued after it. [`Storage::enqueue_entries`] queues them only if both are still
+/// so, under the pool's lock: a round acknowledged is one its pool's system can rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Against<'a> {
+    /// The pool's parameters.
+    pub params: &'a SystemParams,
+    /// Its newest queued correction's seq.
+    pub correction: Option<i64>,
 }
 
 /// The round the worker should apply next.
@@ -789,11 +807,14 @@ pub trait Storage: Send + Sync + 'static {
     /// a re-post whose key hashes the same, or whose body does (a line stored before keys
     /// existed: its hash is its body's), is recognized and leaves the line stored before as it
     /// is. At most `max_queued` rounds wait per pool. The ids must differ from each other.
+    /// With `against`, nothing is queued unless the pool is still as the lines were checked
+    /// against ([`EnqueuedAll::Changed`]).
     async fn enqueue_entries(
         &self,
         pool: &str,
         entries: &[NewEntry<'_>],
         max_queued: u64,
+        against: Option<Against<'_>>,
     ) -> Result<EnqueuedAll, Error>;
 
     /// [`Self::enqueue_entries`] for one line.
@@ -802,9 +823,13 @@ pub trait Storage: Send + Sync + 'static {
         pool: &str,
         entry: NewEntry<'_>,
         max_queued: u64,
+        against: Option<Against<'_>>,
     ) -> Result<Enqueued, Error> {
         Ok(
-            match self.enqueue_entries(pool, &[entry], max_queued).await? {
+            match self
+                .enqueue_entries(pool, &[entry], max_queued, against)
+                .await?
+            {
                 EnqueuedAll::Stored(outcomes) => {
                     outcomes.into_iter().next().ok_or(Error::OutOfRange {
                         what: "outcomes of one line",
@@ -812,9 +837,13 @@ pub trait Storage: Send + Sync + 'static {
                 }
                 EnqueuedAll::Conflict(_) => Enqueued::Conflict,
                 EnqueuedAll::QueueFull { queued, .. } => Enqueued::QueueFull { queued },
+                EnqueuedAll::Changed => Enqueued::Changed,
             },
         )
     }
+
+    /// The corrections queued in `pool`, oldest first.
+    async fn queued_corrections(&self, pool: &str) -> Result<Vec<QueuedRound>, Error>;
 
     /// [`Self::enqueue_entry`] for a round, compared by its body as it is.
     async fn enqueue_round(
@@ -828,6 +857,7 @@ pub trait Storage: Send + Sync + 'static {
             pool,
             NewEntry::by_body(id, EntryKind::Round, body),
             max_queued,
+            None,
         )
         .await
     }

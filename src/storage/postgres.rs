@@ -253,8 +253,6 @@ impl Dialect for Pg {
 
     const NAME: &'static str = "postgresql";
 
-    const LOCK_POOL: &'static str = "SELECT name FROM pools WHERE name = $1 FOR UPDATE";
-
     const LOCK_POOL_PARAMS: &'static str =
         "SELECT system, params FROM pools WHERE name = $1 FOR UPDATE";
 

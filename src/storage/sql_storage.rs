@@ -20,8 +20,8 @@ use super::rows::{
     ProgressRow, ResultRow, RoundRow, SeasonRow,
 };
 use super::{
-    sql, AppliedId, AppliedPage, AppliedRound, AppliedSince, AsOf, Enqueued, EnqueuedAll, Error,
-    HistoryPage, LeagueHistory, LineOutcome, LoadedPool, NewEntry, PoolInfo, PoolProgress,
+    sql, Against, AppliedId, AppliedPage, AppliedRound, AppliedSince, AsOf, Enqueued, EnqueuedAll,
+    Error, HistoryPage, LeagueHistory, LineOutcome, LoadedPool, NewEntry, PoolInfo, PoolProgress,
     PoolWrite, QueuedRound, RatedAsOf, Recomputed, RecomputedLine, Replicas, ResultsPage, Rewrite,
     RoundOutcome, RoundRecord, RoundStatus, SeasonRecord, Storage, StoredKey,
 };
@@ -39,11 +39,8 @@ pub(super) trait Dialect: Send + Sync + 'static {
     /// `db.system` in tracing spans.
     const NAME: &'static str;
 
-    /// Pool `$1`'s name, its row locked for the rest of the transaction as far as the
-    /// backend locks rows; no row means no pool.
-    const LOCK_POOL: &'static str;
-
-    /// Pool `$1`'s `system` and `params`, locked like [`Self::LOCK_POOL`].
+    /// Pool `$1`'s `system` and `params`, its row locked for the rest of the transaction as
+    /// far as the backend locks rows; no row means no pool.
     const LOCK_POOL_PARAMS: &'static str;
 
     /// Whether the database lets one transaction write at a time.
@@ -571,14 +568,25 @@ where
         pool: &str,
         entries: &[NewEntry<'_>],
         max_queued: u64,
+        against: Option<Against<'_>>,
     ) -> Result<EnqueuedAll, Error> {
         let mut tx = D::begin_write(&self.pool).await?;
-        let locked: Option<(String,)> = sqlx::query_as(D::LOCK_POOL)
+        let locked: Option<ParamsRow> = sqlx::query_as(D::LOCK_POOL_PARAMS)
             .bind(pool)
             .fetch_optional(&mut *tx)
             .await?;
-        if locked.is_none() {
+        let Some(locked) = locked else {
             return Err(Error::PoolNotFound(pool.to_owned()));
+        };
+        if let Some(against) = against {
+            let (correction,): (Option<i64>,) = sqlx::query_as(sql::LAST_QUEUED_CORRECTION)
+                .bind(pool)
+                .fetch_one(&mut *tx)
+                .await?;
+            // Decoded only here: a post checked against nothing pays no more than the lock.
+            if locked.into_params()? != *against.params || correction != against.correction {
+                return Ok(EnqueuedAll::Changed);
+            }
         }
         let mut outcomes = Vec::with_capacity(entries.len());
         let mut new = Vec::new();
@@ -634,6 +642,14 @@ where
         self.notify(&mut tx, pool).await?;
         tx.commit().await?;
         Ok(EnqueuedAll::Stored(outcomes))
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
+    async fn queued_corrections(&self, pool: &str) -> Result<Vec<QueuedRound>, Error> {
+        Ok(sqlx::query_as(sql::SELECT_QUEUED_CORRECTIONS)
+            .bind(pool)
+            .fetch_all(&self.pool)
+            .await?)
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]

@@ -102,8 +102,6 @@ impl Dialect for Lite {
 
     const NAME: &'static str = "sqlite";
 
-    const LOCK_POOL: &'static str = "SELECT name FROM pools WHERE name = $1";
-
     const LOCK_POOL_PARAMS: &'static str = sql::SELECT_POOL_PARAMS;
 
     const ONE_WRITER: bool = true;

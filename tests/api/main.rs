@@ -17,6 +17,7 @@
 #[path = "../common/db.rs"]
 mod db;
 
+mod acknowledged;
 mod as_of;
 mod auth;
 mod backends;

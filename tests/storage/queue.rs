@@ -2,9 +2,14 @@
 
 use std::time::Duration;
 
-use mmr_service::storage::{Change, Enqueued, EntryKind, Error, NewEntry, RoundStatus};
+use mmr_service::engine::{EloParams, SystemParams};
+use mmr_service::storage::{
+    Against, Change, Enqueued, EnqueuedAll, EntryKind, Error, NewEntry, RoundStatus,
+};
 
-use crate::support::{self, body, create_pool, enqueue, population, Db, ALL, POOL, ROOMY_QUEUE};
+use crate::support::{
+    self, body, create_pool, enqueue, params, population, Db, ALL, POOL, ROOMY_QUEUE,
+};
 
 backend_tests!(
     enqueueing_into_an_unknown_pool_is_an_error,
@@ -17,6 +22,7 @@ backend_tests!(
     queued_rounds_survive_reopening_the_database,
     the_worker_takes_the_oldest_rounds_up_to_its_budget,
     a_queued_round_is_announced_only_while_another_replica_may_listen,
+    lines_checked_against_what_the_pool_no_longer_is_are_not_queued,
 );
 
 async fn enqueueing_into_an_unknown_pool_is_an_error(db: Db) {
@@ -113,7 +119,7 @@ async fn a_repost_is_recognized_by_its_key_or_by_the_body_of_a_line_stored_befor
     let queued = Enqueued::AlreadyStored {
         status: RoundStatus::Queued,
     };
-    let post = |entry| db.storage.enqueue_entry(POOL, entry, ROOMY_QUEUE);
+    let post = |entry| db.storage.enqueue_entry(POOL, entry, ROOMY_QUEUE, None);
     // Stored with a key: another body with the same key is the same line.
     assert_eq!(
         post(line("r1", "posted", "key-1")).await.expect("post"),
@@ -335,4 +341,64 @@ async fn announced(
         .await
         .ok()
         .flatten()
+}
+
+/// A line is queued only while the pool has the parameters it was checked against and no
+/// correction was queued since it looked: otherwise nothing is stored and the caller checks it
+/// again.
+async fn lines_checked_against_what_the_pool_no_longer_is_are_not_queued(db: Db) {
+    create_pool(&db).await;
+    let line = |id: &'static str| NewEntry::by_body(id, EntryKind::Round, "{}");
+    let current = params();
+    let other = SystemParams::Elo(EloParams::default());
+    let against = |params, correction| Some(Against { params, correction });
+    let storage = &db.storage;
+    let enqueue = |entry, against| async move {
+        storage
+            .enqueue_entries(POOL, &[entry], ROOMY_QUEUE, against)
+            .await
+    };
+    assert_eq!(
+        enqueue(line("r1"), against(&other, None))
+            .await
+            .expect("refused"),
+        EnqueuedAll::Changed,
+        "other parameters"
+    );
+    assert!(matches!(
+        enqueue(line("r1"), against(&current, None))
+            .await
+            .expect("queued"),
+        EnqueuedAll::Stored(_)
+    ));
+    let correction = NewEntry::by_body("fix", EntryKind::Correction, "{}");
+    assert!(matches!(
+        enqueue(correction, None).await.expect("a correction"),
+        EnqueuedAll::Stored(_)
+    ));
+    assert_eq!(
+        enqueue(line("r2"), against(&current, None))
+            .await
+            .expect("refused"),
+        EnqueuedAll::Changed,
+        "a correction queued since"
+    );
+    let queued = db.storage.queued_corrections(POOL).await.expect("read");
+    assert_eq!(queued.len(), 1);
+    assert_eq!(queued[0].id, "fix");
+    assert!(matches!(
+        enqueue(line("r2"), against(&current, Some(queued[0].seq)))
+            .await
+            .expect("queued"),
+        EnqueuedAll::Stored(_)
+    ));
+    let ids: Vec<String> = db
+        .storage
+        .queued_rounds(POOL, 0, 10, 1 << 20)
+        .await
+        .expect("the queue")
+        .into_iter()
+        .map(|q| q.id)
+        .collect();
+    assert_eq!(ids, ["r1", "fix", "r2"], "the refused tries stored nothing");
 }
