@@ -3,15 +3,20 @@
 //! or with `Accept: application/x-ndjson` every one of them as JSON Lines (the round format
 //! `replay` reads and `POST …/rounds` takes), streamed as they are read.
 
-use axum::body::Body;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use http_body::Frame;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use tokio::io::AsyncWriteExt;
-use tokio_util::io::ReaderStream;
+use tokio::io::{AsyncRead, AsyncWriteExt, DuplexStream, ReadBuf};
 use tokio_util::sync::CancellationToken;
 use utoipa::{IntoParams, ToSchema};
 
@@ -137,13 +142,17 @@ pub(super) async fn list_rounds(
         let place = stream_place(&state, &auth)?;
         // Read the first batch before answering, so that a database error is a proper status.
         // A stream's reads wait for no client's turn: the streams have bounds of their own.
+        let corrected = state.reads.last_correction(pool.name()).await?;
         let first = state
             .reads
             .applied_rounds(pool.name(), after, STREAM_BATCH, BATCH_BYTES)
             .await?;
         let body = stream(
-            std::sync::Arc::clone(&state.reads),
-            pool.name().to_owned(),
+            Arc::clone(&state.reads),
+            Export {
+                pool: pool.name().to_owned(),
+                corrected,
+            },
             first,
             place,
             state.closing(),
@@ -176,47 +185,151 @@ pub(super) async fn list_rounds(
     Ok(Json(ExportResponse { rounds, next_after }).into_response())
 }
 
+/// What a streamed export reads: the pool, and its newest applied correction when the export
+/// began, which must still be the newest once each batch is read.
+struct Export {
+    pool: String,
+    corrected: Option<i64>,
+}
+
+/// The line that ends an export a correction made stale, before the connection is cut.
+const STALE_EXPORT: &str = concat!(
+    r#"{"error": {"code": "export_outdated", "message": "a correction was applied to the pool "#,
+    r#"while it was exported: the lines sent would mix two states of it; export it again"}}"#,
+    "\n"
+);
+
 /// Every applied round from `first` on, one per line, written into a pipe by a task that
-/// reads the database a batch at a time; the body reads the other end. A database error
-/// midway ends the body early (the client sees a truncated stream, and may resume with
-/// `after` set to the last `seq` it received), and so does the service stopping. The task
-/// holds the stream's `place` until it ends.
+/// reads the database a batch at a time; the body reads the other end. The export is of one
+/// state of the pool: rounds applied meanwhile are appended as in the pool, and a correction
+/// applied meanwhile (which rewrites or voids rounds already sent) ends it with an
+/// `export_outdated` error line. That, a database error midway and the service stopping end
+/// the body without the last chunk of its chunked encoding, so the client sees an incomplete
+/// answer, never one that looks whole (it may resume with `after` set to the last `seq` it
+/// received). The task holds the stream's `place` until it ends.
 fn stream(
     storage: std::sync::Arc<dyn Storage>,
-    pool: String,
+    export: Export,
     first: AppliedPage,
     place: StreamPlace,
     closing: CancellationToken,
 ) -> Body {
     let (reader, mut writer) = tokio::io::duplex(64 * 1024);
+    let failed = Arc::new(AtomicBool::new(false));
+    let failing = Arc::clone(&failed);
     tokio::spawn(async move {
-        let mut batch = first;
-        while let Some(last) = batch.rounds.last().map(|row| row.seq) {
-            for row in &batch.rounds {
-                let line = format!("{}\n", row.body);
-                if send(&mut writer, &line, &closing).await.is_err() {
+        let ended = async {
+            let mut batch = first;
+            loop {
+                // After the batch was read: a correction applied before any of its rows were
+                // read shows here.
+                if storage.last_correction(&export.pool).await? != export.corrected {
+                    tracing::info!(pool = export.pool, "an export outdated by a correction");
+                    send(&mut writer, STALE_EXPORT, &closing).await?;
+                    return Err(ExportEnded::Outdated);
+                }
+                let Some(last) = batch.rounds.last().map(|row| row.seq) else {
+                    return Ok(());
+                };
+                for row in &batch.rounds {
                     // The client went away, or the service is stopping.
-                    return;
+                    send(&mut writer, &format!("{}\n", row.body), &closing).await?;
                 }
-            }
-            if !batch.more {
-                break;
-            }
-            match storage
-                .applied_rounds(&pool, last, STREAM_BATCH, BATCH_BYTES)
-                .await
-            {
-                Ok(next) => batch = next,
-                Err(error) => {
-                    tracing::error!(error = %error, "the round export stopped");
-                    return;
+                if !batch.more {
+                    return Ok(());
                 }
+                batch = storage
+                    .applied_rounds(&export.pool, last, STREAM_BATCH, BATCH_BYTES)
+                    .await?;
             }
         }
-        let _ = writer.shutdown().await;
-        drop(place);
+        .await;
+        match ended {
+            Ok(()) => {
+                let _ = writer.shutdown().await;
+            }
+            Err(ended) => {
+                if let ExportEnded::Database(error) = &ended {
+                    tracing::error!(error = %error, "the round export stopped");
+                }
+                failing.store(true, Ordering::Release);
+            }
+        }
+        drop((writer, place));
     });
-    Body::from_stream(ReaderStream::new(reader))
+    Body::new(PipeBody {
+        reader,
+        failed,
+        done: false,
+    })
+}
+
+/// Why an export ended before its last round.
+#[derive(Debug)]
+enum ExportEnded {
+    /// A correction was applied meanwhile.
+    Outdated,
+    /// The database failed.
+    Database(crate::storage::Error),
+    /// The client went away, or the service is stopping.
+    Gone,
+}
+
+impl From<crate::storage::Error> for ExportEnded {
+    fn from(error: crate::storage::Error) -> Self {
+        Self::Database(error)
+    }
+}
+
+impl From<std::io::Error> for ExportEnded {
+    fn from(_: std::io::Error) -> Self {
+        Self::Gone
+    }
+}
+
+/// The body of a streamed export: what its task writes into the pipe and then, if the task
+/// ended before the export's end, an error, on which the connection ends without the chunked
+/// body's last chunk.
+struct PipeBody {
+    reader: DuplexStream,
+    failed: Arc<AtomicBool>,
+    done: bool,
+}
+
+/// Bytes read from the pipe at a time.
+const PIPE_READ: usize = 16 << 10;
+
+impl http_body::Body for PipeBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        let mut buffer = [0u8; PIPE_READ];
+        let mut read = ReadBuf::new(&mut buffer);
+        match Pin::new(&mut self.reader).poll_read(cx, &mut read) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Err(error)) => Poll::Ready(Some(Err(error))),
+            Poll::Ready(Ok(())) if read.filled().is_empty() => {
+                self.done = true;
+                if self.failed.load(Ordering::Acquire) {
+                    Poll::Ready(Some(Err(std::io::Error::other(
+                        "the export ended before its last round",
+                    ))))
+                } else {
+                    Poll::Ready(None)
+                }
+            }
+            Poll::Ready(Ok(())) => {
+                Poll::Ready(Some(Ok(Frame::data(Bytes::copy_from_slice(read.filled())))))
+            }
+        }
+    }
 }
 
 #[cfg(test)]

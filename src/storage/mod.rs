@@ -845,6 +845,10 @@ pub trait Storage: Send + Sync + 'static {
     /// The corrections queued in `pool`, oldest first.
     async fn queued_corrections(&self, pool: &str) -> Result<Vec<QueuedRound>, Error>;
 
+    /// The seq of `pool`'s newest applied correction (`None`: none applied): what a reader of
+    /// many batches compares to tell that none changed the rounds it read meanwhile.
+    async fn last_correction(&self, pool: &str) -> Result<Option<i64>, Error>;
+
     /// [`Self::enqueue_entry`] for a round, compared by its body as it is.
     async fn enqueue_round(
         &self,

@@ -51,16 +51,22 @@ pub(super) const SELECT_ROUND_HASH: &str = "
 pub(super) const COUNT_POOL_QUEUED: &str = "
     SELECT count(*) FROM rounds WHERE pool = $1 AND status = 'queued'";
 
-/// The corrections queued in pool `$1`, oldest first.
+/// The corrections queued in pool `$1`, oldest first (along `rounds_by_kind`, as
+/// [`COUNT_CORRECTIONS_AFTER`]).
 pub(super) const SELECT_QUEUED_CORRECTIONS: &str = "
     SELECT id, seq, body, kind FROM rounds
-    WHERE pool = $1 AND kind = 'correction' AND status = 'queued'
+    WHERE pool = $1 AND kind <> 'round' AND kind = 'correction' AND status = 'queued'
     ORDER BY seq";
 
-/// The seq of pool `$1`'s newest queued correction (`NULL`: none).
+/// The seq of pool `$1`'s newest queued correction (`NULL`: none; along `rounds_by_kind`).
 pub(super) const LAST_QUEUED_CORRECTION: &str = "
     SELECT max(seq) FROM rounds
-    WHERE pool = $1 AND kind = 'correction' AND status = 'queued'";
+    WHERE pool = $1 AND kind <> 'round' AND kind = 'correction' AND status = 'queued'";
+
+/// The seq of pool `$1`'s newest applied correction (`NULL`: none; along `rounds_by_kind`).
+pub(super) const LAST_APPLIED_CORRECTION: &str = "
+    SELECT max(seq) FROM rounds
+    WHERE pool = $1 AND kind <> 'round' AND kind = 'correction' AND status = 'applied'";
 
 /// Queues round `$2` of pool `$1` with body `$3` and hash `$4` after every round accepted so
 /// far; the caller holds the pool's lock, so no other round can take the same place.

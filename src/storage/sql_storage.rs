@@ -653,6 +653,15 @@ where
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
+    async fn last_correction(&self, pool: &str) -> Result<Option<i64>, Error> {
+        let (seq,): (Option<i64>,) = sqlx::query_as(sql::LAST_APPLIED_CORRECTION)
+            .bind(pool)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(seq)
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
     async fn queued_rounds(
         &self,
         pool: &str,

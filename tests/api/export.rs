@@ -1,14 +1,17 @@
 //! `GET /v1/pools/{pool}/rounds` on both backends: the applied rounds in order, paged as JSON or
 //! streamed as JSON Lines; re-posting the export into a new pool reproduces every rating.
 
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
+use http_body_util::BodyExt;
 use serde_json::{json, Value};
 
-use crate::support::{round, round_at, TestApp, POOL};
+use crate::support::{round, round_at, Payload, TestApp, ADMIN_KEY, POOL};
 
 backend_tests!(
     an_exported_pool_posted_into_another_rates_every_player_the_same,
     pages_end_by_size_and_a_round_larger_than_a_page_opens_one_alone,
+    a_streamed_export_a_rename_outdates_ends_with_an_error_the_client_sees,
+    a_streamed_export_a_void_outdates_ends_with_an_error_the_client_sees,
 );
 
 /// The rounds of every page of the pool's export, `limit` at most a page, first to last.
@@ -129,4 +132,110 @@ async fn pages_end_by_size_and_a_round_larger_than_a_page_opens_one_alone(app: T
         })
         .collect();
     assert_eq!(streamed, ["a1", "b2", "c3", "d4"], "every batch streamed");
+}
+
+/// Rounds in the pool the slow reader exports: more than the export reads at a time (500), and
+/// large enough (ten players of long names each) that the first batch fills the stream's pipe,
+/// so that the next batch is read only once the reader reads on.
+const EXPORTED: usize = 600;
+
+/// A pool of [`EXPORTED`] applied rounds.
+async fn a_long_pool(app: &TestApp) {
+    app.create_pool(POOL).await;
+    let names: Vec<String> = (0..10)
+        .map(|i| format!("player-with-a-long-name-{i:02}"))
+        .collect();
+    let mut players: Vec<&str> = names.iter().map(String::as_str).collect();
+    for i in 0..EXPORTED {
+        players.rotate_left(1);
+        app.queue_round(round(&format!("r{i}"), &players)).await;
+    }
+    app.apply_queued(POOL).await;
+}
+
+/// Starts a streamed export, reads a little of it, runs `correct` and reads on: the text read,
+/// and whether the body ended in an error.
+async fn read_across<F: std::future::Future<Output = ()>>(
+    app: &TestApp,
+    correct: impl FnOnce() -> F,
+) -> (String, bool) {
+    let response = app
+        .get_stream(
+            "/v1/pools/main/rounds",
+            &[("accept", "application/x-ndjson")],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+    let mut text = Vec::new();
+    while text.len() < 4096 {
+        let frame = body.frame().await.expect("a frame").expect("data");
+        text.extend_from_slice(&frame.into_data().expect("data"));
+    }
+    correct().await;
+    let failed = loop {
+        match body.frame().await {
+            None => break false,
+            Some(Err(_)) => break true,
+            Some(Ok(frame)) => text.extend_from_slice(&frame.into_data().expect("data")),
+        }
+    };
+    (String::from_utf8(text).expect("UTF-8"), failed)
+}
+
+/// Checks an export that a correction outdated: its last line says so, every line before it
+/// is a round as it was before the correction, and the body ended in an error.
+fn assert_outdated(text: &str, failed: bool, before: &str) {
+    assert!(failed, "the body ends in an error, not as if whole");
+    let lines: Vec<&str> = text.lines().collect();
+    let last: Value = serde_json::from_str(lines.last().expect("a line")).expect("JSON");
+    assert_eq!(last["error"]["code"], "export_outdated", "{last}");
+    assert!(
+        lines.len() - 1 < EXPORTED,
+        "{} rounds sent",
+        lines.len() - 1
+    );
+    for line in &lines[..lines.len() - 1] {
+        let round: Value = serde_json::from_str(line).expect("a round");
+        assert!(round["id"].is_string(), "{round}");
+    }
+    assert!(
+        text.contains(before),
+        "the rounds sent are as before the correction"
+    );
+}
+
+async fn a_streamed_export_a_rename_outdates_ends_with_an_error_the_client_sees(app: TestApp) {
+    a_long_pool(&app).await;
+    let (text, failed) = read_across(&app, || async {
+        let rename = json!({"id": "rename", "action": "rename",
+            "player": "player-with-a-long-name-00", "to": "renamed"});
+        app.post("/v1/pools/main/corrections", Some(ADMIN_KEY), rename)
+            .await
+            .assert_status(StatusCode::ACCEPTED, "rename");
+        app.apply_queued(POOL).await;
+    })
+    .await;
+    assert!(
+        !text.contains("renamed"),
+        "no line after the rename was sent"
+    );
+    assert_outdated(&text, failed, "player-with-a-long-name-00");
+}
+
+async fn a_streamed_export_a_void_outdates_ends_with_an_error_the_client_sees(app: TestApp) {
+    a_long_pool(&app).await;
+    let (text, failed) = read_across(&app, || async {
+        app.send(
+            Method::DELETE,
+            "/v1/pools/main/rounds/r1",
+            Some(ADMIN_KEY),
+            Payload::Empty,
+        )
+        .await
+        .assert_status(StatusCode::ACCEPTED, "void");
+        app.apply_queued(POOL).await;
+    })
+    .await;
+    assert_outdated(&text, failed, r#""id":"r1""#);
 }
