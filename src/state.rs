@@ -150,12 +150,6 @@ pub const MAX_FEEDS: usize = 1024;
 /// feed of [`MAX_FEEDS`].
 pub const MAX_FEEDS_PER_CLIENT: usize = 16;
 
-/// Reads of the database under way for each of `database.read_connections`, waiting for a
-/// connection or running, of which one client has its share ([`AppState::read_turns`]): with
-/// the default 4 connections and `server.client_share_percent` 50, one client has 16 under way
-/// at once and its others wait for their turn.
-pub const READS_PER_CONNECTION: usize = 8;
-
 /// A look at the database: when it was taken, whether the database answered, and the rounds
 /// then queued in all its pools (`None` if it did not answer that either).
 #[derive(Debug, Clone, Copy)]
@@ -234,8 +228,13 @@ impl AppState {
         let read_connections = settings.database.read_connections;
         let connections = Arc::new(crate::serve::Connections::new(server, read_connections));
         let reads = storage.for_reads(read_connections);
-        let reads_at_once = (read_connections as usize).saturating_mul(READS_PER_CONNECTION);
-        let read_turns = crate::rate_limit::Turns::new(server.client_share(reads_at_once));
+        // A client's share of the connections themselves: with the default 4 and
+        // `server.client_share_percent` 50, one client's reads hold at most 2 at once, and its
+        // others wait for their turn, so that the rest always serve other clients. (A share
+        // of reads under way, 16 of 32, let one client's slow reads hold all 4: another's
+        // 1 ms history read took 1.3 s.)
+        let read_turns =
+            crate::rate_limit::Turns::new(server.client_share(read_connections as usize));
         let replica_id = if settings.replicas.id.is_empty() {
             Arc::from(ownership::random_id())
         } else {

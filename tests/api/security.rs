@@ -14,7 +14,6 @@ use axum::extract::ConnectInfo;
 use axum::http::{header, Method, Request, StatusCode};
 use mmr_service::api::auth::hash_key;
 use mmr_service::rate_limit::Client;
-use mmr_service::state::READS_PER_CONNECTION;
 use serde_json::{json, Value};
 
 use crate::support::{
@@ -435,9 +434,9 @@ async fn a_client_beyond_its_turns_at_the_database_waits_while_others_read() {
     let app = TestApp::new().await;
     app.create_pool(POOL).await;
     app.play([round("r1", &["a", "b"])]).await;
-    // The client's turns all held (half of 8 per connection), as by its reads under way.
+    // The client's turns all held (half of the connections), as by its reads under way.
     let settings = &app.state.settings;
-    let whole = settings.database.read_connections as usize * READS_PER_CONNECTION;
+    let whole = settings.database.read_connections as usize;
     let client = Client::address("192.0.2.1".parse().expect("an address"));
     let mut held = Vec::new();
     for _ in 0..settings.server.client_share(whole) {

@@ -677,6 +677,101 @@ fn tally(clients: &[(BTreeMap<String, usize>, Duration)]) -> (BTreeMap<String, u
     (answers, longest_answer)
 }
 
+/// Entrants of the round whose results one client reads over and over: each page of it sorts
+/// them all (about 60 ms on Postgres here).
+const HUGE_ENTRANTS: usize = 200_000;
+
+/// Connections from the one client reading it.
+const HOGS: usize = 16;
+
+/// History reads another client makes meanwhile, one after another.
+const HISTORY_READS: usize = 40;
+
+/// What the median of those may take.
+const FAIR_READ_BOUND: Duration = Duration::from_millis(100);
+
+/// One client reading a huge round's results from 16 connections holds no more than its share
+/// of the database's read connections (2 of 4): another client's history reads go on at once.
+/// With a share of reads under way (16 of 32), its reads held all 4 and such a read took
+/// 1.3 s at the median.
+fn one_clients_slow_reads_leave_the_others_their_connections(backend: Backend) {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(server) = Server::start(backend) else {
+        return;
+    };
+    let huge = rounds::wide("huge", HUGE_ENTRANTS);
+    let known = seed(&server, std::slice::from_ref(&huge));
+    wait_until_applied(&server, SEED_ROUNDS + 1);
+    let base = server.base_url().to_owned();
+    let stop = AtomicBool::new(false);
+    let (hogs, mut took) = thread::scope(|scope| {
+        let (base, stop) = (&base, &stop);
+        let hogs: Vec<_> = (0..HOGS)
+            .map(|_| {
+                scope.spawn(move || {
+                    let client = Client::builder()
+                        .timeout(READ_TIMEOUT)
+                        .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 2, 10)))
+                        .build()
+                        .expect("an HTTP client");
+                    let url = format!("{base}/v1/pools/{POOL}/rounds/huge?limit=1");
+                    let mut reads = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        let answered = client.get(&url).send().and_then(|r| r.bytes());
+                        reads += usize::from(answered.is_ok());
+                    }
+                    reads
+                })
+            })
+            .collect();
+        let client = Client::builder()
+            .timeout(READ_TIMEOUT)
+            .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 2, 20)))
+            .build()
+            .expect("an HTTP client");
+        // The other client reads once the one's reads fill what they may.
+        thread::sleep(Duration::from_secs(1));
+        let url = format!("{base}/v1/pools/{POOL}/players/{}/history", known[0]);
+        let took: Vec<Duration> = (0..HISTORY_READS)
+            .map(|_| {
+                let started = Instant::now();
+                let status = client
+                    .get(&url)
+                    .send()
+                    .map(|r| r.status().as_u16())
+                    .expect("a history read answered");
+                assert_eq!(status, 200, "a history read");
+                started.elapsed()
+            })
+            .collect();
+        stop.store(true, Ordering::Relaxed);
+        let hogs: usize = hogs.into_iter().map(|h| h.join().expect("a reader")).sum();
+        (hogs, took)
+    });
+    took.sort();
+    let median = quantile(&took, 0.5);
+    println!(
+        "{backend:?}: one client read a {HUGE_ENTRANTS}-entrant round {hogs} times from {HOGS} connections; \
+         another's history reads: p50 {median:?}, p99 {:?}",
+        quantile(&took, 0.99)
+    );
+    assert!(hogs > 0, "the one client's reads were answered too");
+    assert!(
+        median < FAIR_READ_BOUND,
+        "{backend:?}: another client's history read took {median:?} at the median"
+    );
+}
+
+#[test]
+fn sqlite_one_clients_slow_reads_leave_the_others_their_connections() {
+    one_clients_slow_reads_leave_the_others_their_connections(Backend::Sqlite);
+}
+
+#[test]
+fn postgres_one_clients_slow_reads_leave_the_others_their_connections() {
+    one_clients_slow_reads_leave_the_others_their_connections(Backend::Postgres);
+}
+
 #[test]
 fn sqlite_reads_and_writes_of_a_pool_keep_answering_while_the_largest_predictions_run() {
     reads_and_writes_keep_answering_while_the_largest_predictions_run(Backend::Sqlite);
