@@ -34,6 +34,19 @@ pub fn id_problem(id: &str) -> Option<&'static str> {
     }
 }
 
+/// Why `id`, a player or team id that a round or a rename writes, is refused, if it is: beyond
+/// [`id_problem`], it must be in Unicode normalization form C (NFC), so that ids shown alike
+/// (`é` as one code point, or as `e` and a combining accent) are one id. Ids stored before are
+/// read as they are; a rename to their NFC form makes them writable again.
+#[must_use]
+pub fn written_id_problem(id: &str) -> Option<&'static str> {
+    id_problem(id).or_else(|| {
+        (!unicode_normalization::is_nfc(id)).then_some(
+            "must be in Unicode normalization form C (NFC): ids shown alike must be one id",
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,6 +59,15 @@ mod tests {
         for bad in ["", "Ranked", "a b", "a/b", "é", "..", &"x".repeat(65)] {
             assert!(!is_pool_name(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn written_ids_are_in_nfc() {
+        assert_eq!(written_id_problem("Ünïcödé 名前"), None);
+        assert_eq!(written_id_problem("\u{e9}"), None);
+        assert!(written_id_problem("e\u{301}").is_some());
+        assert_eq!(id_problem("e\u{301}"), None, "read as it is");
+        assert!(written_id_problem("").is_some());
     }
 
     #[test]

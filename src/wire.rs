@@ -217,9 +217,9 @@ impl RoundRequest {
         })
     }
 
-    /// Every check a round must pass in any pool: its id, its players' and teams' ids
-    /// ([`crate::names::id_problem`]) and the round itself ([`Self::to_round`]). What only a
-    /// pool's rating system refuses is `check_round`'s.
+    /// Every check a round must pass in any pool: its id ([`crate::names::id_problem`]), its
+    /// players' and teams' ids ([`crate::names::written_id_problem`]: in NFC too) and the round
+    /// itself ([`Self::to_round`]). What only a pool's rating system refuses is `check_round`'s.
     pub fn checked_round(&self) -> Result<engine::Round, FieldError> {
         if let Some(problem) = crate::names::id_problem(&self.id) {
             return Err(FieldError::new("id", problem));
@@ -228,7 +228,7 @@ impl RoundRequest {
             let ids = std::iter::once(("player", standing.player.as_str()))
                 .chain(standing.team.as_deref().map(|team| ("team", team)));
             for (key, id) in ids {
-                if let Some(problem) = crate::names::id_problem(id) {
+                if let Some(problem) = crate::names::written_id_problem(id) {
                     return Err(FieldError::new(StandingAt(i).field(key), problem));
                 }
             }

@@ -146,6 +146,12 @@ async fn post_correction(
     }
     let correction =
         CorrectionRequest::from_value(&value, "").map_err(|e| invalid(e.field, e.reason))?;
+    // The name a rename gives is written from now on, as a round's ids are.
+    if let Correction::Rename { to, .. } = &correction.action {
+        if let Some(problem) = crate::names::written_id_problem(to) {
+            return Err(invalid("to".into(), problem.into()));
+        }
+    }
     enqueue(&state, &pool, correction).await
 }
 

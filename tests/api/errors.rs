@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::http::{header, Method, StatusCode};
 use mmr_service::config::Settings;
@@ -108,6 +109,58 @@ async fn a_method_a_route_does_not_take_returns_405_as_json_with_allow() {
         let allowed: BTreeSet<String> = allowed.iter().map(|m| (*m).to_owned()).collect();
         assert_eq!(allow, allowed, "{case}");
     }
+}
+
+#[tokio::test]
+async fn a_body_beyond_what_is_left_of_the_body_budget_returns_503_overloaded_unparsed() {
+    let mut settings = settings(&[]);
+    settings.server.body_bytes_in_flight = 4096;
+    let app = TestApp::with_settings(settings).await;
+    app.create_pool(POOL).await;
+    let post = |length: usize, body: axum::body::Body| {
+        axum::http::Request::builder()
+            .method(Method::POST)
+            .uri("/v1/pools/main/rounds")
+            .header(header::AUTHORIZATION, format!("Bearer {WRITE_KEY}"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::CONTENT_LENGTH, length)
+            .body(body)
+            .expect("a request")
+    };
+    // A client that declared 3,000 bytes and is still sending them holds that much of 4,096.
+    let (_sending, pipe) = tokio::io::duplex(64);
+    let trickling = post(
+        3000,
+        axum::body::Body::from_stream(tokio_util::io::ReaderStream::new(pipe)),
+    );
+    let mut first = Box::pin(app.send_unread(trickling));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), &mut first)
+            .await
+            .is_err(),
+        "the first body is still being read"
+    );
+    let body = round("r1", &["a", "b"]).to_string();
+    let beyond = post(2000, axum::body::Body::from(format!("{body:2000}")));
+    app.send_request(beyond).await.assert_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "overloaded",
+        None,
+        "2,000 bytes beyond the 1,096 left",
+    );
+    let within = post(1000, axum::body::Body::from(format!("{body:1000}")));
+    app.send_request(within)
+        .await
+        .assert_status(StatusCode::ACCEPTED, "1,000 bytes within them");
+    drop(first);
+    let after = post(
+        2000,
+        axum::body::Body::from(format!("{:2000}", round("r2", &["a", "b"]))),
+    );
+    app.send_request(after)
+        .await
+        .assert_status(StatusCode::ACCEPTED, "the budget came back");
+    assert_eq!(app.pool_info(POOL).await["rounds_queued"], 2);
 }
 
 #[tokio::test]

@@ -707,6 +707,16 @@ fn round_cases() -> Vec<Case> {
             standing_with("team", json!("red\u{0}")),
             Some("standings[0].team"),
         ),
+        bad_round(
+            "a player not in NFC (e and a combining accent, shown as é)",
+            standing_with("player", json!("e\u{301}")),
+            Some("standings[0].player"),
+        ),
+        bad_round(
+            "a team not in NFC",
+            standing_with("team", json!("equipe\u{301}")),
+            Some("standings[0].team"),
+        ),
     ]
 }
 
@@ -1360,6 +1370,11 @@ fn correction_cases() -> Vec<Case> {
         )
     };
     vec![
+        invalid(
+            "a rename to a name not in NFC",
+            json!({"id": "c", "action": "rename", "player": "a", "to": "e\u{301}"}),
+            "to",
+        ),
         invalid(
             "an unknown action",
             json!({"id": "c", "action": "undo"}),
