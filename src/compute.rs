@@ -43,7 +43,7 @@ pub struct Compute {
 /// anything).
 #[derive(Debug)]
 pub struct Held {
-    _permit: OwnedSemaphorePermit,
+    _permit: Option<OwnedSemaphorePermit>,
     _share: Option<Share>,
 }
 
@@ -78,13 +78,37 @@ impl Compute {
     /// refused forever), on the pool and waits for its result;
     /// refused at once when the budget, or the client's share of it, is used up. `work` is handed
     /// a flag that is set once nobody waits for the result any more; it should poll it and
-    /// stop early. The computation keeps its share of the budget until it has stopped, and the
-    /// result comes with that share ([`Held`]), for the caller to give back when it is done with
-    /// the result.
+    /// stop early. The computation keeps its share of the budget until it has stopped.
     pub async fn run<T: Send + 'static>(
         &self,
         client: Option<&Client>,
         cost: usize,
+        work: impl FnOnce(&AtomicBool) -> T + Send + 'static,
+    ) -> Result<T, Refused> {
+        self.run_keeping(client, cost, false, work)
+            .await
+            .map(|(done, _)| done)
+    }
+
+    /// [`Self::run`], the result coming with the computation's share of the budget ([`Held`])
+    /// for the caller to give back once it is done with the result: a large answer counts
+    /// until it is written.
+    pub async fn run_held<T: Send + 'static>(
+        &self,
+        client: Option<&Client>,
+        cost: usize,
+        work: impl FnOnce(&AtomicBool) -> T + Send + 'static,
+    ) -> Result<(T, Held), Refused> {
+        self.run_keeping(client, cost, true, work).await
+    }
+
+    /// [`Self::run_held`] if `keep`; otherwise the share is given back as the work ends, on
+    /// the pool's thread, not once its caller is next polled.
+    async fn run_keeping<T: Send + 'static>(
+        &self,
+        client: Option<&Client>,
+        cost: usize,
+        keep: bool,
         work: impl FnOnce(&AtomicBool) -> T + Send + 'static,
     ) -> Result<(T, Held), Refused> {
         // Not `clamp`: a budget of 0 (refusing everything) must not panic.
@@ -114,9 +138,17 @@ impl Compute {
             if outcome.is_err() {
                 tracing::error!("a computation panicked");
             }
-            let held = Held {
-                _permit: permit,
-                _share: share,
+            let held = if keep {
+                Held {
+                    _permit: Some(permit),
+                    _share: share,
+                }
+            } else {
+                drop((permit, share));
+                Held {
+                    _permit: None,
+                    _share: None,
+                }
             };
             // The receiver is gone when the request was dropped: nobody wants the result, and
             // the share comes back with it.
@@ -136,32 +168,22 @@ mod tests {
 
     use super::*;
 
-    /// [`Compute::run`]'s result, its share given back at once.
-    async fn run<T: Send + 'static>(
-        compute: &Compute,
-        client: Option<&Client>,
-        cost: usize,
-        work: impl FnOnce(&AtomicBool) -> T + Send + 'static,
-    ) -> Result<T, Refused> {
-        compute.run(client, cost, work).await.map(|(done, _)| done)
-    }
-
     #[tokio::test]
     async fn a_result_keeps_its_share_until_the_caller_drops_it() {
         let compute = Compute::new(1, 2, 1).expect("a pool");
         let client = Client::Key("reader".to_owned());
         let (answer, held) = compute
-            .run(Some(&client), 1, |_| 1)
+            .run_held(Some(&client), 1, |_| 1)
             .await
             .expect("computed");
         assert_eq!(answer, 1);
         assert_eq!(
-            run(&compute, Some(&client), 1, |_| 2).await,
+            compute.run(Some(&client), 1, |_| 2).await,
             Err(Refused::OverShare),
             "the first answer still holds the share"
         );
         drop(held);
-        assert_eq!(run(&compute, Some(&client), 1, |_| 3).await, Ok(3));
+        assert_eq!(compute.run(Some(&client), 1, |_| 3).await, Ok(3));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,30 +194,28 @@ mod tests {
         let running = {
             let compute = Arc::clone(&compute);
             tokio::spawn(async move {
-                run(&compute, None, 1, move |cancel| {
-                    let _ = started.send(());
-                    while !cancel.load(Ordering::Relaxed) {
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                    let _ = stopped.send(());
-                })
-                .await
+                compute
+                    .run(None, 1, move |cancel| {
+                        let _ = started.send(());
+                        while !cancel.load(Ordering::Relaxed) {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        let _ = stopped.send(());
+                    })
+                    .await
             })
         };
         started_rx
             .recv_timeout(Duration::from_secs(10))
             .expect("the work started");
-        assert_eq!(
-            run(&compute, None, 1, |_| ()).await,
-            Err(Refused::Overloaded)
-        );
+        assert_eq!(compute.run(None, 1, |_| ()).await, Err(Refused::Overloaded));
         running.abort();
         stopped_rx
             .recv_timeout(Duration::from_secs(10))
             .expect("dropping the request cancelled the work");
         let mut answer = Err(Refused::Overloaded);
         for _ in 0..1000 {
-            answer = run(&compute, None, 1, |_| 7).await;
+            answer = compute.run(None, 1, |_| 7).await;
             if answer.is_ok() {
                 break;
             }
@@ -212,22 +232,20 @@ mod tests {
         let busy = {
             let compute = Arc::clone(&compute);
             tokio::spawn(async move {
-                run(&compute, None, 8, move |_| {
-                    let hold = hold.lock().expect("not poisoned").take();
-                    if let Some(hold) = hold {
-                        let _ = hold.blocking_recv();
-                    }
-                })
-                .await
+                compute
+                    .run(None, 8, move |_| {
+                        let hold = hold.lock().expect("not poisoned").take();
+                        if let Some(hold) = hold {
+                            let _ = hold.blocking_recv();
+                        }
+                    })
+                    .await
             })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(compute.run(None, 3, |_| ()).await, Err(Refused::Overloaded));
         assert_eq!(
-            run(&compute, None, 3, |_| ()).await,
-            Err(Refused::Overloaded)
-        );
-        assert_eq!(
-            run(&compute, None, 2, |_| 5).await,
+            compute.run(None, 2, |_| 5).await,
             Ok(5),
             "2 of the 10 are free"
         );
@@ -239,10 +257,10 @@ mod tests {
     async fn a_panicking_computation_is_reported_and_frees_its_place() {
         let compute = Compute::new(1, 1, 1).expect("a pool");
         assert_eq!(
-            run(&compute, None, 1, |_| -> u8 { panic!("boom") }).await,
+            compute.run(None, 1, |_| -> u8 { panic!("boom") }).await,
             Err(Refused::Panicked)
         );
-        assert_eq!(run(&compute, None, 1, |_| 1).await, Ok(1));
+        assert_eq!(compute.run(None, 1, |_| 1).await, Ok(1));
     }
 
     #[tokio::test]
@@ -255,32 +273,33 @@ mod tests {
         let busy = {
             let (compute, greedy) = (Arc::clone(&compute), greedy.clone());
             tokio::spawn(async move {
-                run(&compute, Some(&greedy), 4, move |_| {
-                    let hold = hold.lock().expect("not poisoned").take();
-                    if let Some(hold) = hold {
-                        let _ = hold.blocking_recv();
-                    }
-                })
-                .await
+                compute
+                    .run(Some(&greedy), 4, move |_| {
+                        let hold = hold.lock().expect("not poisoned").take();
+                        if let Some(hold) = hold {
+                            let _ = hold.blocking_recv();
+                        }
+                    })
+                    .await
             })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(
-            run(&compute, Some(&greedy), 2, |_| ()).await,
+            compute.run(Some(&greedy), 2, |_| ()).await,
             Err(Refused::OverShare),
             "4 + 2 is more than a share of 5"
         );
-        assert_eq!(run(&compute, Some(&greedy), 1, |_| 1).await, Ok(1));
-        assert_eq!(run(&compute, Some(&other), 5, |_| 2).await, Ok(2));
+        assert_eq!(compute.run(Some(&greedy), 1, |_| 1).await, Ok(1));
+        assert_eq!(compute.run(Some(&other), 5, |_| 2).await, Ok(2));
         assert_eq!(
-            run(&compute, Some(&other), 6, |_| 4).await,
+            compute.run(Some(&other), 6, |_| 4).await,
             Ok(4),
             "a cost beyond the share counts as the whole share (and 6 of the budget)"
         );
         let _ = release.send(());
         assert_eq!(busy.await.expect("joined"), Ok(()));
         assert_eq!(
-            run(&compute, Some(&greedy), 5, |_| 3).await,
+            compute.run(Some(&greedy), 5, |_| 3).await,
             Ok(3),
             "a finished computation gives its share back"
         );

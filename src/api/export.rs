@@ -120,7 +120,7 @@ fn wants_ndjson(headers: &HeaderMap) -> bool {
     params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
         ExportQuery),
     responses((status = 200, body = ExportResponse,
-            description = "A page; with `Accept: application/x-ndjson`, every round as one JSON line"),
+            description = "A page; with `Accept: application/x-ndjson`, every round as one JSON line (a correction applied meanwhile ends the stream with an `export_outdated` error line and an incomplete body)"),
         (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
         (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
         (status = 429, body = ErrorResponse,

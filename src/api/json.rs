@@ -77,7 +77,6 @@ impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for ComputeJson
             .compute
             .run(client.as_ref(), cost, move |_| parse(&bytes))
             .await?
-            .0
             .map(Self)
     }
 }

@@ -265,7 +265,7 @@ async fn create_matchmaking(
     let waited: Vec<f64> = request.waiting.iter().map(|w| w.waited).collect();
     let outcome = state
         .compute
-        .run(auth.client(), ids.len().min(MAX_ENTRANTS), move |cancel| {
+        .run_held(auth.client(), ids.len().min(MAX_ENTRANTS), move |cancel| {
             let system = snapshot.system();
             let players = ids
                 .iter()
@@ -403,7 +403,7 @@ async fn list_opponents(
     let asked = player.clone();
     let outcome = state
         .compute
-        .run(auth.client(), cost, move |cancel| {
+        .run_held(auth.client(), cost, move |cancel| {
             opponents(&snapshot, asked, limit, days, cancel)
         })
         .await;

@@ -196,8 +196,9 @@ fn add_to_operation(operation: &mut Operation) {
          be reached (`database_unavailable`), the pool's queue is full (`queue_full`), or as \
          many computations (predictions, or the parsing of their bodies) as \
          `server.max_concurrent_computations` allows are running, as many past leaderboards \
-         as `server.max_concurrent_past_boards` allows are being built, or 1,024 streams \
-         (change feeds and streamed exports) are open (`overloaded`)",
+         as `server.max_concurrent_past_boards` allows are being built, 1,024 streams \
+         (change feeds and streamed exports) are open, or the request bodies being read \
+         declare `server.body_bytes_in_flight` bytes and this one does not fit (`overloaded`)",
         true,
     );
     let responses = &mut operation.responses.responses;

@@ -254,7 +254,7 @@ async fn forecast(
     let cost = entrants.len();
     let outcome = state
         .compute
-        .run(auth.client(), cost, move |cancel| {
+        .run_held(auth.client(), cost, move |cancel| {
             predict::forecast(&*snapshot, &entrants, figures, cancel).map(|f| (f, entrants))
         })
         .await;
