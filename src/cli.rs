@@ -442,6 +442,13 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         display,
     };
     let outcome = replay::run(&options)?;
+    if let Some(first) = outcome.failed.first() {
+        eprintln!(
+            "warning: {} rounds could not be rated and were skipped, as the service marks them \
+             failed; the first: {first}",
+            outcome.failed.len()
+        );
+    }
     if let Some(path) = &args.output {
         let shown = options.display.as_ref().map(|d| (d, &outcome.leagues));
         replay::output::write_ratings(&outcome.population, shown, path)?;

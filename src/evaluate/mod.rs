@@ -101,6 +101,9 @@ pub struct Row {
     /// Why the system could not rate the history (a round it refuses, e.g. a team for a
     /// system without teams), in which case every metric is `None`.
     pub error: Option<String>,
+    /// Rounds its arithmetic could not rate (a result not finite), skipped as the service
+    /// fails them: neither rated nor judged.
+    pub skipped: usize,
 }
 
 /// The outcome of an evaluation.
@@ -160,11 +163,10 @@ pub fn run(options: &Options) -> Result<Evaluation, replay::Error> {
         };
         let population = Population::new(chosen.clone()).map_err(replay::Error::Params)?;
         let rated = pass(tuning_rounds, &rounds).run(population, &progress)?;
-        Ok(Row::new(
-            &chosen,
-            rated.rating_time.as_secs_f64(),
-            &rated.metrics,
-        ))
+        Ok(Row {
+            skipped: rated.failed.len(),
+            ..Row::new(&chosen, rated.rating_time.as_secs_f64(), &rated.metrics)
+        })
     };
     let rows = options
         .systems
@@ -206,6 +208,7 @@ impl Row {
             rating_seconds,
             judged: metrics.count(),
             error: None,
+            skipped: 0,
         }
     }
 }
@@ -256,6 +259,13 @@ impl fmt::Display for Evaluation {
             match &row.error {
                 Some(error) => writeln!(f, "{name}: cannot rate this history: {error}")?,
                 None => writeln!(f, "{name}: {}", row.params)?,
+            }
+            if row.skipped > 0 {
+                writeln!(
+                    f,
+                    "{name}: {} rounds skipped: its arithmetic gave a rating that is not finite",
+                    row.skipped
+                )?;
             }
         }
         Ok(())

@@ -85,6 +85,8 @@ pub struct Replay {
     pub population: Population,
     /// Every player's final league, under the display settings' leagues.
     pub leagues: LeagueTable,
+    /// The rounds skipped as the service fails them ([`Rated::failed`]).
+    pub failed: Vec<String>,
 }
 
 /// Reads every round, then applies them in order. Nothing is applied unless the whole input
@@ -115,6 +117,7 @@ pub fn run(options: &Options) -> Result<Replay, Error> {
         ),
         population: rated.population,
         leagues: rated.leagues,
+        failed: rated.failed,
     })
 }
 
@@ -176,6 +179,9 @@ pub(crate) struct Rated {
     pub metrics: MetricsSum,
     /// Every player's league after the last round.
     pub leagues: LeagueTable,
+    /// The rounds the system's arithmetic could not rate (a result not finite), each as
+    /// `location: reason`: skipped, as the service marks such a round failed and goes on.
+    pub failed: Vec<String>,
 }
 
 impl Pass<'_> {
@@ -197,6 +203,7 @@ impl Pass<'_> {
         let mut participations = 0;
         let mut metrics = MetricsSum::default();
         let mut leagues = LeagueTable::new(self.leagues);
+        let mut failed = Vec::new();
         // Rounds each player had played when the current season started: placement in a
         // league counts the rounds since.
         let mut season_bases: HashMap<String, u64> = HashMap::new();
@@ -248,8 +255,17 @@ impl Pass<'_> {
                     (population.apply(round), started.elapsed())
                 },
             );
-            let changes = changes.map_err(in_round)?;
             rating_time += rated_in;
+            let changes = match changes {
+                Ok(changes) => changes,
+                // Neither rated nor judged: the service fails the round and goes on.
+                Err(error @ engine::Error::NotFinite { .. }) => {
+                    failed.push(format!("{}: {error}", sourced.location));
+                    progress.inc(1);
+                    continue;
+                }
+                Err(error) => return Err(in_round(error)),
+            };
             if let (Some(judged), judged_in) = judged {
                 let started = Instant::now();
                 add_by_player(&mut metrics, round, &judged);
@@ -283,6 +299,7 @@ impl Pass<'_> {
             metrics_time,
             metrics,
             leagues,
+            failed,
         })
     }
 }

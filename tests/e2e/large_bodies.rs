@@ -7,8 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::server::{Backend, Options, Server, ADMIN_KEY};
-use crate::unread::resident_mb;
+use crate::server::{Backend, ADMIN_KEY};
+use crate::unread::{resident_mb, with_a_pool};
 use crate::POOL;
 
 /// Bodies posted at once.
@@ -46,13 +46,9 @@ fn refused_round() -> String {
 fn large_refused_bodies_are_parsed_within_a_budget_and_their_memory_goes_back() {
     let body = refused_round();
     for backend in [Backend::Sqlite, Backend::Postgres] {
-        let Some(server) = Server::start_with(backend, Options::default()) else {
+        let Some(server) = with_a_pool(backend) else {
             continue;
         };
-        assert_eq!(
-            server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY),
-            201
-        );
         let pid = server.pid();
         let before = resident_mb(pid);
         let done = std::sync::atomic::AtomicBool::new(false);

@@ -360,24 +360,23 @@ impl Server {
 
     /// GET `path`, which must answer 200 with JSON.
     pub fn get_json(&self, path: &str) -> serde_json::Value {
-        let response = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .send()
-            .expect("GET answered");
-        assert_eq!(response.status(), 200, "GET {path}");
-        response.json().expect("a JSON body")
+        self.get_ok(path).json().expect("a JSON body")
     }
 
     /// GET `path`, answered 200: its body as text.
     pub fn get_text(&self, path: &str) -> String {
+        self.get_ok(path).text().expect("a text body")
+    }
+
+    /// GET `path`, which must answer 200.
+    fn get_ok(&self, path: &str) -> reqwest::blocking::Response {
         let response = self
             .client
             .get(format!("{}{path}", self.base))
             .send()
             .expect("GET answered");
         assert_eq!(response.status(), 200, "GET {path}");
-        response.text().expect("a text body")
+        response
     }
 
     /// POST `body` as JSON to `path` with `key`; the status.

@@ -111,16 +111,22 @@ fn drain(stream: &mut TcpStream) -> usize {
     }
 }
 
+/// The service on `backend` with an empty pool [`POOL`]; `None` where the backend is missing.
+pub fn with_a_pool(backend: Backend) -> Option<Server> {
+    let server = Server::start_with(backend, Options::default())?;
+    assert_eq!(
+        server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY),
+        201
+    );
+    Some(server)
+}
+
 #[test]
 fn unread_answers_hold_their_share_and_are_closed_by_the_write_deadline() {
     for backend in [Backend::Sqlite, Backend::Postgres] {
-        let Some(server) = Server::start_with(backend, Options::default()) else {
+        let Some(server) = with_a_pool(backend) else {
             continue;
         };
-        assert_eq!(
-            server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY),
-            201
-        );
         let address: SocketAddr = server
             .base_url()
             .trim_start_matches("http://")
