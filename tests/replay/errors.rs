@@ -156,3 +156,44 @@ fn a_missing_input_is_an_error() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("no/such/rounds.jsonl"));
 }
+
+#[test]
+fn a_round_the_system_cannot_rate_finitely_is_skipped_with_a_warning_as_the_service_fails_it() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let input = dir.path().join("rounds.jsonl");
+    let ratings = dir.path().join("ratings.csv");
+    // A tie above a third entrant at TrueSkill's corner: the draw's truncation overflows.
+    let rounds = [
+        r#"{"id": "tie", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 1}, {"player": "c", "rank": 2}]}"#,
+        r#"{"id": "duel", "standings": [{"player": "a", "rank": 1}, {"player": "b", "rank": 2}]}"#,
+    ];
+    std::fs::write(&input, rounds.join("\n")).expect("write the rounds");
+    let output = mmr_service(&[
+        "replay",
+        "--input",
+        path_str(&input),
+        "--system",
+        "trueskill",
+        "--param",
+        "beta=1e-6",
+        "--param",
+        "tau=1e6",
+        "--param",
+        "draw_probability=1e-9",
+        "--output",
+        path_str(&ratings),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning: 1 rounds could not be rated") && stderr.contains("line 1:"),
+        "{stderr}"
+    );
+    let written = std::fs::read_to_string(&ratings).expect("the ratings");
+    let players: Vec<&str> = written
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').next().unwrap_or_default())
+        .collect();
+    assert_eq!(players, ["a", "b"], "only the duel was rated");
+}
