@@ -38,6 +38,17 @@ pub fn plan(
     correction: &Correction,
     params: &SystemParams,
 ) -> Result<Plan, String> {
+    plan_all(applied, std::slice::from_ref(correction), params).map_err(|(_, reason)| reason)
+}
+
+/// The plan of `corrections`, one after another, as one: what applying each in turn would
+/// leave, for one recomputation instead of one each. When one of them cannot apply after those
+/// before it, its index and why (then none is planned; those before it may be, alone).
+pub fn plan_all(
+    applied: Vec<AppliedRecord>,
+    corrections: &[Correction],
+    params: &SystemParams,
+) -> Result<Plan, (usize, String)> {
     let mut entries: Vec<(AppliedRecord, Entry)> = applied
         .into_iter()
         .map(|record| {
@@ -47,19 +58,47 @@ pub fn plan(
                 .map_err(|e| format!("stored line `{}` unreadable: {e}", record.id))?;
             Ok((record, entry))
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, String>>()
+        .map_err(|reason| (0, reason))?;
     let mut changed = std::collections::BTreeSet::new();
     let mut voided = Vec::new();
     let mut params = params.clone();
+    for (index, correction) in corrections.iter().enumerate() {
+        apply_one(
+            correction,
+            &mut entries,
+            &mut changed,
+            &mut voided,
+            &mut params,
+        )
+        .map_err(|reason| (index, reason))?;
+    }
+    let merged = corrections
+        .iter()
+        .any(|c| matches!(c, Correction::Merge { .. }));
+    // Checked against the parameters the last of them leaves: a failure here is the last's.
+    lines_of(entries, &changed, voided, params, merged)
+        .map_err(|reason| (corrections.len() - 1, reason))
+}
+
+/// What `correction` does to `entries`, the rounds it `changed` and those `voided` so far,
+/// and the `params`.
+fn apply_one(
+    correction: &Correction,
+    entries: &mut [(AppliedRecord, Entry)],
+    changed: &mut std::collections::BTreeSet<String>,
+    voided: &mut Vec<String>,
+    params: &mut SystemParams,
+) -> Result<(), String> {
     match correction {
         Correction::Void { round } => {
-            if !rounds(&mut entries).iter().any(|(id, _)| id == round) {
+            if voided.contains(round) || !rounds(entries).iter().any(|(id, _)| id == round) {
                 return Err(format!("the pool has no applied round `{round}`"));
             }
             voided.push(round.clone());
         }
         Correction::Disqualify { round, player } => {
-            let mut found = rounds(&mut entries);
+            let mut found = rounds(entries);
             let (_, standings) = found
                 .iter_mut()
                 .find(|(id, _)| id == round)
@@ -72,7 +111,7 @@ pub fn plan(
             changed.insert(round.clone());
         }
         Correction::Rename { player, to } => {
-            let mut found = rounds(&mut entries);
+            let mut found = rounds(entries);
             let plays =
                 |who: &str, round: &RoundRequest| round.standings.iter().any(|s| s.player == who);
             if found.iter().any(|(_, r)| plays(to, r)) {
@@ -89,7 +128,7 @@ pub fn plan(
             }
         }
         Correction::Merge { player, into } => {
-            let mut found = rounds(&mut entries);
+            let mut found = rounds(entries);
             let plays =
                 |who: &str, round: &RoundRequest| round.standings.iter().any(|s| s.player == who);
             for who in [player, into] {
@@ -114,9 +153,22 @@ pub fn plan(
         }
         Correction::Params { system } => {
             system.validate().map_err(|e| format!("parameters: {e}"))?;
-            params = system.clone();
+            params.clone_from(system);
         }
     }
+    Ok(())
+}
+
+/// The lines left of `entries` once the rounds `voided` are taken out, with their new bodies
+/// where `changed`, each checked against `params`; a round a merge left with one entrant
+/// (`merged`) is voided too.
+fn lines_of(
+    entries: Vec<(AppliedRecord, Entry)>,
+    changed: &std::collections::BTreeSet<String>,
+    mut voided: Vec<String>,
+    params: SystemParams,
+    merged: bool,
+) -> Result<Plan, String> {
     let mut lines = Vec::with_capacity(entries.len());
     let mut bodies = Vec::with_capacity(changed.len());
     for (record, entry) in entries {
@@ -130,10 +182,7 @@ pub fn plan(
             match checked {
                 Ok(()) => {}
                 // A merge can leave a round between a player and themselves: no result.
-                Err(_)
-                    if matches!(correction, Correction::Merge { .. })
-                        && round.standings.len() < 2 =>
-                {
+                Err(_) if merged && round.standings.len() < 2 => {
                     voided.push(record.id);
                     continue;
                 }

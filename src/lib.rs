@@ -7,11 +7,12 @@
 //!   `hash-key`).
 //! - [`config`]: settings, layered from `config/default.toml`, a file, the environment, flags.
 //! - [`startup`]: connect, load, start the workers, serve, shut down in order.
-//! - [`serve`]: the accept loop, with a deadline on request heads.
+//! - [`serve`]: the accept loop, with deadlines on request heads and on writes.
 //! - [`api`]: the HTTP routes, their request and response types, auth and the one error type.
 //! - [`rate_limit`]: request budgets per key or client address (`[rate_limit]`), each
 //!   client's share of what is bounded in all, and its turns at the reads of the database.
 //! - [`compute`]: the bounded, cancellable thread pool that compute-heavy requests run on.
+//! - [`body_budget`]: the bytes of request bodies read and parsed at once.
 //! - [`display`]: how a pool shows ratings: μ − kσ, the fixed-range rating, provisional
 //!   players (pure; built on the displayed rating of any system).
 //! - [`state`]: what handlers and workers share, and the operations that span them.
@@ -36,6 +37,7 @@
 //! - [`telemetry`]: logging, to stderr.
 
 pub mod api;
+pub mod body_budget;
 pub mod cli;
 pub mod compute;
 pub mod config;

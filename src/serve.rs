@@ -4,6 +4,9 @@
 //! hyper's own timeout never runs) any client could hold connections, each a file
 //! descriptor, until the process had none left for its database or for other clients.
 //!
+//! Writes have a deadline too ([`WRITE_TIMEOUT`]): a client that stops reading an answer is
+//! closed and its answer freed, rather than kept in memory for as long as it likes.
+//!
 //! For the same reason the loop bounds the connections open at once ([`Connections`]): in
 //! all, below the files the process may open, so that its database always has descriptors
 //! left; and per client address, so that one address cannot take them all. When all are open,

@@ -103,8 +103,8 @@ pub struct AppState {
     pub rate_limits: Arc<RateLimits>,
     /// Where compute-heavy requests run.
     pub compute: Arc<Compute>,
-    /// The bytes of request bodies being read and parsed (`api::bodies`).
-    pub bodies: Arc<crate::api::bodies::Bodies>,
+    /// The bytes of request bodies being read and parsed.
+    pub bodies: Arc<crate::body_budget::BodyBudget>,
     /// Past leaderboards (as-of reads, seasons' standings), built once and kept for a while.
     pub past_boards: Arc<PastBoards<crate::api::error::Error>>,
     /// The keys kept in the database that still work, as requests are checked against them
@@ -248,7 +248,7 @@ impl AppState {
             pools: Arc::new(Pools::default()),
             rate_limits: Arc::new(RateLimits::new(&settings.rate_limit)),
             compute: Arc::new(compute),
-            bodies: Arc::new(crate::api::bodies::Bodies::new(server)),
+            bodies: Arc::new(crate::body_budget::BodyBudget::new(server)),
             past_boards: Arc::new(past_boards),
             keys: Arc::new(ArcSwap::from_pointee(Vec::new())),
             keys_turn: Arc::default(),

@@ -1,7 +1,8 @@
 //! `GET /v1/pools/{pool}/rounds`: the applied rounds in the order they were applied, as they
 //! were accepted, so that a pool can be replayed or moved elsewhere. A page at a time as JSON,
 //! or with `Accept: application/x-ndjson` every one of them as JSON Lines (the round format
-//! `replay` reads and `POST …/rounds` takes), streamed as they are read.
+//! `replay` reads and `POST …/rounds` takes), streamed as they are read, of one state of the
+//! pool: a correction applied meanwhile ends the stream with an error.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};

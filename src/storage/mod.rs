@@ -613,8 +613,8 @@ pub struct LeagueHistory {
 /// recomputed lines.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rewrite<'a> {
-    /// The correction: it must be the pool's oldest queued line.
-    pub correction: &'a str,
+    /// The corrections, applied together: they must be the pool's oldest queued lines, in order.
+    pub corrections: &'a [&'a str],
     /// Lines the pool had applied when the recomputation read them.
     pub rated_on: u64,
     /// The pool's leagues then.

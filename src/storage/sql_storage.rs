@@ -710,7 +710,7 @@ where
         Ok(())
     }
 
-    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, correction = %rewrite.correction))]
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, corrections = rewrite.corrections.len()))]
     async fn rewrite_pool(
         &self,
         pool: &str,
@@ -718,7 +718,7 @@ where
         lines: &mut tokio::sync::mpsc::Receiver<Result<Vec<RecomputedLine>, String>>,
     ) -> Result<(), Error> {
         let mut tx = D::begin_write(&self.pool).await?;
-        lock_next_rounds::<D>(&mut tx, pool, std::iter::once(rewrite.correction)).await?;
+        lock_next_rounds::<D>(&mut tx, pool, rewrite.corrections.iter().copied()).await?;
         let (stored, applied_before) = display_and_applied::<D>(&mut tx, pool).await?;
         if applied_before != rewrite.rated_on || stored.leagues.as_ref() != rewrite.leagues {
             return Err(stale(pool));
@@ -771,16 +771,18 @@ where
             .bind(encoded)
             .execute(&mut *tx)
             .await?;
-        sqlx::query(sql::MARK_LINE_APPLIED)
-            .bind(pool)
-            .bind(rewrite.correction)
-            .execute(&mut *tx)
-            .await?;
+        for correction in rewrite.corrections {
+            sqlx::query(sql::MARK_LINE_APPLIED)
+                .bind(pool)
+                .bind(*correction)
+                .execute(&mut *tx)
+                .await?;
+        }
         // The count only grows, a voided round's line included: every process compares it with
         // its memory's to find that the pool changed under it.
         sqlx::query(sql::COUNT_APPLIED)
             .bind(pool)
-            .bind(1i64)
+            .bind(to_i64(rewrite.corrections.len() as u64, "corrections")?)
             .execute(&mut *tx)
             .await?;
         self.notify(&mut tx, pool).await?;

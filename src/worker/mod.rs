@@ -104,7 +104,9 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
         drop(pool.publish(shown));
     }
     let queued = match next_rounds(storage, pool, 0).await? {
-        Next::Correction(correction) => return recompute::apply(storage, pool, correction).await,
+        Next::Corrections(corrections) => {
+            return recompute::apply(storage, pool, corrections).await
+        }
         Next::Rounds(queued) if queued.is_empty() => return Ok(Processed::Idle),
         Next::Rounds(queued) => queued,
     };
@@ -168,8 +170,9 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
 enum Next {
     /// Rounds to rate (none: the queue is empty), up to a correction.
     Rounds(Vec<QueuedRound>),
-    /// A correction, the oldest queued line: it goes alone, after the rounds before it.
-    Correction(QueuedRound),
+    /// The corrections queued one after another at the head of the queue (one at least): they
+    /// go after the rounds before them, without a round between them.
+    Corrections(Vec<QueuedRound>),
 }
 
 /// The pool's oldest queued lines after seq `after`, as one batch.
@@ -179,7 +182,14 @@ async fn next_rounds(storage: &dyn Storage, pool: &Pool, after: i64) -> anyhow::
         .await
         .context("reading the queue")?;
     Ok(match queued.iter().position(recompute::is_correction) {
-        Some(0) => Next::Correction(queued.swap_remove(0)),
+        Some(0) => {
+            let rounds = queued
+                .iter()
+                .position(|line| !recompute::is_correction(line))
+                .unwrap_or(queued.len());
+            queued.truncate(rounds);
+            Next::Corrections(queued)
+        }
         Some(at) => {
             queued.truncate(at);
             Next::Rounds(queued)
@@ -208,7 +218,7 @@ async fn rate_ahead(
         Next::Rounds(queued) if !queued.is_empty() => {
             Ok(Some(rate_on(Arc::new(batch.next.clone()), queued).await?))
         }
-        Next::Rounds(_) | Next::Correction(_) => Ok(None),
+        Next::Rounds(_) | Next::Corrections(_) => Ok(None),
     }
 }
 

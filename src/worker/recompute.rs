@@ -18,7 +18,7 @@ use crate::pools::{Pool, PoolState};
 use crate::storage::{
     self, EntryKind, LineOutcome, QueuedRound, RecomputedLine, Rewrite, RoundOutcome, Storage,
 };
-use crate::wire::Entry;
+use crate::wire::{Correction, Entry};
 
 /// Batches of rated lines waiting for the transaction to write them: the rating runs at most
 /// this far ahead of the writes (plus the batch being rated and the one being written).
@@ -29,30 +29,72 @@ pub(super) fn is_correction(queued: &QueuedRound) -> bool {
     queued.kind == EntryKind::Correction.as_str()
 }
 
-/// Applies the correction `queued`, the pool's oldest queued line, holding the pool's turn.
+/// Applies the corrections `queued`, the pool's oldest queued lines, holding the pool's turn:
+/// the first, and with it the voids that follow a void, in one recomputation (a burst of voids
+/// would otherwise rate the pool again once each, and fill its queue meanwhile). Should one of
+/// them not apply after those before it (it names a round they voided), those go together and
+/// it goes alone after them, failing as it would have.
 pub(super) async fn apply(
     storage: &dyn Storage,
     pool: &Pool,
-    queued: QueuedRound,
+    queued: Vec<QueuedRound>,
 ) -> anyhow::Result<Processed> {
     let current = pool.read();
     let rated_on = current.applied();
+    let mut lines = queued.into_iter();
+    let Some(queued) = lines.next() else {
+        return Ok(Processed::Idle);
+    };
     pool.start_recompute(&queued.id, 0);
     let correction = match parse(&queued) {
-        Ok(Entry::Correction(correction)) => correction,
+        Ok(Entry::Correction(correction)) => correction.action,
         Ok(_) => return fail(storage, pool, &queued.id, rated_on, "not a correction").await,
         Err(reason) => return fail(storage, pool, &queued.id, rated_on, &reason).await,
     };
-    let applied = storage
-        .applied_rounds(pool.name(), 0, u32::MAX, u64::MAX)
-        .await
-        .context("reading the applied rounds")?
-        .rounds;
+    let is_void = |action: &Correction| matches!(action, Correction::Void { .. });
+    let mut actions = vec![correction];
+    let mut ids = vec![queued.id.clone()];
+    if is_void(&actions[0]) {
+        for line in lines {
+            match parse(&line) {
+                Ok(Entry::Correction(next)) if is_void(&next.action) => {
+                    actions.push(next.action);
+                    ids.push(line.id);
+                }
+                _ => break,
+            }
+        }
+    }
     let params = current.system().clone();
-    let plan = tokio::task::spawn_blocking(move || {
-        corrections::plan(applied, &correction.action, &params)
-    })
-    .await;
+    let plan = loop {
+        let applied = storage
+            .applied_rounds(pool.name(), 0, u32::MAX, u64::MAX)
+            .await
+            .context("reading the applied rounds")?
+            .rounds;
+        let (actions_now, params_now) = (actions.clone(), params.clone());
+        let plan = tokio::task::spawn_blocking(move || {
+            corrections::plan_all(applied, &actions_now, &params_now)
+        })
+        .await;
+        match plan {
+            // Those before the one that cannot apply go together; it goes alone after them,
+            // and fails then, as it would have alone.
+            Ok(Err((index, _))) if actions.len() > 1 => {
+                let keep = index.max(1);
+                actions.truncate(keep);
+                ids.truncate(keep);
+            }
+            plan => break plan.map(|planned| planned.map_err(|(_, reason)| reason)),
+        }
+    };
+    if ids.len() > 1 {
+        tracing::info!(
+            pool = pool.name(),
+            voids = ids.len(),
+            "voids applied together"
+        );
+    }
     let mut plan = match plan {
         Ok(Ok(plan)) => plan,
         Ok(Err(reason)) => return fail(storage, pool, &queued.id, rated_on, &reason).await,
@@ -119,8 +161,9 @@ pub(super) async fn apply(
         }
     });
     let leagues = current.display().leagues.clone();
+    let corrections: Vec<&str> = ids.iter().map(String::as_str).collect();
     let rewrite = Rewrite {
-        correction: &queued.id,
+        corrections: &corrections,
         rated_on,
         leagues: leagues.as_ref(),
         changed: &plan.changed,
@@ -154,7 +197,9 @@ pub(super) async fn apply(
             let reloaded = reload(storage, pool).await;
             pool.finish_recompute("applied");
             reloaded?;
-            Ok(Processed::Settled(vec![Settled::Applied(queued.id)]))
+            Ok(Processed::Settled(
+                ids.into_iter().map(Settled::Applied).collect(),
+            ))
         }
         Err(storage::Error::Recompute(reason)) => {
             fail(storage, pool, &queued.id, rated_on, &reason).await

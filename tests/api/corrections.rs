@@ -9,11 +9,14 @@ use mmr_service::api::auth::hash_key;
 use serde_json::{json, Value};
 
 use crate::leagues::{ladder, ladder_rounds, put_display, read, replayed_csv};
+use mmr_service::worker::{self, Processed, Settled};
+
 use crate::support::{history_ids, num, round, Payload, TestApp, ADMIN_KEY, POOL};
 
 backend_tests!(
     corrections_rate_the_pool_again_as_replay_of_the_corrected_rounds_would,
     a_correction_the_worker_cannot_apply_fails_and_changes_nothing,
+    voids_queued_one_after_another_are_applied_in_one_recomputation_as_one_by_one,
 );
 
 const CORRECTIONS: &str = "/v1/pools/main/corrections";
@@ -261,4 +264,62 @@ async fn a_correction_the_worker_cannot_apply_fails_and_changes_nothing(app: Tes
             Some(2)
         );
     }
+}
+
+/// Five voids in a row, one of them of a round voided just before it: the worker rates the pool
+/// again once for the voids that apply together, and each ends as it would alone (the repeat
+/// fails, having nothing to void), leaving what voiding them one by one leaves.
+async fn voids_queued_one_after_another_are_applied_in_one_recomputation_as_one_by_one(
+    app: TestApp,
+) {
+    app.create_pool(POOL).await;
+    let players = ["a", "b", "c", "d", "e"];
+    app.play((0..12).map(|i| {
+        let mut order = players;
+        order.rotate_left(i % 5);
+        round(&format!("r{i}"), &order)
+    }))
+    .await;
+    let void = |id: &str, round: &str| json!({"id": id, "action": "void", "round": round});
+    for (id, target) in [("v1", "r1"), ("v2", "r3"), ("v3", "r5")] {
+        correct(&app, void(id, target)).await;
+    }
+    correct(&app, void("again", "r3")).await;
+    correct(&app, void("v4", "r7")).await;
+    let pool = app.state.pools.get(POOL).expect("the pool");
+    let first = worker::process_next(app.state.storage.as_ref(), &pool)
+        .await
+        .expect("a step");
+    assert_eq!(
+        first,
+        Processed::Settled(vec![
+            Settled::Applied("v1".into()),
+            Settled::Applied("v2".into()),
+            Settled::Applied("v3".into())
+        ]),
+        "the three voids before the repeat in one step"
+    );
+    assert_eq!(
+        app.apply_queued(POOL).await,
+        [
+            Settled::Failed("again".into()),
+            Settled::Applied("v4".into())
+        ]
+    );
+    let together = everyone(&app).await;
+    // The same rounds without the voided ones, played into another pool.
+    let alone = TestApp::new().await;
+    alone.create_pool(POOL).await;
+    alone
+        .play((0..12).filter(|i| ![1, 3, 5, 7].contains(i)).map(|i| {
+            let mut order = players;
+            order.rotate_left(i % 5);
+            round(&format!("r{i}"), &order)
+        }))
+        .await;
+    assert_eq!(
+        together,
+        everyone(&alone).await,
+        "as if they were never played"
+    );
 }
