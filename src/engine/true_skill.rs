@@ -419,6 +419,11 @@ impl Chain {
 /// Largest `w` used: `1 − w` divides a precision, and `w < 1` always holds in exact arithmetic.
 const MAX_W: f64 = 1.0 - f64::EPSILON;
 
+/// Below this, `2ε(1 + |a|)` makes a draw's interval narrow enough for [`draw_vw`] to
+/// integrate across it by the first three terms of their series (relative error about its
+/// cube, under 1e-15) rather than as a difference of two tails, which cancels.
+const NARROW: f64 = 1e-5;
+
 /// The mean and variance corrections `(v, w)` of a standardized difference `t` truncated to
 /// `t > ε` (a win by more than the draw margin).
 fn win_vw(t: f64, margin: f64) -> (f64, f64) {
@@ -430,11 +435,24 @@ fn win_vw(t: f64, margin: f64) -> (f64, f64) {
 /// The corrections `(v, w)` of a standardized difference `t` truncated to `|t| ≤ ε` (a draw).
 /// With `a = |t| − ε` and `b = |t| + ε`, the probability of the interval is `Φ(−a) − Φ(−b)`:
 /// inside the margin (`a ≤ 0`) it is a sum of two `erf`s; outside, both tails are scaled by
-/// `exp(a²/2)` so that nothing underflows.
+/// `exp(a²/2)` so that nothing underflows; an interval narrower than [`NARROW`] is integrated
+/// across by its series, where both forms cancel.
 fn draw_vw(t: f64, margin: f64) -> (f64, f64) {
     const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
     let (a, b) = (t.abs() - margin, t.abs() + margin);
-    let (mass, density_gap, moment_gap) = if a <= 0.0 {
+    let (mass, density_gap, moment_gap) = if 2.0 * margin * (1.0 + a.abs()) < NARROW {
+        // So narrow an interval that the differences below cancel to nothing (with a draw
+        // margin of 1e-21 of the spread, `a` and `b` are one number, the mass 0 and `v` not
+        // finite): each integral across it, in powers of its width `u`, scaled by `exp(a²/2)`
+        // as outside the margin, and all three divided by `u √(2π)`, which leaves `v` and `w`
+        // as they are and finite for a width that is 0 in floating point.
+        let u = 2.0 * margin;
+        (
+            1.0 - a * u / 2.0 + (a * a - 1.0) * u * u / 6.0,
+            a + u * (1.0 - a * a) / 2.0,
+            (1.0 - a * a) - u * a * (3.0 - a * a) / 2.0,
+        )
+    } else if a <= 0.0 {
         let mass = 0.5
             * (libm::erf(b * std::f64::consts::FRAC_1_SQRT_2)
                 + libm::erf(-a * std::f64::consts::FRAC_1_SQRT_2));
@@ -474,6 +492,29 @@ mod tests {
                 assert!((v - dv).abs() < 1e-9, "v at t = {t}, ε = {e}: {v} vs {dv}");
                 assert!((w - dw).abs() < 1e-9, "w at t = {t}, ε = {e}: {w} vs {dw}");
             }
+        }
+    }
+
+    #[test]
+    fn a_draw_margin_far_below_the_spread_gives_finite_corrections_that_meet_the_tails() {
+        for t in [-3.0, -0.483, 0.0, 0.2, 2.5] {
+            for e in [0.0, 1e-300, 1e-21, 1e-12] {
+                let (v, w) = draw_vw(t, e);
+                let toward = if t < 0.0 { 1.0 } else { -1.0 } * f64::abs(t);
+                assert!((v - toward).abs() < 1e-9, "v at t = {t}, ε = {e}: {v}");
+                assert!(w > 1.0 - 1e-9 && w <= MAX_W, "w at t = {t}, ε = {e}: {w}");
+            }
+            // Either side of where the series takes over from the tails, one curve.
+            let edge = NARROW / (2.0 * (1.0 + t.abs()));
+            let (series, tails) = (draw_vw(t, edge * 0.999), draw_vw(t, edge * 1.001));
+            assert!(
+                (series.0 - tails.0).abs() < 1e-6,
+                "v at t = {t}: {series:?} {tails:?}"
+            );
+            assert!(
+                (series.1 - tails.1).abs() < 1e-6,
+                "w at t = {t}: {series:?} {tails:?}"
+            );
         }
     }
 

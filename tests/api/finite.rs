@@ -61,8 +61,8 @@ fn edge_cases() -> Vec<(&'static str, Value, Vec<Value>)> {
             shapes(),
         ),
         (
-            // A tie above a third entrant: the draw's margin is 1e-21 of a difference's
-            // spread, and its truncation overflows the precision in a few sweeps.
+            // A tie above a third entrant: the draw's margin is 1e-21 of a difference's spread
+            // (its tails cancelled to a mass of 0 before they were integrated by their series).
             "TrueSkill, β 1e-6, τ 1e6, draw probability 1e-9",
             json!({"system": "trueskill", "beta": 1e-6, "tau": 1e6, "draw_probability": 1e-9}),
             shapes(),
@@ -72,7 +72,40 @@ fn edge_cases() -> Vec<(&'static str, Value, Vec<Value>)> {
             json!({"system": "trueskill", "tau": 1e6, "draw_probability": 1e-9}),
             shapes(),
         ),
+        (
+            // μ₀ −2.6e8 known to σ₀ 1e-6: beyond the digits of double precision, the second
+            // round is not finite, and fails.
+            "TrueSkill, μ₀ −2.6e8, σ₀ 1e-6, β 1e-6, no drift",
+            json!({"system": "trueskill", "mu_init": -261_236_138.339_121_28, "sigma_init": 1e-6,
+                   "beta": 1e-6, "tau": 0.0, "draw_probability": 1e-9}),
+            vec![precise("p-once"), precise("p-twice")],
+        ),
     ]
+}
+
+/// The round an adversarial search found TrueSkill cannot rate twice at a precision beyond
+/// double's digits.
+fn precise(id: &str) -> Value {
+    let standings: Vec<Value> = [
+        ("p0", 7, None),
+        ("p1", 3, Some("t3")),
+        ("p2", 4, None),
+        ("p3", 6, None),
+        ("p4", 2, Some("t2")),
+        ("p5", 9, None),
+        ("p6", 2, Some("t2")),
+        ("p7", 5, Some("t5")),
+        ("p8", 1, Some("t1")),
+    ]
+    .into_iter()
+    .map(
+        |(player, rank, team): (&str, u32, Option<&str>)| match team {
+            Some(team) => json!({"player": player, "rank": rank, "team": team}),
+            None => json!({"player": player, "rank": rank}),
+        },
+    )
+    .collect();
+    json!({"id": id, "standings": standings})
 }
 
 async fn rounds_at_the_edges_of_the_parameters_are_rated_finitely_or_failed_and_the_pool_goes_on(
