@@ -140,7 +140,17 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
             Err(storage::Error::NotNextRound { .. } | storage::Error::Stale { .. }) => {
                 return catch_up(storage, pool).await
             }
-            Err(error) => return Err(error).context("committing the rounds"),
+            Err(error) if error.is_unavailable() => {
+                return Err(error).context("committing the rounds")
+            }
+            // Refused for what it holds, not for an outage: committed again, it would be
+            // refused again, for ever, and the pool would apply nothing more. What was settled
+            // before stays settled; the next step finds the round the database refuses.
+            Err(error) if !settled.is_empty() => {
+                tracing::warn!(pool = pool.name(), %error, "the database refused a batch");
+                break;
+            }
+            Err(error) => return settle_alone(storage, pool, &error).await,
         }
         let previous = pool.publish(batch.next);
         // Freeing a snapshot can mean freeing millions of shared places: not on the runtime's
@@ -164,6 +174,56 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
         });
     }
     Ok(Processed::Settled(settled))
+}
+
+/// After the database refused to store a batch for what it holds (`refused`, not an outage):
+/// commits the pool's oldest queued round alone, and marks it failed if the database refuses
+/// that too, so that one round the database cannot store fails rather than stopping the pool.
+/// Where the round alone is stored, a later one of the batch is at fault: the steps that follow
+/// come to it one round at a time.
+async fn settle_alone(
+    storage: &dyn Storage,
+    pool: &Pool,
+    refused: &storage::Error,
+) -> anyhow::Result<Processed> {
+    tracing::warn!(pool = pool.name(), error = %refused, "the database refused a batch");
+    let queued = match next_rounds(storage, pool, 0).await? {
+        Next::Rounds(mut queued) if !queued.is_empty() => {
+            queued.truncate(1);
+            queued
+        }
+        Next::Rounds(_) | Next::Corrections(_) => return Ok(Processed::Idle),
+    };
+    let batch = rate_on(pool.read(), queued).await?;
+    let Some((id, _)) = batch.rounds.first() else {
+        return Ok(Processed::Idle);
+    };
+    let id = id.clone();
+    match settle(storage, pool, &batch).await {
+        Ok(()) => {
+            let previous = pool.publish(batch.next);
+            tokio::task::spawn_blocking(move || drop(previous));
+            Ok(Processed::Settled(vec![Settled::Applied(id)]))
+        }
+        Err(error) if error.is_unavailable() => Err(error).context("committing a round alone"),
+        Err(storage::Error::NotNextRound { .. }) => catch_up(storage, pool).await,
+        Err(error) => {
+            tracing::error!(pool = pool.name(), round.id = id, %error, "the database refused a round");
+            let reason = "the database refused to store its result (the service's log says why)";
+            let leagues = pool.read().display().leagues.clone();
+            storage
+                .settle_rounds(
+                    pool.name(),
+                    &[(id.as_str(), RoundOutcome::Failed(reason))],
+                    batch.rated_on,
+                    leagues.as_ref(),
+                )
+                .await
+                .context("marking a round the database refuses failed")?;
+            instruments::settled(pool.name(), 0, 1, batch.rating, Duration::ZERO);
+            Ok(Processed::Settled(vec![Settled::Failed(id)]))
+        }
+    }
 }
 
 /// What the queue holds next.

@@ -2,10 +2,12 @@
 //! each round found to drive TrueSkill's or Weng-Lin's arithmetic there is either rated finitely
 //! or marked `failed` with the reason, counted, and the pool goes on with its next round. On
 //! SQLite such a result used to be refused by the commit and retried for ever (the pool
-//! stopped); on Postgres it was stored and served as `null`.
+//! stopped); on Postgres it was stored and served as `null`. Whatever else the database refuses
+//! to store, for what it holds rather than for an outage, fails that round alone.
 
 use axum::http::StatusCode;
 use serde_json::{json, Value};
+use sqlx::{Connection, PgConnection, SqliteConnection};
 
 use mmr_service::worker::Settled;
 
@@ -14,6 +16,7 @@ use crate::support::{num, round, TestApp, POOL};
 backend_tests!(
     rounds_at_the_edges_of_the_parameters_are_rated_finitely_or_failed_and_the_pool_goes_on,
     a_stalled_worker_shows_in_readyz_and_metrics,
+    a_round_the_database_refuses_fails_and_the_pool_goes_on,
 );
 
 /// The parameters and rounds an adversarial test found to give NaN ratings.
@@ -200,4 +203,63 @@ async fn a_stalled_worker_shows_in_readyz_and_metrics(app: TestApp) {
     pool.step_ended(true);
     let ready = app.get("/readyz").await;
     assert_eq!(ready.status, StatusCode::OK, "{:#}", ready.body);
+}
+
+/// A round the database refuses to store, for what it holds rather than for an outage, is
+/// failed with a reason, counted, and the pool goes on; before, its batch was committed again
+/// every second, for ever, and nothing behind it (a void of it included) was applied. The
+/// refusal is a rule the test adds to the database: no history row for player `poison`.
+async fn a_round_the_database_refuses_fails_and_the_pool_goes_on(app: TestApp) {
+    app.create_pool(POOL).await;
+    let url = app.state.settings.database.url.clone();
+    if url.starts_with("sqlite") {
+        let mut db = SqliteConnection::connect(&url).await.expect("the database");
+        sqlx::query(
+            "CREATE TRIGGER poison BEFORE INSERT ON history WHEN NEW.player = 'poison' \
+             BEGIN SELECT RAISE(ABORT, 'no poison'); END",
+        )
+        .execute(&mut db)
+        .await
+        .expect("the rule");
+    } else {
+        let mut db = PgConnection::connect(&url).await.expect("the database");
+        sqlx::query("ALTER TABLE history ADD CONSTRAINT poison CHECK (player <> 'poison')")
+            .execute(&mut db)
+            .await
+            .expect("the rule");
+    }
+    for (id, players) in [
+        ("r1", ["a", "b"]),
+        ("r2", ["poison", "c"]),
+        ("r3", ["d", "e"]),
+    ] {
+        app.post_round(POOL, round(id, &players))
+            .await
+            .assert_status(StatusCode::ACCEPTED, id);
+    }
+    assert_eq!(
+        app.apply_queued(POOL).await,
+        [
+            Settled::Applied("r1".into()),
+            Settled::Failed("r2".into()),
+            Settled::Applied("r3".into()),
+        ]
+    );
+    let failed = app.get(&format!("/v1/pools/{POOL}/rounds/r2")).await;
+    let failed = failed.assert_status(StatusCode::OK, "r2");
+    assert_eq!(failed["status"], "failed");
+    assert!(
+        failed["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("refused")),
+        "{failed}"
+    );
+    let info = app.pool_info(POOL).await;
+    assert_eq!(
+        (
+            info["rounds_applied"].clone(),
+            info["rounds_failed"].clone()
+        ),
+        (json!(2), json!(1))
+    );
 }
