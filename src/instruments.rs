@@ -1,4 +1,4 @@
-//! Prometheus metrics (README "Metrics"): what the code records through the `metrics` facade,
+//! Prometheus metrics (docs/monitoring.md, "Metrics"): what the code records through the `metrics` facade,
 //! and the text `GET /metrics` serves. Counters and histograms are recorded where things
 //! happen (a request answered, rounds settled); gauges that describe the present (queue depth,
 //! players, database connections) are read when scraped, so they are never stale.

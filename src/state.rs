@@ -415,13 +415,17 @@ impl AppState {
     ///
     /// New leagues are state: every player's league is recomputed from the history rows
     /// (no re-rating) and stored with the settings in one transaction.
-    pub async fn put_display(
+    ///
+    /// `change` makes the new settings from the current ones in the pool's turn, so that two
+    /// changes of different settings both land.
+    pub async fn put_display<E: From<storage::Error>>(
         &self,
         pool: &Pool,
-        display: Display,
-    ) -> Result<Arc<PoolState>, storage::Error> {
+        change: impl FnOnce(&Display) -> Result<Display, E>,
+    ) -> Result<Arc<PoolState>, E> {
         let _turn = pool.turn().await;
         let current = pool.read();
+        let display = change(current.display())?;
         if display.leagues == current.display().leagues {
             self.storage.put_display(pool.name(), &display).await?;
             let next = Arc::new(blocking(move || current.with_display(display)).await?);
@@ -442,7 +446,7 @@ impl AppState {
                 .await
             {
                 Err(storage::Error::Stale { .. }) if attempts < 3 => continue,
-                Err(error) => return Err(error),
+                Err(error) => return Err(error.into()),
                 Ok(()) => break (recomputed, table),
             }
         };

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Connections opened without end from one address or many, against a platform posting
 rounds: whether the platform's rounds are still acknowledged and applied (BENCHMARKS.md,
-"Connections bounded in all and per address"). Python's standard library only; synthetic
+"Hardening bounds"). Python's standard library only; synthetic
 rounds, no data set needed.
 
 It serves BINARY on a fresh SQLite file, its soft limit on open files at --service-files

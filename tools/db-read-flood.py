@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reads of the database against writes: how long rounds take to be acknowledged and applied
-while many connections read a round's results over and over (BENCHMARKS.md, "Reads of the
-database on connections of their own"). Python's standard library only.
+while many connections read a round's results over and over (BENCHMARKS.md, "Hardening
+bounds"). Python's standard library only.
 
 It serves BINARY on a fresh Postgres database (or a SQLite file), stores the first 900 rounds
 of ../shared/data/ctftime in batches and waits until they are applied, then opens CONNECTIONS

@@ -150,7 +150,7 @@ async function leaderboardPage(pool, cursors, started) {
       const { players } = await api(`/v1/pools/${enc(pool)}/players?prefix=${enc(prefix)}&limit=10`);
       if (search.value === prefix) {
         found.replaceChildren(
-          ...players.map((p) => el("li", {}, playerLink(pool, p.player), ` #${p.position} · μ ${fixed(p.mu)}`))
+          ...players.map((p) => el("li", {}, playerLink(pool, p.player), ` ${place(p)} · μ ${fixed(p.mu)}`))
         );
       }
     } catch (error) {
@@ -194,6 +194,11 @@ function histogram({ bins }) {
   return chart;
 }
 
+// A player's place on the pool's leaderboard, or why they have none.
+function place(rating) {
+  return rating.position === null ? "provisional" : `#${rating.position} of ${rating.total}`;
+}
+
 async function playerPage(pool, player, started) {
   const base = `/v1/pools/${enc(pool)}/players/${enc(player)}`;
   const [rating, first] = await Promise.all([api(base), api(`${base}/history?limit=1000`)]);
@@ -206,7 +211,7 @@ async function playerPage(pool, player, started) {
   const oldestFirst = entries.slice().reverse();
   showFor(started,
     el("h1", {}, player),
-    el("p", {}, `#${rating.position} in `, poolLink(pool), ` · μ ${fixed(rating.mu)} · σ ${fixed(rating.sigma)} · ${oldestFirst.length} rounds`),
+    el("p", {}, `${place(rating)} in `, poolLink(pool), ` · μ ${fixed(rating.mu)} · σ ${fixed(rating.sigma)} · ${oldestFirst.length} rounds`),
     ratingChart(pool, oldestFirst),
     el("p", { class: "legend" }, "Line: μ after each round; band: μ ± σ; dots: the round's performance (each links to its round)."),
     table(

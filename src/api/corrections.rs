@@ -6,6 +6,7 @@
 //! names is checked against the pool before it is stored, so a mistake is a 4xx at once.
 
 use axum::extract::{Path, Request, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
@@ -17,14 +18,19 @@ use super::auth::{hash_key, Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::{from_object, json_bytes};
 use super::pool_of;
+use super::query::QueryParams;
+use super::round_path::RoundPath;
 use super::rounds::{located, Queued, RoundStatusResponse};
+use super::waiting::{settle, WaitQuery};
 use crate::config::ParamsOverrides;
 use crate::engine::Beliefs;
 use crate::names;
 use crate::pools::Pool;
+use crate::rate_limit::Client;
 use crate::state::AppState;
 use crate::storage::{EntryKind, NewEntry, ResultsPage, RoundStatus};
 use crate::wire::{Correction, CorrectionRequest, Entry};
+use tokio::time::Instant;
 
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -83,12 +89,13 @@ pub struct RecomputeResponse {
 /// again from its stored rounds as the correction leaves them, beside the live state, which
 /// keeps answering reads until the result is stored and switched in at once.
 #[utoipa::path(post, path = "/v1/pools/{pool}/corrections", tag = "rounds",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
+        WaitQuery),
     request_body = CorrectionBody,
     responses(
         (status = 202, body = RoundStatusResponse, description = "Queued after every round accepted so far",
             headers(("Location" = String, description = "The pool's recomputation"))),
-        (status = 200, body = RoundStatusResponse, description = "Posted before with the same content"),
+        (status = 200, body = RoundStatusResponse, description = "Posted before with the same content; with `wait=applied`, applied or failed"),
         (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
         (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
         (status = 409, body = ErrorResponse), (status = 413, body = ErrorResponse),
@@ -100,8 +107,10 @@ async fn post_correction(
     auth: Authorized<Admin>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
+    QueryParams(wait): QueryParams<WaitQuery>,
     request: Request,
 ) -> Result<Response, Error> {
+    let deadline = wait.deadline(&state)?;
     let pool = pool_of(&state, auth.client(), &pool).await?;
     let body = json_bytes(request, &state).await?;
     let mut value: serde_json::Value =
@@ -152,7 +161,7 @@ async fn post_correction(
             return Err(invalid("to".into(), problem.into()));
         }
     }
-    enqueue(&state, &pool, correction).await
+    enqueue(&state, auth.client(), &pool, correction, deadline).await
 }
 
 /// Voids round `id`: once the worker reaches the correction, the pool is rated again without
@@ -161,28 +170,31 @@ async fn post_correction(
 /// that id first.
 #[utoipa::path(delete, path = "/v1/pools/{pool}/rounds/{id}", tag = "rounds",
     params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
-        ("id" = String, Path, description = "Round id")),
+        ("id" = String, Path, description = "Round id: the rest of the path, `/` included"),
+        WaitQuery),
     responses(
         (status = 202, body = RoundStatusResponse, description = "Queued after every round accepted so far",
             headers(("Location" = String, description = "The pool's recomputation"))),
-        (status = 200, body = RoundStatusResponse, description = "Voided (or queued) before under this id: a retry"),
+        (status = 200, body = RoundStatusResponse, description = "Voided (or queued) before under this id: a retry; with `wait=applied`, applied or failed"),
         (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
         (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse),
         (status = 422, body = ErrorResponse),
         (status = 503, body = ErrorResponse, description = "Queue full or database unavailable",
             headers(("Retry-After" = u64, description = "Seconds to wait")))),
     security(("bearer" = [])))]
-async fn void_round(
+pub(super) async fn void_round(
     auth: Authorized<Admin>,
     State(state): State<AppState>,
-    Path((pool, id)): Path<(String, String)>,
+    RoundPath { pool, id }: RoundPath,
+    QueryParams(wait): QueryParams<WaitQuery>,
 ) -> Result<Response, Error> {
+    let deadline = wait.deadline(&state)?;
     let pool = pool_of(&state, auth.client(), &pool).await?;
     let correction = CorrectionRequest {
         id: void_id(&id),
         action: Correction::Void { round: id },
     };
-    enqueue(&state, &pool, correction).await
+    enqueue(&state, auth.client(), &pool, correction, deadline).await
 }
 
 /// The id of the correction `DELETE …/rounds/{round}` queues: `void/{round}`, or where that
@@ -241,8 +253,10 @@ async fn get_recompute(
 /// answers with its status, or 409 if the content differs.
 async fn enqueue(
     state: &AppState,
+    client: Option<&Client>,
     pool: &Pool,
     correction: CorrectionRequest,
+    deadline: Option<Instant>,
 ) -> Result<Response, Error> {
     if state
         .storage
@@ -258,13 +272,21 @@ async fn enqueue(
     let entry = NewEntry::by_body(&correction.id, EntryKind::Correction, &canonical);
     let outcome = state.enqueue(pool, entry, None).await?;
     let queued = Queued::of(outcome, &correction.id)?;
-    let body = RoundStatusResponse {
+    let mut answer = [RoundStatusResponse {
         id: correction.id,
         status: queued.stored.as_str(),
         position: queued.position,
-    };
+        error: None,
+    }];
+    let mut status = queued.status;
+    if let Some(deadline) = deadline {
+        if settle(state, client, pool, &mut answer, deadline).await? {
+            status = StatusCode::OK;
+        }
+    }
     let headers = located(&format!("/v1/pools/{}/recompute", pool.name()));
-    Ok((queued.status, headers, Json(body)).into_response())
+    let [body] = answer;
+    Ok((status, headers, Json(body)).into_response())
 }
 
 /// Refuses a correction that names what the pool does not have: a round that is not one of

@@ -5,13 +5,14 @@
 use axum::extract::{Path, State};
 use axum::Json;
 use serde::Serialize;
+use serde_json::Value;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::auth::{Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
-use super::json::JsonBody;
+use super::json::{from_object, JsonBody};
 use super::pool_of;
 use crate::display::{Display, Leagues};
 use crate::pools::leaderboard::Filter;
@@ -21,7 +22,7 @@ use crate::state::AppState;
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(get_display, put_display))
+        .routes(routes!(get_display, put_display, patch_display))
         .routes(routes!(get_leagues))
 }
 
@@ -81,8 +82,9 @@ async fn get_display(
     Ok(Json(response(pool, &found.read())))
 }
 
-/// Replaces a pool's display settings (settings left out take their defaults). Allowed at any
-/// time, rounds or not: reads derive what they show from the stored ratings.
+/// Replaces a pool's display settings (settings left out take their defaults; `PATCH` changes
+/// some and keeps the rest). Allowed at any time, rounds or not: reads derive what they show
+/// from the stored ratings.
 #[utoipa::path(put, path = "/v1/pools/{pool}/display", tag = "pools",
     params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
     request_body = Display,
@@ -98,12 +100,59 @@ async fn put_display(
     Path(pool): Path<String>,
     JsonBody(display): JsonBody<Display>,
 ) -> Result<Json<DisplayResponse>, Error> {
+    checked(&display)?;
+    let found = pool_of(&state, auth.client(), &pool).await?;
+    let published = state
+        .put_display(&found, |_| Ok::<_, Error>(display))
+        .await?;
+    Ok(Json(response(pool, &published)))
+}
+
+/// Changes some of a pool's display settings and keeps the others: the body is a JSON merge
+/// patch (RFC 7396) of the settings `GET …/display` shows. A member replaces that setting, an
+/// object is merged into the setting's object, and `null` removes a setting, which then takes
+/// its default (for `provisional`, the default rule: `{"min_rounds": 0}` lists nobody as
+/// provisional). Two patches of different settings both land.
+#[utoipa::path(patch, path = "/v1/pools/{pool}/display", tag = "pools",
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
+    request_body(content = Object, content_type = "application/merge-patch+json",
+        description = "Settings to change, as `PUT` takes them; others are kept",
+        example = json!({"fixed_range": {"max": 3000}, "default_order": "display_rating"})),
+    responses((status = 200, body = DisplayResponse), (status = 400, body = ErrorResponse),
+        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse), (status = 413, body = ErrorResponse),
+        (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse),
+        (status = 503, body = ErrorResponse)),
+    security(("bearer" = [])))]
+async fn patch_display(
+    auth: Authorized<Admin>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    JsonBody(patch): JsonBody<Value>,
+) -> Result<Json<DisplayResponse>, Error> {
+    let found = pool_of(&state, auth.client(), &pool).await?;
+    let published = state
+        .put_display(&found, |current| {
+            let mut merged = serde_json::to_value(current).map_err(|_| Error::Internal)?;
+            json_patch::merge(&mut merged, &patch);
+            let display: Display = from_object(merged).map_err(|error| match error {
+                Error::Invalid { field, message, .. } => {
+                    Error::invalid("invalid_display", field, message)
+                }
+                other => other,
+            })?;
+            checked(&display)?;
+            Ok::<_, Error>(display)
+        })
+        .await?;
+    Ok(Json(response(pool, &published)))
+}
+
+/// `display` if every setting is in range; 422 naming the first that is not.
+fn checked(display: &Display) -> Result<(), Error> {
     display
         .validate()
-        .map_err(|e| Error::invalid("invalid_display", e.field.clone(), e.to_string()))?;
-    let found = pool_of(&state, auth.client(), &pool).await?;
-    let published = state.put_display(&found, display).await?;
-    Ok(Json(response(pool, &published)))
+        .map_err(|e| Error::invalid("invalid_display", e.field.clone(), e.to_string()))
 }
 
 /// One league and how many players it holds now.

@@ -201,8 +201,9 @@ impl Error {
                 StatusCode::NOT_FOUND,
                 "player_not_found",
                 format!(
-                    "player `{player}` is rated but not on this board: `established=true` leaves \
-                     provisional players out, `league=` lists one league's"
+                    "player `{player}` is rated but not on this board: provisional players are \
+                     listed with `established=false` (or the pool's `list_provisional`), and \
+                     `league=` lists one league's"
                 ),
                 None,
             ),

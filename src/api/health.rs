@@ -39,7 +39,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_metrics))
 }
 
-/// Every metric in the Prometheus text format (README "Metrics"); a key when reads need one.
+/// Every metric in the Prometheus text format (docs/monitoring.md, "Metrics"); a key when reads need one.
 /// The gauges are read now: each pool's queue from the database, its players from memory.
 #[utoipa::path(get, path = "/metrics", tag = "health",
     responses((status = 200, description = "Prometheus text exposition format 0.0.4",

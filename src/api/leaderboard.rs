@@ -1,5 +1,6 @@
-//! `/v1/pools/{pool}/leaderboard`: players by μ (or μ − kσ), every rated player or the
-//! established ones only, a page at a time, from memory.
+//! `/v1/pools/{pool}/leaderboard`: players by μ, μ − kσ or the display rating, every rated
+//! player or the established ones only (by default as the pool's display settings say), a page
+//! at a time, from memory.
 //! A cursor names the last place shown (its rating and player), so the next page starts
 //! right after it even when ratings have moved in between.
 
@@ -20,7 +21,7 @@ use super::error::{Error, ErrorResponse};
 use super::players::limit;
 use super::query::QueryParams;
 use super::{pool_of, reads};
-use crate::display::Placement;
+use crate::display::{Placement, Ranking};
 use crate::engine::{Beliefs, Rating, SoftReset};
 use crate::pools::leaderboard::{Filter, Leaderboard, Order, Place};
 use crate::pools::past::{Basis, PastError, PastKey};
@@ -51,10 +52,13 @@ pub struct LeaderboardQuery {
     before: Option<String>,
     /// Center the page on this player instead.
     around: Option<String>,
-    /// `mu` (default) or `conservative` (μ − kσ, k the pool's `conservative_k`).
+    /// `conservative` (μ − kσ, k the pool's `conservative_k`), `display_rating` (the pool's
+    /// fixed-range rating, which rises with μ) or `mu`; default the pool's `default_order`
+    /// (`GET …/display`).
     #[param(inline)]
-    order: Option<OrderParam>,
-    /// `true`: leave provisional players out; positions then count established players only.
+    order: Option<Ranking>,
+    /// `true`: established players only, positions counting them only; `false`: provisional
+    /// players too. Default: the pool's `list_provisional` (established only unless it is set).
     established: Option<bool>,
     /// A league's name: its players only; positions then count that league's players.
     league: Option<String>,
@@ -62,16 +66,6 @@ pub struct LeaderboardQuery {
     /// rows, O(players); shown with today's display settings). Not on a season's leaderboard,
     /// which is as of the season's end.
     pub(super) as_of: Option<String>,
-}
-
-/// The order of a leaderboard.
-#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum OrderParam {
-    /// By μ.
-    Mu,
-    /// By μ − kσ.
-    Conservative,
 }
 
 /// One place on the leaderboard.
@@ -138,10 +132,16 @@ pub(super) fn answer(
     query: &LeaderboardQuery,
 ) -> Result<LeaderboardResponse, Error> {
     let limit = limit(query.limit, DEFAULT_LIMIT)? as usize;
-    let order = match query.order {
-        None | Some(OrderParam::Mu) => Order::Mu,
-        Some(OrderParam::Conservative) => Order::Conservative,
-    };
+    let display = current.display();
+    let ranking = query.order.unwrap_or_else(|| display.default_ranking());
+    if ranking == Ranking::DisplayRating && display.fixed_range.is_none() {
+        return Err(Error::query(
+            "order",
+            "is `display_rating`, but the pool shows no display rating (no `fixed_range`)",
+        ));
+    }
+    let order = Order::of(ranking);
+    let established = query.established.unwrap_or(!display.list_provisional);
     let filter = match (&query.league, query.established) {
         (Some(_), Some(true)) => {
             return Err(Error::query(
@@ -160,7 +160,7 @@ pub(super) fn answer(
                 })?;
             Filter::League(u16::try_from(index).unwrap_or(u16::MAX))
         }
-        (None, Some(true)) => Filter::Established,
+        (None, _) if established => Filter::Established,
         (None, _) => Filter::All,
     };
     let (board, lookup): (&Leaderboard, Lookup<'_>) = match past {

@@ -32,8 +32,10 @@ pub mod predictions;
 pub mod query;
 pub mod request_id;
 pub mod round_batches;
+mod round_path;
 pub mod rounds;
 pub mod seasons;
+pub mod waiting;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,6 +81,11 @@ fn routes() -> (Router<AppState>, OpenApiDoc) {
         .merge(health::router())
         .merge(openapi::router())
         .split_for_parts();
+    // A round's id with `/` in it, as written (`round_path.rs`); the document's `{id}` says so.
+    let router = router.route(
+        round_path::SPLIT_ROUND,
+        axum::routing::get(rounds::get_round).delete(corrections::void_round),
+    );
     openapi::add_shared_errors(&mut doc);
     pools::tag_params_schema(&mut doc);
     (router, doc)
@@ -110,7 +117,13 @@ pub fn app(state: AppState) -> Router {
         };
         CorsLayer::new()
             .allow_origin(allowed)
-            .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
+            .allow_methods([
+                Method::GET,
+                Method::POST,
+                Method::PUT,
+                Method::PATCH,
+                Method::DELETE,
+            ])
             .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
     });
     router
@@ -174,7 +187,7 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Records every answer's route, method, status and latency (README "Metrics"). Above the
+/// Records every answer's route, method, status and latency (docs/monitoring.md, "Metrics"). Above the
 /// body limit, the timeout and the JSON errors, so their answers are counted with the status
 /// the client got; routes are counted by pattern, unmatched ones as `unmatched`.
 async fn count_request(request: Request, next: axum::middleware::Next) -> Response {

@@ -17,7 +17,7 @@ use super::query::{seq_param, QueryParams};
 use super::rounds::ShownChange;
 use super::{pool_of, reads};
 use crate::display::Placement;
-use crate::pools::leaderboard::{Filter, Order};
+use crate::pools::leaderboard::Order;
 use crate::pools::PlayerRating;
 use crate::state::AppState;
 
@@ -59,8 +59,15 @@ pub struct PlayerResponse {
     pub display_rating: Option<f64>,
     /// Whether the player is still provisional (the pool's display settings say when).
     pub provisional: bool,
-    /// 1-based place on the leaderboard by μ, among every rated player.
-    pub position: u64,
+    /// 1-based place on the pool's default leaderboard (`GET …/leaderboard` with no `order` or
+    /// `established`); `null` when that leaderboard does not list the player (a provisional
+    /// player, when it lists established players only).
+    pub position: Option<u64>,
+    /// Players on that leaderboard.
+    pub total: u64,
+    /// `100 · position / total`: the player is in the top this many percent; `null` with
+    /// `position`.
+    pub top_percent: Option<f64>,
     /// Rounds played.
     pub rounds: u64,
     /// The last round played.
@@ -85,7 +92,11 @@ impl From<PlayerRating> for PlayerResponse {
             conservative: p.shown.conservative,
             display_rating: p.shown.display_rating,
             provisional: p.shown.provisional,
-            position: p.position as u64,
+            position: p.position.map(|p| p as u64),
+            total: p.total as u64,
+            top_percent: p
+                .position
+                .map(|position| 100.0 * position as f64 / p.total as f64),
             rounds: p.rounds,
             last_round: RoundRef {
                 id: p.last_round.id.to_string(),
@@ -237,16 +248,16 @@ async fn get_player(
     };
     let past = board_as_of(&state, auth.client(), &pool, round).await?;
     let (rating, shown, rounds, last_round, league) = past.player(&player).ok_or_else(not_found)?;
-    let index = past
-        .index_of(Order::Mu, Filter::All, &player)
-        .ok_or_else(not_found)?;
+    // Shown with today's display settings, as the past leaderboard is.
+    let (order, filter) = Order::default_board(pool.read().display());
     Ok(Json(
         PlayerRating {
             player: player.as_str().into(),
             mu: rating.mu,
             sigma: rating.sigma,
             shown,
-            position: index + 1,
+            position: past.index_of(order, filter, &player).map(|index| index + 1),
+            total: past.leaderboard().count(filter),
             rounds,
             last_round: last_round.clone(),
             league: league.cloned(),

@@ -18,7 +18,9 @@ use super::auth::{Authorized, Write};
 use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
 use super::pool_of;
+use super::query::QueryParams;
 use super::rounds::{checked, Checked, Queued, RoundBody, RoundStatusResponse, CHECK_TRIES};
+use super::waiting::{settle, WaitQuery};
 use crate::state::{AppState, Systems};
 use crate::storage::{EnqueuedAll, EntryKind, NewEntry};
 
@@ -61,11 +63,12 @@ pub struct RoundBatchResponse {
 /// a lost answer. 202 if any round was accepted now, else 200.
 /// A batch counts as one request against the key's write budget.
 #[utoipa::path(post, path = "/v1/pools/{pool}/round-batches", tag = "rounds",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
+        WaitQuery),
     request_body = RoundBatchBody,
     responses(
         (status = 202, body = RoundBatchResponse, description = "Accepted and queued"),
-        (status = 200, body = RoundBatchResponse, description = "Every round was posted before with the same content"),
+        (status = 200, body = RoundBatchResponse, description = "Every round was posted before with the same content; with `wait=applied`, every round is applied or failed"),
         (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
         (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
         (status = 409, body = ErrorResponse), (status = 413, body = ErrorResponse),
@@ -77,8 +80,10 @@ async fn create_round_batch(
     auth: Authorized<Write>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
+    QueryParams(wait): QueryParams<WaitQuery>,
     request: Request,
 ) -> Result<Response, Error> {
+    let deadline = wait.deadline(&state)?;
     let pool = pool_of(&state, auth.client(), &pool).await?;
     let posted = json_bytes(request, &state).await?;
     let mut systems = Systems::now(&pool);
@@ -150,9 +155,15 @@ async fn create_round_batch(
             id,
             status: queued.stored.as_str(),
             position: queued.position,
+            error: None,
         });
     }
     tracing::info!(rounds = answers.len(), "round batch posted");
+    if let Some(deadline) = deadline {
+        if settle(&state, auth.client(), &pool, &mut answers, deadline).await? {
+            status = StatusCode::OK;
+        }
+    }
     Ok((status, Json(RoundBatchResponse { rounds: answers })).into_response())
 }
 

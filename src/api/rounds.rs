@@ -20,6 +20,8 @@ use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
 use super::players::limit;
 use super::query::QueryParams;
+use super::round_path::RoundPath;
+use super::waiting::{settle, WaitQuery};
 use super::{pool_of, reads};
 use crate::display::Placement;
 use crate::engine::RatingChange;
@@ -46,6 +48,9 @@ pub struct RoundStatusResponse {
     /// 1 for the next round the worker applies; present on a 202.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub position: Option<u64>,
+    /// Why the round failed; present when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A line's status in the OpenAPI document: one of [`RoundStatus::ALL`].
@@ -224,12 +229,13 @@ pub struct StandingBody {
 /// worker applies the pool's rounds one at a time in the order they were accepted. Posting
 /// the same id again with the same content returns its status (200); with other content, 409.
 #[utoipa::path(post, path = "/v1/pools/{pool}/rounds", tag = "rounds",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
+        WaitQuery),
     request_body = RoundBody,
     responses(
         (status = 202, body = RoundStatusResponse, description = "Accepted and queued",
             headers(("Location" = String, description = "The round's URL"))),
-        (status = 200, body = RoundStatusResponse, description = "Posted before with the same content"),
+        (status = 200, body = RoundStatusResponse, description = "Posted before with the same content; with `wait=applied`, applied or failed"),
         (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
         (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
         (status = 409, body = ErrorResponse), (status = 413, body = ErrorResponse),
@@ -241,8 +247,10 @@ async fn create_round(
     auth: Authorized<Write>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
+    QueryParams(wait): QueryParams<WaitQuery>,
     request: Request,
 ) -> Result<Response, Error> {
+    let deadline = wait.deadline(&state)?;
     let pool = pool_of(&state, auth.client(), &pool).await?;
     let posted = json_bytes(request, &state).await?;
     let mut systems = Systems::now(&pool);
@@ -279,12 +287,20 @@ async fn create_round(
         }
         None => HeaderMap::new(),
     };
-    let body = RoundStatusResponse {
+    let mut answer = [RoundStatusResponse {
         id,
         status: queued.stored.as_str(),
         position: queued.position,
-    };
-    Ok((queued.status, headers, Json(body)).into_response())
+        error: None,
+    }];
+    let mut status = queued.status;
+    if let Some(deadline) = deadline {
+        if settle(&state, auth.client(), &pool, &mut answer, deadline).await? {
+            status = StatusCode::OK;
+        }
+    }
+    let [body] = answer;
+    Ok((status, headers, Json(body)).into_response())
 }
 
 /// What the queue answered a line posted to it (a round, a season start, a correction), as
@@ -416,15 +432,15 @@ pub(super) fn checked(
 /// A round's status and, once applied, a page of its results (best rank first).
 #[utoipa::path(get, path = "/v1/pools/{pool}/rounds/{id}", tag = "rounds",
     params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
-        ("id" = String, Path, description = "Round id"), RoundQuery),
+        ("id" = String, Path, description = "Round id: the rest of the path, `/` included"), RoundQuery),
     responses((status = 200, body = RoundResponse), (status = 400, body = ErrorResponse),
         (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
         (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)),
     security((), ("bearer" = [])))]
-async fn get_round(
+pub(super) async fn get_round(
     auth: Authorized<Read>,
     State(state): State<AppState>,
-    Path((pool, id)): Path<(String, String)>,
+    RoundPath { pool, id }: RoundPath,
     QueryParams(query): QueryParams<RoundQuery>,
 ) -> Result<Json<RoundResponse>, Error> {
     let page = ResultsPage {

@@ -26,6 +26,12 @@ pub const MAX_CONSERVATIVE_K: f64 = 100.0;
 /// `max` of the fixed-range rating when a pool sets none: the article's 0..10,000.
 pub const DEFAULT_MAX: f64 = 10_000.0;
 
+/// Rounds a player must have played to be established when a pool's settings leave
+/// `provisional` out: one or two results say little about anyone, and a leaderboard that lists
+/// them puts lucky newcomers at the top (on the ctftime history, 45 of the top 100 by μ had
+/// played one or two rounds).
+pub const DEFAULT_MIN_ROUNDS: u64 = 3;
+
 /// A pool's display settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -38,9 +44,18 @@ pub struct Display {
     /// The fixed-range rating `display_rating`; absent or `null` for none.
     #[serde(default)]
     pub fixed_range: Option<FixedRange>,
-    /// When a player counts as provisional; absent or `null` for nobody.
-    #[serde(default)]
+    /// When a player counts as provisional: absent for the default (fewer than 3 rounds
+    /// played), `null` for nobody.
+    #[serde(default = "default_provisional")]
     pub provisional: Option<Provisional>,
+    /// The leaderboard's order when a read gives no `order`: `"auto"` (default) is the display
+    /// rating's when the pool has a fixed range, the conservative rating's otherwise.
+    #[serde(default)]
+    pub default_order: DefaultOrder,
+    /// Whether the leaderboard lists provisional players when a read gives no `established`
+    /// (default `false`: established players only).
+    #[serde(default)]
+    pub list_provisional: bool,
     /// The pool's leagues and divisions; absent or `null` for none. Unlike the other settings,
     /// leagues are state: changing them recomputes every player's league from the history.
     #[serde(default)]
@@ -61,16 +76,56 @@ fn default_max() -> f64 {
     DEFAULT_MAX
 }
 
+// An `Option` for serde's `default`, which takes a function returning the field's type.
+#[allow(clippy::unnecessary_wraps)]
+fn default_provisional() -> Option<Provisional> {
+    Some(Provisional {
+        min_rounds: DEFAULT_MIN_ROUNDS,
+        max_sigma: None,
+    })
+}
+
 impl Default for Display {
+    /// What a new pool shows: settings left out of a `PUT` take these.
     fn default() -> Self {
         Self {
             conservative_k: DEFAULT_CONSERVATIVE_K,
             fixed_range: None,
-            provisional: None,
+            provisional: default_provisional(),
+            default_order: DefaultOrder::Auto,
+            list_provisional: false,
             leagues: None,
             expected_ranks: false,
         }
     }
+}
+
+/// A leaderboard's order when a read names none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DefaultOrder {
+    /// The display rating's when the pool has a fixed range, the conservative rating's
+    /// otherwise.
+    #[default]
+    Auto,
+    /// By μ.
+    Mu,
+    /// By μ − kσ.
+    Conservative,
+    /// By the fixed-range rating, which rises with μ: μ's order, named as players see it.
+    DisplayRating,
+}
+
+/// Which rating a leaderboard is sorted by, as a read names it (`order`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Ranking {
+    /// By μ.
+    Mu,
+    /// By μ − kσ.
+    Conservative,
+    /// By the fixed-range rating (μ's order).
+    DisplayRating,
 }
 
 /// `display_rating = max / (1 + exp(−(μ − center) / scale))`.
@@ -241,6 +296,12 @@ impl Display {
                 );
             }
         }
+        if self.default_order == DefaultOrder::DisplayRating && self.fixed_range.is_none() {
+            return bad(
+                "default_order",
+                "is `display_rating`, which needs a `fixed_range`",
+            );
+        }
         if let Some(Provisional {
             max_sigma: Some(max),
             ..
@@ -263,6 +324,18 @@ impl Display {
     #[must_use]
     pub fn provisional(&self, rounds: u64, rating: Rating) -> bool {
         self.provisional.is_some_and(|p| p.holds(rounds, rating))
+    }
+
+    /// The leaderboard's order when a read names none.
+    #[must_use]
+    pub fn default_ranking(&self) -> Ranking {
+        match self.default_order {
+            DefaultOrder::Mu => Ranking::Mu,
+            DefaultOrder::Conservative => Ranking::Conservative,
+            DefaultOrder::DisplayRating => Ranking::DisplayRating,
+            DefaultOrder::Auto if self.fixed_range.is_some() => Ranking::DisplayRating,
+            DefaultOrder::Auto => Ranking::Conservative,
+        }
     }
 
     /// Whether any player can be provisional (a rule of 0 rounds and no σ bound holds nobody).
@@ -476,7 +549,35 @@ mod tests {
             sigma: None,
         };
         assert!(!rule.holds(3, elo), "no σ: rounds alone decide");
-        assert!(!Display::default().provisional(0, rating(0.0, 1e9)));
+        let default = Display::default();
+        assert!(default.provisional(2, rating(0.0, 1.0)));
+        assert!(!default.provisional(3, rating(0.0, 1e9)));
+        let nobody = Display {
+            provisional: None,
+            ..Display::default()
+        };
+        assert!(!nobody.provisional(0, rating(0.0, 1e9)));
+    }
+
+    #[test]
+    fn settings_left_out_take_a_new_pools_defaults_and_null_turns_provisional_off() {
+        let default: Display = serde_json::from_str("{}").expect("valid");
+        assert_eq!(default, Display::default());
+        assert_eq!(default.default_ranking(), Ranking::Conservative);
+        assert!(!default.list_provisional);
+        let ranged: Display = serde_json::from_str(r#"{"fixed_range": {}}"#).expect("valid");
+        assert_eq!(ranged.default_ranking(), Ranking::DisplayRating);
+        let off: Display = serde_json::from_str(
+            r#"{"provisional": null, "default_order": "mu", "list_provisional": true}"#,
+        )
+        .expect("valid");
+        assert_eq!(
+            (off.provisional, off.default_ranking(), off.list_provisional),
+            (None, Ranking::Mu, true)
+        );
+        let back: Display =
+            serde_json::from_str(&serde_json::to_string(&off).expect("encodes")).expect("decodes");
+        assert_eq!(back, off, "a stored `null` stays off");
     }
 
     #[test]
@@ -519,6 +620,10 @@ mod tests {
         assert_eq!(
             field(r#"{"provisional": {"max_sigma": -3}}"#),
             "provisional.max_sigma"
+        );
+        assert_eq!(
+            field(r#"{"default_order": "display_rating"}"#),
+            "default_order"
         );
         assert_eq!(field(r#"{"conservative_k": 0, "fixed_range": {}}"#), "");
     }

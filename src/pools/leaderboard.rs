@@ -13,7 +13,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::display::DEFAULT_CONSERVATIVE_K;
+use crate::display::{Display, Ranking, DEFAULT_CONSERVATIVE_K};
 use crate::engine::Rating;
 
 /// Places per chunk when a list is built; a chunk that grows to twice this is split, one that
@@ -33,6 +33,26 @@ pub enum Order {
 }
 
 impl Order {
+    /// The order a read names: the display rating rises with μ, so its order is μ's.
+    #[must_use]
+    pub fn of(ranking: Ranking) -> Self {
+        match ranking {
+            Ranking::Mu | Ranking::DisplayRating => Self::Mu,
+            Ranking::Conservative => Self::Conservative,
+        }
+    }
+
+    /// The order and filter of `display`'s leaderboard when a read names neither.
+    #[must_use]
+    pub fn default_board(display: &Display) -> (Self, Filter) {
+        let filter = if display.list_provisional {
+            Filter::All
+        } else {
+            Filter::Established
+        };
+        (Self::of(display.default_ranking()), filter)
+    }
+
     /// The key `rating` is sorted by in this order, `k` being the conservative rating's.
     #[must_use]
     pub fn key(self, k: f64, rating: Rating) -> f64 {

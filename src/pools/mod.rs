@@ -132,8 +132,11 @@ pub struct PlayerRating {
     pub sigma: Option<f64>,
     /// What the pool's display settings derive from the rating.
     pub shown: Shown,
-    /// 1-based place by μ.
-    pub position: usize,
+    /// 1-based place on the pool's default leaderboard; `None` when it does not list the player
+    /// (a provisional player, when it lists established players only).
+    pub position: Option<usize>,
+    /// Players on that leaderboard.
+    pub total: usize,
     /// Rounds played.
     pub rounds: u64,
     /// The last round played.
@@ -579,15 +582,17 @@ impl PoolState {
     pub fn player(&self, id: &str) -> Option<PlayerRating> {
         let (name, rated) = self.players.get_key_value(id)?;
         let rating = rated.state.rating();
-        let index = self
-            .leaderboard
-            .index_of(Order::Mu, Filter::All, rating.mu, id)?;
+        let (order, filter) = Order::default_board(&self.display);
         Some(PlayerRating {
             player: Arc::clone(name),
             mu: rating.mu,
             sigma: rating.sigma,
             shown: self.show(&rated.state),
-            position: index + 1,
+            position: self
+                .leaderboard
+                .position_of(order, filter, rating, id)
+                .map(|index| index + 1),
+            total: self.leaderboard.count(filter),
             rounds: rated.state.rounds(),
             last_round: rated.last_round.clone(),
             league: self.leagues.placement_of(id),
@@ -675,7 +680,7 @@ impl Drop for AsOfBoard {
     /// the list of kept boards replacing it under its lock), where freeing a board of a whole
     /// pool would stall every request that thread serves, for a time that grows with the pool:
     /// 6-9 ms at 138,260 players whose ids the board shares with the snapshot, 78-84 ms when
-    /// it held copies (BENCHMARKS.md, "The open season's board: the snapshot's ids shared").
+    /// it held copies (BENCHMARKS.md, "Hardening bounds").
     fn drop(&mut self) {
         if self.players.len() < FREED_APART {
             return;
@@ -1029,6 +1034,7 @@ impl Pools {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::display::DefaultOrder;
     use crate::engine::{Params, PlayerState};
 
     #[tokio::test]
@@ -1078,8 +1084,20 @@ mod tests {
             ],
         );
         let bea = state.player("bea").expect("rated");
-        assert_eq!((bea.position, bea.mu), (1, 1800.0));
-        assert_eq!(state.player("al").expect("rated").position, 2);
+        assert_eq!(
+            (bea.position, bea.total, bea.mu),
+            (None, 0, 1800.0),
+            "one round"
+        );
+        let everyone = Display {
+            default_order: DefaultOrder::Mu,
+            list_provisional: true,
+            ..Display::default()
+        };
+        let state = state.with_display(everyone);
+        let bea = state.player("bea").expect("rated");
+        assert_eq!((bea.position, bea.total), (Some(1), 3));
+        assert_eq!(state.player("al").expect("rated").position, Some(2));
         assert_eq!(state.player("nobody"), None);
         let found: Vec<_> = state
             .with_prefix("b", 10)
@@ -1170,7 +1188,8 @@ mod tests {
                 }
             }
             proptest::prop_assert_eq!(state.leagues(), fresh.leagues());
-            let plain = state.with_leagues(Display::default(), LeagueTable::default());
+            let nobody_provisional = Display { provisional: None, ..Display::default() };
+            let plain = state.with_leagues(nobody_provisional, LeagueTable::default());
             proptest::prop_assert_eq!(plain.leaderboard().count(Filter::Established), plain.len());
             proptest::prop_assert_eq!(plain.fixed_range(), None);
         }

@@ -220,8 +220,8 @@ pub(super) const SELECT_PLAYERS: &str = "
 
 /// The factor columns of every history row of pool `$1`: each player's last `players.factors`
 /// rows by `seq` hold the factors their belief keeps. Unordered: the service sorts them in
-/// memory, where the server would sort them on disk (BENCHMARKS.md, "each factor in its
-/// history row").
+/// memory, where the server would sort them on disk (BENCHMARKS.md, "What was
+/// learned").
 pub(super) const SELECT_FACTORS: &str = "
     SELECT player, seq, factor_perf AS perf, factor_weight AS weight, factor_beta AS beta,
            factor_log_decay AS log_decay

@@ -25,7 +25,7 @@ async fn get(app: &TestApp, uri: &str) -> Value {
 }
 
 async fn as_of_reads_answer_what_the_pool_showed_right_after_the_round(app: TestApp) {
-    app.create_pool(POOL).await;
+    app.create_plain_pool(POOL).await;
     app.play([
         round_at("r1", "2026-01-01T00:00:00Z", &["a", "b", "c"]),
         round("r2", &["c", "a", "d"]),
@@ -86,7 +86,7 @@ async fn put_provisional(app: &TestApp) {
 }
 
 async fn as_of_names_an_applied_round_of_the_pool(app: TestApp) {
-    app.create_pool(POOL).await;
+    app.create_plain_pool(POOL).await;
     app.play([round("r1", &["a", "b"])]).await;
     app.queue_round(round("r2", &["b", "a"])).await;
     for uri in [
@@ -113,7 +113,7 @@ async fn as_of_names_an_applied_round_of_the_pool(app: TestApp) {
 /// A past board is built once and kept for the pages that follow; a correction rewrites the
 /// history it was built from, so the next read builds it again.
 async fn a_past_board_is_read_again_after_a_correction(app: TestApp) {
-    app.create_pool(POOL).await;
+    app.create_plain_pool(POOL).await;
     app.play([
         round("r1", &["a", "b", "c"]),
         round("r2", &["c", "a", "d"]),
@@ -149,7 +149,7 @@ async fn a_past_board_is_read_again_after_a_correction(app: TestApp) {
 /// A season ends when the next one's start is applied, not when it is posted: its standings,
 /// read while that start waits in the queue, take in the rounds applied before it.
 async fn a_season_whose_successor_is_queued_still_takes_in_its_rounds(app: TestApp) {
-    app.create_pool(POOL).await;
+    app.create_plain_pool(POOL).await;
     app.play([round("r1", &["a", "b"])]).await;
     app.queue_round(round("r2", &["c", "d"])).await;
     app.post(
@@ -169,7 +169,7 @@ async fn a_season_whose_successor_is_queued_still_takes_in_its_rounds(app: TestA
 /// one built at a time (of the 2 built at once, `server.client_share_percent` 50); beyond,
 /// 429 `rate_limited` with Retry-After, while another client's boards are built beside it.
 async fn one_client_builds_one_past_board_at_a_time_and_beyond_gets_429(app: TestApp) {
-    app.create_pool(POOL).await;
+    app.create_plain_pool(POOL).await;
     let names: Vec<String> = (0..60).map(|i| format!("p{i}")).collect();
     let rounds = (0..90).map(|r| {
         let players: Vec<&str> = (0..30)

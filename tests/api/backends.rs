@@ -101,7 +101,9 @@ async fn a_posted_round_is_applied_and_read_back(app: TestApp) {
     let history = history.assert_status(StatusCode::OK, "history");
     assert_eq!(history["entries"][0]["round_id"], "r1");
     assert_eq!(history["entries"][0]["mu"], player["mu"]);
-    let board = app.get("/v1/pools/main/leaderboard").await;
+    let board = app
+        .get("/v1/pools/main/leaderboard?established=false")
+        .await;
     let board = board.assert_status(StatusCode::OK, "leaderboard");
     assert_eq!(board["total"], 3);
     assert_eq!(board["entries"][0]["player"], "a");
@@ -221,7 +223,9 @@ async fn a_weng_lin_pool_rates_reads_predicts_and_survives_a_restart(app: TestAp
     let history = app.get("/v1/pools/main/players/c/history").await;
     let entries = &history.assert_status(StatusCode::OK, "history")["entries"];
     assert_eq!(entries.as_array().map(Vec::len), Some(3));
-    let board = app.get("/v1/pools/main/leaderboard").await;
+    let board = app
+        .get("/v1/pools/main/leaderboard?established=false")
+        .await;
     assert_eq!(board.assert_status(StatusCode::OK, "board")["total"], 4);
     let duel = app.get("/v1/pools/main/win-probability?a=b&b=d").await;
     let p = duel.assert_status(StatusCode::OK, "duel")["p_a"].as_f64();
@@ -612,7 +616,7 @@ async fn a_pool_another_process_created_is_served_and_fed_here(app: TestApp) {
         step.expect("a worker step"),
         Processed::Followed { lines: 1 }
     );
-    let board = "/v1/pools/main/leaderboard";
+    let board = "/v1/pools/main/leaderboard?established=false";
     let there = app
         .get(board)
         .await

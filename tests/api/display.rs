@@ -1,17 +1,20 @@
 //! `/v1/pools/{pool}/display` on both backends: the conservative rating's k, the fixed-range
 //! rating and provisional players change what every read shows, at any time, and survive a
-//! restart; rounds applied afterwards keep the established leaderboard current.
+//! restart; rounds applied afterwards keep the established leaderboard current; a `PATCH`
+//! changes the settings it names and keeps the others.
 
-use axum::http::{Method, StatusCode};
+use axum::body::Body;
+use axum::http::{header, Method, Request, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{num, round, Payload, TestApp, ADMIN_KEY, POOL};
+use crate::support::{num, round, Payload, TestApp, TestResponse, ADMIN_KEY, POOL};
 
 backend_tests!(
     display_settings_change_every_read_and_survive_a_restart,
     a_player_becomes_established_when_a_round_takes_them_past_the_rule,
     a_change_made_by_another_process_is_shown_after_the_next_worker_step_without_a_reload,
     each_result_says_where_the_player_was_expected_and_what_it_showed,
+    a_patch_changes_the_settings_it_names_and_keeps_the_others,
 );
 
 const DISPLAY: &str = "/v1/pools/main/display";
@@ -62,7 +65,7 @@ async fn ratings(app: &TestApp, ids: &[&str]) -> Vec<(f64, f64)> {
 }
 
 async fn display_settings_change_every_read_and_survive_a_restart(app: TestApp) {
-    app.create_pool(POOL).await;
+    app.create_plain_pool(POOL).await;
     app.play([
         round("r1", &["a", "b", "c", "d"]),
         round("r2", &["b", "a", "c"]),
@@ -88,6 +91,8 @@ async fn display_settings_change_every_read_and_survive_a_restart(app: TestApp) 
             "conservative_k": 2.0,
             "fixed_range": {"max": 1000.0, "center": "auto", "scale": "auto"},
             "provisional": {"min_rounds": 2, "max_sigma": null},
+            "default_order": "auto",
+            "list_provisional": false,
             "leagues": null,
             "expected_ranks": false,
         })
@@ -116,10 +121,15 @@ async fn display_settings_change_every_read_and_survive_a_restart(app: TestApp) 
         assert_eq!(p["provisional"], *id == "d", "{id}");
     }
 
-    let (all, total) = board(&app, "limit=10").await;
+    let (all, total) = board(&app, "limit=10&established=false").await;
     assert_eq!(total, 4);
     let (established, total) = board(&app, "limit=10&established=true").await;
     assert_eq!(total, 3);
+    assert_eq!(
+        board(&app, "limit=10").await.1,
+        3,
+        "established players only by default"
+    );
     let expected: Vec<(u64, String)> = all
         .iter()
         .filter(|(_, p)| p != "d")
@@ -172,9 +182,13 @@ async fn display_settings_change_every_read_and_survive_a_restart(app: TestApp) 
     let again = restarted.get(DISPLAY).await;
     assert_eq!(again.assert_status(StatusCode::OK, "get"), &shown);
 
+    // `{}` is a new pool's defaults: fewer than 3 rounds (c and d) is provisional.
     let reset = put_display(&restarted, json!({})).await;
     assert_eq!(reset["fixed_range"], Value::Null);
-    assert_eq!(reset["established"], 4);
+    assert_eq!(reset["established"], 2);
+    assert_eq!(player(&restarted, "d").await["provisional"], true);
+    let nobody = put_display(&restarted, json!({"provisional": null})).await;
+    assert_eq!(nobody["established"], 4);
     let d = player(&restarted, "d").await;
     assert_eq!(
         (&d["display_rating"], &d["provisional"]),
@@ -188,7 +202,7 @@ async fn display_settings_change_every_read_and_survive_a_restart(app: TestApp) 
 }
 
 async fn a_player_becomes_established_when_a_round_takes_them_past_the_rule(app: TestApp) {
-    app.create_pool(POOL).await;
+    app.create_plain_pool(POOL).await;
     app.play([round("r1", &["a", "b", "c"])]).await;
     let shown = put_display(
         &app,
@@ -225,7 +239,7 @@ async fn a_player_becomes_established_when_a_round_takes_them_past_the_rule(app:
 async fn a_change_made_by_another_process_is_shown_after_the_next_worker_step_without_a_reload(
     app: TestApp,
 ) {
-    app.create_pool(POOL).await;
+    app.create_plain_pool(POOL).await;
     app.play([round("r1", &["a", "b", "c"]), round("r2", &["a", "b"])])
         .await;
     let other = app.restarted().await;
@@ -242,7 +256,7 @@ async fn a_change_made_by_another_process_is_shown_after_the_next_worker_step_wi
 }
 
 async fn each_result_says_where_the_player_was_expected_and_what_it_showed(app: TestApp) {
-    app.create_pool(POOL).await;
+    app.create_plain_pool(POOL).await;
     app.play([round("r0", &["zed", "yan"])]).await;
     put_display(
         &app,
@@ -336,4 +350,91 @@ async fn each_result_says_where_the_player_was_expected_and_what_it_showed(app: 
         last["display_rating_after"],
         third.iter().find(|r| r["player"] == "ann").expect("ann")["display_rating_after"]
     );
+}
+
+async fn patch_display(app: &TestApp, body: Value) -> TestResponse {
+    let request = Request::builder()
+        .method(Method::PATCH)
+        .uri(DISPLAY)
+        .header(header::AUTHORIZATION, format!("Bearer {ADMIN_KEY}"))
+        .header(header::CONTENT_TYPE, "application/merge-patch+json")
+        .body(Body::from(body.to_string()))
+        .expect("a request");
+    app.send_request(request).await
+}
+
+async fn a_patch_changes_the_settings_it_names_and_keeps_the_others(app: TestApp) {
+    app.create_pool(POOL).await;
+    app.play([
+        round("r1", &["a", "b", "c"]),
+        round("r2", &["b", "a"]),
+        round("r3", &["a", "b"]),
+    ])
+    .await;
+    let defaults = app.get(DISPLAY).await;
+    assert_eq!(
+        defaults.assert_status(StatusCode::OK, "defaults")["settings"],
+        json!({"conservative_k": 3.0, "fixed_range": null,
+               "provisional": {"min_rounds": 3, "max_sigma": null},
+               "default_order": "auto", "list_provisional": false,
+               "leagues": null, "expected_ranks": false})
+    );
+    let ranged = patch_display(&app, json!({"fixed_range": {"max": 3000}})).await;
+    let ranged = ranged
+        .assert_status(StatusCode::OK, "a fixed range")
+        .clone();
+    assert_eq!(ranged["settings"]["provisional"]["min_rounds"], 3, "kept");
+    assert_eq!(ranged["settings"]["fixed_range"]["max"], 3000.0);
+    let tiers = json!({"tiers": [{"name": "low"}, {"name": "high", "threshold": 1500}]});
+    let both = patch_display(
+        &app,
+        json!({"leagues": tiers, "fixed_range": {"center": 1400}, "list_provisional": true}),
+    )
+    .await;
+    let both = both.assert_status(StatusCode::OK, "leagues").clone();
+    assert_eq!(
+        both["settings"]["fixed_range"],
+        json!({"max": 3000.0, "center": 1400.0, "scale": "auto"}),
+        "an object is merged into the setting's object"
+    );
+    assert_eq!(both["settings"]["provisional"]["min_rounds"], 3);
+    assert_eq!(both["settings"]["leagues"]["tiers"][1]["name"], "high");
+    assert_eq!(board(&app, "").await.1, 3, "provisional c is listed now");
+    assert_eq!(
+        app.restarted().await.get(DISPLAY).await.body,
+        both,
+        "stored"
+    );
+
+    // `null` removes a setting, which takes its default again.
+    let removed = patch_display(&app, json!({"fixed_range": null, "provisional": null})).await;
+    let removed = removed.assert_status(StatusCode::OK, "removed");
+    assert_eq!(removed["settings"]["fixed_range"], Value::Null);
+    assert_eq!(removed["settings"]["provisional"]["min_rounds"], 3);
+
+    // A bad patch names its field and changes nothing.
+    let before = app.get(DISPLAY).await.body;
+    for (patch, field) in [
+        (json!({"fixed_range": {"max": -1}}), "fixed_range.max"),
+        (json!({"colour": "red"}), "colour"),
+        (json!({"default_order": "display_rating"}), "default_order"),
+        (
+            json!({"provisional": {"min_rounds": "three"}}),
+            "provisional.min_rounds",
+        ),
+    ] {
+        patch_display(&app, patch.clone()).await.assert_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_display",
+            Some(field),
+            &patch.to_string(),
+        );
+    }
+    patch_display(&app, json!([1])).await.assert_error(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_request",
+        None,
+        "not an object",
+    );
+    assert_eq!(app.get(DISPLAY).await.body, before, "nothing changed");
 }

@@ -26,7 +26,7 @@ async fn an_unknown_route_returns_404_route_not_found_as_json() {
         (Method::GET, "/v2/pools", "another version"),
         (
             Method::GET,
-            "/v1/pools/main/rounds/r1/extra",
+            "/v1/pools/main/players/a/history/extra",
             "a path too long",
         ),
         (Method::POST, "/v1/nothing", "a POST"),

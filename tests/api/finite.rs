@@ -153,7 +153,9 @@ async fn rounds_at_the_edges_of_the_parameters_are_rated_finitely_or_failed_and_
         assert_eq!(info["rounds_failed"], failed, "{case}: failures counted");
         assert_eq!(info["rounds_queued"], 0, "{case}: nothing left queued");
         let board = app
-            .get(&format!("/v1/pools/{pool}/leaderboard?limit=100"))
+            .get(&format!(
+                "/v1/pools/{pool}/leaderboard?limit=100&established=false"
+            ))
             .await;
         let board = board.assert_status(StatusCode::OK, case);
         let entries = board["entries"].as_array().expect("entries");

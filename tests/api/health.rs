@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::support::{round, settings, Payload, TestApp, ADMIN_KEY, POOL, READ_KEY};
 
 /// Every route of the API, as `METHOD path`.
-const ROUTES: [&str; 34] = [
+const ROUTES: [&str; 35] = [
     "GET /healthz",
     "GET /readyz",
     "GET /openapi.json",
@@ -19,6 +19,7 @@ const ROUTES: [&str; 34] = [
     "PUT /v1/pools/{pool}",
     "GET /v1/pools/{pool}/display",
     "PUT /v1/pools/{pool}/display",
+    "PATCH /v1/pools/{pool}/display",
     "GET /v1/pools/{pool}/leagues",
     "GET /v1/keys",
     "POST /v1/keys",

@@ -1,17 +1,29 @@
-//! `GET /v1/pools/{pool}/leaderboard`: orders, cursors both ways, `around`, and bad queries.
+//! `GET /v1/pools/{pool}/leaderboard`: the default a pool's display settings choose, orders,
+//! cursors both ways, `around`, and bad queries.
 
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{num, round, TestApp, POOL};
+use crate::support::{num, round, Payload, TestApp, ADMIN_KEY, POOL};
 
 const LEADERBOARD: &str = "/v1/pools/main/leaderboard";
 
 /// Eight players: seven veterans of many rounds, and a rookie who won the only round they
-/// played, so that the rookie ranks high by μ but low by μ − 3σ.
+/// played, so that the rookie ranks high by μ but low by μ − 3σ. The pool lists everyone by
+/// μ unless asked otherwise.
 async fn eight_players() -> TestApp {
+    eight_players_in(true).await
+}
+
+/// [`eight_players`] in a pool shown as `plain` says: by μ with everyone listed, or with a new
+/// pool's defaults.
+async fn eight_players_in(plain: bool) -> TestApp {
     let app = TestApp::new().await;
-    app.create_pool(POOL).await;
+    if plain {
+        app.create_plain_pool(POOL).await;
+    } else {
+        app.create_pool(POOL).await;
+    }
     let veterans = ["v1", "v2", "v3", "v4", "v5", "v6", "v7"];
     let mut rounds: Vec<Value> = (0..6)
         .map(|i| {
@@ -59,6 +71,77 @@ fn assert_ordered(entries: &[Value], key: &str, first: u64) {
             pair[1]
         );
     }
+}
+
+#[tokio::test]
+async fn a_new_pools_leaderboard_lists_established_players_by_their_conservative_rating() {
+    let app = eight_players_in(false).await;
+    let body = page(&app, "").await;
+    assert_eq!(
+        body["total"], 7,
+        "the rookie has one round of the three needed"
+    );
+    let entries = body["entries"].as_array().expect("entries");
+    assert_ordered(entries, "conservative", 1);
+    assert!(entries.iter().all(|e| e["provisional"] == false), "{body}");
+    assert_eq!(
+        body,
+        page(&app, "order=conservative&established=true").await
+    );
+    let everyone = page(&app, "order=mu&established=false").await;
+    assert_eq!(everyone["total"], 8);
+    assert_ordered(everyone["entries"].as_array().expect("entries"), "mu", 1);
+    let rookie = everyone["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|e| e["player"] == "rookie")
+        .expect("listed when asked for");
+    assert_eq!(rookie["provisional"], true);
+    app.get(&format!("{LEADERBOARD}?around=rookie"))
+        .await
+        .assert_error(
+            StatusCode::NOT_FOUND,
+            "player_not_found",
+            None,
+            "provisional",
+        );
+    app.get(&format!("{LEADERBOARD}?order=display_rating"))
+        .await
+        .assert_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            Some("order"),
+            "no fixed range",
+        );
+
+    // With a fixed range, the display rating's order is the default: μ's, as players see it.
+    app.send(
+        Method::PUT,
+        "/v1/pools/main/display",
+        Some(ADMIN_KEY),
+        Payload::Json(json!({"fixed_range": {"max": 3000}})),
+    )
+    .await
+    .assert_status(StatusCode::OK, "a fixed range");
+    let shown = page(&app, "").await;
+    assert_eq!(players(&shown), players(&page(&app, "order=mu").await));
+    let ratings: Vec<f64> = shown["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| num(&e["display_rating"]))
+        .collect();
+    assert!(ratings.windows(2).all(|w| w[0] >= w[1]), "{ratings:?}");
+    let cursor = page(&app, "limit=2").await["next_cursor"]
+        .as_str()
+        .expect("a cursor")
+        .to_owned();
+    assert_eq!(
+        players(&page(&app, &format!("order=mu&limit=2&cursor={cursor}")).await),
+        players(&page(&app, &format!("limit=2&cursor={cursor}")).await),
+        "one order, one cursor"
+    );
 }
 
 #[tokio::test]

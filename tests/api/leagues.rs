@@ -15,7 +15,15 @@ backend_tests!(
 );
 
 pub(crate) async fn put_leagues(app: &TestApp, pool: &str, leagues: Value) -> Value {
-    put_display(app, pool, json!({ "leagues": leagues })).await
+    app.send(
+        Method::PATCH,
+        &format!("/v1/pools/{pool}/display"),
+        Some(ADMIN_KEY),
+        Payload::Json(json!({ "leagues": leagues })),
+    )
+    .await
+    .assert_status(StatusCode::OK, "patch the leagues")
+    .clone()
 }
 
 /// `PUT /v1/pools/{pool}/display` with `display`, which must be taken.

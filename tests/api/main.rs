@@ -44,3 +44,4 @@ mod rounds;
 mod seasons;
 mod security;
 mod support;
+mod waiting;

@@ -27,7 +27,7 @@ async fn five_rounds() -> TestApp {
 #[tokio::test]
 async fn getting_a_player_returns_their_rating_position_and_last_round() {
     let app = TestApp::new().await;
-    app.create_pool(POOL).await;
+    app.create_plain_pool(POOL).await;
     app.play([
         round_at("r1", "2024-03-01T10:30:00Z", &["a", "b", "c"]),
         round("r2", &["a", "c"]),
@@ -37,6 +37,10 @@ async fn getting_a_player_returns_their_rating_position_and_last_round() {
     let a = response.assert_status(StatusCode::OK, "a").clone();
     assert_eq!(a["player"], "a");
     assert_eq!(a["position"], 1, "a won both rounds");
+    assert_eq!(
+        (&a["total"], num(&a["top_percent"])),
+        (&json!(3), 100.0 / 3.0)
+    );
     assert_eq!(a["rounds"], 2);
     assert_eq!(a["last_round"], json!({"id": "r2", "time": null}));
     assert_eq!(
@@ -67,6 +71,53 @@ async fn getting_a_player_returns_their_rating_position_and_last_round() {
         by_mu.iter().map(|p| p.1).collect::<Vec<_>>(),
         [1, 2, 3],
         "positions follow mu: {positions:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_players_position_is_their_place_on_the_pools_default_leaderboard() {
+    let app = TestApp::new().await;
+    app.create_pool(POOL).await;
+    app.play([
+        round("r1", &["a", "b", "c"]),
+        round("r2", &["b", "a"]),
+        round("r3", &["a", "b"]),
+        round("r4", &["c", "a", "b"]),
+    ])
+    .await;
+    let board = app.get("/v1/pools/main/leaderboard").await.body;
+    assert_eq!(board["total"], 2, "c has two rounds: provisional");
+    for entry in board["entries"].as_array().expect("entries") {
+        let player = app
+            .get(&format!(
+                "{PLAYERS}/{}",
+                entry["player"].as_str().expect("id")
+            ))
+            .await
+            .body;
+        assert_eq!(
+            (&player["position"], &player["total"]),
+            (&entry["position"], &json!(2))
+        );
+        let as_of = app
+            .get(&format!(
+                "{PLAYERS}/{}?as_of=r4",
+                entry["player"].as_str().expect("id")
+            ))
+            .await
+            .body;
+        assert_eq!(as_of, player, "the newest round's board is today's");
+    }
+    let c = app.get(&format!("{PLAYERS}/c")).await.body;
+    assert_eq!(
+        (
+            &c["position"],
+            &c["total"],
+            &c["top_percent"],
+            &c["provisional"]
+        ),
+        (&Value::Null, &json!(2), &Value::Null, &json!(true)),
+        "not on the board"
     );
 }
 

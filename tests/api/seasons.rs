@@ -59,7 +59,7 @@ fn board(page: &Value) -> Vec<(String, f64, Value)> {
 
 async fn a_season_soft_resets_every_rating_and_restarts_the_leagues(app: TestApp) {
     let players = ["a", "b", "c", "d"];
-    app.create_pool(POOL).await;
+    app.create_plain_pool(POOL).await;
     put_leagues(
         &app,
         POOL,
@@ -231,7 +231,7 @@ async fn new_leagues_are_recomputed_across_a_season_as_if_set_from_the_start(app
     let leagues = ladder();
     let (players, mut rounds) = ladder_rounds();
     let later = rounds.split_off(6);
-    app.create_pool(POOL).await;
+    app.create_plain_pool(POOL).await;
     app.create_pool("other").await;
     put_leagues(&app, "other", leagues.clone()).await;
     let season = json!({"id": "s2", "mu_reset": 0.3, "sigma_reset": 0.6});
@@ -269,7 +269,7 @@ async fn replay_of_the_export_gives_what_the_service_gives_across_a_season(app: 
     let mut leagues = ladder();
     leagues["placement_rounds"] = json!(5);
     let display = json!({ "leagues": leagues });
-    app.create_pool(POOL).await;
+    app.create_plain_pool(POOL).await;
     put_display(&app, POOL, display.clone()).await;
     // Settled in one batch: the same players before and after the start.
     for (i, r) in rounds.iter().enumerate() {
@@ -398,7 +398,7 @@ async fn every_system_keeps_its_reset_states_through_a_restart(app: TestApp) {
 /// one's from the history rows: both must say the same of the same lines, leagues, divisions,
 /// ladder points and a correction included.
 async fn an_open_seasons_standings_in_memory_are_those_its_history_rows_give(app: TestApp) {
-    app.create_pool(POOL).await;
+    app.create_plain_pool(POOL).await;
     put_leagues(&app, POOL, ladder()).await;
     let (_, rounds) = ladder_rounds();
     app.play(rounds[..6].to_vec()).await;

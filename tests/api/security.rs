@@ -45,6 +45,12 @@ fn keyed_routes() -> Vec<(Method, &'static str, Value, &'static str)> {
             "admin",
         ),
         (
+            Method::PATCH,
+            "/v1/pools/main/display",
+            json!({"conservative_k": 2.0}),
+            "admin",
+        ),
+        (
             Method::POST,
             "/v1/pools/main/rounds",
             round("r1", &["a", "b"]),

@@ -395,6 +395,23 @@ impl TestApp {
             .expect("create the pool");
     }
 
+    /// Creates pool `pool` as [`Self::create_pool`] does, shown as pools were before a new
+    /// pool's leaderboard left provisional players out: nobody provisional, every player
+    /// listed by μ. For tests of what the display does not change.
+    pub async fn create_plain_pool(&self, pool: &str) {
+        self.create_pool(pool).await;
+        self.send(
+            Method::PUT,
+            &format!("/v1/pools/{pool}/display"),
+            Some(ADMIN_KEY),
+            Payload::Json(
+                json!({"provisional": null, "default_order": "mu", "list_provisional": true}),
+            ),
+        )
+        .await
+        .assert_status(StatusCode::OK, "the plain display");
+    }
+
     /// `POST /v1/pools/{pool}/rounds` with `round` and the write key.
     pub async fn post_round(&self, pool: &str, round: Value) -> TestResponse {
         self.post(&format!("/v1/pools/{pool}/rounds"), Some(WRITE_KEY), round)

@@ -261,7 +261,7 @@ fn served(client: &Client, base: &str, pool: &str) -> BTreeMap<String, (f64, f64
     let mut ratings = BTreeMap::new();
     let mut cursor: Option<String> = None;
     loop {
-        let mut url = format!("{base}/v1/pools/{pool}/leaderboard?limit=1000");
+        let mut url = format!("{base}/v1/pools/{pool}/leaderboard?limit=1000&established=false");
         if let Some(cursor) = &cursor {
             url.push_str(&format!("&cursor={cursor}"));
         }

@@ -167,6 +167,16 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
         server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY),
         201
     );
+    // The field's players play one round each, provisional: the board lists them too, so that
+    // its pages turn.
+    assert_eq!(
+        server.put(
+            &format!("/v1/pools/{POOL}/display"),
+            r#"{"list_provisional": true}"#,
+            ADMIN_KEY
+        ),
+        200
+    );
     for i in 0..ROUNDS {
         let status = server.post(
             &format!("/v1/pools/{POOL}/rounds"),

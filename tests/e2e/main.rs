@@ -9,7 +9,8 @@
 //! trickles in is cut off without holding anything back), [`stall`] (the largest predictions
 //! in a loop while rounds arrive: reads of the pool answer within 1 s, every round is applied),
 //! [`import`] (`mmr-service import` through 429s, a stop and a resume), [`dashboard`] (the
-//! page at `/` in headless Chromium), [`unread`] (answers a client never reads hold its share
+//! page at `/` in headless Chromium), [`examples`] (the README's tour, pasted as a user would),
+//! [`unread`] (answers a client never reads hold its share
 //! and are cut off by the write deadline);
 //! [`server`] runs the binary, [`rounds`] makes the rounds and [`stream`] posts them as a client
 //! would.
@@ -17,6 +18,7 @@
 mod concurrency;
 mod crash;
 mod dashboard;
+mod examples;
 mod faults;
 mod import;
 mod large_bodies;
@@ -120,7 +122,7 @@ fn served_entries(server: &Server, pool: &str) -> Vec<serde_json::Value> {
     let mut entries = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
-        let mut url = format!("/v1/pools/{pool}/leaderboard?limit=1000");
+        let mut url = format!("/v1/pools/{pool}/leaderboard?limit=1000&established=false");
         if let Some(cursor) = &cursor {
             url.push_str(&format!("&cursor={cursor}"));
         }

@@ -3,10 +3,13 @@
 //! name and a JSON object, and counted each pool's applied rounds, and the migration that moved
 //! factors into history rows (Postgres 0014, SQLite 0013) carries every factor there, or
 //! refuses to run and changes nothing; the one that keyed history by round (Postgres 0015,
-//! SQLite 0014) chains every player's rows, newest first, as they were.
+//! SQLite 0014) chains every player's rows, newest first, as they were; the one that made the
+//! leaderboard's defaults display settings (Postgres 0016, SQLite 0015) keeps what every pool
+//! showed, its other settings to the bit.
 
 use std::borrow::Cow;
 
+use mmr_service::display::{Anchor, DefaultOrder, Display};
 use mmr_service::engine::{Factor, Params, PlayerState, SystemParams, SystemState, Ties, Variant};
 use mmr_service::storage;
 use serde_json::json;
@@ -438,4 +441,82 @@ fn bits(state: &PlayerState) -> Vec<u64> {
         all.extend([f.perf, f.weight, f.beta, f.log_decay]);
     }
     all.into_iter().map(f64::to_bits).collect()
+}
+
+/// Pools as a database before the leaderboard's defaults stored them: one that never set its
+/// display (`{}`), and one with every setting, with numbers whose last digit matters.
+const DISPLAYS: [(&str, &str); 2] = [
+    ("plain", "{}"),
+    (
+        "shown",
+        r#"{"conservative_k":2.000000000000001,"fixed_range":{"max":3000.0,"center":1234.5678901234567,"scale":"auto"},"provisional":{"min_rounds":7,"max_sigma":1e-300},"leagues":null,"expected_ranks":true}"#,
+    ),
+];
+
+/// Stores [`DISPLAYS`]' pools; returns their names and settings.
+macro_rules! store_displays {
+    ($pool:expr) => {{
+        for (name, display) in DISPLAYS {
+            sqlx::query("INSERT INTO pools (name, system, params, applied, display) VALUES ($1, 'elo_mmr', '{}', 0, $2)")
+                .bind(name)
+                .bind(display)
+                .execute($pool)
+                .await
+                .expect("pool");
+        }
+        DISPLAYS
+    }};
+}
+
+upgrade_test!(
+    sqlite_pools_keep_their_leaderboards_and_settings,
+    Backend::Sqlite,
+    sqlx::SqlitePool,
+    "./migrations/sqlite",
+    "?mode=rwc",
+    through 14,
+    store_displays,
+    check_displays_upgraded
+);
+upgrade_test!(
+    postgres_pools_keep_their_leaderboards_and_settings,
+    Backend::Postgres,
+    sqlx::PgPool,
+    "./migrations/postgres",
+    "",
+    through 15,
+    store_displays,
+    check_displays_upgraded
+);
+
+/// Opens the database at `url` with every migration: each pool of [`DISPLAYS`] lists every
+/// player by μ, provisional only by a rule it set, and keeps its other settings to the bit.
+async fn check_displays_upgraded(url: &str, stored: &[(&str, &str)]) {
+    let storage = storage::connect(url).await.expect("migrate");
+    for (name, before) in stored {
+        let got = storage
+            .pool(name)
+            .await
+            .expect("read")
+            .expect("kept")
+            .display;
+        let mut want: Display = serde_json::from_str(before).expect("valid");
+        if *before == "{}" {
+            want.provisional = None;
+        }
+        want.default_order = DefaultOrder::Mu;
+        want.list_provisional = true;
+        assert_eq!(got, want, "{name}");
+        let bits = |d: &Display| {
+            let range = d.fixed_range.expect("a range");
+            let Anchor::Value(center) = range.center else {
+                panic!("a center")
+            };
+            [d.conservative_k, range.max, center].map(f64::to_bits)
+        };
+        if got.fixed_range.is_some() {
+            assert_eq!(bits(&got), bits(&want), "{name}");
+        }
+    }
+    storage.close().await;
 }

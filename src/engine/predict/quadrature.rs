@@ -255,7 +255,13 @@ mod tests {
                 let z = (x - center) / width;
                 out[0] = mass * (-0.5 * z * z).exp() / (width * (2.0 * std::f64::consts::PI).sqrt());
             });
-            prop_assert!((result[0] - mass).abs() < 1e-11, "{} vs {}", result[0], mass);
+            // Near a center far from 0, `x - center` is known to an ulp of the center only,
+            // which a narrow width magnifies: the integrand itself is off by that much.
+            let resolution = 10.0 * f64::EPSILON * center.abs() / width;
+            prop_assert!(
+                (result[0] - mass).abs() < 1e-11 + mass * resolution,
+                "{} vs {}", result[0], mass
+            );
         }
     }
 }
