@@ -248,7 +248,7 @@ pub enum SystemArg {
     EloMmr,
     /// Weng-Lin (OpenSkill): Bradley-Terry full pairing or Plackett-Luce.
     WengLin,
-    /// TrueSkill.
+    /// TrueSkill (Microsoft's trademark and patent: docs/trueskill.md before a commercial use).
     #[value(name = "trueskill")]
     TrueSkill,
     /// Glicko-2.

@@ -309,7 +309,8 @@ fn system_schema() -> Object {
         &SystemName::ALL.map(SystemName::as_str),
         "The rating system: `elo_mmr` (Elo-MMR, the default), `weng_lin` (Weng-Lin, \
          OpenSkill's Bradley-Terry full pairing or Plackett-Luce, by `model`), `trueskill` \
-         (TrueSkill), `glicko2` (Glicko-2), `codeforces` or `topcoder` (Codeforces' and \
+         (TrueSkill: Microsoft's trademark and patent, see docs/trueskill.md before a \
+         commercial use), `glicko2` (Glicko-2), `codeforces` or `topcoder` (Codeforces' and \
          Topcoder's systems as the Elo-MMR paper evaluates them) or `elo` (Elo for \
          free-for-all rounds).",
     )

@@ -99,17 +99,24 @@ impl Application {
 
 /// Shows the first start's admin key, once, on stderr (never in the log).
 fn print_first_key(key: &str, addr: SocketAddr) {
+    eprintln!("{}", first_key_banner(key, addr));
+}
+
+/// What the first start says: its key, a request to try it with, and where the dashboard and
+/// the API reference are.
+fn first_key_banner(key: &str, addr: SocketAddr) -> String {
     let url = if addr.ip().is_unspecified() {
         format!("http://127.0.0.1:{}", addr.port())
     } else {
         format!("http://{addr}")
     };
-    eprintln!(
+    format!(
         "\nNo key is configured, so this first start created an admin key (named `admin`). It is \
          shown only now; the database keeps only its hash. Create more, or revoke it, at /v1/keys.\n\n    \
          {key}\n\nTry it:\n\n    curl -X PUT {url}/v1/pools/main -H 'Authorization: Bearer {key}' \
-         -H 'Content-Type: application/json' -d '{{}}'\n"
-    );
+         -H 'Content-Type: application/json' -d '{{}}'\n\nThe dashboard is at {url}/ and the API \
+         reference at {url}/docs.\n"
+    )
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -137,5 +144,21 @@ async fn stop_signal() {
     tokio::select! {
         () = interrupt => tracing::info!("SIGINT received"),
         () = terminate => tracing::info!("SIGTERM received"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_start_names_its_key_the_dashboard_and_the_api_reference() {
+        let addr: SocketAddr = "0.0.0.0:8080".parse().expect("an address");
+        let banner = first_key_banner("mmr_k", addr);
+        assert!(banner.contains("\n    mmr_k\n"), "{banner}");
+        assert!(
+            banner.contains("dashboard is at http://127.0.0.1:8080/ and the API reference at http://127.0.0.1:8080/docs"),
+            "{banner}"
+        );
     }
 }

@@ -18,14 +18,14 @@ use utoipa_axum::routes;
 
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
-use super::players::limit;
+use super::players::{limit, RoundRef};
 use super::query::QueryParams;
 use super::{pool_of, reads};
 use crate::display::{Placement, Ranking};
 use crate::engine::{Beliefs, Rating, SoftReset};
 use crate::pools::leaderboard::{Filter, Leaderboard, Order, Place};
 use crate::pools::past::{Basis, PastError, PastKey};
-use crate::pools::{AsOfBoard, Pool, PoolState, Shown};
+use crate::pools::{AsOfBoard, LastRound, Pool, PoolState, Shown};
 use crate::rate_limit::Client;
 use crate::state::AppState;
 use crate::storage::{AsOf, RatedAsOf};
@@ -88,6 +88,10 @@ pub struct EntryResponse {
     /// The player's league and division; `null` if the pool has no leagues or has not placed
     /// them yet.
     pub league: Option<Placement>,
+    /// Rounds played.
+    pub rounds: u64,
+    /// The last round played: when a player was last active.
+    pub last_round: RoundRef,
 }
 
 /// A page of the leaderboard.
@@ -168,15 +172,26 @@ pub(super) fn answer(
             past.leaderboard(),
             Box::new(|id: &str| {
                 past.player(id)
-                    .map(|(rating, shown, _, _, league)| (rating, shown, league.cloned()))
+                    .map(|(rating, shown, rounds, last, league)| Standing {
+                        rating,
+                        shown,
+                        rounds,
+                        last_round: last.clone(),
+                        league: league.cloned(),
+                    })
             }),
         ),
         None => (
             current.leaderboard(),
             Box::new(|id: &str| {
-                let belief = current.belief(id)?;
-                let league = current.leagues().placement_of(id);
-                Some((belief.rating(), current.show(belief), league))
+                let (belief, last_round) = current.rated_player(id)?;
+                Some(Standing {
+                    rating: belief.rating(),
+                    shown: current.show(belief),
+                    rounds: belief.rounds(),
+                    last_round: last_round.clone(),
+                    league: current.leagues().placement_of(id),
+                })
             }),
         ),
     };
@@ -234,8 +249,14 @@ pub(super) fn answer(
     Ok(page(board, &*lookup, order, filter, start, limit))
 }
 
-/// A player's rating, what it shows and their league.
-type Standing = (Rating, Shown, Option<Placement>);
+/// What a row shows of a player.
+struct Standing {
+    rating: Rating,
+    shown: Shown,
+    rounds: u64,
+    last_round: LastRound,
+    league: Option<Placement>,
+}
 
 /// A player's [`Standing`] on the leaderboard being paged.
 type Lookup<'a> = Box<dyn Fn(&str) -> Option<Standing> + Send + 'a>;
@@ -360,7 +381,13 @@ fn page(
         .iter()
         .enumerate()
         .filter_map(|(i, place)| {
-            let (rating, shown, league) = lookup(&place.player)?;
+            let Standing {
+                rating,
+                shown,
+                rounds,
+                last_round,
+                league,
+            } = lookup(&place.player)?;
             Some(EntryResponse {
                 position: (start + i + 1) as u64,
                 player: place.player.to_string(),
@@ -370,6 +397,8 @@ fn page(
                 display_rating: shown.display_rating,
                 provisional: shown.provisional,
                 league,
+                rounds,
+                last_round: RoundRef::of(&last_round),
             })
         })
         .collect();

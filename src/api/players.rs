@@ -18,7 +18,7 @@ use super::rounds::ShownChange;
 use super::{pool_of, reads};
 use crate::display::Placement;
 use crate::pools::leaderboard::Order;
-use crate::pools::PlayerRating;
+use crate::pools::{LastRound, PlayerRating};
 use crate::state::AppState;
 
 /// Entries per page when `limit` is not given.
@@ -77,6 +77,16 @@ pub struct PlayerResponse {
     pub league: Option<Placement>,
 }
 
+impl RoundRef {
+    /// What a reader sees of `round`.
+    pub(super) fn of(round: &LastRound) -> Self {
+        Self {
+            id: round.id.to_string(),
+            time: rfc3339(round.time),
+        }
+    }
+}
+
 /// Formats Unix seconds as RFC 3339.
 pub(super) fn rfc3339(time: Option<i64>) -> Option<String> {
     time.and_then(|t| OffsetDateTime::from_unix_timestamp(t).ok())
@@ -98,10 +108,7 @@ impl From<PlayerRating> for PlayerResponse {
                 .position
                 .map(|position| 100.0 * position as f64 / p.total as f64),
             rounds: p.rounds,
-            last_round: RoundRef {
-                id: p.last_round.id.to_string(),
-                time: rfc3339(p.last_round.time),
-            },
+            last_round: RoundRef::of(&p.last_round),
             league: p.league,
         }
     }

@@ -18,7 +18,7 @@ use utoipa_axum::routes;
 use super::auth::{Authorized, Read, Write};
 use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
-use super::players::limit;
+use super::players::{limit, rfc3339};
 use super::query::QueryParams;
 use super::round_path::RoundPath;
 use super::waiting::{settle, WaitQuery};
@@ -92,6 +92,12 @@ pub struct RoundResponse {
     /// Why the worker could not rate it, when failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// When it took place (RFC 3339), when applied and the round said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    /// Its entrants (standings), when applied: the field's size, whatever page is shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entrants: Option<u64>,
     /// The page's entrants, best rank first (ties by player), when applied: every entrant
     /// when `next_cursor` is `null`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -494,6 +500,8 @@ impl RoundResponse {
             kind: record.kind.as_str(),
             status: record.status.as_str(),
             error: record.error,
+            time: rfc3339(record.time),
+            entrants: record.entrants,
             results: record.results.map(|results| {
                 results
                     .into_iter()

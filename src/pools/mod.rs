@@ -599,6 +599,14 @@ impl PoolState {
         })
     }
 
+    /// A rated player's state and last round.
+    #[must_use]
+    pub fn rated_player(&self, id: &str) -> Option<(&SystemState, &LastRound)> {
+        self.players
+            .get(id)
+            .map(|rated| (&rated.state, &rated.last_round))
+    }
+
     /// The 0-based index of a rated player in `order` among those `filter` lists; `None` if
     /// the player is not rated or not listed.
     #[must_use]

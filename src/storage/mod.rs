@@ -415,6 +415,10 @@ pub struct RoundRecord {
     pub kind: EntryKind,
     /// Why it failed, if it did.
     pub error: Option<String>,
+    /// When an applied round took place (seconds since the Unix epoch), if it said.
+    pub time: Option<i64>,
+    /// An applied round's entrants.
+    pub entrants: Option<u64>,
     /// The page of results asked for ([`ResultsPage`]), best rank first, when applied and
     /// asked for.
     pub results: Option<Vec<RoundResult>>,

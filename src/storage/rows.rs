@@ -255,6 +255,8 @@ pub(super) struct RoundRow {
     status: String,
     kind: String,
     error: Option<String>,
+    round_time: Option<i64>,
+    entrants: Option<i64>,
 }
 
 impl RoundRow {
@@ -281,6 +283,8 @@ impl RoundRow {
             id: self.id,
             seq: self.seq,
             error: self.error,
+            time: self.round_time,
+            entrants: self.entrants.and_then(|n| u64::try_from(n).ok()),
             results,
             more_results,
         })

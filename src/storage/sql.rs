@@ -194,7 +194,8 @@ pub(super) const MARK_FAILED: &str = "
 
 /// Round `$2` of pool `$1`.
 pub(super) const SELECT_ROUND: &str = "
-    SELECT id, seq, status, kind, error FROM rounds WHERE pool = $1 AND id = $2";
+    SELECT id, seq, status, kind, error, round_time, entrants FROM rounds
+    WHERE pool = $1 AND id = $2";
 
 /// Up to `$5` results of the round at seq `$2` of pool `$1` after rank `$3` and player `$4`,
 /// best rank first. The key finds the round's rows; they are sorted on rank, which no index

@@ -90,6 +90,12 @@ async fn a_posted_round_is_applied_and_read_back(app: TestApp) {
     let status = status.assert_status(StatusCode::OK, "applied");
     assert_eq!(status["status"], "applied");
     assert_eq!(status["results"].as_array().map(Vec::len), Some(3));
+    assert_eq!(
+        (&status["time"], &status["entrants"]),
+        (&json!("2024-02-01T00:00:00Z"), &json!(3))
+    );
+    let page = app.get("/v1/pools/main/rounds/r1?limit=1").await.body;
+    assert_eq!(page["entrants"], 3, "the field's size on every page");
     let player = app.get("/v1/pools/main/players/a").await;
     let player = player.assert_status(StatusCode::OK, "player");
     assert_eq!(player["mu"], status["results"][0]["mu_after"]);
@@ -107,6 +113,13 @@ async fn a_posted_round_is_applied_and_read_back(app: TestApp) {
     let board = board.assert_status(StatusCode::OK, "leaderboard");
     assert_eq!(board["total"], 3);
     assert_eq!(board["entries"][0]["player"], "a");
+    assert_eq!(
+        (
+            &board["entries"][0]["rounds"],
+            &board["entries"][0]["last_round"]
+        ),
+        (&json!(1), &player["last_round"])
+    );
     let info = app.pool_info(POOL).await;
     assert_eq!(
         (

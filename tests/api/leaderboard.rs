@@ -84,6 +84,22 @@ async fn a_new_pools_leaderboard_lists_established_players_by_their_conservative
     let entries = body["entries"].as_array().expect("entries");
     assert_ordered(entries, "conservative", 1);
     assert!(entries.iter().all(|e| e["provisional"] == false), "{body}");
+    let v1 = entries.iter().find(|e| e["player"] == "v1").expect("v1");
+    let v2 = entries.iter().find(|e| e["player"] == "v2").expect("v2");
+    assert_eq!(
+        (
+            &v1["rounds"],
+            &v1["last_round"],
+            &v2["rounds"],
+            &v2["last_round"]
+        ),
+        (
+            &json!(7),
+            &json!({"id": "debut", "time": null}),
+            &json!(6),
+            &json!({"id": "r5", "time": null})
+        )
+    );
     assert_eq!(
         body,
         page(&app, "order=conservative&established=true").await
