@@ -345,21 +345,31 @@ impl Display {
             .is_some_and(|p| p.min_rounds > 0 || p.max_sigma.is_some())
     }
 
-    /// What these settings show for a player of `rounds` rounds rated `rating`, among
-    /// ratings spread as `spread`.
+    /// What these settings show for a player of `rounds` rounds rated `rating`, the
+    /// fixed-range rating resolved as `range` (this pool's [`Display::resolve`]).
     #[must_use]
-    pub fn show(&self, spread: &Spread, rating: Rating, rounds: u64) -> Shown {
+    pub fn show(&self, range: Option<Resolved>, rating: Rating, rounds: u64) -> Shown {
         Shown {
             conservative: self.conservative(rating),
-            display_rating: self.resolve(spread).map(|range| range.display(rating.mu)),
+            display_rating: range.map(|range| range.display(rating.mu)),
             provisional: self.provisional(rounds, rating),
         }
     }
 
-    /// The fixed-range rating's center and scale for ratings spread as `spread`; `None` with no
-    /// fixed range, or with an automatic center and nobody rated.
+    /// The fixed-range rating's center and scale for ratings spread as `spread`, between
+    /// `extremes`; `None` with no fixed range, or with an automatic center and nobody rated.
+    ///
+    /// An automatic scale is the article's, half the standard deviation of μ, unless that would
+    /// put the highest or the lowest rated player more than [`EDGE_SCALES`] scales from the
+    /// center: then the distance to the further of them over [`EDGE_SCALES`]. On a skewed pool
+    /// (many short careers below, a few long ones above) the article's scale put the best
+    /// players 4 or more widths above the mean, where the Fermi function is flat: formula1's
+    /// top ten showed 2995–2999.7 of 3000. Within [`EDGE_SCALES`] scales its slope is at least
+    /// 18% of its slope at the center, so two rated players' display ratings differ by at
+    /// least [`MIN_RESOLUTION`] of what a straight line from the lowest to the highest μ onto
+    /// `0..max` would give them.
     #[must_use]
-    pub fn resolve(&self, spread: &Spread) -> Option<Resolved> {
+    pub fn resolve(&self, spread: &Spread, extremes: Option<Extremes>) -> Option<Resolved> {
         let range = self.fixed_range?;
         let center = match range.center {
             Anchor::Value(center) => center,
@@ -367,7 +377,11 @@ impl Display {
         };
         let scale = match range.scale {
             Anchor::Value(scale) => scale,
-            Anchor::Auto => 0.5 * spread.width().unwrap_or(0.0),
+            Anchor::Auto => {
+                let article = 0.5 * spread.width().unwrap_or(0.0);
+                let reach = extremes.map_or(0.0, |e| (e.top - center).max(center - e.bottom));
+                article.max(reach / EDGE_SCALES)
+            }
         };
         Some(Resolved {
             max: range.max,
@@ -375,6 +389,26 @@ impl Display {
             scale,
         })
     }
+}
+
+/// How far from the center, in scales, an automatic scale lets the highest and the lowest rated
+/// player sit ([`Display::resolve`]): the Fermi function's slope there, `s(3)(1 − s(3))`, is
+/// 0.045, against 0.25 at the center.
+pub const EDGE_SCALES: f64 = 3.0;
+
+/// The least share of a straight line's resolution an automatic scale keeps between any two
+/// rated players ([`Display::resolve`]): the article's scale is at most a quarter of the range
+/// of μ (a standard deviation is at most half the range), an edge-bound one a third of it, and
+/// the slope within [`EDGE_SCALES`] at least 0.0452 of `max` per scale: `3 · 0.0452 ≥ 0.135`.
+pub const MIN_RESOLUTION: f64 = 0.135;
+
+/// The μ of the highest and of the lowest rated player.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Extremes {
+    /// The highest μ.
+    pub top: f64,
+    /// The lowest μ.
+    pub bottom: f64,
 }
 
 /// A fixed-range rating with its center and scale settled.
@@ -504,7 +538,13 @@ mod tests {
             }),
             ..Display::default()
         };
-        let resolved = display.resolve(&spread).expect("players are rated");
+        let extremes = Some(Extremes {
+            top: 2000.0,
+            bottom: 1000.0,
+        });
+        let resolved = display
+            .resolve(&spread, extremes)
+            .expect("players are rated");
         assert_eq!((resolved.center, resolved.scale), (1500.0, 250.0));
         assert_eq!(resolved.display(1500.0), 5000.0);
         assert_eq!(resolved.display(2000.0).round(), 8808.0);
@@ -532,7 +572,7 @@ mod tests {
             }),
             ..Display::default()
         };
-        assert_eq!(nobody.resolve(&Spread::default()), None);
+        assert_eq!(nobody.resolve(&Spread::default(), None), None);
     }
 
     #[test]
@@ -629,6 +669,40 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn an_automatic_scale_keeps_any_two_players_apart_on_any_pool(
+            // Skewed pools: many short careers near the bottom, a long tail above.
+            ratings in prop::collection::vec((0.0f64..1.0, 0.0f64..1.0), 2..300),
+            skew in 0.5f64..6.0,
+            spread_out in 1.0f64..3000.0,
+        ) {
+            let mus: Vec<f64> = ratings
+                .iter()
+                .map(|(u, v)| 1000.0 + spread_out * u.powf(skew) + v)
+                .collect();
+            let mut spread = Spread::default();
+            for mu in &mus {
+                spread.add(*mu);
+            }
+            let (top, bottom) = mus.iter().fold((f64::MIN, f64::MAX), |(t, b), mu| (t.max(*mu), b.min(*mu)));
+            let display = Display {
+                fixed_range: Some(FixedRange { max: 3000.0, center: Anchor::Auto, scale: Anchor::Auto }),
+                ..Display::default()
+            };
+            let range = display.resolve(&spread, Some(Extremes { top, bottom })).expect("rated");
+            let mut sorted = mus.clone();
+            sorted.sort_by(f64::total_cmp);
+            for pair in sorted.windows(2) {
+                let (low, high) = (pair[0], pair[1]);
+                let apart = range.display(high) - range.display(low);
+                let straight = 3000.0 * (high - low) / (top - bottom);
+                prop_assert!(
+                    apart >= MIN_RESOLUTION * straight - 1e-9,
+                    "{} and {}: {} apart, a straight line gives {}", low, high, apart, straight
+                );
+            }
+        }
+
         #[test]
         fn the_sums_of_any_add_and_remove_sequence_equal_those_of_the_survivors(
             ratings in prop::collection::vec((-5e6f64..5e6, any::<bool>()), 1..200)

@@ -13,7 +13,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::display::{Display, Ranking, DEFAULT_CONSERVATIVE_K};
+use crate::display::{Display, Extremes, Ranking, DEFAULT_CONSERVATIVE_K};
 use crate::engine::Rating;
 
 /// Places per chunk when a list is built; a chunk that grows to twice this is split, one that
@@ -400,6 +400,16 @@ impl Leaderboard {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The highest and the lowest μ of every player listed; `None` with nobody.
+    #[must_use]
+    pub fn extremes(&self) -> Option<Extremes> {
+        let by_mu = self.all.places(Order::Mu);
+        let last = by_mu.len.checked_sub(1)?;
+        let top = by_mu.iter_from(0, 1).next()?.key;
+        let bottom = by_mu.iter_from(last, 1).next()?.key;
+        Some(Extremes { top, bottom })
     }
 
     /// Players that `filter` lists.

@@ -329,14 +329,15 @@ impl PoolState {
     /// center is automatic and nobody is rated).
     #[must_use]
     pub fn fixed_range(&self) -> Option<Resolved> {
-        self.display.resolve(&self.spread)
+        self.display
+            .resolve(&self.spread, self.leaderboard.extremes())
     }
 
     /// What the display settings derive from `state`.
     #[must_use]
     pub fn show(&self, state: &SystemState) -> Shown {
         self.display
-            .show(&self.spread, state.rating(), state.rounds())
+            .show(self.fixed_range(), state.rating(), state.rounds())
     }
 
     /// The pool as it stood after some round, from `rated` (every player rated by then, as
@@ -727,7 +728,10 @@ impl AsOfBoard {
         id: &str,
     ) -> Option<(engine::Rating, Shown, u64, &LastRound, Option<&Placement>)> {
         let (rating, rounds, last, league) = self.players.get(id)?;
-        let shown = self.display.show(&self.spread, *rating, *rounds);
+        let range = self
+            .display
+            .resolve(&self.spread, self.leaderboard.extremes());
+        let shown = self.display.show(range, *rating, *rounds);
         Some((*rating, shown, *rounds, last, league.as_ref()))
     }
 

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use super::Error;
-use crate::display::{Display, LeagueTable, Spread};
+use crate::display::{Display, Extremes, LeagueTable, Spread};
 use crate::engine::Population;
 
 /// Writes every player of `population` to `path`, with what `display` shows of them when given
@@ -25,9 +25,23 @@ pub fn write_ratings(
     let mut players: Vec<_> = population.players().collect();
     players.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let mut spread = Spread::default();
+    let mut extremes: Option<Extremes> = None;
     for (_, state) in &players {
-        spread.add(state.rating().mu);
+        let mu = state.rating().mu;
+        spread.add(mu);
+        extremes = Some(extremes.map_or(
+            Extremes {
+                top: mu,
+                bottom: mu,
+            },
+            |e| Extremes {
+                top: e.top.max(mu),
+                bottom: e.bottom.min(mu),
+            },
+        ));
     }
+    // As the service resolves it: once for every player.
+    let range = display.and_then(|(display, _)| display.resolve(&spread, extremes));
     let mut writer = csv::Writer::from_writer(Vec::new());
     let mut record = |fields: &[&str]| {
         writer
@@ -54,7 +68,7 @@ pub fn write_ratings(
             state.rounds().to_string(),
         ];
         if let Some((display, leagues)) = display {
-            let shown = display.show(&spread, rating, state.rounds());
+            let shown = display.show(range, rating, state.rounds());
             let placement = leagues.placement_of(player);
             fields.extend([
                 shown.conservative.to_string(),
