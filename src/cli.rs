@@ -389,7 +389,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Evaluate(args) => run_evaluate(&args),
         Command::Import(args) => run_import(&args),
         Command::HashKey { key } => {
-            println!("{}", crate::api::auth::hash_key(&key));
+            println!("{}", crate::config::hash_key(&key));
             Ok(())
         }
     }

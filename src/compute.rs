@@ -11,6 +11,10 @@ use std::sync::Arc;
 
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
+/// Most entrants (or sides) one prediction may hold: the pairwise matrix grows as its square.
+/// The compute budget is counted in entrants, as this many of the largest requests at once.
+pub const MAX_ENTRANTS: usize = 1000;
+
 use crate::rate_limit::{Client, Share, Shares};
 
 /// Why a computation did not run to the end.

@@ -11,6 +11,7 @@ use std::path::Path;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use utoipa::openapi::schema::{Object, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type};
 use utoipa::ToSchema;
 
@@ -694,6 +695,15 @@ fn is_origin(origin: &str) -> bool {
             && !host.contains(['/', '?', '#', '@'])
             && axum::http::HeaderValue::from_str(origin).is_ok()
     })
+}
+
+/// The hex SHA-256 of `key`, as `[[auth.keys]] sha256` holds it.
+#[must_use]
+pub fn hash_key(key: &str) -> String {
+    Sha256::digest(key.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]

@@ -13,9 +13,8 @@ use base64::Engine;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::api::auth::hash_key;
-use crate::compute::Compute;
-use crate::config::{KeySettings, ParamsOverrides, Role, Settings};
+use crate::compute::{Compute, MAX_ENTRANTS};
+use crate::config::{hash_key, KeySettings, ParamsOverrides, Role, Settings};
 use crate::display::leagues::{recompute, Entrant, HistoryPoint};
 use crate::display::{Display, LeagueTable, Leagues};
 use crate::engine::{self, SystemParams};
@@ -212,7 +211,7 @@ impl AppState {
         // The budget is counted in entrants: this many of the largest requests at once.
         let server = &settings.server;
         let entrants = |largest: usize| {
-            let entrants = largest.saturating_mul(crate::api::predictions::MAX_ENTRANTS);
+            let entrants = largest.saturating_mul(MAX_ENTRANTS);
             u32::try_from(entrants).unwrap_or(u32::MAX)
         };
         let compute = Compute::new(

@@ -11,7 +11,6 @@ use std::net::SocketAddr;
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
-use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::error::Error;
@@ -19,14 +18,7 @@ use crate::config::{KeySettings, Role};
 use crate::rate_limit::{Budget, Client};
 use crate::state::AppState;
 
-/// The hex SHA-256 of `key`, as `[[auth.keys]] sha256` holds it.
-#[must_use]
-pub fn hash_key(key: &str) -> String {
-    Sha256::digest(key.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+pub use crate::config::hash_key;
 
 /// The role of the key of `keys` matching `presented`, if any (the highest, should two
 /// entries share a key), with its name.

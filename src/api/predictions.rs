@@ -27,8 +27,7 @@ use crate::engine::{PredictionPath, RequestNames};
 use crate::names;
 use crate::state::AppState;
 
-/// Most entrants (or sides) one prediction may hold: the pairwise matrix grows as its square.
-pub const MAX_ENTRANTS: usize = 1000;
+pub use crate::compute::MAX_ENTRANTS;
 
 /// Most players one prediction may name, over all its entrants (or sides).
 pub const MAX_PLAYERS: usize = 10_000;
