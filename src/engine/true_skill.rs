@@ -112,10 +112,12 @@ impl RatingSystem for TrueSkill {
             .map(|s| s.partial_play.unwrap_or(1.0))
             .collect();
 
-        // Skill (prior and drift), then performance: one message each, down.
+        // Skill (prior and drift), then performance: one message each, down. Means are taken
+        // relative to the round's `origin`, which the update does not depend on.
+        let origin = origin(params.beta, priors);
         let skills: Vec<Natural> = priors
             .iter()
-            .map(|p| Natural::of(p.mu, p.sigma * p.sigma + tau2))
+            .map(|p| Natural::of(p.mu - origin, p.sigma * p.sigma + tau2))
             .collect();
         let likelihoods: Vec<Natural> = skills.iter().map(|&s| s.noisy(beta2)).collect();
         let sums: Vec<Natural> = layout
@@ -127,12 +129,16 @@ impl RatingSystem for TrueSkill {
         let mut chain = Chain::new(&sums);
         let group_of = layout.group_of_entrants();
         let draw_z = -normal::quantile((1.0 - params.draw_probability) / 2.0);
+        // A team's sum is measured from its weight times the origin: a difference between
+        // teams of other weights, from the difference of those.
+        let weight_of = |k: usize| -> f64 { layout.entrants[k].iter().map(|&m| weights[m]).sum() };
         let outcomes: Vec<Outcome> = (0..sums.len() - 1)
             .map(|k| {
                 let players = layout.entrants[k].len() + layout.entrants[k + 1].len();
                 Outcome {
                     margin: draw_z * (players as f64).sqrt() * params.beta,
                     draw: group_of[k] == group_of[k + 1],
+                    offset: (weight_of(k) - weight_of(k + 1)) * origin,
                 }
             })
             .collect();
@@ -151,9 +157,9 @@ impl RatingSystem for TrueSkill {
                     Natural::sum(std::iter::once((weights[m].recip(), team)).chain(others));
                 let skill = skills[m].times(performance.noisy(beta2));
                 rated[m] = Some(Rated {
-                    performance: likelihoods[m].times(performance).mean(),
+                    performance: likelihoods[m].times(performance).mean() + origin,
                     state: TrueSkillState {
-                        mu: skill.mean(),
+                        mu: skill.mean() + origin,
                         sigma: skill.pi.recip().sqrt(),
                         rounds: priors[m].rounds + 1,
                     },
@@ -283,6 +289,9 @@ struct Outcome {
     /// Draw margin ε, in performance points.
     margin: f64,
     draw: bool,
+    /// What the difference's mean is measured from (see [`origin`]): 0 between teams of one
+    /// weight.
+    offset: f64,
 }
 
 /// A team's performance variable: its marginal and the messages of its three factors.
@@ -375,10 +384,11 @@ impl Chain {
         let diff = &mut self.diffs[k];
         let cavity = diff.marginal.over(diff.truncation);
         let sqrt_pi = cavity.pi.sqrt();
+        let t = cavity.tau / sqrt_pi + outcome.offset * sqrt_pi;
         let (v, w) = if outcome.draw {
-            draw_vw(cavity.tau / sqrt_pi, outcome.margin * sqrt_pi)
+            draw_vw(t, outcome.margin * sqrt_pi)
         } else {
-            win_vw(cavity.tau / sqrt_pi, outcome.margin * sqrt_pi)
+            win_vw(t, outcome.margin * sqrt_pi)
         };
         let shrink = 1.0 - w;
         let marginal = Natural {
@@ -414,6 +424,26 @@ impl Chain {
             Natural::sum([(1.0, first), (-1.0, diff)].into_iter()),
         );
     }
+}
+
+/// Where the round's means are measured from: the midpoint of its priors' means, rounded to a
+/// multiple of `2^16·β` (a power of two). Messages carry `τ = μ/σ²`, and subtracting two of them
+/// (dividing out a message) loses `|μ|/σ` of the digits: entrants rated about −2.6e8 and known to
+/// 1e-6 lost them all and drove a precision negative. Measured from the origin, the means are
+/// small against the spread and nothing cancels. Because the origin is a power of two's multiple
+/// near the means, subtracting it is exact; a pool whose means stay within `2^15·β` of 0 (every
+/// pool on TrueSkill's usual scales) has origin 0 and the arithmetic it had without one. The
+/// update depends on differences of team sums, so a member's mean moves with the origin and a
+/// team's sum with its weight times it ([`Outcome::offset`]): teams of other sizes do not stand
+/// level when their members do.
+fn origin(beta: f64, priors: &[&TrueSkillState]) -> f64 {
+    let (low, high) = priors
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), p| {
+            (low.min(p.mu), high.max(p.mu))
+        });
+    let grid = (beta * 65_536.0).log2().ceil().exp2();
+    ((low / 2.0 + high / 2.0) / grid).round() * grid
 }
 
 /// Largest `w` used: `1 − w` divides a precision, and `w < 1` always holds in exact arithmetic.
@@ -516,6 +546,74 @@ mod tests {
                 "w at t = {t}: {series:?} {tails:?}"
             );
         }
+    }
+
+    /// Rates `round` with every entrant's prior at `mu`, known to 1e-6.
+    fn rated_at(mu: f64, round: &Round) -> Vec<Rated<TrueSkillState>> {
+        let params = TrueSkillParams {
+            beta: 1e-6,
+            tau: 0.0,
+            draw_probability: 1e-9,
+            mu_init: 0.0,
+            sigma_init: 1e-6,
+        };
+        let prior = TrueSkillState {
+            mu,
+            sigma: 1e-6,
+            rounds: 0,
+        };
+        let priors = vec![&prior; round.standings.len()];
+        TrueSkill::rate(&params, round, &priors).expect("rated")
+    }
+
+    fn teams(standings: &[(&str, u64, Option<&str>)]) -> Round {
+        Round::new(
+            standings
+                .iter()
+                .map(|&(player, rank, team)| crate::Standing {
+                    team: team.map(str::to_owned),
+                    ..crate::Standing::solo(player, rank)
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn a_round_rated_far_from_zero_moves_its_entrants_as_it_would_near_zero() {
+        // Entrants at −2.6e8 known to 1e-6: measured from 0, dividing out a message cancelled
+        // every digit and a precision went negative. Teams of one size stand level wherever
+        // their members do, so the update is the one near 0.
+        let round = teams(&[
+            ("a", 3, Some("x")),
+            ("b", 3, Some("x")),
+            ("c", 1, Some("y")),
+            ("d", 1, Some("y")),
+            ("e", 2, Some("z")),
+            ("f", 2, Some("z")),
+        ]);
+        let far = -261_236_138.339_121_28;
+        for (near, away) in rated_at(0.0, &round).iter().zip(rated_at(far, &round)) {
+            assert!((away.state.mu - far - near.state.mu).abs() < 1e-7);
+            assert!((away.performance - far - near.performance).abs() < 1e-7);
+            assert!((away.state.sigma / near.state.sigma - 1.0).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn teams_of_other_sizes_far_from_zero_rate_finitely_and_as_their_sums_say() {
+        // A pair at −2.6e8 each sums to −5.2e8, 2.6e8 (2.6e14 spreads) below a solo entrant:
+        // beating them is certain and moves nobody; losing to them moves both sides far.
+        let far = -261_236_138.339_121_28;
+        let expected = teams(&[("a", 2, Some("x")), ("b", 2, Some("x")), ("c", 1, None)]);
+        for rated in rated_at(far, &expected) {
+            assert_eq!(rated.state.mu, far);
+        }
+        let upset = teams(&[("a", 1, Some("x")), ("b", 1, Some("x")), ("c", 2, None)]);
+        let rated = rated_at(far, &upset);
+        assert!(rated
+            .iter()
+            .all(|r| r.state.mu.is_finite() && r.state.sigma > 0.0));
+        assert!(rated[0].state.mu > far && rated[2].state.mu < far);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! round failed for), over the whole box of accepted parameters and every shape of round.
 //! Plackett-Luce, computed in log space, always rates finitely, and so do the corners that
 //! search found, TrueSkill's since its draws integrate across a margin far below the spread by
-//! its series; a rating beyond the digits of double precision is refused.
+//! its series and its means are measured from the round's origin; what is left to refuse is a
+//! round between teams of other sizes whose sums stand beyond the digits of double precision.
 
 use mmr_service::engine::params::{MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 use mmr_service::engine::{
@@ -111,33 +112,43 @@ fn the_trueskill_corners_an_adversarial_search_found_rate_finitely() {
 }
 
 #[test]
-fn a_rating_beyond_the_digits_of_its_precision_is_refused_not_kept() {
-    // μ₀ −2.6e8 known to σ₀ 1e-6 is 14 digits and more: the second round cannot be told apart
-    // from noise in double precision.
-    let system = SystemParams::TrueSkill(TrueSkillParams {
+fn a_round_between_teams_of_other_sizes_beyond_the_digits_of_precision_is_refused_not_kept() {
+    // Members rated 5e8 and known to 1e-4: a pair's sum stands 5e8 (5e12 spreads) above a
+    // single player's, and the pair tying with single players moves every belief by more digits
+    // than double precision holds. Entrants of one size are measured from the round's origin and
+    // rate finitely however far from 0 (src/engine/true_skill.rs); these cannot.
+    let system = SystemParams::TrueSkill(beyond_precision());
+    assert_eq!(apply_all(&system, &[teams_of_other_sizes()]), 1);
+}
+
+/// TrueSkill at μ₀ 5e8 known to σ₀ 1e-4, the performance spread 1e-6.
+fn beyond_precision() -> TrueSkillParams {
+    TrueSkillParams {
         beta: 1e-6,
         tau: 0.0,
-        draw_probability: 1e-9,
-        mu_init: -261_236_138.339_121_28,
-        sigma_init: 1e-6,
-    });
+        draw_probability: 0.5,
+        mu_init: 5e8,
+        sigma_init: 1e-4,
+    }
+}
+
+/// A round of single players and two pairs, one pair tied with two single players.
+fn teams_of_other_sizes() -> Round {
     let standings = [
-        ("p0", 7, None),
-        ("p1", 3, Some("t3")),
+        ("p0", 1, None),
+        ("p1", 2, Some("t2")),
         ("p2", 4, None),
-        ("p3", 6, None),
-        ("p4", 2, Some("t2")),
-        ("p5", 9, None),
-        ("p6", 2, Some("t2")),
-        ("p7", 5, Some("t5")),
-        ("p8", 1, Some("t1")),
+        ("p3", 3, None),
+        ("p4", 4, Some("t4")),
+        ("p5", 4, Some("t4")),
+        ("p6", 1, None),
+        ("p7", 4, None),
     ]
     .map(|(player, rank, team)| Standing {
         team: team.map(str::to_owned),
         ..Standing::solo(player, rank)
     });
-    let round = Round::new(standings.to_vec());
-    assert_eq!(apply_all(&system, &[round.clone(), round]), 1);
+    Round::new(standings.to_vec())
 }
 
 /// A value of a parameter's range `[low, high]`: either end, or anywhere between, spread evenly
