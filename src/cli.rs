@@ -86,6 +86,10 @@ pub struct ImportArgs {
     /// Post every round, not only those after the last one the service has.
     #[arg(long)]
     pub from_start: bool,
+    /// Write player and team ids in Unicode normalization form C (NFC), which the service
+    /// requires, instead of stopping at the first id that is not (ids shown alike become one).
+    #[arg(long)]
+    pub nfc: bool,
     /// Tries per request before giving up (429, 503 and lost connections are retried).
     #[arg(long, default_value_t = 20)]
     pub attempts: u32,
@@ -470,6 +474,7 @@ fn run_import(args: &ImportArgs) -> anyhow::Result<()> {
         format: args.input_format,
         key: args.key.clone(),
         from_start: args.from_start,
+        nfc: args.nfc,
         attempts: args.attempts,
         batch_rounds: usize::from(args.batch_rounds),
         progress: std::io::stderr().is_terminal(),

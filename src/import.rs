@@ -21,6 +21,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
+use unicode_normalization::UnicodeNormalization;
 
 use crate::engine::{Round, SystemParams};
 use crate::replay::{self, InputFormat, Line};
@@ -51,6 +52,8 @@ pub struct Options {
     pub key: Option<String>,
     /// Post every round, even those the service already has (they are answered 200).
     pub from_start: bool,
+    /// Write player and team ids in NFC rather than refuse a line with an id that is not.
+    pub nfc: bool,
     /// Tries per request before giving up (429, 503 and lost connections are retried).
     pub attempts: u32,
     /// Most rounds per request.
@@ -107,10 +110,12 @@ fn checked(body: &Value, location: &str) -> anyhow::Result<(String, Round)> {
 }
 
 /// A line of JSON Lines input as it will be posted: a round, or a season start
-/// (`{"season": {…}}`, posted to the seasons route).
-fn outgoing(line: &str, location: String) -> anyhow::Result<Outgoing> {
-    let value: Value =
+/// (`{"season": {…}}`, posted to the seasons route); with `nfc`, its player and team ids in
+/// NFC.
+fn outgoing(line: &str, location: String, nfc: bool) -> anyhow::Result<Outgoing> {
+    let mut value: Value =
         serde_json::from_str(line).with_context(|| format!("{location}: invalid JSON"))?;
+    let normalized = nfc && in_nfc(&mut value);
     match Entry::from_value(&value) {
         Ok(Entry::Season(season)) => Ok(Outgoing {
             location,
@@ -124,15 +129,42 @@ fn outgoing(line: &str, location: String) -> anyhow::Result<Outgoing> {
         ),
         Err(error) if value.get("season").is_some() => bail!("{location}: {error}"),
         Ok(Entry::Round(_)) | Err(_) => {
-            let (id, round) = checked(&value, &location)?;
+            let (id, round) = checked(&value, &location).map_err(|error| {
+                if error.to_string().contains("(NFC)") {
+                    anyhow::anyhow!("{error} (`--nfc` writes such ids in NFC)")
+                } else {
+                    error
+                }
+            })?;
             Ok(Outgoing {
                 location,
                 id,
                 round: Some(round),
-                body: line.trim().to_owned(),
+                body: if normalized {
+                    value.to_string()
+                } else {
+                    line.trim().to_owned()
+                },
             })
         }
     }
+}
+
+/// Rewrites the player and team ids of a round's standings in NFC; says whether any changed.
+fn in_nfc(round: &mut Value) -> bool {
+    let mut changed = false;
+    let standings = round.get_mut("standings").and_then(Value::as_array_mut);
+    for standing in standings.into_iter().flatten() {
+        for field in ["player", "team"] {
+            if let Some(Value::String(id)) = standing.get_mut(field) {
+                if !unicode_normalization::is_nfc(id) {
+                    *id = id.nfc().collect();
+                    changed = true;
+                }
+            }
+        }
+    }
+    changed
 }
 
 /// Imports the input, and says what it did.
@@ -350,7 +382,7 @@ fn parse(options: &Options) -> anyhow::Result<Vec<Outgoing>> {
             text.lines()
                 .enumerate()
                 .filter(|(_, line)| !line.trim().is_empty())
-                .map(|(index, line)| outgoing(line, format!("line {}", index + 1)))
+                .map(|(index, line)| outgoing(line, format!("line {}", index + 1), options.nfc))
                 .collect()
         }
         InputFormat::EloMmrDir => replay::input::read(path, options.format)?
@@ -377,6 +409,9 @@ fn parse(options: &Options) -> anyhow::Result<Vec<Outgoing>> {
                 }
                 if round.weight != 1.0 {
                     body["weight"] = round.weight.into();
+                }
+                if options.nfc {
+                    in_nfc(&mut body);
                 }
                 let (id, round) = checked(&body, &sourced.location)?;
                 Ok(Outgoing {

@@ -1,9 +1,12 @@
 //! The dashboard in a real browser: Debian's Chromium driven through chromedriver (WebDriver,
 //! the `fantoccini` client) over the real service holding a few rounds. It checks what a person
-//! would: the leaderboard rows are the API's and its pages turn, the histogram counts every
-//! player, search finds a player, the rating chart has one linked point per round of the
-//! player's history at that round's performance, a round page lists its entrants, and a
-//! phone-sized window needs no sideways scrolling. Screenshots go to `target/screenshots/`,
+//! would: the leaderboard rows are the API's, in the pool's order, with their display rating and
+//! league; another order reorders them and the pages turn both ways; the histogram counts every
+//! player; search finds a player; the player's page gives their peak and place, a dated chart
+//! with one linked point per round at that round's performance, and a read-out the keyboard
+//! moves; a round page gives its date, field size and entrants a page at a time; a phone-sized
+//! window needs no sideways scrolling. With `../shared/data` present it also imports formula1
+//! and ctftime and takes their pages' screenshots. Screenshots go to `target/screenshots/`,
 //! each path printed. Skipped with a message when Chromium or chromedriver is missing, except
 //! under `CI`.
 
@@ -12,7 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
+use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde_json::{json, Value};
 
 use crate::import::synthetic_round;
@@ -117,6 +122,43 @@ async fn column(client: &Client, table: &str, column: usize) -> Vec<String> {
     texts
 }
 
+/// The text of the link in each cell of column `column` of the table with id `table`.
+async fn links(client: &Client, table: &str, column: usize) -> Vec<String> {
+    let links = client
+        .find_all(Locator::Css(&format!(
+            "#{table} tbody tr td:nth-child({column}) a"
+        )))
+        .await
+        .expect("links");
+    let mut texts = Vec::new();
+    for link in links {
+        texts.push(link.text().await.expect("text"));
+    }
+    texts
+}
+
+/// The text of the element with id `id`.
+async fn text_of(client: &Client, id: &str) -> String {
+    let found = client
+        .find(Locator::Id(id))
+        .await
+        .unwrap_or_else(|e| panic!("#{id}: {e}"));
+    found.text().await.expect("text")
+}
+
+/// `x` rounded, its thousands grouped with commas, as the dashboard shows a display rating.
+fn grouped(x: f64) -> String {
+    let digits = format!("{:.0}", x.round());
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 /// Clicks the paging button `button` (`next` or `previous`) and waits until table `table`'s
 /// first row starts with `first`.
 async fn turn_page(client: &Client, button: &str, table: &str, first: &str) {
@@ -168,11 +210,13 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
         201
     );
     // The field's players play one round each, provisional: the board lists them too, so that
-    // its pages turn.
+    // its pages turn. A fixed range and two leagues, so that rows show both.
     assert_eq!(
         server.put(
             &format!("/v1/pools/{POOL}/display"),
-            r#"{"list_provisional": true}"#,
+            r#"{"list_provisional": true, "fixed_range": {"max": 3000}, "leagues": {"k": 3,
+                "placement_rounds": 1, "division_size": 100,
+                "tiers": [{"name": "bronze"}, {"name": "gold", "threshold": 1500}]}}"#,
             ADMIN_KEY
         ),
         200
@@ -203,9 +247,14 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
     let base = server.base_url().to_owned();
     let api = |path: &str| server.get_json(path);
     let board = api(&format!("/v1/pools/{POOL}/leaderboard?limit=20"));
-    let top = board["entries"][0]["player"]
-        .as_str()
-        .expect("a top player")
+    // A player of the dated rounds (the field's players played one undated round).
+    let top = board["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|e| e["rounds"].as_u64() >= Some(3))
+        .and_then(|e| e["player"].as_str())
+        .expect("a player of three rounds or more")
         .to_owned();
     let history = api(&format!(
         "/v1/pools/{POOL}/players/{top}/history?limit=1000"
@@ -216,6 +265,10 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
         .expect("a round")
         .to_owned();
     let round = api(&format!("/v1/pools/{POOL}/rounds/{last}"));
+    let by_mu = api(&format!("/v1/pools/{POOL}/leaderboard?limit=20&order=mu"));
+    let top_read = api(&format!("/v1/pools/{POOL}/players/{top}"));
+    let shared = shared_pools(&server);
+    let pools = api("/v1/pools");
 
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     runtime.block_on(async {
@@ -223,7 +276,13 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
         let client = browser(&driver).await;
 
         open(&client, &base, "#/").await;
-        assert_eq!(column(&client, "pools", 1).await, [POOL]);
+        let names: Vec<&str> = pools["pools"]
+            .as_array()
+            .expect("pools")
+            .iter()
+            .map(|p| p["name"].as_str().expect("a name"))
+            .collect();
+        assert_eq!(links(&client, "pools", 1).await, names);
         screenshot(&shots, "pools", &client.screenshot().await.expect("png"));
 
         open(&client, &base, &format!("#/pools/{POOL}")).await;
@@ -234,10 +293,29 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
             .map(|e| e["player"].as_str().expect("player"))
             .collect();
         assert_eq!(
-            column(&client, "leaderboard", 2).await,
+            links(&client, "leaderboard", 2).await,
             expected,
             "the leaderboard's rows"
         );
+        let entries = board["entries"].as_array().expect("entries");
+        let ratings: Vec<String> = entries
+            .iter()
+            .map(|e| grouped(e["display_rating"].as_f64().expect("a display rating")))
+            .collect();
+        assert_eq!(column(&client, "leaderboard", 3).await, ratings, "ratings");
+        let leagues: Vec<String> = entries
+            .iter()
+            .map(|e| match e["league"].as_object() {
+                Some(l) => format!("{} {}", l["league"].as_str().expect("name"), l["division"]),
+                None => String::new(),
+            })
+            .collect();
+        let shown: Vec<String> = column(&client, "leaderboard", 4)
+            .await
+            .iter()
+            .map(|l| l.to_lowercase())
+            .collect();
+        assert_eq!(shown, leagues, "league badges");
         let counted = client
             .execute(
                 "return [...document.querySelectorAll('#histogram .bin')]\
@@ -251,6 +329,30 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
         // The second page and back.
         turn_page(&client, "next", "leaderboard", "21").await;
         turn_page(&client, "previous", "leaderboard", "1").await;
+
+        // Another order: the page the hash names, the API's rows in that order.
+        client
+            .find(Locator::Id("order"))
+            .await
+            .expect("the order")
+            .select_by_value("mu")
+            .await
+            .expect("choose μ");
+        let by_mu_hash = format!("#/pools/{POOL}?order=mu");
+        client
+            .wait()
+            .at_most(PATIENCE)
+            .for_element(Locator::Css(&format!("body[data-loaded=\"{by_mu_hash}\"]")))
+            .await
+            .expect("the board by μ");
+        let mu_players: Vec<&str> = by_mu["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .map(|e| e["player"].as_str().expect("player"))
+            .collect();
+        assert_eq!(links(&client, "leaderboard", 2).await, mu_players, "by μ");
+        open(&client, &base, &format!("#/pools/{POOL}")).await;
 
         let search = client
             .find(Locator::Id("search"))
@@ -303,6 +405,46 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
                 "{id}: the link"
             );
         }
+        // Peak, place, a dated axis, and the read-out the arrow keys move.
+        let peak = rounds
+            .iter()
+            .filter_map(|r| r["display_rating_after"].as_f64())
+            .fold(f64::NEG_INFINITY, f64::max);
+        assert!(text_of(&client, "peak")
+            .await
+            .starts_with(&format!("{peak:.0}")));
+        let place = format!("#{} of {}", top_read["position"], top_read["total"]);
+        assert!(text_of(&client, "place").await.starts_with(&place));
+        let labels = client
+            .execute(
+                "return [...document.querySelectorAll('#chart text')].map(t => t.textContent)",
+                vec![],
+            )
+            .await
+            .expect("the chart's labels");
+        let dated = labels
+            .as_array()
+            .expect("labels")
+            .iter()
+            .filter(|l| l.as_str().is_some_and(|l| l.starts_with("Jan ")));
+        assert!(dated.count() >= 2, "a dated axis: {labels}");
+        let chart = client.find(Locator::Id("chart")).await.expect("the chart");
+        client
+            .execute("document.getElementById('chart').focus()", vec![])
+            .await
+            .expect("focus the chart");
+        chart
+            .send_keys(&char::from(Key::Left).to_string())
+            .await
+            .expect("press ←");
+        let second = history["entries"][1]["round_id"]
+            .as_str()
+            .expect("a second round");
+        let readout = text_of(&client, "readout").await;
+        assert!(
+            readout.starts_with(second) && readout.contains("place"),
+            "the read-out of the round before the last: {readout}"
+        );
         screenshot(&shots, "player", &client.screenshot().await.expect("png"));
 
         open(&client, &base, &format!("#/pools/{POOL}/rounds/{last}")).await;
@@ -314,18 +456,31 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
             .take(20)
             .collect();
         assert_eq!(
-            column(&client, "results", 2).await,
+            links(&client, "results", 2).await,
             players,
             "the round's first page of entrants"
+        );
+        let summary = client
+            .find(Locator::Css(".summary"))
+            .await
+            .expect("the round's summary")
+            .text()
+            .await
+            .expect("text");
+        let time = round["time"].as_str().expect("a time");
+        assert!(
+            summary.contains(&time[..10])
+                && summary.contains(&format!("{} entrants", round["entrants"])),
+            "{summary}"
         );
         screenshot(&shots, "round", &client.screenshot().await.expect("png"));
 
         // A round larger than a page: its entrants a page at a time.
         open(&client, &base, &format!("#/pools/{POOL}/rounds/field-0")).await;
         let field: Vec<String> = (0..FIELD).map(|k| format!("q{k:02}")).collect();
-        assert_eq!(column(&client, "results", 2).await, field[..20]);
+        assert_eq!(links(&client, "results", 2).await, field[..20]);
         turn_page(&client, "next", "results", "21").await;
-        assert_eq!(column(&client, "results", 2).await, field[20..]);
+        assert_eq!(links(&client, "results", 2).await, field[20..]);
         screenshot(
             &shots,
             "round-page-2",
@@ -340,6 +495,7 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
         for hash in [
             format!("#/pools/{POOL}"),
             format!("#/pools/{POOL}/players/{top}"),
+            format!("#/pools/{POOL}/rounds/{last}"),
         ] {
             open(&client, &base, &hash).await;
             let overflow = client
@@ -355,6 +511,104 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
             );
         }
         screenshot(&shots, "phone", &client.screenshot().await.expect("png"));
+
+        client
+            .set_window_size(1100, 1300)
+            .await
+            .expect("a desktop window");
+        for (name, hash) in &shared {
+            open(&client, &base, hash).await;
+            screenshot(&shots, name, &client.screenshot().await.expect("png"));
+        }
         client.close().await.expect("close the browser");
     });
+}
+
+/// With `../shared/data` present, formula1 (with a fixed range and leagues) and ctftime (its
+/// ids written in NFC) imported into pools of their own: the pages to photograph, by name.
+fn shared_pools(server: &Server) -> Vec<(String, String)> {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    let (formula1, ctftime) = (
+        data.join("formula1/rounds.jsonl"),
+        data.join("ctftime/rounds.jsonl"),
+    );
+    if !formula1.exists() || !ctftime.exists() {
+        println!(
+            "SKIPPED: the screenshots of formula1 and ctftime ({} is missing)",
+            data.display()
+        );
+        return Vec::new();
+    }
+    let f1_display = r#"{"fixed_range": {"max": 3000}, "expected_ranks": true, "leagues": {"k": 3,
+        "placement_rounds": 5, "division_size": 100, "tiers": [{"name": "bronze"},
+        {"name": "silver", "threshold": 1400}, {"name": "gold", "threshold": 1600},
+        {"name": "diamond", "threshold": 1900}]}}"#;
+    let mut pages = Vec::new();
+    for (pool, input, display) in [
+        ("formula1", &formula1, Some(f1_display)),
+        ("ctftime", &ctftime, None),
+    ] {
+        assert_eq!(
+            server.put(&format!("/v1/pools/{pool}"), "{}", ADMIN_KEY),
+            201
+        );
+        if let Some(display) = display {
+            assert_eq!(
+                server.put(&format!("/v1/pools/{pool}/display"), display, ADMIN_KEY),
+                200
+            );
+        }
+        let output = Command::new(env!("CARGO_BIN_EXE_mmr-service"))
+            .args([
+                "import",
+                "--nfc",
+                "--url",
+                server.base_url(),
+                "--pool",
+                pool,
+                "--input",
+            ])
+            .arg(input)
+            .env("MMR_API_KEY", ADMIN_KEY)
+            .output()
+            .expect("run mmr-service import");
+        assert!(
+            output.status.success(),
+            "{pool}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(300);
+        while server.get_json(&format!("/v1/pools/{pool}"))["rounds_queued"] != 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{pool}: not applied in time"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let board = server.get_json(&format!("/v1/pools/{pool}/leaderboard?limit=1"));
+        let top = board["entries"][0]["player"]
+            .as_str()
+            .expect("a top player");
+        let history = server.get_json(&format!(
+            "/v1/pools/{pool}/players/{}/history?limit=1",
+            utf8_percent_encode(top, NON_ALPHANUMERIC)
+        ));
+        let last = history["entries"][0]["round_id"].as_str().expect("a round");
+        let player = if pool == "formula1" { "hamilton" } else { top };
+        pages.extend([
+            (format!("{pool}-leaderboard"), format!("#/pools/{pool}")),
+            (
+                format!("{pool}-player"),
+                format!(
+                    "#/pools/{pool}/players/{}",
+                    utf8_percent_encode(player, NON_ALPHANUMERIC)
+                ),
+            ),
+            (
+                format!("{pool}-round"),
+                format!("#/pools/{pool}/rounds/{last}"),
+            ),
+        ]);
+    }
+    pages
 }

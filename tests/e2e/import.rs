@@ -256,3 +256,36 @@ fn batches_too_large_for_the_service_go_again_in_halves() {
     wait_until_applied(&server, 40);
     assert_same_ratings(&served(&server), &replayed(&dir, &rounds));
 }
+
+/// Ids that are not in NFC (`e` and a combining acute accent, as part of the ctftime set has
+/// them): the import stops before posting anything and names `--nfc`, which writes them in
+/// NFC, so that the player is the one written with `é` as one code point.
+#[test]
+fn ids_not_in_nfc_stop_the_import_unless_it_writes_them_in_nfc() {
+    let Some(server) = Server::start(Backend::Sqlite) else {
+        return;
+    };
+    let dir = server.dir().to_owned();
+    assert_eq!(
+        server.put(&format!("/v1/pools/{POOL}"), "{}", ADMIN_KEY),
+        201
+    );
+    let rounds = [
+        r#"{"id": "r1", "standings": [{"player": "ren\u00e9", "rank": 1}, {"player": "ana", "rank": 2}]}"#,
+        r#"{"id": "r2", "standings": [{"player": "rene\u0301", "rank": 2, "team": "cafe\u0301"}, {"player": "ana", "rank": 1}]}"#,
+    ];
+    let input = dir.join("rounds.jsonl");
+    std::fs::write(&input, rounds.join("\n")).expect("write");
+    let refused = import(&server, POOL, &input, &[]).expect_err("refused");
+    assert!(
+        refused.contains("line 2: standings[0].player") && refused.contains("--nfc"),
+        "{refused}"
+    );
+    let summary = import(&server, POOL, &input, &["--nfc"]).expect("imports");
+    assert_eq!(summary["accepted"], 2, "{summary}");
+    wait_until_applied(&server, 2);
+    let rene = server.get_json(&format!("/v1/pools/{POOL}/players/ren%C3%A9"));
+    assert_eq!(rene["rounds"], 2, "one player: {rene}");
+    let again = import(&server, POOL, &input, &["--nfc", "--from-start"]).expect("imports");
+    assert_eq!(again["known"], 2, "the same rounds, known: {again}");
+}
