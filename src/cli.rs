@@ -104,7 +104,7 @@ pub struct ImportArgs {
 
 /// Arguments of `replay`. Rating parameters left out take their system's defaults.
 #[derive(Debug, Args)]
-#[command(allow_negative_numbers = true)]
+#[command(allow_negative_numbers = true, after_long_help = replay::summary::METRICS_LEGEND)]
 pub struct ReplayArgs {
     /// The rounds: a JSON Lines file, or a directory with `--input-format elo-mmr-dir`.
     #[arg(long)]
@@ -169,6 +169,7 @@ pub struct ReplayArgs {
 
 /// Arguments of `evaluate`.
 #[derive(Debug, Args)]
+#[command(after_long_help = replay::summary::METRICS_LEGEND)]
 pub struct EvaluateArgs {
     /// The rounds: a JSON Lines file, or a directory with `--input-format elo-mmr-dir`.
     #[arg(long)]
@@ -245,12 +246,15 @@ fn parse_opponents(value: &str) -> Result<Opponents, String> {
     }
 }
 
-/// `--system`.
+/// `--system`: the API's names (`system` of `PUT /v1/pools/{pool}`), which `evaluate` prints;
+/// `elo-mmr` and `weng-lin` are taken too.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum SystemArg {
     /// Elo-MMR (and Elo-MMχ with `--variant gaussian`).
+    #[value(name = "elo_mmr", alias = "elo-mmr")]
     EloMmr,
     /// Weng-Lin (OpenSkill): Bradley-Terry full pairing or Plackett-Luce.
+    #[value(name = "weng_lin", alias = "weng-lin")]
     WengLin,
     /// TrueSkill (Microsoft's trademark and patent: docs/trueskill.md before a commercial use).
     #[value(name = "trueskill")]
@@ -462,6 +466,8 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         println!("{json}");
     } else {
         print!("{}", outcome.summary);
+        print!("\n{}", replay::summary::METRICS_LEGEND);
+        println!("  Judged here: K = {}.", args.min_history);
     }
     Ok(())
 }
@@ -517,6 +523,8 @@ fn run_evaluate(args: &EvaluateArgs) -> anyhow::Result<()> {
         println!("{json}");
     } else {
         print!("{evaluation}");
+        print!("\n{}", replay::summary::METRICS_LEGEND);
+        println!("  Judged here: K = {}.", args.min_history);
     }
     Ok(())
 }

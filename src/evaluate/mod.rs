@@ -213,6 +213,10 @@ impl Row {
     }
 }
 
+/// A mean log loss above this many nats is explained where it is printed: a system this far
+/// above a coin toss's ln 2 gave probabilities near 0 or 1 that were often wrong.
+const OVERCONFIDENT: f64 = 1.0;
+
 impl fmt::Display for Evaluation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.objective {
@@ -260,6 +264,13 @@ impl fmt::Display for Evaluation {
                 Some(error) => writeln!(f, "{name}: cannot rate this history: {error}")?,
                 None => writeln!(f, "{name}: {}", row.params)?,
             }
+            if let Some(loss) = row.log_loss.filter(|&loss| loss > OVERCONFIDENT) {
+                writeln!(
+                    f,
+                    "{name}: a log loss of {loss:.1} nats, where a coin toss scores 0.693: its \
+                     probabilities were near 0 or 1 and often wrong (overconfident)"
+                )?;
+            }
             if row.skipped > 0 {
                 writeln!(
                     f,
@@ -269,5 +280,44 @@ impl fmt::Display for Evaluation {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(system: SystemName, log_loss: f64) -> Row {
+        Row {
+            system,
+            params: serde_json::json!({}),
+            pair_inversion: Some(0.6),
+            rank_deviation: Some(0.25),
+            log_loss: Some(log_loss),
+            brier: Some(0.2),
+            rating_seconds: 0.1,
+            judged: 100,
+            error: None,
+            skipped: 0,
+        }
+    }
+
+    #[test]
+    fn an_overconfident_systems_log_loss_is_explained_where_it_is_printed() {
+        let evaluation = Evaluation {
+            rounds: 10,
+            tuning_rounds: 0,
+            objective: None,
+            systems: vec![
+                row(SystemName::EloMmr, 0.65),
+                row(SystemName::Glicko2, 45.4159),
+            ],
+        };
+        let text = evaluation.to_string();
+        assert!(
+            text.contains("glicko2: a log loss of 45.4 nats, where a coin toss scores 0.693"),
+            "{text}"
+        );
+        assert!(!text.contains("elo_mmr: a log loss"), "{text}");
     }
 }

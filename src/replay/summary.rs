@@ -76,6 +76,25 @@ impl Summary {
     }
 }
 
+/// What the metrics mean, printed under them by `replay` and `evaluate` and in their `--help`.
+pub const METRICS_LEGEND: &str = "\
+What the metrics mean (each judged on the ratings held before the round):
+  pair inversion  share of the pairs of judged entrants that their prior ratings put in the
+                  order they finished; higher is better, 0.5 is a coin toss. A pair that tied
+                  counts as right, and two equal prior ratings as wrong, as the paper's
+                  reference implementation counts them: newcomers, all at the initial rating,
+                  pull it down when they are judged.
+  rank deviation  distance from the place the prior ratings predicted to the place taken,
+                  over the entrants less one; lower is better.
+  log loss        mean -ln of the probability given to each pairwise result, in nats; lower is
+                  better, ln 2 = 0.693 is a coin toss. Far above 1, the probabilities were near
+                  0 or 1 and often wrong: the system was overconfident.
+  brier           mean squared error of those probabilities; lower is better, 0.25 is a coin
+                  toss.
+  judged          the participations of players with at least K earlier rounds
+                  (--min-history K); the paper judges with K = 5.
+";
+
 /// Decimal places of a metric in the text form.
 const METRIC_DECIMALS: usize = 4;
 

@@ -1,7 +1,8 @@
 //! Pair inversion and rank deviation counted as the paper counts them: against `multi-skill`
 //! 0.1.2's own `pairwise_metric` and `percentile_distance_metric`, on random rounds (with
 //! random players cut from the judging, as `--min-history` cuts them) and on the shared
-//! formula1 history replayed with the paper's protocol (`get_participant_ratings(.., 5)`).
+//! formula1 history replayed with the paper's protocol (`get_participant_ratings(.., 5)`) and
+//! with the reference's "everyone" (1: it never judges a player's first round).
 
 use std::collections::HashMap;
 
@@ -88,14 +89,23 @@ proptest! {
     }
 }
 
-/// Earlier rounds a player needs to be judged, as in the paper.
-const MIN_HISTORY: usize = 5;
+/// Earlier rounds a player needs to be judged: 5 as in the paper, and 1, the reference's
+/// "everyone" (it never judges a player in their first round).
+const MIN_HISTORIES: [usize; 2] = [5, 1];
 
 #[test]
 fn a_formula1_replay_scores_as_the_reference_scores_its_own_ratings() {
     let Some(rounds) = shared_rounds("formula1", usize::MAX) else {
         return;
     };
+    for min_history in MIN_HISTORIES {
+        scores_as_the_reference(&rounds, min_history);
+    }
+}
+
+/// A formula1 replay judged among players of `min_history` earlier rounds scores as the
+/// reference scores its own ratings.
+fn scores_as_the_reference(rounds: &[Round], min_history: usize) {
     let params = exact(mmr_service::engine::Variant::Logistic, 1.0);
     let reference = EloMMR::from_limit(
         params.beta,
@@ -108,7 +118,7 @@ fn a_formula1_replay_scores_as_the_reference_scores_its_own_ratings() {
     let (mut pair, mut deviation) = ((0.0, 0.0), (0.0, 0.0));
     for (index, round) in rounds.iter().enumerate() {
         let contest = reference_contest(index, round);
-        let judged = get_participant_ratings(&mut players, &contest.standings, MIN_HISTORY);
+        let judged = get_participant_ratings(&mut players, &contest.standings, min_history);
         let add = |total: &mut (f64, f64), (weight, sum): (f64, f64)| {
             total.0 += weight;
             total.1 += sum;
@@ -132,7 +142,7 @@ fn a_formula1_replay_scores_as_the_reference_scores_its_own_ratings() {
         input,
         format: InputFormat::Jsonl,
         params: SystemParams::EloMmr(params),
-        min_history: MIN_HISTORY as u64,
+        min_history: min_history as u64,
         opponents: Opponents::All,
         progress: false,
     })
@@ -140,7 +150,7 @@ fn a_formula1_replay_scores_as_the_reference_scores_its_own_ratings() {
     .summary;
     let (want_pair, want_deviation) = (reference_mean(pair), reference_mean(deviation));
     println!(
-        "formula1, min history {MIN_HISTORY}: pair inversion {:?} (reference {want_pair:?}), \
+        "formula1, min history {min_history}: pair inversion {:?} (reference {want_pair:?}), \
          rank deviation {:?} (reference {want_deviation:?})",
         ours.pair_inversion, ours.rank_deviation
     );

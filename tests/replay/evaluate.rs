@@ -33,15 +33,8 @@ fn every_system_gets_a_row_with_replay_s_metrics() {
             "elo"
         ]
     );
-    for (row, system) in rows.iter().zip([
-        "elo-mmr",
-        "weng-lin",
-        "trueskill",
-        "glicko2",
-        "codeforces",
-        "topcoder",
-        "elo",
-    ]) {
+    // The names `evaluate` prints are the names `--system` takes.
+    for (row, system) in rows.iter().zip(names.iter().copied()) {
         let replayed = json_summary(&[
             "--input",
             path_str(&input),
@@ -124,5 +117,41 @@ fn bad_arguments_are_refused_by_name() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success(), "{args:?}");
         assert!(stderr.contains(named), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn the_text_output_says_what_each_metric_means_and_how_players_were_judged() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let input = plain_sample(dir.path());
+    for (command, system) in [("evaluate", "--systems"), ("replay", "--system")] {
+        let output = mmr_service(&[
+            command,
+            "--input",
+            path_str(&input),
+            system,
+            "elo-mmr",
+            "--min-history",
+            "2",
+        ]);
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{command}: {text}");
+        for said in [
+            "pair inversion  share of the pairs",
+            "higher is better, 0.5 is a coin toss",
+            "ln 2 = 0.693 is a coin toss",
+            "Judged here: K = 2.",
+        ] {
+            assert!(
+                text.contains(said),
+                "{command} does not say `{said}`: {text}"
+            );
+        }
+        let help = mmr_service(&[command, "--help"]);
+        let help = String::from_utf8_lossy(&help.stdout);
+        assert!(
+            help.contains("What the metrics mean"),
+            "{command} --help: {help}"
+        );
     }
 }
