@@ -20,6 +20,7 @@ use crate::evaluate::{self, Objective, Tuning};
 use crate::import;
 use crate::replay::{self, InputFormat};
 use crate::startup::Application;
+use crate::wire::PoolLine;
 
 /// Exact, parallel Elo-MMR ratings.
 #[derive(Debug, Parser)]
@@ -114,15 +115,18 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub output: Option<PathBuf>,
     /// A pool's display settings, as `PUT /v1/pools/{pool}/display` takes them (JSON): its
-    /// leagues are followed round by round, as the service follows them.
+    /// leagues are followed round by round, as the service follows them [default: the pool
+    /// line's, if the input opens with one].
     #[arg(long, value_name = "FILE")]
     pub display: Option<PathBuf>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
-    /// The rating system.
-    #[arg(long, value_enum, default_value_t = SystemArg::EloMmr)]
-    pub system: SystemArg,
+    /// The rating system [default: the one of the pool line an export opens with, else
+    /// elo_mmr]. Its parameters are the pool line's when it names the same system, else its
+    /// defaults; the flags below change them one by one.
+    #[arg(long, value_enum)]
+    pub system: Option<SystemArg>,
     /// A parameter of the system, e.g. `--param tau=0` (repeatable; wins over the flags below).
     /// A value that reads as JSON is taken as such, any other as a string.
     #[arg(long = "param", value_name = "KEY=VALUE", value_parser = key_value)]
@@ -315,8 +319,32 @@ impl ReplayArgs {
     /// The rating system and its parameters: its defaults, overridden by the flags, then by
     /// `--param` (not yet validated). A parameter the system does not have is an error naming
     /// it.
-    pub fn system(&self) -> anyhow::Result<SystemParams> {
-        let mut params = serde_json::Map::new();
+    pub fn system(&self, pool: Option<&PoolLine>) -> anyhow::Result<SystemParams> {
+        let named = |arg: SystemArg| {
+            arg.to_possible_value()
+                .is_some_and(|value| value.get_name() == pool_system_name(pool))
+        };
+        let system = match (self.system, pool) {
+            (Some(system), _) => system,
+            (None, Some(_)) => SystemArg::value_variants()
+                .iter()
+                .copied()
+                .find(|&arg| named(arg))
+                .context("the pool line's system is not one `--system` knows")?,
+            (None, None) => SystemArg::EloMmr,
+        };
+        // The pool line's parameters, where it names this system: the flags change them.
+        let mut params = match pool {
+            Some(pool) if named(system) => match serde_json::to_value(&pool.system)
+                .context("the pool line's parameters")?
+                .get_mut("params")
+                .map(serde_json::Value::take)
+            {
+                Some(serde_json::Value::Object(params)) => params,
+                _ => serde_json::Map::new(),
+            },
+            _ => serde_json::Map::new(),
+        };
         let mut set = |key: &str, value: serde_json::Value| {
             params.insert(key.to_owned(), value);
         };
@@ -363,7 +391,7 @@ impl ReplayArgs {
         let params = serde_json::Value::Object(params);
         let invalid =
             |system| move |e| anyhow::anyhow!("invalid parameters for --system {system}: {e}");
-        Ok(match self.system {
+        Ok(match system {
             SystemArg::EloMmr => SystemParams::EloMmr(
                 serde_path_to_error::deserialize(params).map_err(invalid("elo-mmr"))?,
             ),
@@ -387,6 +415,11 @@ impl ReplayArgs {
             }
         })
     }
+}
+
+/// The name of the system `pool` rates with, as the API writes it ("" without a pool line).
+fn pool_system_name(pool: Option<&PoolLine>) -> &'static str {
+    pool.map_or("", |pool| pool.system.name().as_str())
 }
 
 /// Runs the parsed command line.
@@ -439,11 +472,15 @@ fn read_display(path: &Path) -> anyhow::Result<Display> {
 }
 
 fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
-    let display = args.display.as_deref().map(read_display).transpose()?;
+    let pool = replay::input::pool_line(&args.input, args.input_format)?;
+    let display = match &args.display {
+        Some(path) => Some(read_display(path)?),
+        None => pool.as_ref().map(|pool| pool.display.clone()),
+    };
     let options = replay::Options {
         input: args.input.clone(),
         format: args.input_format,
-        params: args.system()?,
+        params: args.system(pool.as_ref())?,
         min_history: args.min_history,
         opponents: args.metric_opponents,
         progress: std::io::stderr().is_terminal(),

@@ -25,7 +25,7 @@ use unicode_normalization::UnicodeNormalization;
 
 use crate::engine::{Round, SystemParams};
 use crate::replay::{self, InputFormat, Line};
-use crate::wire::{Entry, RoundRequest};
+use crate::wire::{Entry, PoolLine, RoundRequest};
 
 /// The longest pause between two tries when the service gives no `Retry-After`.
 const MOST_BACKOFF: Duration = Duration::from_secs(30);
@@ -115,6 +115,11 @@ fn checked(body: &Value, location: &str) -> anyhow::Result<(String, Round)> {
 fn outgoing(line: &str, location: String, nfc: bool) -> anyhow::Result<Outgoing> {
     let mut value: Value =
         serde_json::from_str(line).with_context(|| format!("{location}: invalid JSON"))?;
+    if PoolLine::from_value(&value).is_some() {
+        bail!(
+            "{location}: a pool line opens a file (a pool's export) and is not read further down"
+        );
+    }
     let normalized = nfc && in_nfc(&mut value);
     match Entry::from_value(&value) {
         Ok(Entry::Season(season)) => Ok(Outgoing {
@@ -178,7 +183,7 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
             options.url
         );
     }
-    let rounds = read(options)?;
+    let (pool_line, rounds) = read(options)?;
     let client = Client::builder()
         .timeout(REQUEST_TIMEOUT)
         .build()
@@ -199,7 +204,24 @@ pub fn run(options: &Options) -> anyhow::Result<Summary> {
     };
     // What only the pool's rating system refuses (teams in a Topcoder pool, say), checked
     // before anything is posted too.
-    let system = api.system(&options.url, &options.pool, &mut summary)?;
+    let system = match (api.system(&mut summary)?, pool_line) {
+        (Some(system), Some(line)) if system != line.system => bail!(
+            "pool `{}` rates with other parameters than the pool line of the input (exported \
+             from `{}`): the ratings would differ from that pool's; import into a new pool",
+            options.pool,
+            line.name
+        ),
+        (Some(system), _) => system,
+        (None, Some(line)) => {
+            api.create(&line, &mut summary)?;
+            line.system
+        }
+        (None, None) => bail!(
+            "there is no pool `{0}`: create it first (PUT /v1/pools/{0}), or import a pool's \
+             export, whose first line creates it",
+            options.pool
+        ),
+    };
     for outgoing in &rounds {
         if let Some(round) = &outgoing.round {
             system
@@ -356,8 +378,10 @@ fn post_batch(api: &Api, rounds: &[Outgoing], summary: &mut Summary) -> anyhow::
     Ok(())
 }
 
-/// The input as bodies to post, every one checked as the service will check it, ids unique.
-fn read(options: &Options) -> anyhow::Result<Vec<Outgoing>> {
+/// The pool line the input opens with, if any, and the input as bodies to post, every one
+/// checked as the service will check it, ids unique.
+fn read(options: &Options) -> anyhow::Result<(Option<PoolLine>, Vec<Outgoing>)> {
+    let pool = replay::input::pool_line(&options.input, options.format)?;
     let rounds = parse(options)?;
     let mut seen = std::collections::HashMap::new();
     for round in &rounds {
@@ -369,7 +393,7 @@ fn read(options: &Options) -> anyhow::Result<Vec<Outgoing>> {
             );
         }
     }
-    Ok(rounds)
+    Ok((pool, rounds))
 }
 
 /// The input as bodies to post.
@@ -379,9 +403,20 @@ fn parse(options: &Options) -> anyhow::Result<Vec<Outgoing>> {
         InputFormat::Jsonl => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
-            text.lines()
+            let mut lines: Vec<(usize, &str)> = text
+                .lines()
                 .enumerate()
                 .filter(|(_, line)| !line.trim().is_empty())
+                .collect();
+            // A pool line opens an export: `read` takes it apart.
+            if lines
+                .first()
+                .is_some_and(|(_, line)| PoolLine::is_line(line))
+            {
+                lines.remove(0);
+            }
+            lines
+                .into_iter()
                 .map(|(index, line)| outgoing(line, format!("line {}", index + 1), options.nfc))
                 .collect()
         }
@@ -482,21 +517,42 @@ impl Api {
         self.call(|c| c.post(&url).body(line.body.clone()), summary)
     }
 
-    /// The pool's rating system, as `GET /v1/pools/{pool}` states it.
-    fn system(&self, url: &str, pool: &str, summary: &mut Summary) -> anyhow::Result<SystemParams> {
-        let url = format!(
-            "{}/v1/pools/{}",
-            url.trim_end_matches('/'),
-            utf8_percent_encode(pool, NON_ALPHANUMERIC)
-        );
-        let response = self.call(|c| c.get(&url), summary)?;
+    /// The pool's rating system, as `GET /v1/pools/{pool}` states it; `None` if there is no
+    /// such pool.
+    fn system(&self, summary: &mut Summary) -> anyhow::Result<Option<SystemParams>> {
+        let response = self.call(|c| c.get(&self.base), summary)?;
         let status = response.status();
         let body: Value = response.json().unwrap_or_default();
+        if status == StatusCode::NOT_FOUND && body["error"]["code"] == "pool_not_found" {
+            return Ok(None);
+        }
         if status != StatusCode::OK {
-            bail!("reading pool `{pool}`: {status}: {body}");
+            bail!("reading {}: {status}: {body}", self.base);
         }
         serde_json::from_value(json!({"system": body["system"], "params": body["params"]}))
-            .with_context(|| format!("pool `{pool}`: a system this version does not know"))
+            .with_context(|| format!("{}: a system this version does not know", self.base))
+            .map(Some)
+    }
+
+    /// Creates the pool `line` describes: its system and parameters, then its display
+    /// settings (an admin key's work).
+    fn create(&self, line: &PoolLine, summary: &mut Summary) -> anyhow::Result<()> {
+        let mut body = serde_json::to_value(&line.system).context("the pool line's system")?;
+        let mut params = body["params"].take();
+        if let Some(object) = params.as_object_mut() {
+            object.insert("system".to_owned(), body["system"].take());
+        }
+        let display = serde_json::to_string(&line.display).context("the pool line's display")?;
+        let display_url = format!("{}/display", self.base);
+        for (url, body) in [(&self.base, params.to_string()), (&display_url, display)] {
+            let response = self.call(|c| c.put(url).body(body.clone()), summary)?;
+            let status = response.status();
+            if !status.is_success() {
+                let body: Value = response.json().unwrap_or_default();
+                bail!("creating the pool from the input's pool line: PUT {url}: {status}: {body}");
+            }
+        }
+        Ok(())
     }
 
     /// Whether the service knows round `id` (queued, applied or failed): its status, and of

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use time::format_description::well_known::Rfc3339;
 use time::{OffsetDateTime, UtcOffset};
 
+use crate::display::Display;
 use crate::engine;
 
 /// A round as it travels on the wire.
@@ -459,6 +460,52 @@ impl Entry {
             Self::Season(season) => serde_json::to_string(&SeasonLine { season }),
             Self::Correction(correction) => serde_json::to_string(&CorrectionLine { correction }),
         }
+    }
+}
+
+/// The line that opens a pool's export (`{"pool": {…}}`): the pool's name, rating system,
+/// parameters and display settings when it was exported, so that `replay` rates the lines after
+/// it as the pool did and `import` can create the pool. Read only as a file's first line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PoolLine {
+    /// The pool's name.
+    pub name: String,
+    /// Its rating system and parameters (`"system"` and `"params"`).
+    #[serde(flatten)]
+    pub system: engine::SystemParams,
+    /// How it shows ratings, as `PUT …/display` takes them.
+    pub display: Display,
+}
+
+impl PoolLine {
+    /// The pool line `value` holds, if it is one (an object whose one field is `pool`).
+    pub fn from_value(value: &Value) -> Option<Result<Self, FieldError>> {
+        let object = value.as_object().filter(|o| o.len() == 1)?;
+        let pool = object.get("pool")?;
+        Some(serde_path_to_error::deserialize(pool).map_err(|error| {
+            let at = error.path().to_string();
+            let field = if at == "." {
+                "pool".to_owned()
+            } else {
+                format!("pool.{at}")
+            };
+            FieldError::new(field, error.into_inner().to_string())
+        }))
+    }
+
+    /// Whether the text of a line is a pool line (valid or not).
+    #[must_use]
+    pub fn is_line(line: &str) -> bool {
+        serde_json::from_str::<Value>(line).is_ok_and(|value| Self::from_value(&value).is_some())
+    }
+
+    /// The line in JSON, as an export opens with it.
+    pub fn to_line(&self) -> Result<String, serde_json::Error> {
+        #[derive(Serialize)]
+        struct Line<'a> {
+            pool: &'a PoolLine,
+        }
+        serde_json::to_string(&Line { pool: self })
     }
 }
 

@@ -1,8 +1,9 @@
 //! `GET /v1/pools/{pool}/rounds`: the applied rounds in the order they were applied, as they
 //! were accepted, so that a pool can be replayed or moved elsewhere. A page at a time as JSON,
 //! or with `Accept: application/x-ndjson` every one of them as JSON Lines (the round format
-//! `replay` reads and `POST …/rounds` takes), streamed as they are read, of one state of the
-//! pool: a correction applied meanwhile ends the stream with an error.
+//! `replay` reads and `POST …/rounds` takes) after a line with the pool's system, parameters
+//! and display settings, streamed as they are read, of one state of the pool: a correction
+//! applied meanwhile ends the stream with an error.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,6 +30,7 @@ use super::query::{seq_param, QueryParams};
 use super::{pool_of, reads};
 use crate::state::AppState;
 use crate::storage::{AppliedPage, Storage};
+use crate::wire::PoolLine;
 
 /// Rounds per page when `limit` is not given.
 const DEFAULT_LIMIT: u32 = 100;
@@ -121,7 +123,7 @@ fn wants_ndjson(headers: &HeaderMap) -> bool {
     params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
         ExportQuery),
     responses((status = 200, body = ExportResponse,
-            description = "A page; with `Accept: application/x-ndjson`, every round as one JSON line (a correction applied meanwhile ends the stream with an `export_outdated` error line and an incomplete body)"),
+            description = "A page; with `Accept: application/x-ndjson`, every round as one JSON line, after the pool's line `{\"pool\": {name, system, params, display}}` when `after` is not given (a correction applied meanwhile ends the stream with an `export_outdated` error line and an incomplete body)"),
         (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
         (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
         (status = 429, body = ErrorResponse,
@@ -144,6 +146,13 @@ pub(super) async fn list_rounds(
         // Read the first batch before answering, so that a database error is a proper status.
         // A stream's reads wait for no client's turn: the streams have bounds of their own.
         let corrected = state.reads.last_correction(pool.name()).await?;
+        // Read after the correction count, so that a correction that changes them outdates the
+        // export. Only an export from the start opens with the pool's line.
+        let opening = if after == 0 {
+            Some(pool_line(&state, pool.name()).await?)
+        } else {
+            None
+        };
         let first = state
             .reads
             .applied_rounds(pool.name(), after, STREAM_BATCH, BATCH_BYTES)
@@ -154,6 +163,7 @@ pub(super) async fn list_rounds(
                 pool: pool.name().to_owned(),
                 corrected,
             },
+            opening,
             first,
             place,
             state.closing(),
@@ -186,6 +196,28 @@ pub(super) async fn list_rounds(
     Ok(Json(ExportResponse { rounds, next_after }).into_response())
 }
 
+/// The line an export from the start opens with: the pool's name, system, parameters and
+/// display settings as stored.
+async fn pool_line(state: &AppState, pool: &str) -> Result<String, Error> {
+    let info = state
+        .reads
+        .pool(pool)
+        .await?
+        .ok_or_else(|| Error::NotFound {
+            what: "pool",
+            id: pool.to_owned(),
+        })?;
+    let line = PoolLine {
+        name: info.name,
+        system: info.params,
+        display: info.display,
+    };
+    line.to_line().map(|line| line + "\n").map_err(|error| {
+        tracing::error!(error = %error, "a pool's line does not serialize");
+        Error::Internal
+    })
+}
+
 /// What a streamed export reads: the pool, and its newest applied correction when the export
 /// began, which must still be the newest once each batch is read.
 struct Export {
@@ -200,8 +232,8 @@ const STALE_EXPORT: &str = concat!(
     "\n"
 );
 
-/// Every applied round from `first` on, one per line, written into a pipe by a task that
-/// reads the database a batch at a time; the body reads the other end. The export is of one
+/// The `opening` line, then every applied round from `first` on, one per line, written into a
+/// pipe by a task that reads the database a batch at a time; the body reads the other end. The export is of one
 /// state of the pool: rounds applied meanwhile are appended as in the pool, and a correction
 /// applied meanwhile (which rewrites or voids rounds already sent) ends it with an
 /// `export_outdated` error line. That, a database error midway and the service stopping end
@@ -211,6 +243,7 @@ const STALE_EXPORT: &str = concat!(
 fn stream(
     storage: std::sync::Arc<dyn Storage>,
     export: Export,
+    opening: Option<String>,
     first: AppliedPage,
     place: StreamPlace,
     closing: CancellationToken,
@@ -220,6 +253,9 @@ fn stream(
     let failing = Arc::clone(&failed);
     tokio::spawn(async move {
         let ended = async {
+            if let Some(line) = &opening {
+                send(&mut writer, line, &closing).await?;
+            }
             let mut batch = first;
             loop {
                 // After the batch was read: a correction applied before any of its rows were

@@ -1,5 +1,6 @@
 //! Reading a history of rounds for `replay`, in one of two layouts: JSON Lines of
-//! [`Entry`] (rounds, and the season starts between them), or the reference implementation's directory of `0.json`, `1.json`, …
+//! [`Entry`] (rounds, and the season starts between them; a pool's export opens with a
+//! [`PoolLine`]), or the reference implementation's directory of `0.json`, `1.json`, …
 //! (the `Contest` of `multi-skill`'s `data_processing`). Every error says where (line or
 //! file) and which field; nothing is rated here.
 
@@ -14,7 +15,7 @@ use serde_json::Value;
 
 use super::Error;
 use crate::engine::{Round, SoftReset, Standing};
-use crate::wire::{Entry, FieldError};
+use crate::wire::{Entry, FieldError, PoolLine};
 
 /// How the input of `replay` is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -65,7 +66,34 @@ impl Line {
     }
 }
 
-/// Reads every round of `path`, in order.
+/// The pool line a JSON Lines file opens with (a pool's export does), if it opens with one.
+pub fn pool_line(path: &Path, format: InputFormat) -> Result<Option<PoolLine>, Error> {
+    if format != InputFormat::Jsonl {
+        return Ok(None);
+    }
+    let text = fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let Some((index, line)) = text
+        .lines()
+        .enumerate()
+        .find(|(_, line)| !line.trim().is_empty())
+    else {
+        return Ok(None);
+    };
+    let Ok(value) = serde_json::from_str::<Value>(line) else {
+        return Ok(None);
+    };
+    PoolLine::from_value(&value)
+        .transpose()
+        .map_err(|error| Error::Input {
+            location: format!("line {}", index + 1),
+            error,
+        })
+}
+
+/// Reads every round of `path`, in order (past the pool line a file may open with).
 pub fn read(path: &Path, format: InputFormat) -> Result<Vec<SourcedRound>, Error> {
     match format {
         InputFormat::Jsonl => read_jsonl(path),
@@ -78,11 +106,18 @@ fn read_jsonl(path: &Path) -> Result<Vec<SourcedRound>, Error> {
         path: path.to_owned(),
         source,
     })?;
-    let lines: Vec<(usize, &str)> = text
+    let mut lines: Vec<(usize, &str)> = text
         .lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
         .collect();
+    // A pool line opens an export; `pool_line` reads it.
+    if lines
+        .first()
+        .is_some_and(|(_, line)| PoolLine::is_line(line))
+    {
+        lines.remove(0);
+    }
     // Parsed in parallel, reported in order: the first bad line is the one named.
     let parsed: Vec<Result<(String, SourcedRound), Error>> = lines
         .into_par_iter()
@@ -115,6 +150,12 @@ fn read_jsonl(path: &Path) -> Result<Vec<SourcedRound>, Error> {
 fn parse_line(line: &str) -> Result<(String, Line), FieldError> {
     let value: Value = serde_json::from_str(line)
         .map_err(|e| FieldError::new("", format!("invalid JSON: {e}")))?;
+    if PoolLine::from_value(&value).is_some() {
+        return Err(FieldError::new(
+            "pool",
+            "a pool line opens a file (a pool's export) and is not read further down",
+        ));
+    }
     match Entry::from_value(&value)? {
         Entry::Round(round) => {
             let id = round.id.clone();

@@ -1,5 +1,6 @@
 //! `GET /v1/pools/{pool}/rounds` on both backends: the applied rounds in order, paged as JSON or
-//! streamed as JSON Lines; re-posting the export into a new pool reproduces every rating.
+//! streamed as JSON Lines after the pool's line; re-posting the export into a new pool
+//! reproduces every rating.
 
 use axum::http::{Method, StatusCode};
 use http_body_util::BodyExt;
@@ -65,15 +66,26 @@ async fn an_exported_pool_posted_into_another_rates_every_player_the_same(app: T
         (status, content_type.as_str()),
         (StatusCode::OK, "application/x-ndjson")
     );
-    let lines: Vec<Value> = text
+    let mut lines: Vec<Value> = text
         .lines()
-        .map(|line| serde_json::from_str(line).expect("one round per line"))
+        .map(|line| serde_json::from_str(line).expect("one line of JSON each"))
         .collect();
+    // The pool's line first: what `GET /v1/pools/{pool}` says of its settings.
+    let opening = lines.remove(0);
+    let pool = app.pool_info(POOL).await;
+    assert_eq!(opening["pool"]["name"], POOL);
+    for field in ["system", "params", "display"] {
+        assert_eq!(opening["pool"][field], pool[field], "{field}");
+    }
     assert_eq!(lines, paged);
     let (_, _, tail) = app
         .get_text("/v1/pools/main/rounds?after=3", "application/x-ndjson")
         .await;
-    assert_eq!(tail.lines().count(), 2, "resumed after the third round");
+    assert_eq!(
+        tail.lines().count(),
+        2,
+        "resumed after the third round, without the pool's line"
+    );
 
     app.create_pool("copy").await;
     for line in &lines {
@@ -119,13 +131,15 @@ async fn pages_end_by_size_and_a_round_larger_than_a_page_opens_one_alone(app: T
         [vec!["a1"], vec!["b2"], vec!["c3", "d4"]],
         "the round over 4 MiB goes alone, and paging goes on after it"
     );
-    // The stream reads 1 MiB of bodies at a time: here a1, then b2 alone, then c3 and d4.
+    // The stream reads 1 MiB of bodies at a time: here a1, then b2 alone, then c3 and d4,
+    // after the pool's line.
     let (status, _, text) = app
         .get_text("/v1/pools/main/rounds", "application/x-ndjson")
         .await;
     assert_eq!(status, StatusCode::OK);
     let streamed: Vec<String> = text
         .lines()
+        .skip(1)
         .map(|line| {
             let round: Value = serde_json::from_str(line).expect("one round per line");
             round["id"].as_str().expect("an id").to_owned()
@@ -183,19 +197,22 @@ async fn read_across<F: std::future::Future<Output = ()>>(
     (String::from_utf8(text).expect("UTF-8"), failed)
 }
 
-/// Checks an export that a correction outdated: its last line says so, every line before it
-/// is a round as it was before the correction, and the body ended in an error.
+/// Checks an export that a correction outdated: its last line says so, every line between
+/// the pool's line and it is a round as it was before the correction, and the body ended in an
+/// error.
 fn assert_outdated(text: &str, failed: bool, before: &str) {
     assert!(failed, "the body ends in an error, not as if whole");
     let lines: Vec<&str> = text.lines().collect();
+    let opening: Value = serde_json::from_str(lines[0]).expect("JSON");
+    assert_eq!(opening["pool"]["name"], "main", "{opening}");
     let last: Value = serde_json::from_str(lines.last().expect("a line")).expect("JSON");
     assert_eq!(last["error"]["code"], "export_outdated", "{last}");
     assert!(
-        lines.len() - 1 < EXPORTED,
+        lines.len() - 2 < EXPORTED,
         "{} rounds sent",
-        lines.len() - 1
+        lines.len() - 2
     );
-    for line in &lines[..lines.len() - 1] {
+    for line in &lines[1..lines.len() - 1] {
         let round: Value = serde_json::from_str(line).expect("a round");
         assert!(round["id"].is_string(), "{round}");
     }

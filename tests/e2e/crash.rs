@@ -144,7 +144,7 @@ fn applied_exactly_once_in_order_through_random_kills(backend: Backend) {
     let order: Vec<String> = order.into_iter().map(|r| r.body.clone()).collect();
     let expected = replayed(server.dir(), &order);
     assert_same_ratings(&served(&server), &expected);
-    let leagues = replayed_leagues(server.dir(), &order, DISPLAY);
+    let leagues = replayed_leagues(server.dir(), &order, Some(DISPLAY));
     let moved = leagues
         .values()
         .collect::<std::collections::BTreeSet<_>>()

@@ -7,9 +7,13 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use crate::server::{Backend, Options, Server, ADMIN_KEY};
-use crate::{assert_same_ratings, replayed, served, wait_until_applied, POOL};
+use crate::{
+    assert_same_ratings, replayed, replayed_leagues, served, served_in, served_leagues,
+    wait_until_applied, POOL,
+};
 
 /// Lines in the imported file: rounds, and a season start in each half.
 const LINES: usize = 42;
@@ -288,4 +292,87 @@ fn ids_not_in_nfc_stop_the_import_unless_it_writes_them_in_nfc() {
     assert_eq!(rene["rounds"], 2, "one player: {rene}");
     let again = import(&server, POOL, &input, &["--nfc", "--from-start"]).expect("imports");
     assert_eq!(again["known"], 2, "the same rounds, known: {again}");
+}
+
+/// A pool with parameters and display settings of its own, exported: the export opens with
+/// the pool's line, `replay` of it rates every player as the pool did to the bit with no flag
+/// given, and `import` of it into a pool that does not exist creates that pool with the same
+/// settings and the same ratings. Into a pool of other parameters it is refused before posting.
+fn an_export_replays_and_imports_as_the_pool_to_the_bit(backend: Backend) {
+    let Some(server) = Server::start(backend) else {
+        return;
+    };
+    let dir = server.dir().to_owned();
+    let params =
+        r#"{"system": "elo_mmr", "beta": 150, "gamma": 20, "rho": "inf", "mu_init": 1000}"#;
+    assert_eq!(
+        server.put(&format!("/v1/pools/{POOL}"), params, ADMIN_KEY),
+        201
+    );
+    let display = r#"{"fixed_range": {"max": 3000}, "leagues": {"k": 2, "placement_rounds": 2,
+        "division_size": 3, "tiers": [{"name": "low"}, {"name": "high", "threshold": 900}]}}"#;
+    assert_eq!(
+        server.put(&format!("/v1/pools/{POOL}/display"), display, ADMIN_KEY),
+        200
+    );
+    let rounds: Vec<String> = (0..30).map(synthetic_round).collect();
+    let input = dir.join("rounds.jsonl");
+    std::fs::write(&input, rounds.join("\n")).expect("write");
+    import(&server, POOL, &input, &[]).expect("imports");
+    wait_until_applied(&server, 30);
+
+    let export = reqwest::blocking::Client::new()
+        .get(format!("{}/v1/pools/{POOL}/rounds", server.base_url()))
+        .header("accept", "application/x-ndjson")
+        .send()
+        .and_then(reqwest::blocking::Response::text)
+        .expect("the export");
+    let lines: Vec<String> = export.lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 31, "the pool's line, then every round");
+    let opening: serde_json::Value = serde_json::from_str(&lines[0]).expect("JSON");
+    let pool = server.get_json(&format!("/v1/pools/{POOL}"));
+    for field in ["name", "system", "params", "display"] {
+        assert_eq!(opening["pool"][field], pool[field], "{field}");
+    }
+
+    let original = served(&server);
+    assert_same_ratings(&original, &replayed(&dir, &lines));
+    assert_eq!(
+        replayed_leagues(&dir, &lines, None),
+        served_leagues(&server),
+        "the pool line's leagues, followed as the pool followed them"
+    );
+
+    let exported = dir.join("export.jsonl");
+    std::fs::write(&exported, &export).expect("write");
+    let summary = import(&server, "copy", &exported, &[]).expect("creates the pool and imports");
+    assert_eq!(summary["accepted"], 30, "{summary}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while server.get_json("/v1/pools/copy")["rounds_applied"] != 30 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the copy is not applied"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let copy = server.get_json("/v1/pools/copy");
+    for field in ["system", "params", "display"] {
+        assert_eq!(copy[field], pool[field], "{field}");
+    }
+    assert_same_ratings(&served_in(&server, "copy"), &original);
+
+    assert_eq!(server.put("/v1/pools/other", "{}", ADMIN_KEY), 201);
+    let refused = import(&server, "other", &exported, &[]).expect_err("other parameters");
+    assert!(refused.contains("other parameters"), "{refused}");
+    assert_eq!(server.get_json("/v1/pools/other")["rounds_queued"], 0);
+}
+
+#[test]
+fn sqlite_an_export_replays_and_imports_as_the_pool_to_the_bit() {
+    an_export_replays_and_imports_as_the_pool_to_the_bit(Backend::Sqlite);
+}
+
+#[test]
+fn postgres_an_export_replays_and_imports_as_the_pool_to_the_bit() {
+    an_export_replays_and_imports_as_the_pool_to_the_bit(Backend::Postgres);
 }

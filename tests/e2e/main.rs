@@ -103,9 +103,13 @@ fn replayed(dir: &Path, rounds: &[String]) -> BTreeMap<String, (f64, f64)> {
 }
 
 /// `player → "league/division"` (empty when not placed) as `mmr-service replay --display`
-/// places them after `rounds`.
-fn replayed_leagues(dir: &Path, rounds: &[String], display: &str) -> BTreeMap<String, String> {
-    replay_rows(dir, rounds, Some(display))
+/// places them after `rounds` (without `--display`, as the pool line `rounds` open with says).
+fn replayed_leagues(
+    dir: &Path,
+    rounds: &[String],
+    display: Option<&str>,
+) -> BTreeMap<String, String> {
+    replay_rows(dir, rounds, display)
         .iter()
         .map(|record| {
             let placement = match (&record[7], &record[8]) {
