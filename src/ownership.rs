@@ -164,6 +164,17 @@ async fn beat(
             }
         }
     }
+    // A pool deleted (here, or by another process and dropped at a refresh) gives its lease
+    // back: its worker took no step since it was dropped.
+    let deleted: Vec<String> = leases
+        .iter()
+        .filter(|name| state.pools.get(name).is_none())
+        .cloned()
+        .collect();
+    for name in deleted {
+        replicas.release(&name).await?;
+        leases.remove(&name);
+    }
     match full {
         // Still no room: the leases kept stay, and no more are given back.
         Some(full) if wall => full.since = Instant::now(),

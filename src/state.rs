@@ -191,6 +191,17 @@ fn now() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
 }
 
+/// What deleting a pool did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deletion {
+    /// The pool and everything it held are gone.
+    Deleted,
+    /// There was no such pool.
+    NotFound,
+    /// This process is rating the pool again for a correction: nothing was deleted.
+    Recomputing,
+}
+
 /// Why a pool could not be created or changed.
 #[derive(Debug, thiserror::Error)]
 pub enum PutPoolError {
@@ -405,6 +416,42 @@ impl AppState {
         Ok((outcome, params))
     }
 
+    /// Deletes pool `name`: refused while this process rates it again for a correction; else
+    /// in the pool's turn (a worker step under way ends first), every row of it in one
+    /// transaction, then its memory, its worker and its past boards.
+    pub async fn delete_pool(&self, name: &str) -> Result<Deletion, storage::Error> {
+        // A pool another process created is loaded first, to be dropped with its worker.
+        let existing = self.pool(name).await?;
+        if existing
+            .as_ref()
+            .and_then(|pool| pool.recompute())
+            .is_some_and(|recompute| recompute.finished.is_none())
+        {
+            return Ok(Deletion::Recomputing);
+        }
+        let turn = match &existing {
+            Some(pool) => Some(pool.turn().await),
+            None => None,
+        };
+        let deleted = self.storage.delete_pool(name).await?;
+        self.forget_pool(name);
+        drop(turn);
+        Ok(if deleted {
+            Deletion::Deleted
+        } else {
+            Deletion::NotFound
+        })
+    }
+
+    /// Drops pool `name` from memory: its worker ends, its lease goes back at the next
+    /// heartbeat, its past boards go.
+    fn forget_pool(&self, name: &str) {
+        if self.pools.remove(name).is_some() {
+            tracing::info!(pool = name, "pool deleted");
+        }
+        self.past_boards.forget(name);
+    }
+
     /// Sets pool `pool`'s display settings (validated by the caller) and publishes the pool
     /// shown with them; returns that snapshot. Re-sorting the leaderboards runs off the async
     /// threads, in the pool's turn, so no round is published in between. Should the settings be
@@ -559,8 +606,15 @@ impl AppState {
     }
 
     /// Loads the pools another process created since: every pool the database has and memory
-    /// has not, past any that cannot be loaded.
+    /// has not, past any that cannot be loaded; and drops those another process deleted.
     pub async fn load_new_pools(&self) -> Result<(), storage::Error> {
+        let stored: std::collections::HashSet<String> =
+            self.storage.pool_names().await?.into_iter().collect();
+        for pool in self.pools.all() {
+            if !stored.contains(pool.name()) {
+                self.forget_pool(pool.name());
+            }
+        }
         self.load_stored_pools(true).await
     }
 

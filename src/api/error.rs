@@ -51,6 +51,8 @@ pub enum Error {
     },
     /// The pool's parameters cannot change: it has rounds.
     ParamsLocked(String),
+    /// The pool is being rated again for a correction: it cannot be deleted now.
+    Recomputing(String),
     /// A key of this name exists, or the key named is one the configuration holds.
     KeyConflict {
         /// The key's name.
@@ -225,6 +227,15 @@ impl Error {
                 format!(
                     "pool `{pool}` has queued or applied rounds: its parameters cannot change \
                      here; post a `params` correction to rate it again with new ones"
+                ),
+                None,
+            ),
+            Self::Recomputing(pool) => (
+                StatusCode::CONFLICT,
+                "recompute_running",
+                format!(
+                    "pool `{pool}` is being rated again for a correction \
+                     (GET /v1/pools/{pool}/recompute): delete it once that is done"
                 ),
                 None,
             ),

@@ -1,13 +1,16 @@
-//! `/v1/pools`: create a pool or change its parameters (admin), list pools, show one.
+//! `/v1/pools`: create a pool or change its parameters (admin), list pools, show one, delete one
+//! (admin, its name repeated).
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use serde::Deserialize;
 use serde::Serialize;
 use utoipa::openapi::schema::{
     AdditionalProperties, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
 };
 use utoipa::openapi::RefOr;
+use utoipa::IntoParams;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -15,20 +18,21 @@ use utoipa_axum::routes;
 use super::auth::{Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::JsonBody;
+use super::query::QueryParams;
 use super::reads;
 use crate::config::{own_parameters, ParamsOverrides};
 use crate::display::Display;
 use crate::engine::{Params, SystemName, SystemParams, Ties, Variant, WengLinModel};
 use crate::names;
 use crate::pools::PoolState;
-use crate::state::{AppState, PutPoolError};
+use crate::state::{AppState, Deletion, PutPoolError};
 use crate::storage::{PoolInfo, PoolWrite};
 
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_pools))
-        .routes(routes!(get_pool, put_pool))
+        .routes(routes!(get_pool, put_pool, delete_pool))
 }
 
 /// A pool's parameters: those of its rating system.
@@ -491,4 +495,59 @@ async fn put_pool(
             params: ParamsResponse::from(&params),
         }),
     ))
+}
+
+/// `?confirm=`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DeleteQuery {
+    /// The pool's name again: a deletion cannot be undone.
+    confirm: Option<String>,
+}
+
+/// What a deletion did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeletedResponse {
+    /// The pool's name.
+    pub name: String,
+    /// `deleted`.
+    pub outcome: &'static str,
+}
+
+/// Deletes a pool and everything it holds: its rounds (queued ones too), players and history,
+/// in one transaction. `confirm` must repeat its name. Refused (409) while this replica rates
+/// the pool again for a correction; other replicas drop it at their next refresh (each second).
+#[utoipa::path(delete, path = "/v1/pools/{pool}", tag = "pools",
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
+        DeleteQuery),
+    responses((status = 200, body = DeletedResponse, description = "Deleted"),
+        (status = 400, body = ErrorResponse, description = "`confirm` does not repeat the name"),
+        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+        (status = 404, body = ErrorResponse),
+        (status = 409, body = ErrorResponse, description = "A recomputation is under way"),
+        (status = 503, body = ErrorResponse)),
+    security(("bearer" = [])))]
+async fn delete_pool(
+    _: Authorized<Admin>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    QueryParams(query): QueryParams<DeleteQuery>,
+) -> Result<Json<DeletedResponse>, Error> {
+    if query.confirm.as_deref() != Some(pool.as_str()) {
+        return Err(Error::query(
+            "confirm",
+            format!("must repeat the pool's name (`?confirm={pool}`): a deletion cannot be undone"),
+        ));
+    }
+    match state.delete_pool(&pool).await? {
+        Deletion::Deleted => Ok(Json(DeletedResponse {
+            name: pool,
+            outcome: "deleted",
+        })),
+        Deletion::NotFound => Err(Error::NotFound {
+            what: "pool",
+            id: pool,
+        }),
+        Deletion::Recomputing => Err(Error::Recomputing(pool)),
+    }
 }

@@ -767,6 +767,9 @@ pub struct Pool {
     published: watch::Sender<u64>,
     /// The correction this process is applying, or applied last.
     recompute: std::sync::Mutex<Option<Recompute>>,
+    /// Set once the pool is deleted (here or, seen at a refresh, by another process): its
+    /// worker ends.
+    removed: AtomicBool,
 }
 
 /// Counts a task among those waiting for a pool's turn for as long as it lives, however the wait
@@ -817,7 +820,20 @@ impl Pool {
             reload: AtomicBool::new(false),
             published: watch::Sender::new(0),
             recompute: std::sync::Mutex::new(None),
+            removed: AtomicBool::new(false),
         }
+    }
+
+    /// Marks the pool deleted and wakes its worker, which then ends.
+    pub fn remove(&self) {
+        self.removed.store(true, Ordering::Release);
+        self.wake();
+    }
+
+    /// Whether the pool was deleted.
+    #[must_use]
+    pub fn removed(&self) -> bool {
+        self.removed.load(Ordering::Acquire)
     }
 
     /// Records that correction `correction` is being applied by rating `lines` lines again;
@@ -1023,6 +1039,17 @@ impl Pools {
             .values()
             .cloned()
             .collect()
+    }
+
+    /// Takes pool `name` out, marked deleted ([`Pool::remove`]); `None` if there was none.
+    pub fn remove(&self, name: &str) -> Option<Arc<Pool>> {
+        let removed = self
+            .pools
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(name)?;
+        removed.remove();
+        Some(removed)
     }
 
     /// Adds `pool` unless one of its name exists; returns the pool now registered under the

@@ -135,6 +135,14 @@ impl<E: Clone + Send + Sync + 'static> PastBoards<E> {
         }
     }
 
+    /// Drops every board of `pool` kept (a pool deleted: one created under its name later
+    /// starts its seqs and corrections again). A build under way answers the requests that
+    /// wait for it, and is not kept.
+    pub fn forget(&self, pool: &str) {
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.retain(|k| k.pool != pool);
+    }
+
     /// Board `key` of `pool` on `basis`, shown with `display`: the one kept or being built,
     /// or else the one `build` makes in a task of its own for `client` (none: a caller in
     /// process, counted in no share), refused at once if as many as allowed are being built,

@@ -698,6 +698,11 @@ pub trait Storage: Send + Sync + 'static {
     /// rating the oldest queued round with the current parameters at this moment.
     async fn put_pool(&self, name: &str, params: &SystemParams) -> Result<PoolWrite, Error>;
 
+    /// Deletes pool `name` and everything it holds (its rounds queued, applied and failed, its
+    /// players and their history) in one transaction under the pool's lock, so that no commit
+    /// of its worker lands after it; whether there was such a pool.
+    async fn delete_pool(&self, name: &str) -> Result<bool, Error>;
+
     /// Sets pool `name`'s display settings; [`Error::PoolNotFound`] if there is no such pool.
     /// They may change at any time: what they show is derived from the stored ratings. Their
     /// leagues must be the stored ones ([`Error::Stale`] otherwise): leagues change only with

@@ -137,10 +137,16 @@ pub(super) const MARK_VOIDED: &str = "
 pub(super) const UPDATE_ROUND_BODY: &str = "
     UPDATE rounds SET body = $3 WHERE pool = $1 AND id = $2";
 
-/// Every history row of pool `$1`, for its recomputation.
+/// Every round of pool `$1`, for its deletion.
+pub(super) const DELETE_POOL_ROUNDS: &str = "DELETE FROM rounds WHERE pool = $1";
+
+/// Pool `$1` itself, for its deletion; returns its name if it was there.
+pub(super) const DELETE_POOL: &str = "DELETE FROM pools WHERE name = $1 RETURNING name";
+
+/// Every history row of pool `$1`, for its recomputation or its deletion.
 pub(super) const DELETE_POOL_HISTORY: &str = "DELETE FROM history WHERE pool = $1";
 
-/// Every player of pool `$1`, for its recomputation.
+/// Every player of pool `$1`, for its recomputation or its deletion.
 pub(super) const DELETE_POOL_PLAYERS: &str = "DELETE FROM players WHERE pool = $1";
 
 /// Takes every player of pool `$1` out of the leagues for a new season (their bonus points

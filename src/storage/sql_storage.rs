@@ -438,6 +438,31 @@ where
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
+    async fn delete_pool(&self, name: &str) -> Result<bool, Error> {
+        let mut tx = D::begin_write(&self.pool).await?;
+        // The lock a commit of the pool's worker takes: one under way ends first, and one
+        // after finds no queued round to settle.
+        D::lock_queue(&mut tx, name).await?;
+        for delete in [
+            sql::DELETE_POOL_HISTORY,
+            sql::DELETE_POOL_PLAYERS,
+            sql::DELETE_POOL_ROUNDS,
+        ] {
+            sqlx::query(delete).bind(name).execute(&mut *tx).await?;
+        }
+        let deleted: Option<(String,)> = sqlx::query_as(sql::DELETE_POOL)
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if deleted.is_none() {
+            return Ok(false);
+        }
+        self.notify(&mut tx, name).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
     async fn put_display(&self, name: &str, display: &Display) -> Result<(), Error> {
         let mut tx = D::begin_write(&self.pool).await?;
         D::lock_queue(&mut tx, name).await?;

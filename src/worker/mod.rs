@@ -417,7 +417,7 @@ pub async fn run(
     shutdown: CancellationToken,
 ) {
     pool.set_worker_running(true);
-    while !shutdown.is_cancelled() {
+    while !shutdown.is_cancelled() && !pool.removed() {
         let step = if pool.owned() {
             process_next(storage.as_ref(), &pool).await
         } else {

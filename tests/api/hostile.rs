@@ -844,7 +844,7 @@ fn path_cases() -> Vec<Case> {
         ),
         bad_name("a pool name in capitals", "/v1/pools/Main"),
         Case::new(
-            "deleting a pool",
+            "deleting a pool without repeating its name",
             request(
                 Method::DELETE,
                 PUT_MAIN,
@@ -852,9 +852,22 @@ fn path_cases() -> Vec<Case> {
                 None,
                 Body::empty(),
             ),
-            StatusCode::METHOD_NOT_ALLOWED,
-            "method_not_allowed",
-            None,
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            Some("confirm"),
+        ),
+        Case::new(
+            "deleting a pool repeating another name",
+            request(
+                Method::DELETE,
+                &format!("{PUT_MAIN}?confirm=mai"),
+                Some(ADMIN_KEY),
+                None,
+                Body::empty(),
+            ),
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            Some("confirm"),
         ),
         Case::new(
             "patching the rounds",

@@ -23,6 +23,7 @@ mod auth;
 mod backends;
 mod bounds;
 mod corrections;
+mod deletion;
 mod display;
 mod docs;
 mod errors;

@@ -80,6 +80,7 @@ fn keyed_routes() -> Vec<(Method, &'static str, Value, &'static str)> {
             Value::Null,
             "admin",
         ),
+        (Method::DELETE, "/v1/pools/main", Value::Null, "admin"),
     ]
 }
 

@@ -391,3 +391,93 @@ fn replicas_share_the_pools_survive_their_owners_deaths_and_serve_the_same_ratin
     drop(servers);
     drop(keeper);
 }
+
+/// A pool deleted through one replica: the other drops it within a second or two (its refresh
+/// each second), its owner gives the lease back, and a pool created again under the name is
+/// owned, applied and served afresh by both, nothing of the old one showing.
+#[test]
+fn a_pool_deleted_through_one_replica_is_dropped_by_the_other() {
+    let Some(first) = Server::start(Backend::Postgres) else {
+        return;
+    };
+    let servers = vec![first.replica(), first];
+    let client = reqwest::blocking::Client::new();
+    assert_eq!(servers[0].put("/v1/pools/gone", "{}", ADMIN_KEY), 201);
+    let round = r#"{"id": "r1", "standings": [{"player": "old", "rank": 1}, {"player": "older", "rank": 2}]}"#;
+    assert_eq!(
+        servers[0].post("/v1/pools/gone/rounds", round, ADMIN_KEY),
+        202
+    );
+    wait_for_owner(&servers, "gone");
+    let started = Instant::now();
+    while !servers
+        .iter()
+        .all(|s| serves_player(&client, s, "gone", "old"))
+    {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the round is not served everywhere"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let deleted = client
+        .delete(format!(
+            "{}/v1/pools/gone?confirm=gone",
+            servers[1].base_url()
+        ))
+        .bearer_auth(ADMIN_KEY)
+        .send()
+        .expect("an answer");
+    assert_eq!(deleted.status(), 200);
+    let started = Instant::now();
+    // A player is read from memory: the replica that did not delete the pool serves it until
+    // its refresh drops it.
+    let gone = |server: &Server| {
+        client
+            .get(format!("{}/v1/pools/gone/players/old", server.base_url()))
+            .send()
+            .is_ok_and(|response| response.status() == 404)
+    };
+    while !servers.iter().all(gone) {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "a replica still serves the deleted pool"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!("dropped by both replicas in {:?}", started.elapsed());
+    while owner_of(&servers, "gone").is_some() {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "a replica still owns the deleted pool"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    assert_eq!(servers[1].put("/v1/pools/gone", "{}", ADMIN_KEY), 201);
+    let round = r#"{"id": "r1", "standings": [{"player": "new", "rank": 1}, {"player": "newer", "rank": 2}]}"#;
+    assert_eq!(
+        servers[1].post("/v1/pools/gone/rounds", round, ADMIN_KEY),
+        202
+    );
+    wait_for_owner(&servers, "gone");
+    let started = Instant::now();
+    while !servers
+        .iter()
+        .all(|s| serves_player(&client, s, "gone", "new"))
+    {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the new pool is not served everywhere"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for server in &servers {
+        assert!(
+            !serves_player(&client, server, "gone", "old"),
+            "the old pool shows"
+        );
+        assert_eq!(server.get_json("/v1/pools/gone")["players"], 2);
+    }
+}
