@@ -117,7 +117,7 @@ impl From<PlayerRating> for PlayerResponse {
 /// Players found by prefix.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PlayersResponse {
-    /// Matching players, by id.
+    /// Matching players, by id in lowercase, then as written.
     pub players: Vec<PlayerResponse>,
 }
 
@@ -125,7 +125,8 @@ pub struct PlayersResponse {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct PrefixQuery {
-    /// Start of the player ids to find; empty or absent lists players from the first id.
+    /// Start of the player ids to find, case ignored (`Ham` finds `hamilton`); empty or absent
+    /// lists players from the first id.
     prefix: Option<String>,
     /// Most players returned (1–1000, default 50).
     #[param(minimum = 1, maximum = 1000)]
@@ -206,7 +207,7 @@ pub(super) fn limit(value: Option<u32>, default: u32) -> Result<u32, Error> {
     }
 }
 
-/// Players whose id starts with `prefix`, by id.
+/// Players whose id starts with `prefix`, case ignored, by id in lowercase.
 #[utoipa::path(get, path = "/v1/pools/{pool}/players", tag = "players",
     params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"), PrefixQuery),
     responses((status = 200, body = PlayersResponse), (status = 400, body = ErrorResponse),

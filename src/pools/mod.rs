@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use arc_swap::ArcSwap;
-use imbl::OrdMap;
+use imbl::{OrdMap, OrdSet};
 use tokio::sync::{watch, Mutex, MutexGuard, Notify};
 
 use crate::display::leagues::Entrant;
@@ -163,6 +163,9 @@ pub struct PoolState {
     display: Display,
     newcomer: SystemState,
     players: OrdMap<Arc<str>, Arc<Rated>>,
+    /// Every rated player's id by its lowercase form, then as written: where a search by
+    /// prefix that ignores case looks. An id in lowercase already shares its allocation.
+    folded: OrdSet<(Arc<str>, Arc<str>)>,
     leaderboard: Leaderboard,
     /// The rated players' μ, for the fixed-range rating's automatic center and scale.
     spread: Spread,
@@ -172,6 +175,16 @@ pub struct PoolState {
     /// The seq of the last line of the pool's stream applied here (0 before the first): a
     /// process that does not own the pool reads on from it.
     last_seq: i64,
+}
+
+/// `id`'s entry in [`PoolState::folded`].
+fn folded(id: &Arc<str>) -> (Arc<str>, Arc<str>) {
+    let lower = id.to_lowercase();
+    if *lower == **id {
+        (Arc::clone(id), Arc::clone(id))
+    } else {
+        (Arc::from(lower), Arc::clone(id))
+    }
 }
 
 /// The leaderboard lists `display` needs.
@@ -193,6 +206,7 @@ impl PoolState {
             leagues: LeagueTable::new(display.leagues.as_ref()),
             display,
             players: OrdMap::new(),
+            folded: OrdSet::new(),
             spread: Spread::default(),
             applied: 0,
             last_seq: 0,
@@ -244,6 +258,7 @@ impl PoolState {
         for (_, rated) in &players {
             state.spread.add(rated.state.rating().mu);
         }
+        state.folded = players.iter().map(|(id, _)| folded(id)).collect();
         state.players = players.into_iter().collect();
         state.leaderboard = state.rebuilt_leaderboard();
         state.applied = applied;
@@ -501,7 +516,11 @@ impl PoolState {
             .map(|(((played, old), before), season_base)| {
                 let name = match old {
                     Some((name, _)) => name,
-                    None => Arc::from(played.player),
+                    None => {
+                        let name: Arc<str> = Arc::from(played.player);
+                        self.folded.insert(folded(&name));
+                        name
+                    }
                 };
                 if let Some(before) = before {
                     self.spread.remove(before.rating.mu);
@@ -634,14 +653,18 @@ impl PoolState {
         &self.leaderboard
     }
 
-    /// Up to `limit` rated players whose id starts with `prefix`, by id.
+    /// Up to `limit` rated players whose id starts with `prefix`, case ignored: by their id in
+    /// lowercase, then as written (ids that differ only by case: capitals first, as Unicode
+    /// orders them).
     #[must_use]
     pub fn with_prefix(&self, prefix: &str, limit: usize) -> Vec<PlayerRating> {
-        self.players
-            .range::<_, str>((Bound::Included(prefix), Bound::Unbounded))
-            .take_while(|(name, _)| name.starts_with(prefix))
+        let prefix: Arc<str> = Arc::from(prefix.to_lowercase());
+        let from = (Arc::clone(&prefix), Arc::from(""));
+        self.folded
+            .range((Bound::Included(from), Bound::Unbounded))
+            .take_while(|(lower, _)| lower.starts_with(&*prefix))
             .take(limit)
-            .filter_map(|(name, _)| self.player(name))
+            .filter_map(|(_, id)| self.player(id))
             .collect()
     }
 }
@@ -1148,6 +1171,35 @@ mod tests {
         assert_eq!(state.len(), 3);
     }
 
+    #[test]
+    fn a_prefix_finds_players_whatever_the_case_of_either() {
+        let params = Params::default();
+        let mut state = PoolState::new(params.into(), Display::default()).expect("valid");
+        let newcomer = || SystemState::EloMmr(PlayerState::new(&params));
+        state.apply(
+            1,
+            [
+                "hamilton", "Hamada", "HAM", "ham", "Ölund", "öberg", "bottas",
+            ]
+            .into_iter()
+            .map(|id| played(id, 1, newcomer(), "r1"))
+            .collect(),
+        );
+        let found = |prefix: &str| -> Vec<String> {
+            state
+                .with_prefix(prefix, 10)
+                .into_iter()
+                .map(|p| p.player.to_string())
+                .collect()
+        };
+        // By the id in lowercase, then as written: `HAM` before `ham`.
+        assert_eq!(found("Ham"), ["HAM", "ham", "Hamada", "hamilton"]);
+        assert_eq!(found("HAMI"), ["hamilton"]);
+        assert_eq!(found("ö"), ["öberg", "Ölund"]);
+        assert_eq!(found("x"), Vec::<String>::new());
+        assert_eq!(found("").len(), 7);
+    }
+
     proptest::proptest! {
         #[test]
         fn a_pool_updated_round_by_round_shows_what_a_fresh_load_of_it_shows(
@@ -1214,6 +1266,7 @@ mod tests {
                 params.into(), display, stored, state.applied(), state.last_seq())
                 .expect("valid");
             proptest::prop_assert_eq!(state.spread, fresh.spread);
+            proptest::prop_assert_eq!(&state.folded, &fresh.folded);
             proptest::prop_assert_eq!(state.fixed_range(), fresh.fixed_range());
             for order in [Order::Mu, Order::Conservative] {
                 for filter in [Filter::All, Filter::Established, Filter::League(0), Filter::League(2)] {

@@ -261,19 +261,24 @@ async fn a_history_query_out_of_range_returns_400_naming_the_parameter() {
 }
 
 #[tokio::test]
-async fn searching_players_by_prefix_finds_them_by_id() {
+async fn searching_players_by_prefix_finds_them_by_id_case_ignored() {
     let app = TestApp::new().await;
     app.create_pool(POOL).await;
-    app.play([round("r1", &["alina", "bob", "albert", "alice"])])
+    app.play([round("r1", &["alina", "bob", "albert", "alice", "Alfred"])])
         .await;
     let cases = [
         ("?prefix=ali", vec!["alice", "alina"], "a prefix"),
-        ("?prefix=al&limit=2", vec!["albert", "alice"], "a limit"),
+        (
+            "?prefix=AL&limit=3",
+            vec!["albert", "Alfred", "alice"],
+            "case ignored, by the id in lowercase",
+        ),
+        ("?prefix=al&limit=2", vec!["albert", "Alfred"], "a limit"),
         ("?prefix=bob", vec!["bob"], "a whole id"),
         ("?prefix=z", vec![], "no match"),
         (
             "",
-            vec!["albert", "alice", "alina", "bob"],
+            vec!["albert", "Alfred", "alice", "alina", "bob"],
             "no prefix: everyone",
         ),
     ];
