@@ -12,10 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::config::{Overrides, Settings};
 use crate::display::Display;
 use crate::engine::metrics::Opponents;
-use crate::engine::{
-    CodeforcesParams, EloParams, Glicko2Params, Params, SystemParams, TopcoderParams,
-    TrueSkillParams, WengLinParams,
-};
+use crate::engine::{SystemName, SystemParams};
 use crate::evaluate::{self, Objective, Tuning};
 use crate::import;
 use crate::replay::{self, InputFormat};
@@ -303,15 +300,16 @@ impl SystemArg {
     /// The system with its default parameters.
     #[must_use]
     pub fn defaults(self) -> SystemParams {
-        match self {
-            Self::EloMmr => SystemParams::EloMmr(Params::default()),
-            Self::WengLin => SystemParams::WengLin(WengLinParams::default()),
-            Self::TrueSkill => SystemParams::TrueSkill(TrueSkillParams::default()),
-            Self::Glicko2 => SystemParams::Glicko2(Glicko2Params::default()),
-            Self::Codeforces => SystemParams::Codeforces(CodeforcesParams::default()),
-            Self::Topcoder => SystemParams::Topcoder(TopcoderParams::default()),
-            Self::Elo => SystemParams::Elo(EloParams::default()),
-        }
+        let name = match self {
+            Self::EloMmr => SystemName::EloMmr,
+            Self::WengLin => SystemName::WengLin,
+            Self::TrueSkill => SystemName::TrueSkill,
+            Self::Glicko2 => SystemName::Glicko2,
+            Self::Codeforces => SystemName::Codeforces,
+            Self::Topcoder => SystemName::Topcoder,
+            Self::Elo => SystemName::Elo,
+        };
+        name.defaults()
     }
 }
 

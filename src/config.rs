@@ -242,26 +242,27 @@ pub struct ParamsOverrides {
     /// `logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).
     #[schema(schema_with = variant_schema)]
     pub variant: Option<Variant>,
-    /// Spread (std) of a performance around skill in a round of weight 1; > 0.
-    #[schema(exclusive_minimum = 0.0)]
+    /// Spread (std) of a performance around skill in a round of weight 1; in [1e-6, 1e6].
+    #[schema(minimum = 1e-6, maximum = 1e6, example = 200.0)]
     pub beta: Option<f64>,
-    /// Skill drift (std) added each time a player takes part; >= 0.
-    #[schema(minimum = 0.0)]
+    /// Skill drift (std) added each time a player takes part; in [0, 1e6].
+    #[schema(minimum = 0.0, maximum = 1e6, example = 35.0)]
     pub gamma: Option<f64>,
     /// Pseudodiffusion transfer rate: a number >= 0, or `"inf"` for Elo-MMR(∞).
     #[serde(default, deserialize_with = "rho_value")]
     #[schema(schema_with = rho_schema)]
     pub rho: Option<f64>,
-    /// Mean of a new player's prior.
+    /// Mean of a new player's prior; in [-1e9, 1e9].
+    #[schema(minimum = -1e9, maximum = 1e9, example = 1500.0)]
     pub mu_init: Option<f64>,
-    /// Std of a new player's prior; > 0.
-    #[schema(exclusive_minimum = 0.0)]
+    /// Std of a new player's prior; in [1e-6, 1e6].
+    #[schema(minimum = 1e-6, maximum = 1e6, example = 350.0)]
     pub sigma_init: Option<f64>,
-    /// Extra drift variance per day since a player's last round; >= 0.
-    #[schema(minimum = 0.0)]
+    /// Extra drift variance per day since a player's last round; in [0, 1e6].
+    #[schema(minimum = 0.0, maximum = 1e6, example = 0.0)]
     pub drift_per_day: Option<f64>,
-    /// Most logistic factors kept per player; >= 1.
-    #[schema(minimum = 1)]
+    /// Most logistic factors kept per player; 1 to 100,000.
+    #[schema(minimum = 1, maximum = 100_000, example = 500)]
     pub history_limit: Option<usize>,
     /// `both` (a tie is a win and a loss) or `split` (half of each).
     #[schema(schema_with = ties_schema)]
@@ -270,15 +271,16 @@ pub struct ParamsOverrides {
     #[schema(exclusive_minimum = 0.0, maximum = 1.0)]
     pub kappa: Option<f64>,
     /// Weng-Lin and TrueSkill: skill drift (std) added to every participant before each
-    /// round; >= 0. Glicko-2: its system constant, how far one round may move a volatility.
-    #[schema(minimum = 0.0)]
+    /// round, in [0, 1e6]. Glicko-2: its system constant, how far one round may move a
+    /// volatility, in [1e-6, 100].
+    #[schema(minimum = 0.0, maximum = 1e6)]
     pub tau: Option<f64>,
     /// Codeforces and Topcoder: how much a round's performance weighs against the old rating;
     /// in [1e-6, 1e6].
     #[schema(exclusive_minimum = 0.0, maximum = 1e6)]
     pub weight_multiplier: Option<f64>,
-    /// Glicko-2 only: a new player's volatility, in (0, 10].
-    #[schema(exclusive_minimum = 0.0, maximum = 10.0)]
+    /// Glicko-2 only: a new player's volatility, in [1e-6, 10].
+    #[schema(minimum = 1e-6, maximum = 10.0)]
     pub volatility_init: Option<f64>,
     /// Weng-Lin only: `bradley_terry` (full pairing, the default) or `plackett_luce`.
     #[schema(schema_with = model_schema)]
@@ -288,7 +290,7 @@ pub struct ParamsOverrides {
     pub draw_probability: Option<f64>,
     /// Elo only: the temperature T of the expected score `1 / (1 + exp(−(μ_a − μ_b) / T))`;
     /// in [1e-6, 1e6].
-    #[schema(exclusive_minimum = 0.0, maximum = 1e6)]
+    #[schema(minimum = 1e-6, maximum = 1e6)]
     pub temperature: Option<f64>,
     /// Elo only: the most one round of weight 1 can move a rating; in [0, 1e6].
     #[schema(minimum = 0.0, maximum = 1e6)]

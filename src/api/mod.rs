@@ -87,6 +87,7 @@ fn routes() -> (Router<AppState>, OpenApiDoc) {
         axum::routing::get(rounds::get_round).delete(corrections::void_round),
     );
     openapi::add_shared_errors(&mut doc);
+    openapi::add_request_examples(&mut doc);
     pools::tag_params_schema(&mut doc);
     (router, doc)
 }

@@ -1,17 +1,19 @@
 //! The OpenAPI document: its header (title, tags, the bearer scheme), the responses that the
 //! shared layers can give on any route (documented here once, so that no route's list can
-//! forget one), and `GET /openapi.json`, which serves the document.
+//! forget one), every request body's example (here together, as one story a test posts in
+//! order), and `GET /openapi.json`, which serves the document.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use axum::Json;
+use utoipa::openapi::example::ExampleBuilder;
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{
-    ContentBuilder, OpenApi as OpenApiDoc, Ref, RefOr, Response, ResponseBuilder, Schema,
+    Content, ContentBuilder, OpenApi as OpenApiDoc, Ref, RefOr, Response, ResponseBuilder, Schema,
 };
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
@@ -245,4 +247,126 @@ fn merge_bodies(own: &mut Response, other: &Response) {
         own.description
     );
     own.headers.extend(other.headers.clone());
+}
+
+/// Each request body's example, by method and path, in the order they make sense one after
+/// another on a fresh service (pool `main`): what the API page offers to send, and what
+/// `tests/api/docs.rs` sends. `PUT /v1/pools/{pool}` has one per rating system instead, with its
+/// default parameters, from the engine.
+pub(super) fn request_examples() -> Vec<(&'static str, &'static str, serde_json::Value)> {
+    use serde_json::json;
+    vec![
+        (
+            "put",
+            "/v1/pools/{pool}/display",
+            json!({
+            "conservative_k": 3.0, "fixed_range": {"max": 3000.0},
+            "provisional": {"min_rounds": 5},
+            "leagues": {"k": 3.0, "placement_rounds": 5, "division_size": 100, "tiers": [
+                {"name": "bronze"}, {"name": "silver", "threshold": 1400.0},
+                {"name": "gold", "threshold": 1600.0}]}}),
+        ),
+        (
+            "post",
+            "/v1/pools/{pool}/rounds",
+            json!({
+            "id": "cup-1", "time": "2026-11-20T18:00:00Z", "standings": [
+                {"player": "ann", "rank": 1}, {"player": "bob", "rank": 2},
+                {"player": "cy", "rank": 2}]}),
+        ),
+        (
+            "post",
+            "/v1/pools/{pool}/round-batches",
+            json!({"rounds": [
+            {"id": "cup-2", "time": "2026-11-21T18:00:00Z", "standings": [
+                {"player": "cy", "rank": 1}, {"player": "ann", "rank": 2}]},
+            {"id": "cup-3", "time": "2026-11-22T18:00:00Z", "standings": [
+                {"player": "ann", "rank": 1, "team": "red"}, {"player": "dee", "rank": 1, "team": "red"},
+                {"player": "bob", "rank": 2, "team": "blue"}, {"player": "cy", "rank": 2, "team": "blue"}]}]}),
+        ),
+        (
+            "post",
+            "/v1/pools/{pool}/predictions",
+            json!({
+            "entrants": [{"players": ["ann"]}, {"players": ["bob"]}, {"players": ["newcomer"]}]}),
+        ),
+        (
+            "post",
+            "/v1/pools/{pool}/match-quality",
+            json!({
+            "sides": [["ann", "dee"], ["bob", "cy"]]}),
+        ),
+        (
+            "post",
+            "/v1/pools/{pool}/matchmaking",
+            json!({
+            "waiting": [{"player": "ann", "waited": 30.0}, {"player": "bob", "waited": 5.0},
+                {"player": "cy", "waited": 0.0}, {"player": "dee", "waited": 12.0}],
+            "team_size": 1, "teams": 2}),
+        ),
+        (
+            "post",
+            "/v1/pools/{pool}/corrections",
+            json!({
+            "id": "fix-1", "action": "disqualify", "round": "cup-1", "player": "bob"}),
+        ),
+        (
+            "post",
+            "/v1/pools/{pool}/seasons",
+            json!({
+            "id": "2027-spring", "mu_reset": 0.2, "sigma_reset": 0.5}),
+        ),
+        (
+            "post",
+            "/v1/keys",
+            json!({"name": "scoreboard", "role": "read"}),
+        ),
+    ]
+}
+
+/// `PUT /v1/pools/{pool}`'s examples: each system with its default parameters, named by it.
+pub(super) fn pool_examples() -> Vec<(&'static str, serde_json::Value)> {
+    crate::engine::SystemName::ALL
+        .iter()
+        .map(|&system| {
+            let tagged = serde_json::to_value(system.defaults()).unwrap_or_default();
+            let mut body = tagged["params"].clone();
+            if let Some(object) = body.as_object_mut() {
+                object.insert("system".to_owned(), system.as_str().into());
+            }
+            (system.as_str(), body)
+        })
+        .collect()
+}
+
+/// The JSON request body of operation `method` `path` of `doc`, if it has one.
+fn json_body<'a>(doc: &'a mut OpenApiDoc, method: &str, path: &str) -> Option<&'a mut Content> {
+    let item = doc.paths.paths.get_mut(path)?;
+    let operation = match method {
+        "put" => item.put.as_mut(),
+        "post" => item.post.as_mut(),
+        _ => None,
+    }?;
+    operation
+        .request_body
+        .as_mut()
+        .and_then(|body| body.content.get_mut(JSON))
+}
+
+/// Sets every request body's example in `doc` ([`request_examples`], [`pool_examples`]).
+pub(super) fn add_request_examples(doc: &mut OpenApiDoc) {
+    for (method, path, example) in request_examples() {
+        if let Some(content) = json_body(doc, method, path) {
+            content.example = Some(example);
+        }
+    }
+    if let Some(content) = json_body(doc, "put", "/v1/pools/{pool}") {
+        for (name, value) in pool_examples() {
+            let example = ExampleBuilder::new()
+                .summary(format!("{name}, its default parameters"))
+                .value(Some(value))
+                .build();
+            content.examples.insert(name.to_owned(), RefOr::T(example));
+        }
+    }
 }

@@ -444,8 +444,9 @@ async fn get_pool(
 }
 
 /// Creates a pool, or changes its parameters while it has no rounds (409 once it has).
-/// `system` is `elo_mmr` unless given; parameters left out take the service's configured
-/// defaults (`[engine]`) for Elo-MMR and the system's own for Weng-Lin.
+/// `system` is `elo_mmr` unless given, or any of the seven systems (the examples give each
+/// with its defaults); parameters left out take the service's configured defaults
+/// (`[engine]`) for Elo-MMR and the system's own for the others.
 #[utoipa::path(put, path = "/v1/pools/{pool}", tag = "pools",
     params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
     request_body = ParamsOverrides,

@@ -105,6 +105,20 @@ impl SystemName {
         Self::Elo,
     ];
 
+    /// The system with its default parameters.
+    #[must_use]
+    pub fn defaults(self) -> SystemParams {
+        match self {
+            Self::EloMmr => SystemParams::EloMmr(Params::default()),
+            Self::WengLin => SystemParams::WengLin(WengLinParams::default()),
+            Self::TrueSkill => SystemParams::TrueSkill(TrueSkillParams::default()),
+            Self::Glicko2 => SystemParams::Glicko2(Glicko2Params::default()),
+            Self::Codeforces => SystemParams::Codeforces(CodeforcesParams::default()),
+            Self::Topcoder => SystemParams::Topcoder(TopcoderParams::default()),
+            Self::Elo => SystemParams::Elo(EloParams::default()),
+        }
+    }
+
     /// The name as requests and responses spell it.
     #[must_use]
     pub fn as_str(self) -> &'static str {

@@ -1,9 +1,11 @@
 //! `GET /docs` (the API docs page) and `GET /` (the dashboard): served from the binary, with
-//! nothing fetched from elsewhere.
+//! nothing fetched from elsewhere; every request body example the document offers is taken by
+//! the service.
 
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
 
-use crate::support::TestApp;
+use crate::support::{Payload, TestApp, ADMIN_KEY, POOL};
 
 /// The page's `src="…"` and `href="…"` values.
 fn references(html: &str) -> Vec<&str> {
@@ -85,6 +87,172 @@ async fn the_dashboard_is_one_page_with_its_own_script_and_style() {
                 !body.contains("http://") && !body.contains("https://"),
                 "{asset} fetches nothing from elsewhere"
             );
+        }
+    }
+}
+
+/// Every request body the API takes, in the order its examples tell one story on a fresh
+/// service: the pool `main`, its display, rounds, reads that predict, a correction, a season, a
+/// key. A route with a body missing here fails the first assertion below.
+const STORY: [(&str, &str); 11] = [
+    ("put", "/v1/pools/{pool}"),
+    ("put", "/v1/pools/{pool}/display"),
+    ("patch", "/v1/pools/{pool}/display"),
+    ("post", "/v1/pools/{pool}/rounds"),
+    ("post", "/v1/pools/{pool}/round-batches"),
+    ("post", "/v1/pools/{pool}/predictions"),
+    ("post", "/v1/pools/{pool}/match-quality"),
+    ("post", "/v1/pools/{pool}/matchmaking"),
+    ("post", "/v1/pools/{pool}/corrections"),
+    ("post", "/v1/pools/{pool}/seasons"),
+    ("post", "/v1/keys"),
+];
+
+/// The examples the document gives operation `method` `path`'s body, by name (`example` for a
+/// single one), and the body's media type.
+fn examples_of(document: &Value, method: &str, path: &str) -> (String, Vec<(String, Value)>) {
+    let content = document["paths"][path][method]["requestBody"]["content"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{method} {path}: a request body"));
+    let (media, body) = content.iter().next().expect("one media type");
+    let mut examples: Vec<(String, Value)> = body["examples"]
+        .as_object()
+        .map(|named| {
+            named
+                .iter()
+                .map(|(name, example)| (name.clone(), example["value"].clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(example) = body.get("example") {
+        examples.push(("example".to_owned(), example.clone()));
+    }
+    (media.clone(), examples)
+}
+
+#[tokio::test]
+async fn every_request_body_example_of_the_document_is_taken_by_the_service() {
+    let document = serde_json::to_value(mmr_service::api::openapi()).expect("a JSON document");
+    let mut with_bodies = Vec::new();
+    for (path, operations) in document["paths"].as_object().expect("paths") {
+        for (method, operation) in operations.as_object().expect("operations") {
+            if operation.get("requestBody").is_some() {
+                with_bodies.push((method.clone(), path.clone()));
+            }
+        }
+    }
+    let mut story: Vec<(String, String)> = STORY
+        .iter()
+        .map(|&(m, p)| (m.to_owned(), p.to_owned()))
+        .collect();
+    story.sort();
+    with_bodies.sort();
+    assert_eq!(
+        with_bodies, story,
+        "every route with a body is in the story"
+    );
+
+    let app = TestApp::new().await;
+    for (method, path) in STORY {
+        let (media, examples) = examples_of(&document, method, path);
+        assert!(!examples.is_empty(), "{method} {path}: an example");
+        for (name, example) in examples {
+            // Each system's pool apart, under its name; the story goes on in `main`.
+            let pool = if path == "/v1/pools/{pool}" && name != "elo_mmr" {
+                name.clone()
+            } else {
+                "main".to_owned()
+            };
+            let uri = path.replace("{pool}", &pool);
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).expect("a method");
+            let body = serde_json::to_vec(&example).expect("JSON");
+            let media: &'static str = if media == "application/merge-patch+json" {
+                "application/merge-patch+json"
+            } else {
+                "application/json"
+            };
+            let answer = app
+                .send(
+                    method.clone(),
+                    &uri,
+                    Some(ADMIN_KEY),
+                    Payload::Raw(Some(media), body),
+                )
+                .await;
+            assert!(
+                answer.status.is_success(),
+                "{method} {uri} with example `{name}` {example}: {} {:#}",
+                answer.status,
+                answer.body
+            );
+        }
+        if path == "/v1/pools/{pool}/round-batches" {
+            let settled = app.apply_queued(POOL).await;
+            assert_eq!(settled.len(), 3, "the rounds of the examples are applied");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_bounds_the_document_gives_elo_mmr_s_parameters_are_where_the_service_refuses() {
+    let document = serde_json::to_value(mmr_service::api::openapi()).expect("a JSON document");
+    let branches = document["components"]["schemas"]["ParamsOverrides"]["oneOf"]
+        .as_array()
+        .expect("one branch per system");
+    let properties = &branches
+        .iter()
+        .find(|branch| branch["title"] == "elo_mmr")
+        .expect("Elo-MMR's branch")["properties"];
+    let app = TestApp::new().await;
+    for field in [
+        "beta",
+        "gamma",
+        "mu_init",
+        "sigma_init",
+        "drift_per_day",
+        "history_limit",
+    ] {
+        let schema = &properties[field];
+        let (low, high) = (
+            schema["minimum"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{field}: a minimum")),
+            schema["maximum"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{field}: a maximum")),
+        );
+        let integer = field == "history_limit";
+        let value = |x: f64| {
+            if integer {
+                json!(x as i64)
+            } else {
+                json!(x)
+            }
+        };
+        // Just outside each bound: an integer's neighbour, a float's by a relative step.
+        let (below, above) = if integer {
+            (low - 1.0, high + 1.0)
+        } else {
+            (low - low.abs().max(1e-9) * 1e-3, high + high.abs() * 1e-3)
+        };
+        for (i, (x, taken)) in [(low, true), (high, true), (below, false), (above, false)]
+            .into_iter()
+            .enumerate()
+        {
+            let pool = format!("bounds-{field}-{i}").replace('_', "-");
+            let answer = app
+                .put_pool(&pool, json!({"system": "elo_mmr", field: value(x)}))
+                .await;
+            if taken {
+                answer.assert_status(StatusCode::CREATED, &format!("{field} = {x}"));
+            } else {
+                answer.assert_error(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_parameter",
+                    Some(field),
+                    &format!("{field} = {x}"),
+                );
+            }
         }
     }
 }
