@@ -321,12 +321,7 @@ fn an_export_replays_and_imports_as_the_pool_to_the_bit(backend: Backend) {
     import(&server, POOL, &input, &[]).expect("imports");
     wait_until_applied(&server, 30);
 
-    let export = reqwest::blocking::Client::new()
-        .get(format!("{}/v1/pools/{POOL}/rounds", server.base_url()))
-        .header("accept", "application/x-ndjson")
-        .send()
-        .and_then(reqwest::blocking::Response::text)
-        .expect("the export");
+    let export = server.export(POOL);
     let lines: Vec<String> = export.lines().map(str::to_owned).collect();
     assert_eq!(lines.len(), 31, "the pool's line, then every round");
     let opening: serde_json::Value = serde_json::from_str(&lines[0]).expect("JSON");

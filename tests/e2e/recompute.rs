@@ -77,12 +77,7 @@ fn a_correction_interrupted_by_a_kill_is_applied_once_after_a_restart(backend: B
 
     server.restart();
     wait_until_applied(&server, rounds.len() as u64 + 2);
-    let export = reqwest::blocking::Client::new()
-        .get(format!("{}/v1/pools/{POOL}/rounds", server.base_url()))
-        .header("accept", "application/x-ndjson")
-        .send()
-        .and_then(reqwest::blocking::Response::text)
-        .expect("the export");
+    let export = server.export(POOL);
     let lines: Vec<String> = export.lines().map(str::to_owned).collect();
     // The pool's line, the rounds, and the round posted after the correction.
     assert_eq!(lines.len(), rounds.len() + 2);

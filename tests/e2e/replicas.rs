@@ -155,6 +155,27 @@ fn serves_player(
         .is_ok_and(|response| response.status() == 200)
 }
 
+/// Waits until `pool` has an owner and every one of `servers` serves its player `player`.
+fn wait_until_served(
+    client: &reqwest::blocking::Client,
+    servers: &[Server],
+    pool: &str,
+    player: &str,
+) {
+    wait_for_owner(servers, pool);
+    let started = Instant::now();
+    while !servers
+        .iter()
+        .all(|s| serves_player(client, s, pool, player))
+    {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "{pool}: {player} is not served everywhere"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The `q`-quantile of `sorted`.
 fn quantile(sorted: &[Duration], q: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
@@ -408,18 +429,7 @@ fn a_pool_deleted_through_one_replica_is_dropped_by_the_other() {
         servers[0].post("/v1/pools/gone/rounds", round, ADMIN_KEY),
         202
     );
-    wait_for_owner(&servers, "gone");
-    let started = Instant::now();
-    while !servers
-        .iter()
-        .all(|s| serves_player(&client, s, "gone", "old"))
-    {
-        assert!(
-            started.elapsed() < PATIENCE,
-            "the round is not served everywhere"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until_served(&client, &servers, "gone", "old");
 
     let deleted = client
         .delete(format!(
@@ -461,18 +471,7 @@ fn a_pool_deleted_through_one_replica_is_dropped_by_the_other() {
         servers[1].post("/v1/pools/gone/rounds", round, ADMIN_KEY),
         202
     );
-    wait_for_owner(&servers, "gone");
-    let started = Instant::now();
-    while !servers
-        .iter()
-        .all(|s| serves_player(&client, s, "gone", "new"))
-    {
-        assert!(
-            started.elapsed() < PATIENCE,
-            "the new pool is not served everywhere"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until_served(&client, &servers, "gone", "new");
     for server in &servers {
         assert!(
             !serves_player(&client, server, "gone", "old"),

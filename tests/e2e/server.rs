@@ -363,6 +363,16 @@ impl Server {
         self.get_ok(path).json().expect("a JSON body")
     }
 
+    /// `pool`'s export from the start, as JSON Lines: the pool's line, then every round.
+    pub fn export(&self, pool: &str) -> String {
+        reqwest::blocking::Client::new()
+            .get(format!("{}/v1/pools/{pool}/rounds", self.base_url()))
+            .header("accept", "application/x-ndjson")
+            .send()
+            .and_then(reqwest::blocking::Response::text)
+            .expect("the export")
+    }
+
     /// GET `path`, answered 200: its body as text.
     pub fn get_text(&self, path: &str) -> String {
         self.get_ok(path).text().expect("a text body")
