@@ -391,10 +391,10 @@ impl ReplayArgs {
             |system| move |e| anyhow::anyhow!("invalid parameters for --system {system}: {e}");
         Ok(match system {
             SystemArg::EloMmr => SystemParams::EloMmr(
-                serde_path_to_error::deserialize(params).map_err(invalid("elo-mmr"))?,
+                serde_path_to_error::deserialize(params).map_err(invalid("elo_mmr"))?,
             ),
             SystemArg::WengLin => SystemParams::WengLin(
-                serde_path_to_error::deserialize(params).map_err(invalid("weng-lin"))?,
+                serde_path_to_error::deserialize(params).map_err(invalid("weng_lin"))?,
             ),
             SystemArg::TrueSkill => SystemParams::TrueSkill(
                 serde_path_to_error::deserialize(params).map_err(invalid("trueskill"))?,

@@ -55,10 +55,10 @@ async fn a_method_a_route_does_not_take_returns_405_as_json_with_allow() {
     app.create_pool(POOL).await;
     let cases = [
         (
-            Method::DELETE,
+            Method::POST,
             "/v1/pools/main",
-            &["GET", "PUT"][..],
-            "deleting a pool",
+            &["GET", "PUT", "DELETE"][..],
+            "posting to a pool",
         ),
         (
             Method::POST,

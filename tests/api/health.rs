@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::support::{round, settings, Payload, TestApp, ADMIN_KEY, POOL, READ_KEY};
 
 /// Every route of the API, as `METHOD path`.
-const ROUTES: [&str; 35] = [
+const ROUTES: [&str; 36] = [
     "GET /healthz",
     "GET /readyz",
     "GET /openapi.json",
@@ -17,6 +17,7 @@ const ROUTES: [&str; 35] = [
     "GET /v1/pools",
     "GET /v1/pools/{pool}",
     "PUT /v1/pools/{pool}",
+    "DELETE /v1/pools/{pool}",
     "GET /v1/pools/{pool}/display",
     "PUT /v1/pools/{pool}/display",
     "PATCH /v1/pools/{pool}/display",
