@@ -120,8 +120,15 @@ fn publishing(c: &mut Criterion) {
             }
         })
         .collect();
+    // The default settings keep the established players in lists of their own (provisional:
+    // fewer than 3 rounds); without a provisional rule there are none to keep.
+    let nobody_provisional = Display {
+        provisional: None,
+        ..Display::default()
+    };
     let pools = [
-        ("", Display::default(), stored),
+        ("", Display::default(), stored.clone()),
+        (" and nobody provisional", nobody_provisional, stored),
         (" with leagues", leagues, placed),
     ];
     let mut group = c.benchmark_group("publish a round into a pool of 1,000,000 players");
