@@ -20,7 +20,7 @@ use crate::display::{Display, LeagueTable, Leagues};
 use crate::engine::{self, SystemParams};
 use crate::ownership;
 use crate::pools::loading::{Loading, LOAD_RETRY};
-use crate::pools::past::PastBoards;
+use crate::pools::past::{BuildFailed, PastBoards};
 use crate::pools::{Pool, PoolState, Pools};
 use crate::rate_limit::RateLimits;
 use crate::storage::{
@@ -105,7 +105,7 @@ pub struct AppState {
     /// The bytes of request bodies being read and parsed.
     pub bodies: Arc<crate::body_budget::BodyBudget>,
     /// Past leaderboards (as-of reads, seasons' standings), built once and kept for a while.
-    pub past_boards: Arc<PastBoards<crate::api::error::Error>>,
+    pub past_boards: Arc<PastBoards<BuildFailed>>,
     /// The keys kept in the database that still work, as requests are checked against them
     /// (beside `settings.auth.keys`): replaced whole when a key is created or revoked here,
     /// and re-read every second for changes made by another process.
@@ -298,7 +298,8 @@ impl AppState {
             );
         }
         self.refresh_keys().await?;
-        self.load_stored_pools(false).await?;
+        self.load_stored_pools(self.storage.pool_names().await?, false)
+            .await?;
         Ok(())
     }
 
@@ -608,21 +609,24 @@ impl AppState {
     /// Loads the pools another process created since: every pool the database has and memory
     /// has not, past any that cannot be loaded; and drops those another process deleted.
     pub async fn load_new_pools(&self) -> Result<(), storage::Error> {
-        let stored: std::collections::HashSet<String> =
-            self.storage.pool_names().await?.into_iter().collect();
+        let stored = self.storage.pool_names().await?;
         for pool in self.pools.all() {
-            if !stored.contains(pool.name()) {
+            if !stored.iter().any(|name| name == pool.name()) {
                 self.forget_pool(pool.name());
             }
         }
-        self.load_stored_pools(true).await
+        self.load_stored_pools(stored, true).await
     }
 
-    /// Loads every stored pool not in memory yet. A pool that cannot be loaded fails the whole
+    /// Loads every pool of `stored` not in memory yet. A pool that cannot be loaded fails the whole
     /// at startup; later (`skip_unloadable`), it keeps no other pool from loading (its failure
     /// is logged where its load was tried, and its own routes answer 500).
-    async fn load_stored_pools(&self, skip_unloadable: bool) -> Result<(), storage::Error> {
-        for name in self.storage.pool_names().await? {
+    async fn load_stored_pools(
+        &self,
+        stored: Vec<String>,
+        skip_unloadable: bool,
+    ) -> Result<(), storage::Error> {
+        for name in stored {
             if self.pools.get(&name).is_none() {
                 match self.pool(&name).await {
                     Err(error) if error.is_unavailable() || !skip_unloadable => return Err(error),

@@ -91,6 +91,10 @@ function change(delta, digits = 1) {
     : el("span", { class: "delta down" }, `−${shown.slice(1)}`);
 }
 
+// The change from `before` to `after` (either may be unknown), as `change` shows it.
+const changeOf = (after, before, digits) =>
+  change(known(after) && known(before) ? after - before : null, digits);
+
 // A league badge in its league's colour (by its place among the pool's leagues).
 function badge(league, leagues) {
   if (!league) {
@@ -438,7 +442,7 @@ function historyTable(pool, entries, scale, digits) {
       return [
         roundLink(pool, e.round_id), day(e.time), `${e.rank} / ${e.entrants}`,
         ...(expected ? [known(e.expected_rank) ? fixed(e.expected_rank) : "–"] : []), fixed(e.performance),
-        fixed(after, digits), change(known(after) && known(before) ? after - before : null, digits),
+        fixed(after, digits), changeOf(after, before, digits),
       ];
     });
     const paging = el("nav", { class: "paging", "aria-label": "history pages" });
@@ -591,7 +595,7 @@ function ratingChart(pool, entries, scale, leagues, readout, digits) {
     readout.replaceChildren(
       roundLink(pool, e.round_id), dated ? ` · ${day(e.time)}` : "", ` · place ${e.rank} of ${e.entrants}`,
       known(e.expected_rank) ? ` (expected ${fixed(e.expected_rank)})` : "",
-      ` · ${scale.name} ${fixed(after, digits)} `, change(known(after) && known(before) ? after - before : null, digits)
+      ` · ${scale.name} ${fixed(after, digits)} `, changeOf(after, before, digits)
     );
   };
   chart.addEventListener("keydown", (event) => {
@@ -656,7 +660,7 @@ async function roundPage(pool, id, started) {
         const before = scale.name === "μ" ? r.mu_before : r.display_rating_before;
         return [
           r.rank, playerLink(pool, r.player), ...(expected ? [known(r.expected_rank) ? fixed(r.expected_rank) : "–"] : []),
-          fixed(r.performance), fixed(after, digits), change(known(after) && known(before) ? after - before : null, digits),
+          fixed(r.performance), fixed(after, digits), changeOf(after, before, digits),
         ];
       }),
       "results",

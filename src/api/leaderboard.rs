@@ -24,7 +24,7 @@ use super::{pool_of, reads};
 use crate::display::{Placement, Ranking};
 use crate::engine::{Beliefs, Rating, SoftReset};
 use crate::pools::leaderboard::{Filter, Leaderboard, Order, Place};
-use crate::pools::past::{Basis, PastError, PastKey};
+use crate::pools::past::{Basis, BuildFailed, PastError, PastKey};
 use crate::pools::{AsOfBoard, LastRound, Pool, PoolState, Shown};
 use crate::rate_limit::Client;
 use crate::state::AppState;
@@ -341,7 +341,11 @@ pub(super) async fn past_board(
     };
     let display = current.display().clone();
     let build = async move {
-        let rated = rated.await?;
+        let rated = rated.await.map_err(|error| match error {
+            Error::NotFound { what: "pool", id } => BuildFailed::PoolNotFound(id),
+            Error::Unavailable => BuildFailed::Unavailable,
+            _ => BuildFailed::Internal,
+        })?;
         tokio::task::spawn_blocking(move || match rated {
             PastPlayers::Rows(rated, seasons) => current.as_of(rated, &seasons),
             PastPlayers::Since(after) => current.season_board(after),
@@ -349,7 +353,7 @@ pub(super) async fn past_board(
         .await
         .map_err(|error| {
             tracing::error!(error = %error, "rebuilding a past leaderboard");
-            Error::Internal
+            BuildFailed::Internal
         })
     };
     state
@@ -363,7 +367,11 @@ pub(super) async fn past_board(
             PastError::OverShare => Error::RateLimited {
                 retry_after_secs: 2,
             },
-            PastError::Failed(error) => error,
+            PastError::Failed(BuildFailed::PoolNotFound(id)) => {
+                Error::NotFound { what: "pool", id }
+            }
+            PastError::Failed(BuildFailed::Unavailable) => Error::Unavailable,
+            PastError::Failed(BuildFailed::Internal) => Error::Internal,
             PastError::Panicked => Error::Internal,
         })
 }

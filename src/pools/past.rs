@@ -65,6 +65,21 @@ pub enum PastError<E> {
     Panicked,
 }
 
+/// Why a board's build failed, as each request that waited for it is told: what a read of the
+/// database a build makes can end in (the cause is logged where it happened).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildFailed {
+    /// The pool is gone (deleted while its board was built).
+    #[error("no pool `{0}`")]
+    PoolNotFound(String),
+    /// The database could not be reached.
+    #[error("the database is unavailable")]
+    Unavailable,
+    /// Anything else.
+    #[error("the board could not be built")]
+    Internal,
+}
+
 /// What a kept board costs beside its players, counted as this many players: its display
 /// settings (twice), its map's and leaderboard's own allocations, its entry here. The earliest
 /// rounds of a long pool make boards of a few players each; this also bounds how many boards

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io::ErrorKind;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -71,18 +72,24 @@ pub fn pool_line(path: &Path, format: InputFormat) -> Result<Option<PoolLine>, E
     if format != InputFormat::Jsonl {
         return Ok(None);
     }
-    let text = fs::read_to_string(path).map_err(|source| Error::Read {
+    let read_error = |source| Error::Read {
         path: path.to_owned(),
         source,
-    })?;
-    let Some((index, line)) = text
-        .lines()
-        .enumerate()
-        .find(|(_, line)| !line.trim().is_empty())
-    else {
+    };
+    // The first line only: the rounds are read after, by `read`.
+    let file = fs::File::open(path).map_err(read_error)?;
+    let mut first = None;
+    for (index, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(read_error)?;
+        if !line.trim().is_empty() {
+            first = Some((index, line));
+            break;
+        }
+    }
+    let Some((index, line)) = first else {
         return Ok(None);
     };
-    let Ok(value) = serde_json::from_str::<Value>(line) else {
+    let Ok(value) = serde_json::from_str::<Value>(&line) else {
         return Ok(None);
     };
     PoolLine::from_value(&value)
