@@ -76,6 +76,9 @@ pub struct ServerSettings {
     pub max_concurrent_past_boards: usize,
     /// How many players the past leaderboards kept after their build may hold together.
     pub past_boards_kept_players: usize,
+    /// How many entrants the orders of large rounds' results kept after their build may hold
+    /// together.
+    pub round_orders_kept_entrants: usize,
     /// What one client (a key, or an anonymous address) may hold at once of the computations'
     /// budget, of the past leaderboards being built and of the reads of the database, in
     /// percent (rounded up to whole largest computations, boards and reads, at least one of

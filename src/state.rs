@@ -20,7 +20,7 @@ use crate::display::{Display, LeagueTable, Leagues};
 use crate::engine::{self, SystemParams};
 use crate::ownership;
 use crate::pools::loading::{Loading, LOAD_RETRY};
-use crate::pools::past::{BuildFailed, PastBoards};
+use crate::pools::past::{BuildFailed, PastBoards, RoundOrders};
 use crate::pools::{Pool, PoolState, Pools};
 use crate::rate_limit::RateLimits;
 use crate::storage::{
@@ -106,6 +106,8 @@ pub struct AppState {
     pub bodies: Arc<crate::body_budget::BodyBudget>,
     /// Past leaderboards (as-of reads, seasons' standings), built once and kept for a while.
     pub past_boards: Arc<PastBoards<BuildFailed>>,
+    /// The order of large rounds' results, built once and kept for a while.
+    pub round_orders: Arc<RoundOrders<BuildFailed>>,
     /// The keys kept in the database that still work, as requests are checked against them
     /// (beside `settings.auth.keys`): replaced whole when a key is created or revoked here,
     /// and re-read every second for changes made by another process.
@@ -235,6 +237,11 @@ impl AppState {
             server.client_share(server.max_concurrent_past_boards),
             server.past_boards_kept_players,
         );
+        let round_orders = RoundOrders::new(
+            server.max_concurrent_past_boards,
+            server.client_share(server.max_concurrent_past_boards),
+            server.round_orders_kept_entrants,
+        );
         let read_connections = settings.database.read_connections;
         let connections = Arc::new(crate::serve::Connections::new(server, read_connections));
         let reads = storage.for_reads(read_connections);
@@ -260,6 +267,7 @@ impl AppState {
             compute: Arc::new(compute),
             bodies: Arc::new(crate::body_budget::BodyBudget::new(server)),
             past_boards: Arc::new(past_boards),
+            round_orders: Arc::new(round_orders),
             keys: Arc::new(ArcSwap::from_pointee(Vec::new())),
             keys_turn: Arc::default(),
             loading: Arc::default(),
@@ -445,12 +453,13 @@ impl AppState {
     }
 
     /// Drops pool `name` from memory: its worker ends, its lease goes back at the next
-    /// heartbeat, its past boards go.
+    /// heartbeat, its past boards and its rounds' orders go.
     fn forget_pool(&self, name: &str) {
         if self.pools.remove(name).is_some() {
             tracing::info!(pool = name, "pool deleted");
         }
         self.past_boards.forget(name);
+        self.round_orders.forget(name);
     }
 
     /// Sets pool `pool`'s display settings (validated by the caller) and publishes the pool

@@ -9,6 +9,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::compute::Refused;
+use crate::pools::past::{BuildFailed, PastError};
 use crate::storage;
 
 /// Seconds a client is asked to wait before retrying a 503.
@@ -377,6 +378,34 @@ impl From<storage::Error> for Error {
                 tracing::error!(error = %other, "storage error");
                 Self::Internal
             }
+        }
+    }
+}
+
+impl From<Error> for BuildFailed {
+    /// What the requests waiting for a build are told of its failure (the cause was logged
+    /// where it happened).
+    fn from(error: Error) -> Self {
+        match error {
+            Error::NotFound { what: "pool", id } => Self::PoolNotFound(id),
+            Error::Unavailable => Self::Unavailable,
+            _ => Self::Internal,
+        }
+    }
+}
+
+impl From<PastError<BuildFailed>> for Error {
+    fn from(error: PastError<BuildFailed>) -> Self {
+        match error {
+            PastError::Overloaded => Self::Overloaded,
+            // A build takes seconds (a past board 1.5-3.5 s on ctftime): asking again in 1 s
+            // would mostly be refused again.
+            PastError::OverShare => Self::RateLimited {
+                retry_after_secs: 2,
+            },
+            PastError::Failed(BuildFailed::PoolNotFound(id)) => Self::NotFound { what: "pool", id },
+            PastError::Failed(BuildFailed::Unavailable) => Self::Unavailable,
+            PastError::Failed(BuildFailed::Internal) | PastError::Panicked => Self::Internal,
         }
     }
 }

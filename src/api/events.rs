@@ -27,11 +27,11 @@ use utoipa_axum::routes;
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::query::{not_a_seq, seq_param, QueryParams};
+use super::round_results::read_round;
 use super::rounds::{RoundResponse, DEFAULT_RESULTS};
 use super::{pool_of, reads};
 use crate::rate_limit::Share;
 use crate::state::AppState;
-use crate::storage::ResultsPage;
 
 /// The media type of the feed.
 const EVENT_STREAM: &str = "text/event-stream";
@@ -45,6 +45,10 @@ const BATCH: u32 = 100;
 
 /// A comment line this often keeps proxies from closing an idle feed.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// How long a feed waits before it reads a large round again when every build of a round's
+/// order was taken.
+const OVERLOADED_WAIT: Duration = Duration::from_millis(200);
 
 /// How long a client should wait before reconnecting (the feed's `retry:` field), in ms.
 const RETRY_MS: u64 = 2_000;
@@ -232,11 +236,30 @@ async fn send_next(
     // The feed's reads wait for no client's turn: the feeds have bounds of their own.
     let rows = state.reads.applied_ids(pool.name(), *after, BATCH).await?;
     let current = pool.read();
-    let first = ResultsPage::first(DEFAULT_RESULTS);
     for row in &rows {
         // Listed as applied, it is stored (a correction may have voided it since: then it is
         // sent as it stands now).
-        if let Some(record) = state.reads.round(pool.name(), &row.id, &first).await? {
+        let record = loop {
+            match read_round(
+                state,
+                None,
+                &*state.reads,
+                pool,
+                &row.id,
+                None,
+                DEFAULT_RESULTS,
+            )
+            .await
+            {
+                // Every build of a large round's order is taken: the feed waits for one.
+                Err(Error::Overloaded) => tokio::select! {
+                    () = tokio::time::sleep(OVERLOADED_WAIT) => {}
+                    () = closing.cancelled() => anyhow::bail!("closing"),
+                },
+                read => break read.map_err(|error| anyhow::anyhow!("{error:?}"))?,
+            }
+        };
+        if let Some(record) = record {
             let event = RoundEvent {
                 seq: row.seq,
                 round: RoundResponse::of(record, &current),

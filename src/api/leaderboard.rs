@@ -24,7 +24,7 @@ use super::{pool_of, reads};
 use crate::display::{Placement, Ranking};
 use crate::engine::{Beliefs, Rating, SoftReset};
 use crate::pools::leaderboard::{Filter, Leaderboard, Order, Place};
-use crate::pools::past::{Basis, BuildFailed, PastError, PastKey};
+use crate::pools::past::{Basis, BuildFailed, PastKey};
 use crate::pools::{AsOfBoard, LastRound, Pool, PoolState, Shown};
 use crate::rate_limit::Client;
 use crate::state::AppState;
@@ -341,11 +341,7 @@ pub(super) async fn past_board(
     };
     let display = current.display().clone();
     let build = async move {
-        let rated = rated.await.map_err(|error| match error {
-            Error::NotFound { what: "pool", id } => BuildFailed::PoolNotFound(id),
-            Error::Unavailable => BuildFailed::Unavailable,
-            _ => BuildFailed::Internal,
-        })?;
+        let rated = rated.await.map_err(BuildFailed::from)?;
         tokio::task::spawn_blocking(move || match rated {
             PastPlayers::Rows(rated, seasons) => current.as_of(rated, &seasons),
             PastPlayers::Since(after) => current.season_board(after),
@@ -358,22 +354,9 @@ pub(super) async fn past_board(
     };
     state
         .past_boards
-        .get(client, pool.name(), key, basis, &display, build)
+        .get(client, pool.name(), key, (basis, display), build)
         .await
-        .map_err(|error| match error {
-            PastError::Overloaded => Error::Overloaded,
-            // A board takes seconds to build (1.5-3.5 s on ctftime): asking again in 1 s would
-            // mostly be refused again.
-            PastError::OverShare => Error::RateLimited {
-                retry_after_secs: 2,
-            },
-            PastError::Failed(BuildFailed::PoolNotFound(id)) => {
-                Error::NotFound { what: "pool", id }
-            }
-            PastError::Failed(BuildFailed::Unavailable) => Error::Unavailable,
-            PastError::Failed(BuildFailed::Internal) => Error::Internal,
-            PastError::Panicked => Error::Internal,
-        })
+        .map_err(Error::from)
 }
 
 fn page(

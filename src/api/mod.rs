@@ -33,6 +33,7 @@ pub mod query;
 pub mod request_id;
 pub mod round_batches;
 mod round_path;
+pub mod round_results;
 pub mod rounds;
 pub mod seasons;
 pub mod waiting;

@@ -21,13 +21,14 @@ use super::json::json_bytes;
 use super::players::{limit, rfc3339};
 use super::query::QueryParams;
 use super::round_path::RoundPath;
+use super::round_results::read_round;
 use super::waiting::{settle, WaitQuery};
 use super::{pool_of, reads};
 use crate::display::Placement;
 use crate::engine::RatingChange;
 use crate::pools::PoolState;
 use crate::state::{AppState, Systems};
-use crate::storage::{Enqueued, EntryKind, NewEntry, ResultsPage, RoundRecord, RoundStatus};
+use crate::storage::{Enqueued, EntryKind, NewEntry, RoundRecord, RoundStatus};
 use crate::wire::{FieldError, RoundRequest, MAX_RANK};
 
 /// The routes of this module.
@@ -449,14 +450,11 @@ pub(super) async fn get_round(
     RoundPath { pool, id }: RoundPath,
     QueryParams(query): QueryParams<RoundQuery>,
 ) -> Result<Json<RoundResponse>, Error> {
-    let page = ResultsPage {
-        after: query.cursor.as_deref().map(decode_cursor).transpose()?,
-        limit: limit(query.limit, DEFAULT_RESULTS)?,
-    };
+    let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
+    let limit = limit(query.limit, DEFAULT_RESULTS)?;
     let pool = pool_of(&state, auth.client(), &pool).await?;
-    let record = reads(&state, auth.client())
-        .await
-        .round(pool.name(), &id, &page)
+    let reads = reads(&state, auth.client()).await;
+    let record = read_round(&state, auth.client(), &*reads, &pool, &id, after, limit)
         .await?
         .ok_or(Error::NotFound { what: "round", id })?;
     Ok(Json(RoundResponse::of(record, &pool.read())))

@@ -1,18 +1,21 @@
-//! Past leaderboards (a pool as of one of its rounds, a season's standings), each rebuilt from
-//! every player's latest history row up to some round (a query over the pool's history), or for
-//! a season still open from the snapshot's players, and an O(n log n) rebuild: far too much to
-//! repeat for every page a client reads. So each board is built once, by a task of its own
-//! that finishes even if the request that started it goes away, shared with every request that
-//! asks for it meanwhile, and kept afterwards while the boards kept hold few enough players. A
-//! fixed number of boards are built at once; beyond that a request is refused at once rather
-//! than queued, so that no client can pile work on the database. One client may be building
-//! only a share of them: a client cycling through rounds waits for its own builds, and leaves
-//! room for everyone else's.
+//! What reads of the past build once and share: past leaderboards (a pool as of one of its
+//! rounds, a season's standings) and the order of a large round's results.
 //!
-//! A board is what the history rows and the pool's display settings made it. The rows up to a
-//! round change only when a correction rewrites the pool, so a board is looked up by its
-//! [`Basis`] (the pool's count of applied corrections, and for a season still open the last
-//! line it takes in) and by the display settings it was built with; a changed basis or setting
+//! A past board is rebuilt from every player's latest history row up to some round (a query
+//! over the pool's history), or for a season still open from the snapshot's players, and an
+//! O(n log n) rebuild; a large round's results are sorted by rank, which no index of the
+//! database holds. Both are far too much to repeat for every page a client reads. So each is
+//! built once, by a task of its own that finishes even if the request that started it goes
+//! away, shared with every request that asks for it meanwhile, and kept afterwards while those
+//! kept weigh little enough. A fixed number are built at once; beyond that a request is
+//! refused at once rather than queued, so that no client can pile work on the database. One
+//! client may be building only a share of them: a client cycling through rounds waits for its
+//! own builds, and leaves room for everyone else's.
+//!
+//! What is built rests on history rows, which change only when a correction rewrites the pool:
+//! each is looked up by what it is (its key) and by a basis that changes when its rows may
+//! have (the pool's count of applied corrections; for a board, also the display settings it
+//! was built with and, for a season still open, the last line it takes in). A changed basis
 //! builds it again.
 
 use std::future::Future;
@@ -80,34 +83,90 @@ pub enum BuildFailed {
     Internal,
 }
 
-/// What a kept board costs beside its players, counted as this many players: its display
-/// settings (twice), its map's and leaderboard's own allocations, its entry here. The earliest
-/// rounds of a long pool make boards of a few players each; this also bounds how many boards
-/// are kept (`max_players` / 1,000), and so the list each request scans.
-const BOARD_OVERHEAD: usize = 1_000;
-
-/// What a build ends with, once it has.
-type Outcome<E> = Option<Result<Arc<AsOfBoard>, E>>;
-
-/// One board, built or being built.
-struct Kept<E> {
-    pool: String,
-    key: PastKey,
-    basis: Basis,
-    display: Display,
-    outcome: watch::Receiver<Outcome<E>>,
+/// What one built value weighs against the bound on those kept, in the unit of its cache
+/// (players, entrants).
+pub trait Weighed {
+    /// Its weight: its rows and [`OVERHEAD`].
+    fn weight(&self) -> usize;
 }
 
-impl<E> Kept<E> {
-    /// What the board weighs against the bound, once built: its players and its overhead.
+/// What a kept value costs beside its rows, counted as this many rows: a board's display
+/// settings (twice), its map's and leaderboard's own allocations, an entry here. The earliest
+/// rounds of a long pool make boards of a few players each; this also bounds how many are kept
+/// (the bound / 1,000), and so the list each request scans.
+pub const OVERHEAD: usize = 1_000;
+
+impl Weighed for AsOfBoard {
+    fn weight(&self) -> usize {
+        self.players() + OVERHEAD
+    }
+}
+
+/// A board kept for the past reads of leaderboards: each by its [`PastKey`], on its [`Basis`]
+/// and the display settings it was built with.
+pub type PastBoards<E> = Builds<PastKey, (Basis, Display), AsOfBoard, E>;
+
+/// The order of large rounds' results, each by the round's seq, on the pool's count of
+/// applied corrections.
+pub type RoundOrders<E> = Builds<i64, u64, RoundOrder, E>;
+
+/// A round's entrants sorted as its results are read: by rank, then by player.
+#[derive(Debug)]
+pub struct RoundOrder(Vec<(u64, Box<str>)>);
+
+impl RoundOrder {
+    /// The order of `entrants` (each a rank and a player), sorted here.
+    #[must_use]
+    pub fn new(entrants: Vec<(u64, String)>) -> Self {
+        let mut entrants: Vec<(u64, Box<str>)> = entrants
+            .into_iter()
+            .map(|(rank, player)| (rank, player.into_boxed_str()))
+            .collect();
+        entrants.sort_unstable();
+        Self(entrants)
+    }
+
+    /// Up to `limit` entrants after `after` (a rank and a player, not necessarily an entrant),
+    /// and whether more follow them.
+    #[must_use]
+    pub fn page(&self, after: Option<(u64, &str)>, limit: usize) -> (&[(u64, Box<str>)], bool) {
+        let start = after.map_or(0, |after| {
+            self.0
+                .partition_point(|(rank, player)| (*rank, &**player) <= after)
+        });
+        let rest = &self.0[start..];
+        let page = &rest[..limit.min(rest.len())];
+        (page, page.len() < rest.len())
+    }
+}
+
+impl Weighed for RoundOrder {
+    fn weight(&self) -> usize {
+        self.0.len() + OVERHEAD
+    }
+}
+
+/// What a build ends with, once it has.
+type Outcome<V, E> = Option<Result<Arc<V>, E>>;
+
+/// One value, built or being built.
+struct Kept<K, B, V, E> {
+    pool: String,
+    key: K,
+    basis: B,
+    outcome: watch::Receiver<Outcome<V, E>>,
+}
+
+impl<K, B, V: Weighed, E> Kept<K, B, V, E> {
+    /// What the value weighs against the bound, once built.
     fn weight(&self) -> Option<usize> {
         match &*self.outcome.borrow() {
-            Some(Ok(board)) => Some(board.players() + BOARD_OVERHEAD),
+            Some(Ok(value)) => Some(value.weight()),
             _ => None,
         }
     }
 
-    /// Whether the build ended without a board (failed or panicked): nothing to keep.
+    /// Whether the build ended without a value (failed or panicked): nothing to keep.
     fn failed(&self) -> bool {
         match &*self.outcome.borrow() {
             Some(result) => result.is_err(),
@@ -116,41 +175,47 @@ impl<E> Kept<E> {
     }
 }
 
-/// The past boards of every pool of the process.
-pub struct PastBoards<E> {
+/// Values of type `V` built from the pools of the process, each by a key `K` on a basis `B`,
+/// the builds failing with `E`.
+pub struct Builds<K, B, V, E> {
     /// Least recently asked for first.
-    kept: Mutex<Vec<Kept<E>>>,
+    kept: Mutex<Vec<Kept<K, B, V, E>>>,
     building: Arc<Semaphore>,
     /// The builds each client started.
     shares: Arc<Shares>,
-    max_players: usize,
+    max_weight: usize,
 }
 
-impl<E> std::fmt::Debug for PastBoards<E> {
+impl<K, B, V, E> std::fmt::Debug for Builds<K, B, V, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PastBoards")
+        f.debug_struct("Builds")
             .field("building", &self.building)
-            .field("max_players", &self.max_players)
+            .field("max_weight", &self.max_weight)
             .finish_non_exhaustive()
     }
 }
 
-impl<E: Clone + Send + Sync + 'static> PastBoards<E> {
-    /// Boards of which at most `max_building` are built at once (`client_share` of them for
-    /// one client), and those built kept while they hold at most `max_players` players
-    /// together, each counted with its overhead (a board larger than that is answered to the
-    /// requests that waited for it, then dropped).
+impl<K, B, V, E> Builds<K, B, V, E>
+where
+    K: PartialEq,
+    B: PartialEq,
+    V: Weighed + Send + Sync + 'static,
+    E: Clone + Send + Sync + 'static,
+{
+    /// Values of which at most `max_building` are built at once (`client_share` of them for
+    /// one client), and those built kept while they weigh at most `max_weight` together (a
+    /// value heavier than that is answered to the requests that waited for it, then dropped).
     #[must_use]
-    pub fn new(max_building: usize, client_share: usize, max_players: usize) -> Self {
+    pub fn new(max_building: usize, client_share: usize, max_weight: usize) -> Self {
         Self {
             kept: Mutex::new(Vec::new()),
             building: Arc::new(Semaphore::new(max_building)),
             shares: Arc::new(Shares::new(client_share)),
-            max_players,
+            max_weight,
         }
     }
 
-    /// Drops every board of `pool` kept (a pool deleted: one created under its name later
+    /// Drops every value of `pool` kept (a pool deleted: one created under its name later
     /// starts its seqs and corrections again). A build under way answers the requests that
     /// wait for it, and is not kept.
     pub fn forget(&self, pool: &str) {
@@ -158,22 +223,21 @@ impl<E: Clone + Send + Sync + 'static> PastBoards<E> {
         kept.retain(|k| k.pool != pool);
     }
 
-    /// Board `key` of `pool` on `basis`, shown with `display`: the one kept or being built,
-    /// or else the one `build` makes in a task of its own for `client` (none: a caller in
-    /// process, counted in no share), refused at once if as many as allowed are being built,
-    /// in all or for that client.
+    /// Value `key` of `pool` on `basis`: the one kept or being built, or else the one `build`
+    /// makes in a task of its own for `client` (none: a caller in process, counted in no
+    /// share), refused at once if as many as allowed are being built, in all or for that
+    /// client.
     pub async fn get(
         &self,
         client: Option<&Client>,
         pool: &str,
-        key: PastKey,
-        basis: Basis,
-        display: &Display,
-        build: impl Future<Output = Result<AsOfBoard, E>> + Send + 'static,
-    ) -> Result<Arc<AsOfBoard>, PastError<E>> {
-        let mut outcome = self.find_or_start(client, pool, key, basis, display, build)?;
+        key: K,
+        basis: B,
+        build: impl Future<Output = Result<V, E>> + Send + 'static,
+    ) -> Result<Arc<V>, PastError<E>> {
+        let mut outcome = self.find_or_start(client, pool, key, basis, build)?;
         let answer = match outcome.wait_for(Option::is_some).await.as_deref() {
-            Ok(Some(Ok(board))) => Ok(Arc::clone(board)),
+            Ok(Some(Ok(value))) => Ok(Arc::clone(value)),
             Ok(Some(Err(error))) => Err(PastError::Failed(error.clone())),
             Ok(None) | Err(_) => Err(PastError::Panicked),
         };
@@ -185,18 +249,14 @@ impl<E: Clone + Send + Sync + 'static> PastBoards<E> {
         &self,
         client: Option<&Client>,
         pool: &str,
-        key: PastKey,
-        basis: Basis,
-        display: &Display,
-        build: impl Future<Output = Result<AsOfBoard, E>> + Send + 'static,
-    ) -> Result<watch::Receiver<Outcome<E>>, PastError<E>> {
+        key: K,
+        basis: B,
+        build: impl Future<Output = Result<V, E>> + Send + 'static,
+    ) -> Result<watch::Receiver<Outcome<V, E>>, PastError<E>> {
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         kept.retain(|k| !k.failed());
-        let same = |k: &Kept<E>| k.pool == pool && k.key == key;
-        if let Some(at) = kept
-            .iter()
-            .position(|k| same(k) && k.basis == basis && k.display == *display)
-        {
+        let same = |k: &Kept<K, B, V, E>| k.pool == pool && k.key == key;
+        if let Some(at) = kept.iter().position(|k| same(k) && k.basis == basis) {
             let found = kept.remove(at);
             let outcome = found.outcome.clone();
             kept.push(found);
@@ -214,33 +274,32 @@ impl<E: Clone + Send + Sync + 'static> PastBoards<E> {
         tokio::spawn(tracing::Instrument::instrument(
             async move {
                 let built = build.await.map(Arc::new);
-                // Given back before the board is answered: whoever it is answered to may ask
+                // Given back before the value is answered: whoever it is answered to may ask
                 // for the next one at once.
                 drop((permit, share));
                 send.send_replace(Some(built));
             },
             span,
         ));
-        // The same board on an older basis or other display settings is not asked for again.
+        // The same value on an older basis is not asked for again.
         kept.retain(|k| !same(k));
         kept.push(Kept {
             pool: pool.to_owned(),
             key,
             basis,
-            display: display.clone(),
             outcome: outcome.clone(),
         });
         self.evict(&mut kept);
         Ok(outcome)
     }
 
-    /// Drops the built boards that cannot fit at all, then the least recently asked for until
-    /// the rest fit in `max_players`.
-    fn evict(&self, kept: &mut Vec<Kept<E>>) {
-        kept.retain(|k| k.weight().is_none_or(|w| w <= self.max_players));
+    /// Drops the built values that cannot fit at all, then the least recently asked for until
+    /// the rest fit in `max_weight`.
+    fn evict(&self, kept: &mut Vec<Kept<K, B, V, E>>) {
+        kept.retain(|k| k.weight().is_none_or(|w| w <= self.max_weight));
         let mut weight: usize = kept.iter().filter_map(Kept::weight).sum();
         let mut at = 0;
-        while weight > self.max_players && at < kept.len() {
+        while weight > self.max_weight && at < kept.len() {
             match kept[at].weight() {
                 Some(w) => {
                     weight -= w;
@@ -251,7 +310,7 @@ impl<E: Clone + Send + Sync + 'static> PastBoards<E> {
         }
     }
 
-    /// Drops the failed builds, and the boards that no longer fit now that one has ended.
+    /// Drops the failed builds, and the values that no longer fit now that one has ended.
     fn tidy(&self) {
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         kept.retain(|k| !k.failed());
@@ -311,7 +370,8 @@ mod tests {
         display: &Display,
         build: impl Future<Output = Result<AsOfBoard, E>> + Send + 'static,
     ) -> Result<Arc<AsOfBoard>, PastError<E>> {
-        boards.get(None, "p", key, basis, display, build).await
+        let basis = (basis, display.clone());
+        boards.get(None, "p", key, basis, build).await
     }
 
     /// Board `round` of pool `p` with no correction and the default display settings, asked
@@ -332,6 +392,31 @@ mod tests {
             corrections,
             through: 0,
         }
+    }
+
+    #[test]
+    fn a_rounds_order_pages_by_rank_then_player_from_any_key() {
+        let order = RoundOrder::new(
+            [(2, "b"), (1, "z"), (2, "a"), (3, "c"), (1, "é")]
+                .map(|(rank, player)| (rank, player.to_owned()))
+                .into(),
+        );
+        fn players((page, more): (&[(u64, Box<str>)], bool)) -> (Vec<&str>, bool) {
+            (page.iter().map(|(_, player)| &**player).collect(), more)
+        }
+        assert_eq!(players(order.page(None, 2)), (vec!["z", "é"], true));
+        assert_eq!(
+            players(order.page(Some((1, "é")), 2)),
+            (vec!["a", "b"], true)
+        );
+        assert_eq!(players(order.page(Some((2, "b")), 2)), (vec!["c"], false));
+        assert_eq!(
+            players(order.page(Some((1, "zz")), 10)),
+            (vec!["é", "a", "b", "c"], false),
+            "a key that is no entrant's starts after where it would be"
+        );
+        assert_eq!(players(order.page(Some((9, "")), 1)), (vec![], false));
+        assert_eq!(order.weight(), 5 + OVERHEAD);
     }
 
     #[tokio::test]
@@ -372,8 +457,7 @@ mod tests {
                 None,
                 "q",
                 PastKey::AsOf(7),
-                after(1),
-                &other,
+                (after(1), other.clone()),
                 counted(&builds, 3),
             )
             .await
@@ -462,7 +546,7 @@ mod tests {
                 let key = PastKey::AsOf(round);
                 let shown = Display::default();
                 boards
-                    .get(Some(&client), "p", key, after(0), &shown, held)
+                    .get(Some(&client), "p", key, (after(0), shown), held)
                     .await
             })
         };
@@ -532,7 +616,7 @@ mod tests {
 
     #[tokio::test]
     async fn failures_are_not_kept_and_boards_beyond_the_players_bound_are_dropped() {
-        let boards = PastBoards::new(2, 2, BOARD_OVERHEAD + 5);
+        let boards = PastBoards::new(2, 2, OVERHEAD + 5);
         let builds = Arc::new(AtomicUsize::new(0));
         let shown = Display::default();
         let failed = ask(&boards, PastKey::AsOf(1), after(0), &shown, async {

@@ -435,6 +435,11 @@ pub struct ResultsPage {
     pub after: Option<(u64, String)>,
     /// Most results returned; 0 reads none (the round's status only).
     pub limit: u32,
+    /// The most entrants of a round whose results the database sorts for the page: each page
+    /// of a larger round would sort all of it again, so none is read (`results` is `None`),
+    /// and its reader sorts [`Storage::round_entrants`] once and reads each page with
+    /// [`Storage::results_of`].
+    pub sorted_up_to: u64,
 }
 
 impl ResultsPage {
@@ -442,12 +447,17 @@ impl ResultsPage {
     pub const NONE: Self = Self {
         after: None,
         limit: 0,
+        sorted_up_to: 0,
     };
 
-    /// The first `limit` results.
+    /// The first `limit` results, the database sorting them however many there are.
     #[must_use]
     pub fn first(limit: u32) -> Self {
-        Self { after: None, limit }
+        Self {
+            after: None,
+            limit,
+            sorted_up_to: u64::MAX,
+        }
     }
 }
 
@@ -975,14 +985,28 @@ pub trait Storage: Send + Sync + 'static {
     }
 
     /// A round's status and, once applied, the page of its results asked for: one key lookup
-    /// of the round, plus a read of its `history` rows by their key, sorted by rank
-    /// (O(entrants) in the database, O(page) in memory).
+    /// of the round, plus, for a round of at most [`ResultsPage::sorted_up_to`] entrants, a
+    /// read of its `history` rows by their key, sorted by rank (O(entrants) in the database,
+    /// O(page) in memory).
     async fn round(
         &self,
         pool: &str,
         id: &str,
         page: &ResultsPage,
     ) -> Result<Option<RoundRecord>, Error>;
+
+    /// The rank and player of every entrant of the round at seq `seq` of `pool`, in no order:
+    /// a read of its `history` rows along their key.
+    async fn round_entrants(&self, pool: &str, seq: i64) -> Result<Vec<(u64, String)>, Error>;
+
+    /// The results of `players` in the round at seq `seq` of `pool`, in no order, without those
+    /// who did not play it: one key lookup each.
+    async fn results_of(
+        &self,
+        pool: &str,
+        seq: i64,
+        players: &[&str],
+    ) -> Result<Vec<RoundResult>, Error>;
 
     /// Whether `player` played the round at seq `seq` of `pool`: one key lookup.
     async fn played(&self, pool: &str, seq: i64, player: &str) -> Result<bool, Error>;

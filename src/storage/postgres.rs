@@ -258,6 +258,8 @@ impl Dialect for Pg {
 
     const ONE_WRITER: bool = false;
 
+    const JSON_STRINGS: &'static str = "jsonb_array_elements_text($3::jsonb) AS j(value)";
+
     async fn begin_write(pool: &PgPool) -> Result<Transaction<'static, Postgres>, Error> {
         Ok(pool.begin().await?)
     }

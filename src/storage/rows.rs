@@ -265,6 +265,11 @@ impl RoundRow {
         parse_status(&self.status)
     }
 
+    /// How many entrants an applied round had.
+    pub(super) fn entrants(&self) -> Option<u64> {
+        self.entrants.and_then(|n| u64::try_from(n).ok())
+    }
+
     /// Whether the line is a round (not a season start or a correction).
     pub(super) fn is_round(&self) -> bool {
         self.kind == "round"

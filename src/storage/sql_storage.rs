@@ -23,7 +23,7 @@ use super::{
     sql, Against, AppliedId, AppliedPage, AppliedRound, AppliedSince, AsOf, Enqueued, EnqueuedAll,
     Error, HistoryPage, LeagueHistory, LineOutcome, LoadedPool, NewEntry, PoolInfo, PoolProgress,
     PoolWrite, QueuedRound, RatedAsOf, Recomputed, RecomputedLine, Replicas, ResultsPage, Rewrite,
-    RoundOutcome, RoundRecord, RoundStatus, SeasonRecord, Storage, StoredKey,
+    RoundOutcome, RoundRecord, RoundResult, RoundStatus, SeasonRecord, Storage, StoredKey,
 };
 use crate::display::{Display, Leagues};
 use crate::engine::{SystemParams, SystemState};
@@ -45,6 +45,9 @@ pub(super) trait Dialect: Send + Sync + 'static {
 
     /// Whether the database lets one transaction write at a time.
     const ONE_WRITER: bool;
+
+    /// The rows of the JSON array of strings bound to `$3`, as table `j` with column `value`.
+    const JSON_STRINGS: &'static str;
 
     /// Starts a transaction that will write.
     async fn begin_write(pool: &Pool<Self::Db>) -> Result<Transaction<'static, Self::Db>, Error>;
@@ -904,33 +907,66 @@ where
         else {
             return Ok(None);
         };
-        let (results, more) =
-            if page.limit > 0 && row.status()? == RoundStatus::Applied && row.is_round() {
-                let (rank, player) = match &page.after {
-                    Some((rank, player)) => (to_i64(*rank, "rank")?, player.as_str()),
-                    None => (i64::MIN, ""),
-                };
-                // One row past the page says whether another follows.
-                let mut rows: Vec<ResultRow> = sqlx::query_as(sql::SELECT_RESULTS)
-                    .bind(pool)
-                    .bind(row.seq)
-                    .bind(rank)
-                    .bind(player)
-                    .bind(i64::from(page.limit) + 1)
-                    .fetch_all(&mut *tx)
-                    .await?;
-                let more = rows.len() > page.limit as usize;
-                rows.truncate(page.limit as usize);
-                let results = rows
-                    .into_iter()
-                    .map(ResultRow::into_result)
-                    .collect::<Result<_, _>>()?;
-                (Some(results), more)
-            } else {
-                (None, false)
+        let (results, more) = if page.limit > 0
+            && row.status()? == RoundStatus::Applied
+            && row.is_round()
+            && row.entrants().is_some_and(|n| n <= page.sorted_up_to)
+        {
+            let (rank, player) = match &page.after {
+                Some((rank, player)) => (to_i64(*rank, "rank")?, player.as_str()),
+                None => (i64::MIN, ""),
             };
+            // One row past the page says whether another follows.
+            let mut rows: Vec<ResultRow> = sqlx::query_as(sql::SELECT_RESULTS)
+                .bind(pool)
+                .bind(row.seq)
+                .bind(rank)
+                .bind(player)
+                .bind(i64::from(page.limit) + 1)
+                .fetch_all(&mut *tx)
+                .await?;
+            let more = rows.len() > page.limit as usize;
+            rows.truncate(page.limit as usize);
+            let results = rows
+                .into_iter()
+                .map(ResultRow::into_result)
+                .collect::<Result<_, _>>()?;
+            (Some(results), more)
+        } else {
+            (None, false)
+        };
         tx.commit().await?;
         row.into_record(results, more).map(Some)
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.seq = seq))]
+    async fn round_entrants(&self, pool: &str, seq: i64) -> Result<Vec<(u64, String)>, Error> {
+        let rows: Vec<(i64, String)> = sqlx::query_as(sql::SELECT_ROUND_ENTRANTS)
+            .bind(pool)
+            .bind(seq)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.into_iter()
+            .map(|(rank, player)| Ok((to_u64(rank, "rank")?, player)))
+            .collect()
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.seq = seq))]
+    async fn results_of(
+        &self,
+        pool: &str,
+        seq: i64,
+        players: &[&str],
+    ) -> Result<Vec<RoundResult>, Error> {
+        let query = sql::SELECT_RESULTS_OF.replace("{players}", D::JSON_STRINGS);
+        let players = serde_json::Value::from(players.to_vec()).to_string();
+        let rows: Vec<ResultRow> = sqlx::query_as(&query)
+            .bind(pool)
+            .bind(seq)
+            .bind(players)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.into_iter().map(ResultRow::into_result).collect()
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, round.seq = seq))]

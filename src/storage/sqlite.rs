@@ -106,6 +106,8 @@ impl Dialect for Lite {
 
     const ONE_WRITER: bool = true;
 
+    const JSON_STRINGS: &'static str = "json_each($3) AS j";
+
     async fn begin_write(pool: &SqlitePool) -> Result<Transaction<'static, Sqlite>, Error> {
         Ok(pool.begin_with(BEGIN_WRITE).await?)
     }

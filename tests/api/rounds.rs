@@ -698,38 +698,87 @@ async fn getting_an_unknown_round_returns_404() {
     }
 }
 
-#[tokio::test]
-async fn a_large_rounds_results_come_in_pages_that_a_cursor_walks_once_each() {
-    let app = TestApp::new().await;
-    app.create_pool(POOL).await;
-    let players: Vec<String> = (0..2_345).map(|i| format!("p{i:04}")).collect();
-    let names: Vec<&str> = players.iter().map(String::as_str).collect();
-    app.play([round("big", &names)]).await;
+backend_tests!(
+    a_rounds_results_come_in_pages_that_a_cursor_walks_once_each,
+    a_large_rounds_pages_follow_the_corrections_made_after_its_order_was_built,
+);
 
-    let first = app.get(&format!("{ROUNDS}/big")).await;
-    let first = first.assert_status(StatusCode::OK, "first page");
-    assert_eq!(first["results"].as_array().expect("results").len(), 1_000);
+/// Round `id` of `n` entrants `p0001`… tied three by three, the higher ids first in each tie.
+fn tied_round(id: &str, n: usize) -> Value {
+    let standings: Vec<Value> = (0..n)
+        .map(|i| json!({"player": format!("p{:04}", n - i), "rank": i / 3 + 1}))
+        .collect();
+    json!({"id": id, "standings": standings})
+}
+
+/// Every result of round `id`, read page by page `limit` at a time, each page checked.
+async fn walk(app: &TestApp, id: &str, limit: usize) -> Vec<Value> {
     let mut seen = Vec::new();
-    let mut uri = format!("{ROUNDS}/big?limit=700");
+    let mut uri = format!("{ROUNDS}/{id}?limit={limit}");
     loop {
         let page = app.get(&uri).await;
         let page = page.assert_status(StatusCode::OK, &uri);
         let results = page["results"].as_array().expect("results");
-        assert!(results.len() <= 700, "{uri}");
-        seen.extend(
-            results
-                .iter()
-                .map(|r| r["player"].as_str().expect("a player").to_owned()),
-        );
+        assert!(results.len() <= limit, "{uri}");
+        seen.extend(results.iter().cloned());
         match page["next_cursor"].as_str() {
-            Some(cursor) => uri = format!("{ROUNDS}/big?limit=700&cursor={cursor}"),
+            Some(cursor) => uri = format!("{ROUNDS}/{id}?limit={limit}&cursor={cursor}"),
             None => {
                 assert!(page["next_cursor"].is_null(), "the last page says so");
-                break;
+                return seen;
             }
         }
     }
-    assert_eq!(seen, players, "every entrant once, best rank first");
+}
+
+/// Each result's rank and player, and its rating after the round.
+fn ranked(results: &[Value]) -> Vec<(u64, String, f64)> {
+    results
+        .iter()
+        .map(|r| {
+            let player = r["player"].as_str().expect("a player").to_owned();
+            (
+                r["rank"].as_u64().expect("a rank"),
+                player,
+                num(&r["mu_after"]),
+            )
+        })
+        .collect()
+}
+
+/// Round `id`'s results as the database sorts them, every one in one read.
+async fn sorted_by_the_database(app: &TestApp, id: &str) -> Vec<(u64, String, f64)> {
+    let all = mmr_service::storage::ResultsPage::first(u32::MAX);
+    let record = app.state.storage.round(POOL, id, &all).await;
+    let results = record
+        .expect("read")
+        .expect("stored")
+        .results
+        .expect("results");
+    results
+        .into_iter()
+        .map(|r| (r.rank, r.player, r.change.after.mu))
+        .collect()
+}
+
+/// A round the database sorts for each page (1,500 entrants) and one whose order is sorted
+/// once (2,345): both walk every entrant once, best rank first, then by player.
+async fn a_rounds_results_come_in_pages_that_a_cursor_walks_once_each(app: TestApp) {
+    app.create_pool(POOL).await;
+    app.play([tied_round("sorted", 1_500), tied_round("big", 2_345)])
+        .await;
+    for (id, n) in [("sorted", 1_500), ("big", 2_345)] {
+        let first = app.get(&format!("{ROUNDS}/{id}")).await;
+        let first = first.assert_status(StatusCode::OK, "first page");
+        assert_eq!(first["results"].as_array().expect("results").len(), 1_000);
+        let seen = ranked(&walk(&app, id, 700).await);
+        assert_eq!(seen.len(), n, "{id}");
+        assert_eq!(seen, sorted_by_the_database(&app, id).await, "{id}");
+        let mut order: Vec<(u64, String)> = seen.into_iter().map(|(r, p, _)| (r, p)).collect();
+        assert!(order.is_sorted(), "{id}: best rank first, then by player");
+        order.dedup();
+        assert_eq!(order.len(), n, "{id}: every entrant once");
+    }
 
     let small = round("small", &["a", "b"]);
     app.play([small]).await;
@@ -748,4 +797,39 @@ async fn a_large_rounds_results_come_in_pages_that_a_cursor_walks_once_each() {
             .await
             .assert_error(StatusCode::BAD_REQUEST, "invalid_query", Some(field), query);
     }
+}
+
+/// A large round's order is built by its first read; a disqualification and a rename in it
+/// then change its pages as the database's own sort changes.
+async fn a_large_rounds_pages_follow_the_corrections_made_after_its_order_was_built(app: TestApp) {
+    app.create_pool(POOL).await;
+    app.play([tied_round("big", 2_345)]).await;
+    let before = ranked(&walk(&app, "big", 1_000).await);
+    assert_eq!(before, sorted_by_the_database(&app, "big").await);
+    for body in [
+        json!({"id": "dq", "action": "disqualify", "round": "big", "player": "p2344"}),
+        json!({"id": "handle", "action": "rename", "player": "p0005", "to": "a-first"}),
+    ] {
+        app.post("/v1/pools/main/corrections", Some(ADMIN_KEY), body.clone())
+            .await
+            .assert_status(StatusCode::ACCEPTED, &body.to_string());
+    }
+    app.apply_queued(POOL).await;
+    let after = ranked(&walk(&app, "big", 1_000).await);
+    assert_eq!(after, sorted_by_the_database(&app, "big").await);
+    assert_eq!(after.len(), 2_344, "one disqualified");
+    let tie = |seen: &[(u64, String, f64)]| -> Vec<String> {
+        let rank = seen.iter().find(|(_, p, _)| p == "p0004").expect("p0004").0;
+        seen.iter()
+            .filter(|(r, _, _)| *r == rank)
+            .map(|(_, p, _)| p.clone())
+            .collect()
+    };
+    assert_eq!(tie(&before), ["p0003", "p0004", "p0005"]);
+    assert_eq!(
+        tie(&after),
+        ["a-first", "p0003", "p0004"],
+        "renamed, sorted anew"
+    );
+    assert_ne!(before[..10], after[..10], "rated again without p2344");
 }

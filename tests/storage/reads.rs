@@ -265,7 +265,7 @@ async fn a_rounds_results_page_by_rank_then_player_and_name_who_played(db: Db) {
 
     let past_the_end = ResultsPage {
         after: Some((4, "a".to_owned())),
-        limit: 3,
+        ..ResultsPage::first(3)
     };
     let record = db.storage.round(POOL, "r1", &past_the_end).await;
     let record = record.expect("read").expect("stored");
@@ -282,6 +282,28 @@ async fn a_rounds_results_page_by_rank_then_player_and_name_who_played(db: Db) {
     );
 
     let seq = whole.seq;
+    let mut entrants = db.storage.round_entrants(POOL, seq).await.expect("read");
+    entrants.sort_unstable();
+    let mut expected: Vec<(u64, String)> = applied
+        .entrants
+        .iter()
+        .map(|e| (e.rank, e.player.clone()))
+        .collect();
+    expected.sort_unstable();
+    assert_eq!(entrants, expected, "every entrant's rank and id");
+    let mut some = db
+        .storage
+        .results_of(POOL, seq, &["é", "a", "nobody"])
+        .await
+        .expect("read");
+    some.sort_unstable_by(|a, b| a.player.cmp(&b.player));
+    let mut expected: Vec<_> = whole.results.clone().expect("results");
+    expected.retain(|r| r.player == "é" || r.player == "a");
+    expected.sort_unstable_by(|a, b| a.player.cmp(&b.player));
+    assert_eq!(
+        some, expected,
+        "the results of those who played, looked up by id"
+    );
     assert!(db.storage.played(POOL, seq, "é").await.expect("read"));
     assert!(!db.storage.played(POOL, seq, "e").await.expect("read"));
     assert!(!db.storage.played(POOL, seq + 1, "é").await.expect("read"));

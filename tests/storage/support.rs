@@ -22,6 +22,7 @@ pub const POOL: &str = "main";
 pub const ALL: ResultsPage = ResultsPage {
     after: None,
     limit: u32::MAX,
+    sorted_up_to: u64::MAX,
 };
 
 /// Round `id` of [`POOL`], which the test stored.
