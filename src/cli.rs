@@ -69,7 +69,8 @@ pub struct ImportArgs {
     /// The service, e.g. http://127.0.0.1:8080.
     #[arg(long)]
     pub url: String,
-    /// The pool to post to (it must exist).
+    /// The pool to post to. It must exist unless the input is an export, whose opening line
+    /// creates it (with an admin key).
     #[arg(long)]
     pub pool: String,
     /// The rounds: a JSON Lines file, or a directory with `--input-format elo-mmr-dir`.

@@ -42,7 +42,7 @@ const BATCH_CHARS: usize = 8 << 20;
 pub struct Options {
     /// The service, e.g. `http://127.0.0.1:8080`.
     pub url: String,
-    /// The pool the rounds go to (it must exist).
+    /// The pool the rounds go to: it must exist, unless the input opens with an export's pool line, which creates it.
     pub pool: String,
     /// The rounds.
     pub input: PathBuf,

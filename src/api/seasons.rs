@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, Request, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
@@ -18,7 +19,8 @@ use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
 use super::leaderboard::{answer, past_board, LeaderboardQuery, LeaderboardResponse, PastPlayers};
 use super::query::QueryParams;
-use super::rounds::{located, round_url, Queued};
+use super::rounds::{located, round_url, Queued, RoundStatusResponse};
+use super::waiting::{settle, WaitQuery};
 use super::{pool_of, reads};
 use crate::engine::SoftReset;
 use crate::pools::past::PastKey;
@@ -85,9 +87,11 @@ pub struct SeasonsResponse {
 /// Starts a new season after every round accepted so far: once the worker reaches it, every
 /// rating is soft-reset (μ and σ each moved the given share of the way back toward a
 /// newcomer's) and every player leaves their league, to be placed again. Posting the same id
-/// with the same content again returns its status (200); with other content, 409.
+/// with the same content again returns its status (200); with other content, 409. With
+/// `?wait=applied`, answers 200 once the start is applied, as a round's post does.
 #[utoipa::path(post, path = "/v1/pools/{pool}/seasons", tag = "rounds",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
+    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
+        WaitQuery),
     request_body = SeasonBody,
     responses(
         (status = 202, body = SeasonResponse, description = "Queued after every round accepted so far",
@@ -104,8 +108,10 @@ async fn start_season(
     auth: Authorized<Admin>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
+    QueryParams(wait): QueryParams<WaitQuery>,
     request: Request,
 ) -> Result<Response, Error> {
+    let deadline = wait.deadline(&state)?;
     let pool = pool_of(&state, auth.client(), &pool).await?;
     let body = json_bytes(request, &state).await?;
     let value: serde_json::Value =
@@ -119,6 +125,20 @@ async fn start_season(
     let entry = NewEntry::by_body(&season.id, EntryKind::Season, &canonical);
     let outcome = state.enqueue(&pool, entry, None).await?;
     let queued = Queued::of(outcome, &season.id)?;
+    let mut status = queued.status;
+    let mut position = queued.position;
+    if let Some(deadline) = deadline {
+        let mut answer = [RoundStatusResponse {
+            id: season.id.clone(),
+            status: queued.stored.as_str(),
+            position,
+            error: None,
+        }];
+        if settle(&state, auth.client(), &pool, &mut answer, deadline).await? {
+            status = StatusCode::OK;
+            position = None;
+        }
+    }
     let seasons = seasons_of(state.storage.as_ref(), &pool).await?;
     let mut shown = seasons
         .seasons
@@ -132,9 +152,9 @@ async fn start_season(
             sigma_reset: season.sigma_reset,
             position: None,
         });
-    shown.position = queued.position;
+    shown.position = position;
     let headers = located(&round_url(pool.name(), &season.id));
-    Ok((queued.status, headers, Json(shown)).into_response())
+    Ok((status, headers, Json(shown)).into_response())
 }
 
 /// Every season of the pool, and the current one.

@@ -1,6 +1,7 @@
-//! `?wait=applied` on the routes that post rounds, with the pool's worker running: the answer
-//! comes once the rounds are applied or failed, or as a 202 when the wait's time is up; and a
-//! round whose id holds `/` (a void's correction) is read at the path a user writes.
+//! `?wait=applied` on the routes that post rounds and season starts, with the pool's worker
+//! running: the answer comes once they are applied or failed, or as a 202 when the wait's time
+//! is up; and a round whose id holds `/` (a void's correction) is read at the path a user
+//! writes.
 
 use std::time::Duration;
 
@@ -99,6 +100,27 @@ async fn a_post_that_waits_answers_once_its_rounds_are_applied_or_failed(app: Te
     );
     let player = app.get("/v1/pools/main/players/a").await.body;
     assert_eq!(player["rounds"], 2, "r2 no longer counts: r1 and r4");
+
+    // A season start waits as a round does.
+    let (status, body) = post(
+        &app,
+        "/v1/pools/main/seasons?wait=applied",
+        ADMIN_KEY,
+        json!({"id": "s2", "mu_reset": 0.2, "sigma_reset": 0.5}),
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::OK,
+            json!({"number": 2, "id": "s2", "status": "applied", "mu_reset": 0.2, "sigma_reset": 0.5})
+        )
+    );
+    let seasons = app.get("/v1/pools/main/seasons").await.body;
+    assert_eq!(
+        seasons["current"], 2,
+        "the read right after sees the new season"
+    );
 
     for (query, field) in [
         ("wait=queued", "wait"),

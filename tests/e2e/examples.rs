@@ -1,9 +1,12 @@
-//! The README's tour, run as a user pastes it: every ```sh block whose commands are `curl` lines
-//! runs in bash, in order, against the real binary on a fresh embedded database, with `KEY` set
-//! to the admin key its first start printed. The fenced block right after one (blank lines
-//! between at most) is what its commands must print, a line per `curl`, where `...` stands for
-//! anything (a number that depends on the ratings, a key). Blocks that are not `curl` lines
-//! (building, starting the binary) are not run here: other tests run those commands.
+//! The README's tour and the guides' examples, run as a user pastes them: every ```sh block
+//! whose commands are `curl` lines runs in bash, in order, against the real binary on a fresh
+//! embedded database (one per file), with `KEY` set to the admin key its first start printed
+//! and `mmr-service` on the path. The fenced block right after one (blank lines between at
+//! most) is what its commands must print, a line per `curl`, where `...` stands for anything (a
+//! number that depends on the clock, a key); an example that shows no output must be answered
+//! no error. A `curl` that times out (`-m`, to end a stream) is not a failure. Blocks that are
+//! not `curl` lines (building, starting the binary) are not run here: other tests run those
+//! commands.
 
 use std::path::Path;
 use std::process::Command;
@@ -112,24 +115,84 @@ fn mismatch(shown: &str, printed: &str) -> Option<String> {
         .map(|(s, p)| format!("shown:   {s}\nprinted: {p}"))
 }
 
-/// Runs `commands` in bash against `base`, each `curl` answer on a line of its own.
-fn run(commands: &str, base: &str, key: &str) -> String {
-    let script = format!(
-        "set -eu\ncurl() {{ command curl -sS \"$@\"; echo; }}\n{}",
-        commands.replace("localhost:8080", base.trim_start_matches("http://"))
-    );
+/// What an example printed, and the HTTP status of each answer it got.
+struct Printed {
+    output: String,
+    statuses: Vec<u16>,
+}
+
+/// `curl` as the examples run it: quiet but for errors, each answer on a line of its own, its
+/// status written to stderr; a timeout (`-m`) ends it without failing.
+const CURL: &str = r#"curl() {
+  local s=0
+  command curl -sS -w '%{stderr}HTTP %{http_code}\n' "$@" || s=$?
+  echo
+  if [ "$s" -ne 0 ] && [ "$s" -ne 28 ]; then exit "$s"; fi
+}"#;
+
+/// Runs `commands` in bash against `base` in `dir`, each `curl` answer on a line of its own.
+fn run(commands: &str, base: &str, key: &str, dir: &Path) -> Printed {
+    let address = base.trim_start_matches("http://");
+    let commands = commands
+        .replace("localhost:8080", address)
+        .replace("127.0.0.1:8080", address);
+    let script = format!("set -eu\n{CURL}\n{commands}");
+    let binary = Path::new(env!("CARGO_BIN_EXE_mmr-service"));
+    let path = std::env::join_paths(
+        std::iter::once(binary.parent().expect("a directory").to_owned()).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ),
+    )
+    .expect("a PATH");
     let output = Command::new("bash")
         .arg("-c")
         .arg(script)
+        .current_dir(dir)
         .env("KEY", key)
+        .env("PATH", path)
         .output()
         .expect("bash runs");
-    assert!(
-        output.status.success(),
-        "{commands}\nfailed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("UTF-8 output")
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{commands}\nfailed: {stderr}");
+    let statuses = stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("HTTP ")?.parse().ok())
+        .collect();
+    Printed {
+        output: String::from_utf8(output.stdout).expect("UTF-8 output"),
+        statuses,
+    }
+}
+
+/// Runs the examples of the Markdown file at `path` (from the crate's root) on a fresh server,
+/// checking each; how many ran, or `None` where no server could start.
+fn run_examples(path: &str) -> Option<usize> {
+    let markdown = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
+    let found = examples(&markdown);
+    let server = Server::start(Backend::Default)?;
+    let key = server.first_key().expect("the first start prints a key");
+    for example in &found {
+        let printed = run(&example.commands, server.base_url(), &key, server.dir());
+        match &example.shown {
+            Some(shown) => {
+                if let Some(problem) = mismatch(shown, &printed.output) {
+                    panic!(
+                        "{path}:\n{}\n{problem}\nall printed:\n{}",
+                        example.commands, printed.output
+                    );
+                }
+            }
+            None => assert!(
+                printed.statuses.iter().all(|status| *status < 400),
+                "{path}: an example that shows no output was answered {:?}:\n{}\n{}",
+                printed.statuses,
+                example.commands,
+                printed.output
+            ),
+        }
+    }
+    Some(found.len())
 }
 
 /// Whether `curl` and `bash` are here; under CI they must be.
@@ -155,24 +218,41 @@ fn the_readmes_tour_prints_what_it_shows() {
     if !tools_present() {
         return;
     }
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md");
-    let tour = examples(&readme);
-    assert!(
-        tour.len() >= 6,
-        "the tour's examples are found: {}",
-        tour.len()
-    );
-    let Some(server) = Server::start(Backend::Default) else {
+    if let Some(ran) = run_examples("README.md") {
+        assert!(ran >= 6, "the tour's examples are found: {ran}");
+    }
+}
+
+/// The guides whose examples run; every other page of the book holds none.
+const GUIDES: [&str; 5] = [
+    "docs/platforms.md",
+    "docs/frontends.md",
+    "docs/matchmakers.md",
+    "docs/seasons.md",
+    "docs/display.md",
+];
+
+#[test]
+fn every_guides_examples_print_what_they_show() {
+    if !tools_present() {
         return;
-    };
-    let key = server.first_key().expect("the first start prints a key");
-    for example in &tour {
-        let printed = run(&example.commands, server.base_url(), &key);
-        if let Some(shown) = &example.shown {
-            if let Some(problem) = mismatch(shown, &printed) {
-                panic!("{}\n{problem}\nall printed:\n{printed}", example.commands);
-            }
+    }
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    for entry in std::fs::read_dir(&docs).expect("docs/") {
+        let path = entry.expect("an entry").path();
+        let name = format!(
+            "docs/{}",
+            path.file_name().expect("a name").to_string_lossy()
+        );
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            examples(&text).is_empty() || GUIDES.contains(&name.as_str()),
+            "{name} holds examples: add it to GUIDES"
+        );
+    }
+    for guide in GUIDES {
+        if let Some(ran) = run_examples(guide) {
+            assert!(ran > 0, "{guide}: no example found");
         }
     }
 }
