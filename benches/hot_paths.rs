@@ -3,7 +3,8 @@
 //! round's ratings into a pool of 1,000,000 players (the next snapshot shares all but the
 //! changed paths with the current one, so its cost grows with the round, not the pool), and
 //! matchmaking the largest waiting list the API accepts, one against one and five against five,
-//! and the board of a season still open, rebuilt after each round while someone reads it.
+//! the board of a season still open, rebuilt after each round while someone reads it, and a
+//! leaderboard page with and without the activity filter.
 
 use std::hint::black_box;
 use std::sync::atomic::AtomicBool;
@@ -19,6 +20,7 @@ use mmr_service::engine::predict::{
 use mmr_service::engine::{
     EloMmr, Params, Performance, PlayerState, RatingSystem, SystemParams, SystemState,
 };
+use mmr_service::pools::leaderboard::{Filter, Order};
 use mmr_service::pools::{LastRound, Played, PoolState};
 use mmr_service::storage::{RatedAsOf, StoredPlayer};
 
@@ -248,5 +250,51 @@ fn open_season(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, predictions, publishing, matchmaking, open_season);
+/// A leaderboard page of a pool of 1,000,000 players whose last rounds spread over three
+/// years, from the top and from the middle, with and without the activity filter (one pass
+/// over the board, O(n), where the others are O(log n)).
+fn leaderboard_pages(c: &mut Criterion) {
+    let params = Params::default();
+    let mut rng = Lcg(0x1ead);
+    let stored: Vec<StoredPlayer> = (0..POOL_PLAYERS)
+        .map(|i| StoredPlayer {
+            player: format!("player-{i:07}"),
+            state: spread_player(&params, &mut rng),
+            last_round_id: "r1".to_owned(),
+            last_round_time: Some(1_700_000_000 - (i as i64 % 1_095) * 86_400),
+            last_seq: 1,
+            league: None,
+            bonus_spent: 0.0,
+            season_base: 0,
+        })
+        .collect();
+    let pool = PoolState::load(params.into(), Display::default(), stored, 1, 1).expect("valid");
+    let board = pool.leaderboard();
+    // Every player: the bench's players have played too few rounds to be established.
+    let (order, filter) = (Order::Conservative, Filter::All);
+    let middle = board.count(filter) / 2;
+    let mut group = c.benchmark_group("a page of 100 of the leaderboard of 1,000,000 players");
+    group.sample_size(20);
+    for (label, days) in [("", None), (", active_days=30", Some(30.0))] {
+        for (at, start) in [("top", 0), ("middle", middle)] {
+            group.bench_function(format!("{at}{label}"), |b| {
+                b.iter(|| {
+                    let listing = board.listing(order, filter, days);
+                    let start = start.min(listing.len());
+                    black_box((listing.page(start, 100), listing.len()))
+                });
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    predictions,
+    publishing,
+    matchmaking,
+    open_season,
+    leaderboard_pages
+);
 criterion_main!(benches);

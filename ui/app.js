@@ -194,7 +194,15 @@ const ORDERS = [
   ["mu", "μ"],
 ];
 
-// The board's choices: order, provisional players, league.
+// The activity windows offered: `active_days` and how the choice reads.
+const ACTIVE = [
+  ["", "at any time"],
+  ["30", "within 30 days of the newest round"],
+  ["90", "within 90 days of the newest round"],
+  ["365", "within a year of the newest round"],
+];
+
+// The board's choices: order, activity, provisional players, league.
 function boardControls(pool, info, base) {
   const query = choices();
   const display = info.display;
@@ -211,7 +219,17 @@ function boardControls(pool, info, base) {
   const listed = query.has("established") ? query.get("established") === "false" : display.list_provisional;
   const everyone = el("input", { type: "checkbox", id: "everyone" });
   everyone.checked = listed;
-  form.append(el("label", {}, "Order ", order), el("label", {}, everyone, " provisional players too"));
+  const active = el("select", { id: "active" });
+  for (const [value, text] of ACTIVE) {
+    const option = el("option", { value }, text);
+    option.selected = (query.get("active_days") || "") === value;
+    active.append(option);
+  }
+  form.append(
+    el("label", {}, "Order ", order),
+    el("label", {}, "Last played ", active),
+    el("label", {}, everyone, " provisional players too")
+  );
   let league = null;
   if (display.leagues) {
     league = el("select", { id: "league" });
@@ -228,6 +246,7 @@ function boardControls(pool, info, base) {
       order: order.value,
       established: everyone.checked === display.list_provisional ? null : String(!everyone.checked),
       league: league ? league.value : null,
+      active_days: active.value || null,
       cursor: null,
       before: null,
     };
@@ -245,7 +264,7 @@ async function leaderboardPage(pool, started) {
   const base = `#/pools/${enc(pool)}`;
   const query = choices();
   const read = new URLSearchParams({ limit: PAGE });
-  for (const name of ["order", "established", "league", "cursor", "before"]) {
+  for (const name of ["order", "established", "league", "active_days", "cursor", "before"]) {
     if (query.get(name)) {
       read.set(name, query.get(name));
     }
@@ -304,7 +323,9 @@ async function leaderboardPage(pool, started) {
     return cells;
   });
   const listed = query.has("established") ? query.get("established") === "false" : display.list_provisional;
-  const counted = query.get("league") ? `in ${query.get("league")}` : listed ? "rated" : "established";
+  const days = query.get("active_days");
+  const counted = (query.get("league") ? `in ${query.get("league")}` : listed ? "rated" : "established")
+    + (days ? ` · played in the ${days} days before the newest round` : "");
   showFor(started,
     el("h1", {}, pool),
     el("p", { class: "summary" }, `${board.total.toLocaleString("en")} players ${counted} · ${info.system.replace("_", "-")}`,

@@ -142,6 +142,7 @@ mod tests {
                     },
                     established: true,
                     league: None,
+                    last: i32::MAX,
                 },
             })
             .collect();

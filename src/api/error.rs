@@ -205,8 +205,8 @@ impl Error {
                 "player_not_found",
                 format!(
                     "player `{player}` is rated but not on this board: provisional players are \
-                     listed with `established=false` (or the pool's `list_provisional`), and \
-                     `league=` lists one league's"
+                     listed with `established=false` (or the pool's `list_provisional`), \
+                     `league=` lists one league's, and `active_days=` those who played lately"
                 ),
                 None,
             ),

@@ -21,9 +21,10 @@ use super::error::{Error, ErrorResponse};
 use super::players::{limit, RoundRef};
 use super::query::QueryParams;
 use super::{pool_of, reads};
+use crate::compute::MAX_ENTRANTS;
 use crate::display::{Placement, Ranking};
-use crate::engine::{Beliefs, Rating, SoftReset};
-use crate::pools::leaderboard::{Filter, Leaderboard, Order, Place};
+use crate::engine::{Rating, SoftReset};
+use crate::pools::leaderboard::{Filter, Leaderboard, Listing, Order, Place};
 use crate::pools::past::{Basis, BuildFailed, PastKey};
 use crate::pools::{AsOfBoard, LastRound, Pool, PoolState, Shown};
 use crate::rate_limit::Client;
@@ -39,7 +40,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// `?limit=&cursor=&before=&around=&order=&established=&league=&as_of=`.
-#[derive(Debug, Deserialize, IntoParams)]
+#[derive(Debug, Clone, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct LeaderboardQuery {
     /// Places per page (1–1000, default 100).
@@ -66,6 +67,12 @@ pub struct LeaderboardQuery {
     /// rows, O(players); shown with today's display settings). Not on a season's leaderboard,
     /// which is as of the season's end.
     pub(super) as_of: Option<String>,
+    /// Only players whose last round is at most this many days older than the newest round
+    /// of any player on the board (to the minute; a player whose last round had no time counts
+    /// as active); positions, `total` and cursors then count those players only. O(players)
+    /// a read, where the other filters cost O(log players).
+    #[param(exclusive_minimum = 0.0)]
+    pub(super) active_days: Option<f64>,
 }
 
 /// One place on the leaderboard.
@@ -126,7 +133,30 @@ async fn list_leaderboard(
         Some(round) => Some(board_as_of(&state, auth.client(), &pool, round).await?),
         None => None,
     };
-    answer(&pool.read(), past.as_deref(), &query).map(Json)
+    answered(&state, auth.client(), pool.read(), past, query).await
+}
+
+/// [`answer`], on the compute pool when the read filters by activity (a pass over the board).
+pub(super) async fn answered(
+    state: &AppState,
+    client: Option<&Client>,
+    current: Arc<PoolState>,
+    past: Option<Arc<AsOfBoard>>,
+    query: LeaderboardQuery,
+) -> Result<Json<LeaderboardResponse>, Error> {
+    if query.active_days.is_none() {
+        return answer(&current, past.as_deref(), &query).map(Json);
+    }
+    let players = past
+        .as_ref()
+        .map_or_else(|| current.len(), |past| past.players());
+    state
+        .compute
+        .run(client, players.min(MAX_ENTRANTS), move |_| {
+            answer(&current, past.as_deref(), &query)
+        })
+        .await?
+        .map(Json)
 }
 
 /// A page of `current`'s leaderboard, or of `past`'s when given, as `query` asks.
@@ -145,6 +175,14 @@ pub(super) fn answer(
         ));
     }
     let order = Order::of(ranking);
+    if let Some(days) = query.active_days {
+        if !(days.is_finite() && days > 0.0) {
+            return Err(Error::query(
+                "active_days",
+                "must be a finite number above 0",
+            ));
+        }
+    }
     let established = query.established.unwrap_or(!display.list_provisional);
     let filter = match (&query.league, query.established) {
         (Some(_), Some(true)) => {
@@ -195,6 +233,7 @@ pub(super) fn answer(
             }),
         ),
     };
+    let listing = board.listing(order, filter, query.active_days);
     let (start, limit) = match (&query.cursor, &query.before, &query.around) {
         (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
             return Err(Error::query(
@@ -210,43 +249,34 @@ pub(super) fn answer(
         }
         (Some(cursor), None, None) => {
             let (key, player) = decode_cursor(order, cursor, "cursor")?;
-            (board.index_after(order, filter, key, &player), limit)
+            (listing.index_after(key, &player), limit)
         }
         (None, Some(cursor), None) => {
             let (key, player) = decode_cursor(order, cursor, "before")?;
-            let end = board.index_before(order, filter, key, &player);
+            let end = listing.index_before(key, &player);
             let start = end.saturating_sub(limit);
             (start, end - start)
         }
         (None, None, Some(player)) => {
-            let index = match past {
-                Some(past) => past.index_of(order, filter, player),
-                None => current.index_of(order, filter, player),
+            let Some(standing) = lookup(player) else {
+                return Err(Error::NotFound {
+                    what: "player",
+                    id: player.clone(),
+                });
             };
-            let index = index.ok_or_else(|| {
-                let rated = match past {
-                    Some(past) => past.player(player).is_some(),
-                    None => current.belief(player).is_some(),
-                };
-                if rated {
-                    Error::NotListed(player.clone())
-                } else {
-                    Error::NotFound {
-                        what: "player",
-                        id: player.clone(),
-                    }
-                }
-            })?;
+            let index = listing
+                .position_of(standing.rating, player)
+                .ok_or_else(|| Error::NotListed(player.clone()))?;
             // Centred where the board allows; at either end the page still holds `limit`
             // places, as many as the board has.
             let start = index
                 .saturating_sub(limit / 2)
-                .min(board.count(filter).saturating_sub(limit));
+                .min(listing.len().saturating_sub(limit));
             (start, limit)
         }
         (None, None, None) => (0, limit),
     };
-    Ok(page(board, &*lookup, order, filter, start, limit))
+    Ok(page(&listing, &*lookup, order, start, limit))
 }
 
 /// What a row shows of a player.
@@ -360,14 +390,13 @@ pub(super) async fn past_board(
 }
 
 fn page(
-    board: &Leaderboard,
+    listing: &Listing<'_>,
     lookup: &dyn Fn(&str) -> Option<Standing>,
     order: Order,
-    filter: Filter,
     start: usize,
     limit: usize,
 ) -> LeaderboardResponse {
-    let places: Vec<Place> = board.page(order, filter, start, limit).collect();
+    let places = listing.page(start, limit);
     let entries = places
         .iter()
         .enumerate()
@@ -393,7 +422,7 @@ fn page(
             })
         })
         .collect();
-    let total = board.count(filter);
+    let total = listing.len();
     let next_cursor = match places.last() {
         Some(last) if start + places.len() < total => Some(encode_cursor(order, last)),
         _ => None,

@@ -17,7 +17,9 @@ use utoipa_axum::routes;
 use super::auth::{Admin, Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
-use super::leaderboard::{answer, past_board, LeaderboardQuery, LeaderboardResponse, PastPlayers};
+use super::leaderboard::{
+    answered, past_board, LeaderboardQuery, LeaderboardResponse, PastPlayers,
+};
 use super::query::QueryParams;
 use super::rounds::{located, round_url, Queued, RoundStatusResponse};
 use super::waiting::{settle, WaitQuery};
@@ -238,8 +240,7 @@ async fn season_leaderboard(
     };
     let key = PastKey::Season { after, before };
     let board = past_board(&state, auth.client(), &pool, snapshot, key, through, rated).await?;
-    let shown = pool.read();
-    answer(&shown, Some(&*board), &query).map(Json)
+    answered(&state, auth.client(), pool.read(), Some(board), query).await
 }
 
 /// The pool's season starts that were not refused, in order: start `i` begins season `i + 2`.

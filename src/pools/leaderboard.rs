@@ -92,6 +92,18 @@ pub struct Standing {
     pub established: bool,
     /// The index of the player's league, if they are placed in one.
     pub league: Option<u16>,
+    /// When the player last played ([`minute`]).
+    pub last: i32,
+}
+
+/// When a round took place as places keep it: minutes since the Unix epoch, floored (an `i32`
+/// spans 4,000 years either side), and `i32::MAX` for a round without a time, whose players
+/// count as active whatever the window (as the opponents' search counts them).
+#[must_use]
+pub fn minute(time: Option<i64>) -> i32 {
+    time.map_or(i32::MAX, |time| {
+        i32::try_from(time.div_euclid(60)).unwrap_or(if time < 0 { i32::MIN } else { i32::MAX - 1 })
+    })
 }
 
 /// One place on a leaderboard: the key it is sorted by and the player. Ties on the key are
@@ -111,12 +123,14 @@ pub struct Place {
 /// snapshot went (`perf` of `cargo bench --bench hot_paths -- publish`).
 type Names = imbl::Vector<Arc<str>>;
 
-/// A place as a list holds it: the key, and the player by number in the leaderboard's
-/// [`Names`] (2³² players are more than a pool could hold in memory).
+/// A place as a list holds it: the key, the player by number in the leaderboard's [`Names`]
+/// (2³² players are more than a pool could hold in memory), and when they last played, which
+/// fits in the bytes the alignment of `key` leaves beside `id`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Slot {
     key: f64,
     id: u32,
+    last: i32,
 }
 
 impl Slot {
@@ -272,14 +286,15 @@ struct Orders {
 }
 
 impl Orders {
-    /// The players of `ratings` (by number in `names`) in both orders.
-    fn from_ratings(k: f64, names: &[Arc<str>], ratings: &[(u32, Rating)]) -> Self {
+    /// The players of `standings` (by number in `names`) in both orders.
+    fn from_standings(k: f64, names: &[Arc<str>], standings: &[(u32, Standing)]) -> Self {
         let sorted = |order: Order| {
-            let mut slots: Vec<Slot> = ratings
+            let mut slots: Vec<Slot> = standings
                 .iter()
-                .map(|&(id, rating)| Slot {
-                    key: order.key(k, rating),
+                .map(|&(id, standing)| Slot {
+                    key: order.key(k, standing.rating),
                     id,
+                    last: standing.last,
                 })
                 .collect();
             slots.sort_unstable_by(|a, b| {
@@ -319,13 +334,15 @@ impl Orders {
             for (m, &id) in moves.iter().zip(ids) {
                 if let Some(before) = m.before.filter(&listed) {
                     let key = order.key(k, before.rating);
-                    places.remove(names, Slot { key, id }, &m.player);
+                    let last = before.last;
+                    places.remove(names, Slot { key, id, last }, &m.player);
                 }
             }
             for (m, &id) in moves.iter().zip(ids) {
                 if listed(&m.after) {
                     let key = order.key(k, m.after.rating);
-                    places.insert(names, Slot { key, id }, &m.player);
+                    let last = m.after.last;
+                    places.insert(names, Slot { key, id, last }, &m.player);
                 }
             }
             places.recount();
@@ -370,12 +387,11 @@ impl Leaderboard {
     ) -> Self {
         let (names, standings): (Vec<Arc<str>>, Vec<Standing>) = players.unzip();
         let orders = |keep: &dyn Fn(&Standing) -> bool| {
-            let ratings: Vec<(u32, Rating)> = (0u32..)
-                .zip(&standings)
+            let listed: Vec<(u32, Standing)> = (0u32..)
+                .zip(standings.iter().copied())
                 .filter(|(_, standing)| keep(standing))
-                .map(|(id, standing)| (id, standing.rating))
                 .collect();
-            Orders::from_ratings(k, &names, &ratings)
+            Orders::from_standings(k, &names, &listed)
         };
         Self {
             k,
@@ -533,6 +549,124 @@ impl Leaderboard {
             .places(order)
             .partition_point(|s| s.cmp_order(names, key, player) != Ordering::Greater)
     }
+
+    /// The places of `order` that `filter` lists, those of players who last played within
+    /// `active_days` days of the newest round of any player listed here (to the minute) when
+    /// given: O(1) without it, one pass over the places with it, O(n).
+    #[must_use]
+    pub fn listing(&self, order: Order, filter: Filter, active_days: Option<f64>) -> Listing<'_> {
+        let places = self.orders(filter).places(order);
+        let active = active_days.map(|days| {
+            let newest = self
+                .all
+                .by_mu
+                .chunks
+                .iter()
+                .flat_map(|chunk| chunk.iter())
+                .map(|slot| slot.last)
+                .filter(|&last| last != i32::MAX)
+                .max();
+            let since = newest.map_or(i64::MIN, |newest| {
+                i64::from(newest) - (days * 1_440.0).ceil() as i64
+            });
+            (0u32..)
+                .zip(places.chunks.iter().flat_map(|chunk| chunk.iter()))
+                .filter(|(_, slot)| i64::from(slot.last) >= since)
+                .map(|(index, _)| index)
+                .collect()
+        });
+        Listing {
+            board: self,
+            order,
+            filter,
+            active,
+        }
+    }
+}
+
+/// The places a read of one order and filter pages through ([`Leaderboard::listing`]): every
+/// place, or the active players' only, indices counting those listed.
+#[derive(Debug)]
+pub struct Listing<'a> {
+    board: &'a Leaderboard,
+    order: Order,
+    filter: Filter,
+    /// The indices among every place of those listed, when not every place is.
+    active: Option<Vec<u32>>,
+}
+
+impl Listing<'_> {
+    /// Places listed.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        match &self.active {
+            Some(active) => active.len(),
+            None => self.board.count(self.filter),
+        }
+    }
+
+    /// Whether no place is listed.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The index among those listed of the first listed at or after `index` among every place.
+    fn listed_from(&self, index: usize) -> usize {
+        match &self.active {
+            Some(active) => active.partition_point(|&i| (i as usize) < index),
+            None => index,
+        }
+    }
+
+    /// What a cursor resumes from: the index of the first place listed after `(key, player)`.
+    #[must_use]
+    pub fn index_after(&self, key: f64, player: &str) -> usize {
+        let index = self.board.index_after(self.order, self.filter, key, player);
+        self.listed_from(index)
+    }
+
+    /// What a page before a cursor ends at: the places listed before `(key, player)`.
+    #[must_use]
+    pub fn index_before(&self, key: f64, player: &str) -> usize {
+        let index = self
+            .board
+            .index_before(self.order, self.filter, key, player);
+        self.listed_from(index)
+    }
+
+    /// The index of `player`, rated `rating`, among those listed; `None` if not listed.
+    #[must_use]
+    pub fn position_of(&self, rating: Rating, player: &str) -> Option<usize> {
+        let index = self
+            .board
+            .position_of(self.order, self.filter, rating, player)?;
+        let listed = self.listed_from(index);
+        match &self.active {
+            Some(active) => (active.get(listed) == Some(&(index as u32))).then_some(listed),
+            None => Some(listed),
+        }
+    }
+
+    /// Up to `limit` places listed from 0-based `start`.
+    #[must_use]
+    pub fn page(&self, start: usize, limit: usize) -> Vec<Place> {
+        let board = self.board;
+        let place = |slot: Slot| Place {
+            key: slot.key,
+            player: Arc::clone(&board.names[slot.id as usize]),
+        };
+        let places = board.orders(self.filter).places(self.order);
+        match &self.active {
+            None => places.iter_from(start, limit).map(place).collect(),
+            Some(active) => active
+                .iter()
+                .skip(start)
+                .take(limit)
+                .filter_map(|&index| places.get(index as usize).map(place))
+                .collect(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -549,6 +683,12 @@ mod tests {
             },
             established: sigma < 100.0,
             league: Some(u16::from(mu >= 0.0)),
+            // Ten minutes a point of μ, so that the better played last; no time above σ 140.
+            last: if sigma > 140.0 {
+                i32::MAX
+            } else {
+                mu as i32 * 10
+            },
         }
     }
 
@@ -659,6 +799,17 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_rounds_minute_is_floored_and_a_round_without_a_time_is_always_active() {
+        assert_eq!(minute(Some(0)), 0);
+        assert_eq!(minute(Some(59)), 0);
+        assert_eq!(minute(Some(-1)), -1, "before 1970, floored");
+        assert_eq!(minute(Some(-631_152_000)), -10_519_200, "1950");
+        assert_eq!(minute(None), i32::MAX);
+        assert_eq!(minute(Some(i64::MAX)), i32::MAX - 1, "timed, however far");
+        assert_eq!(minute(Some(i64::MIN)), i32::MIN);
+    }
+
     proptest! {
         #[test]
         fn merging_rounds_of_changes_equals_sorting_from_scratch(
@@ -709,6 +860,43 @@ mod tests {
                     prop_assert_eq!(board.count(filter), expected.len());
                     for (i, (key, p)) in expected.iter().enumerate() {
                         prop_assert_eq!(board.index_of(order, filter, *key, p), Some(i));
+                    }
+                    let newest = current
+                        .values()
+                        .map(|&rating| standing(rating).last)
+                        .filter(|&last| last != i32::MAX)
+                        .max();
+                    for days in [0.05, 0.2, 1.0] {
+                        let since = newest.map_or(i64::MIN, |n| i64::from(n) - (days * 1_440.0f64).ceil() as i64);
+                        let active: Vec<(f64, String)> = expected_owned
+                            .iter()
+                            .filter(|(_, p)| i64::from(standing(current[p]).last) >= since)
+                            .cloned()
+                            .collect();
+                        let listing = board.listing(order, filter, Some(days));
+                        let got: Vec<(f64, String)> = listing
+                            .page(0, usize::MAX)
+                            .into_iter()
+                            .map(|p| (p.key, p.player.to_string()))
+                            .collect();
+                        prop_assert_eq!(&got, &active, "{} days", days);
+                        prop_assert_eq!(listing.len(), active.len());
+                        for (i, (key, p)) in active.iter().enumerate() {
+                            let rating = standing(current[p]).rating;
+                            prop_assert_eq!(listing.position_of(rating, p), Some(i));
+                            prop_assert_eq!(listing.index_after(*key, p), i + 1);
+                            prop_assert_eq!(listing.index_before(*key, p), i);
+                            let page = listing.page(i, 2);
+                            prop_assert_eq!(&*page[0].player, p.as_str());
+                        }
+                        for (key, p) in &expected_owned {
+                            if !active.iter().any(|(_, a)| a == p) {
+                                let rating = standing(current[p]).rating;
+                                prop_assert_eq!(listing.position_of(rating, p), None);
+                                let after = listing.index_after(*key, p);
+                                prop_assert_eq!(after, listing.index_before(*key, p));
+                            }
+                        }
                     }
                 }
             }

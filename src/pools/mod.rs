@@ -312,25 +312,34 @@ impl PoolState {
         Leaderboard::from_players(
             self.display.conservative_k,
             kept(&self.display),
-            self.players
-                .iter()
-                .map(|(id, rated)| (Arc::clone(id), self.standing(id, &rated.state))),
+            self.players.iter().map(|(id, rated)| {
+                let standing = self.standing(id, &rated.state, &rated.last_round);
+                (Arc::clone(id), standing)
+            }),
         )
     }
 
-    fn standing(&self, player: &str, state: &SystemState) -> Standing {
+    fn standing(&self, player: &str, state: &SystemState, last: &LastRound) -> Standing {
         self.standing_of(
             state.rating(),
             state.rounds(),
             self.leagues.league_of(player),
+            last,
         )
     }
 
-    fn standing_of(&self, rating: engine::Rating, rounds: u64, league: Option<u16>) -> Standing {
+    fn standing_of(
+        &self,
+        rating: engine::Rating,
+        rounds: u64,
+        league: Option<u16>,
+        last: &LastRound,
+    ) -> Standing {
         Standing {
             rating,
             established: !self.display.provisional(rounds, rating),
             league,
+            last: leaderboard::minute(last.time),
         }
     }
 
@@ -410,7 +419,7 @@ impl PoolState {
         let mut standings = Vec::with_capacity(players.len());
         let mut map = AsOfPlayers::with_capacity_and_hasher(players.len(), Default::default());
         for (player, then) in players {
-            let (rating, rounds, _, placement) = &then;
+            let (rating, rounds, last, placement) = &then;
             spread.add(rating.mu);
             let league = placement.as_ref().and_then(|placement| {
                 let index = self.display.leagues.as_ref()?.index(&placement.league)?;
@@ -418,7 +427,7 @@ impl PoolState {
             });
             standings.push((
                 Arc::clone(&player),
-                self.standing_of(*rating, *rounds, league),
+                self.standing_of(*rating, *rounds, league, last),
             ));
             map.insert(player, then);
         }
@@ -491,7 +500,7 @@ impl PoolState {
         let mut previous = Vec::with_capacity(players.len());
         for (p, old) in players.iter().zip(&held.0) {
             let old = old.as_ref().map(|(_, rated)| rated);
-            befores.push(old.map(|old| self.standing(&p.player, &old.state)));
+            befores.push(old.map(|old| self.standing(&p.player, &old.state, &old.last_round)));
             bases.push(old.map_or(0, |old| old.season_base));
             previous.push(old.map(|old| old.last_round.seq).filter(|&seq| seq > 0));
         }
@@ -525,7 +534,7 @@ impl PoolState {
                 if let Some(before) = before {
                     self.spread.remove(before.rating.mu);
                 }
-                let after = self.standing(&name, &played.state);
+                let after = self.standing(&name, &played.state, &played.last_round);
                 self.spread.add(after.rating.mu);
                 let m = Move {
                     player: Arc::clone(&name),
@@ -625,14 +634,6 @@ impl PoolState {
         self.players
             .get(id)
             .map(|rated| (&rated.state, &rated.last_round))
-    }
-
-    /// The 0-based index of a rated player in `order` among those `filter` lists; `None` if
-    /// the player is not rated or not listed.
-    #[must_use]
-    pub fn index_of(&self, order: Order, filter: Filter, id: &str) -> Option<usize> {
-        let rating = self.belief(id)?.rating();
-        self.leaderboard.position_of(order, filter, rating, id)
     }
 
     /// Every rated player's state and last round, by id.

@@ -258,7 +258,13 @@ impl Dialect for Pg {
 
     const ONE_WRITER: bool = false;
 
-    const JSON_STRINGS: &'static str = "jsonb_array_elements_text($3::jsonb) AS j(value)";
+    /// A lookup per player the planner cannot turn into a join: right after a large round is
+    /// written its statistics still say the round is small, and a join then hashed all of it
+    /// (200,000 rows: 118 ms for a page, against 5.7 ms for its 1,000 lookups).
+    const RESULTS_OF: &'static str = "
+        SELECT {columns} FROM jsonb_array_elements_text($3::jsonb) AS j(value)
+        CROSS JOIN LATERAL (SELECT * FROM history h
+                            WHERE h.pool = $1 AND h.seq = $2 AND h.player = j.value LIMIT 1) h";
 
     async fn begin_write(pool: &PgPool) -> Result<Transaction<'static, Postgres>, Error> {
         Ok(pool.begin().await?)

@@ -218,14 +218,12 @@ pub(super) const SELECT_RESULTS: &str = "
 pub(super) const SELECT_ROUND_ENTRANTS: &str = "
     SELECT rank, player FROM history WHERE pool = $1 AND seq = $2";
 
-/// The results in the round at seq `$2` of pool `$1` of the players `{players}` lists (a
-/// dialect's table of a JSON array of strings, with a column `value`), one key lookup each.
-pub(super) const SELECT_RESULTS_OF: &str = "
-    SELECT h.player, h.rank, h.performance, h.mu_before, h.sigma_before, h.mu_after,
-           h.sigma_after, h.league_before, h.division_before, h.league_after, h.division_after,
-           h.expected_rank, h.points_before, h.points_after
-    FROM {players} CROSS JOIN history h
-    WHERE h.pool = $1 AND h.seq = $2 AND h.player = j.value";
+/// The columns of a round's result, from `history` as `h`: what a dialect's
+/// `RESULTS_OF` selects.
+pub(super) const RESULT_COLUMNS: &str = "
+    h.player, h.rank, h.performance, h.mu_before, h.sigma_before, h.mu_after, h.sigma_after,
+    h.league_before, h.division_before, h.league_after, h.division_after, h.expected_rank,
+    h.points_before, h.points_after";
 
 /// Whether player `$3` played the round at seq `$2` of pool `$1`.
 pub(super) const SELECT_PLAYED: &str = "

@@ -46,8 +46,9 @@ pub(super) trait Dialect: Send + Sync + 'static {
     /// Whether the database lets one transaction write at a time.
     const ONE_WRITER: bool;
 
-    /// The rows of the JSON array of strings bound to `$3`, as table `j` with column `value`.
-    const JSON_STRINGS: &'static str;
+    /// [`sql::RESULT_COLUMNS`] (in place of `{columns}`) of the players of the round at seq `$2`
+    /// of pool `$1` whom the JSON array of strings bound to `$3` names, one key lookup each.
+    const RESULTS_OF: &'static str;
 
     /// Starts a transaction that will write.
     async fn begin_write(pool: &Pool<Self::Db>) -> Result<Transaction<'static, Self::Db>, Error>;
@@ -958,7 +959,7 @@ where
         seq: i64,
         players: &[&str],
     ) -> Result<Vec<RoundResult>, Error> {
-        let query = sql::SELECT_RESULTS_OF.replace("{players}", D::JSON_STRINGS);
+        let query = D::RESULTS_OF.replace("{columns}", sql::RESULT_COLUMNS);
         let players = serde_json::Value::from(players.to_vec()).to_string();
         let rows: Vec<ResultRow> = sqlx::query_as(&query)
             .bind(pool)

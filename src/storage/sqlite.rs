@@ -106,7 +106,10 @@ impl Dialect for Lite {
 
     const ONE_WRITER: bool = true;
 
-    const JSON_STRINGS: &'static str = "json_each($3) AS j";
+    /// `CROSS JOIN` keeps the array outside, so that each of its ids is a key lookup.
+    const RESULTS_OF: &'static str = "
+        SELECT {columns} FROM json_each($3) AS j CROSS JOIN history h
+        WHERE h.pool = $1 AND h.seq = $2 AND h.player = j.value";
 
     async fn begin_write(pool: &SqlitePool) -> Result<Transaction<'static, Sqlite>, Error> {
         Ok(pool.begin_with(BEGIN_WRITE).await?)

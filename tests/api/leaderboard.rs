@@ -1,10 +1,12 @@
 //! `GET /v1/pools/{pool}/leaderboard`: the default a pool's display settings choose, orders,
-//! cursors both ways, `around`, and bad queries.
+//! cursors both ways, `around`, the activity filter, and bad queries.
 
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{num, round, Payload, TestApp, ADMIN_KEY, POOL};
+use crate::support::{num, round, round_at, Payload, TestApp, ADMIN_KEY, POOL};
+
+backend_tests!(active_days_lists_the_players_of_the_newest_rounds_with_positions_among_them);
 
 const LEADERBOARD: &str = "/v1/pools/main/leaderboard";
 
@@ -386,5 +388,105 @@ async fn a_leaderboard_around_an_unknown_player_or_of_an_unknown_pool_returns_40
         app.get(&uri)
             .await
             .assert_error(StatusCode::NOT_FOUND, code, None, case);
+    }
+}
+
+/// Every player of a board read `limit` at a time along `next_cursor` from `query`'s first
+/// page, each page's positions checked to follow on.
+async fn walked(app: &TestApp, query: &str, limit: usize) -> Vec<String> {
+    let mut seen = Vec::new();
+    let mut next = format!("{query}&limit={limit}");
+    loop {
+        let page = page(app, &next).await;
+        let entries = page["entries"].as_array().expect("entries");
+        for (i, entry) in entries.iter().enumerate() {
+            assert_eq!(entry["position"], seen.len() + i + 1, "{entry}");
+        }
+        seen.extend(players(&page));
+        match page["next_cursor"].as_str() {
+            Some(cursor) => next = format!("{query}&limit={limit}&cursor={cursor}"),
+            None => return seen,
+        }
+    }
+}
+
+/// a last played on 1 June 2026, b in 2020, c and d in the newest round (17 November 2026),
+/// and e and f in a round without a time, who count as active whatever the window.
+async fn active_days_lists_the_players_of_the_newest_rounds_with_positions_among_them(
+    app: TestApp,
+) {
+    app.create_plain_pool(POOL).await;
+    app.play([
+        round_at("old", "2020-01-01T00:00:00Z", &["a", "b"]),
+        round_at("mid", "2026-06-01T00:00:00Z", &["c", "a"]),
+        round_at("new", "2026-11-17T00:00:00Z", &["d", "c"]),
+        round("untimed", &["e", "f"]),
+    ])
+    .await;
+    let everyone = players(&page(&app, "limit=100").await);
+    let only = |kept: &[&str]| -> Vec<String> {
+        everyone
+            .iter()
+            .filter(|p| kept.contains(&p.as_str()))
+            .cloned()
+            .collect()
+    };
+    for (days, expected) in [
+        ("30", only(&["c", "d", "e", "f"])),
+        ("170", only(&["a", "c", "d", "e", "f"])),
+        ("0.001", only(&["c", "d", "e", "f"])),
+        ("100000", everyone.clone()),
+    ] {
+        let query = format!("active_days={days}");
+        let first = page(&app, &query).await;
+        assert_eq!(players(&first), expected, "{query}");
+        assert_eq!(first["total"], expected.len(), "{query}");
+        assert_eq!(
+            walked(&app, &query, 2).await,
+            expected,
+            "{query}: pages walk it once"
+        );
+        let last = expected.last().expect("someone");
+        let around = page(&app, &format!("{query}&around={last}&limit=3")).await;
+        let shown = players(&around);
+        assert_eq!(
+            shown.last(),
+            Some(last),
+            "{query}: around the last is at the end"
+        );
+        let above = around["prev_cursor"]
+            .as_str()
+            .map(|cursor| cursor.to_owned());
+        if let Some(cursor) = above {
+            let up = page(&app, &format!("{query}&before={cursor}&limit=3")).await;
+            let mut both = players(&up);
+            both.extend(shown);
+            assert!(
+                expected.ends_with(&both),
+                "{query}: the page above follows on"
+            );
+        }
+    }
+    app.get(&format!("{LEADERBOARD}?active_days=30&around=a"))
+        .await
+        .assert_error(StatusCode::NOT_FOUND, "player_not_found", None, "inactive");
+
+    // As of a round: its newest round is the window's end.
+    let then = page(&app, "as_of=mid&active_days=30").await;
+    let mut expected = players(&page(&app, "as_of=mid").await);
+    expected.retain(|p| p != "b");
+    assert_eq!(players(&then), expected);
+    assert_eq!(then["total"], 2);
+
+    for bad in ["0", "-1", "NaN", "inf", "soon"] {
+        let query = format!("active_days={bad}");
+        app.get(&format!("{LEADERBOARD}?{query}"))
+            .await
+            .assert_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                Some("active_days"),
+                &query,
+            );
     }
 }

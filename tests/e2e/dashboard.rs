@@ -266,6 +266,9 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
         .to_owned();
     let round = api(&format!("/v1/pools/{POOL}/rounds/{last}"));
     let by_mu = api(&format!("/v1/pools/{POOL}/leaderboard?limit=20&order=mu"));
+    let active = api(&format!(
+        "/v1/pools/{POOL}/leaderboard?limit=20&active_days=30"
+    ));
     let top_read = api(&format!("/v1/pools/{POOL}/players/{top}"));
     let shared = shared_pools(&server);
     let pools = api("/v1/pools");
@@ -330,29 +333,35 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
         turn_page(&client, "next", "leaderboard", "21").await;
         turn_page(&client, "previous", "leaderboard", "1").await;
 
-        // Another order: the page the hash names, the API's rows in that order.
-        client
-            .find(Locator::Id("order"))
-            .await
-            .expect("the order")
-            .select_by_value("mu")
-            .await
-            .expect("choose μ");
-        let by_mu_hash = format!("#/pools/{POOL}?order=mu");
-        client
-            .wait()
-            .at_most(PATIENCE)
-            .for_element(Locator::Css(&format!("body[data-loaded=\"{by_mu_hash}\"]")))
-            .await
-            .expect("the board by μ");
-        let mu_players: Vec<&str> = by_mu["entries"]
-            .as_array()
-            .expect("entries")
-            .iter()
-            .map(|e| e["player"].as_str().expect("player"))
-            .collect();
-        assert_eq!(links(&client, "leaderboard", 2).await, mu_players, "by μ");
-        open(&client, &base, &format!("#/pools/{POOL}")).await;
+        // Another order, then players active within 30 days of the newest round: the page the
+        // hash names, the API's rows.
+        for (control, value, query, read) in [
+            ("order", "mu", "order=mu", &by_mu),
+            ("active", "30", "active_days=30", &active),
+        ] {
+            client
+                .find(Locator::Id(control))
+                .await
+                .expect("the control")
+                .select_by_value(value)
+                .await
+                .expect("choose");
+            let hash = format!("#/pools/{POOL}?{query}");
+            client
+                .wait()
+                .at_most(PATIENCE)
+                .for_element(Locator::Css(&format!("body[data-loaded=\"{hash}\"]")))
+                .await
+                .expect("the board chosen");
+            let expected: Vec<&str> = read["entries"]
+                .as_array()
+                .expect("entries")
+                .iter()
+                .map(|e| e["player"].as_str().expect("player"))
+                .collect();
+            assert_eq!(links(&client, "leaderboard", 2).await, expected, "{query}");
+            open(&client, &base, &format!("#/pools/{POOL}")).await;
+        }
 
         let search = client
             .find(Locator::Id("search"))
