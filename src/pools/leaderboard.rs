@@ -101,8 +101,9 @@ pub struct Standing {
 /// count as active whatever the window (as the opponents' search counts them).
 #[must_use]
 pub fn minute(time: Option<i64>) -> i32 {
+    let latest = i64::from(i32::MAX - 1);
     time.map_or(i32::MAX, |time| {
-        i32::try_from(time.div_euclid(60)).unwrap_or(if time < 0 { i32::MIN } else { i32::MAX - 1 })
+        time.div_euclid(60).clamp(i64::from(i32::MIN), latest) as i32
     })
 }
 
