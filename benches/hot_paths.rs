@@ -18,7 +18,7 @@ use mmr_service::engine::predict::{
     expected_ranks, first_place_probabilities, match_quality, pairwise_matrix,
 };
 use mmr_service::engine::{
-    EloMmr, Params, Performance, PlayerState, RatingSystem, SystemParams, SystemState,
+    EloMmr, Params, Performance, PlayerState, Rating, RatingSystem, SystemParams, SystemState,
 };
 use mmr_service::pools::leaderboard::{Filter, Order};
 use mmr_service::pools::{LastRound, Played, PoolState};
@@ -94,6 +94,10 @@ fn publishing(c: &mut Criterion) {
             league: None,
             bonus_spent: 0.0,
             season_base: 0,
+            before: Some(Rating {
+                mu: 1500.0,
+                sigma: Some(350.0),
+            }),
         })
         .collect();
     // Five leagues of divisions of 100, every player placed as placement would place them.
@@ -157,7 +161,10 @@ fn publish_rounds(
             .map(|i| Played {
                 player: format!("player-{:07}", (i * 7919) % POOL_PLAYERS),
                 rank: i as u64 + 1,
-                prior: 1500.0,
+                before: Rating {
+                    mu: 1500.0,
+                    sigma: Some(350.0),
+                },
                 state: spread_player(params, rng),
                 last_round: last.clone(),
             })
@@ -220,6 +227,10 @@ fn open_season(c: &mut Criterion) {
             league: None,
             bonus_spent: 0.0,
             season_base: 0,
+            before: Some(Rating {
+                mu: 1500.0,
+                sigma: Some(350.0),
+            }),
         })
         .collect();
     let pool = PoolState::load(params.into(), Display::default(), stored, 1, 3_000)
@@ -235,6 +246,7 @@ fn open_season(c: &mut Criterion) {
                     player: player.to_owned(),
                     seq: last.seq,
                     rating: state.rating(),
+                    before: state.rating(),
                     rounds: state.rounds(),
                     last_round_id: last.id.to_string(),
                     last_round_time: last.time,
@@ -266,6 +278,10 @@ fn leaderboard_pages(c: &mut Criterion) {
             league: None,
             bonus_spent: 0.0,
             season_base: 0,
+            before: Some(Rating {
+                mu: 1500.0,
+                sigma: Some(350.0),
+            }),
         })
         .collect();
     let pool = PoolState::load(params.into(), Display::default(), stored, 1, 1).expect("valid");

@@ -98,7 +98,14 @@ fn main() {
     for (name, url) in [
         ("bare axum handler, small JSON", format!("{bare}/")),
         (
-            "player lookup",
+            "player lookup (from memory, `peak=false`)",
+            format!(
+                "{sqlite_base}/v1/pools/{POOL}/players/{}?peak=false",
+                top[0]
+            ),
+        ),
+        (
+            "player page with its peak (a read of their history)",
             format!("{sqlite_base}/v1/pools/{POOL}/players/{}", top[0]),
         ),
         (

@@ -13,7 +13,7 @@ use utoipa_axum::routes;
 use super::auth::{Admin, Authorized};
 use super::error::{Error, ErrorResponse};
 use super::json::JsonBody;
-use super::players::rfc3339;
+use super::shown::rfc3339;
 use crate::config::Role;
 use crate::names;
 use crate::state::{AppState, NewKey};

@@ -18,15 +18,15 @@ use utoipa_axum::routes;
 
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
-use super::players::{limit, RoundRef};
-use super::query::QueryParams;
+use super::query::{limit, QueryParams};
+use super::shown::{LastChangeResponse, RoundRef};
 use super::{pool_of, reads};
 use crate::compute::MAX_ENTRANTS;
 use crate::display::{Placement, Ranking};
-use crate::engine::{Rating, SoftReset};
+use crate::engine::SoftReset;
 use crate::pools::leaderboard::{Filter, Leaderboard, Listing, Order, Place};
 use crate::pools::past::{Basis, BuildFailed, PastKey};
-use crate::pools::{AsOfBoard, LastRound, Pool, PoolState, Shown};
+use crate::pools::{AsOfBoard, Listed, Pool, PoolState};
 use crate::rate_limit::Client;
 use crate::state::AppState;
 use crate::storage::{AsOf, RatedAsOf};
@@ -99,6 +99,9 @@ pub struct EntryResponse {
     pub rounds: u64,
     /// The last round played: when a player was last active.
     pub last_round: RoundRef,
+    /// What that round did to the rating, shown with today's display settings; `null` before
+    /// any round, and once a season start has reset the rating since.
+    pub last_change: Option<LastChangeResponse>,
 }
 
 /// A page of the leaderboard.
@@ -206,31 +209,10 @@ pub(super) fn answer(
         (None, _) => Filter::All,
     };
     let (board, lookup): (&Leaderboard, Lookup<'_>) = match past {
-        Some(past) => (
-            past.leaderboard(),
-            Box::new(|id: &str| {
-                past.player(id)
-                    .map(|(rating, shown, rounds, last, league)| Standing {
-                        rating,
-                        shown,
-                        rounds,
-                        last_round: last.clone(),
-                        league: league.cloned(),
-                    })
-            }),
-        ),
+        Some(past) => (past.leaderboard(), Box::new(|id: &str| past.listed(id))),
         None => (
             current.leaderboard(),
-            Box::new(|id: &str| {
-                let (belief, last_round) = current.rated_player(id)?;
-                Some(Standing {
-                    rating: belief.rating(),
-                    shown: current.show(belief),
-                    rounds: belief.rounds(),
-                    last_round: last_round.clone(),
-                    league: current.leagues().placement_of(id),
-                })
-            }),
+            Box::new(|id: &str| current.listed(id)),
         ),
     };
     let listing = board.listing(order, filter, query.active_days);
@@ -258,14 +240,14 @@ pub(super) fn answer(
             (start, end - start)
         }
         (None, None, Some(player)) => {
-            let Some(standing) = lookup(player) else {
+            let Some(listed) = lookup(player) else {
                 return Err(Error::NotFound {
                     what: "player",
                     id: player.clone(),
                 });
             };
             let index = listing
-                .position_of(standing.rating, player)
+                .position_of(listed.rating, player)
                 .ok_or_else(|| Error::NotListed(player.clone()))?;
             // Centred where the board allows; at either end the page still holds `limit`
             // places, as many as the board has.
@@ -279,17 +261,8 @@ pub(super) fn answer(
     Ok(page(&listing, &*lookup, order, start, limit))
 }
 
-/// What a row shows of a player.
-struct Standing {
-    rating: Rating,
-    shown: Shown,
-    rounds: u64,
-    last_round: LastRound,
-    league: Option<Placement>,
-}
-
-/// A player's [`Standing`] on the leaderboard being paged.
-type Lookup<'a> = Box<dyn Fn(&str) -> Option<Standing> + Send + 'a>;
+/// A player as the leaderboard being paged lists them.
+type Lookup<'a> = Box<dyn Fn(&str) -> Option<Listed> + Send + 'a>;
 
 /// The pool as it stood right after its round `round`, built for `client` if no one has built
 /// it yet: 404 if there is no such round, 400 naming `as_of` if it was not applied.
@@ -391,7 +364,7 @@ pub(super) async fn past_board(
 
 fn page(
     listing: &Listing<'_>,
-    lookup: &dyn Fn(&str) -> Option<Standing>,
+    lookup: &dyn Fn(&str) -> Option<Listed>,
     order: Order,
     start: usize,
     limit: usize,
@@ -401,24 +374,19 @@ fn page(
         .iter()
         .enumerate()
         .filter_map(|(i, place)| {
-            let Standing {
-                rating,
-                shown,
-                rounds,
-                last_round,
-                league,
-            } = lookup(&place.player)?;
+            let listed = lookup(&place.player)?;
             Some(EntryResponse {
                 position: (start + i + 1) as u64,
                 player: place.player.to_string(),
-                mu: rating.mu,
-                sigma: rating.sigma,
-                conservative: shown.conservative,
-                display_rating: shown.display_rating,
-                provisional: shown.provisional,
-                league,
-                rounds,
-                last_round: RoundRef::of(&last_round),
+                mu: listed.rating.mu,
+                sigma: listed.rating.sigma,
+                conservative: listed.shown.conservative,
+                display_rating: listed.shown.display_rating,
+                provisional: listed.shown.provisional,
+                league: listed.league,
+                rounds: listed.rounds,
+                last_round: RoundRef::of(&listed.last_round),
+                last_change: listed.last_change.map(LastChangeResponse::from),
             })
         })
         .collect();

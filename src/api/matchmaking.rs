@@ -17,10 +17,10 @@ use super::answer::HeldJson;
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::{compute_body_limit, ComputeJson};
-use super::players::{rfc3339, RoundRef};
 use super::pool_of;
 use super::predictions::MAX_ENTRANTS;
 use super::query::QueryParams;
+use super::shown::{rfc3339, RoundRef};
 use crate::engine::matchmaking::{
     best_opponents, check, matchmake, work_per_player, Relaxation, Waiting, MAX_WORK_PER_PLAYER,
 };
@@ -503,7 +503,10 @@ mod tests {
             let round = Played {
                 player: format!("p{i}"),
                 rank: 1,
-                prior: 1500.0,
+                before: engine::Rating {
+                    mu: 1500.0,
+                    sigma: Some(350.0),
+                },
                 state: SystemState::EloMmr(belief),
                 last_round: LastRound::new(Arc::from(format!("r{i}")), None, i as i64 + 1),
             };

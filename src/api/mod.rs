@@ -36,6 +36,7 @@ mod round_path;
 pub mod round_results;
 pub mod rounds;
 pub mod seasons;
+mod shown;
 pub mod waiting;
 
 use std::sync::Arc;

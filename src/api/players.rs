@@ -1,11 +1,10 @@
-//! `/v1/pools/{pool}/players`: a player's rating (from memory), their rating history (from
-//! the database, paginated), and players found by id prefix.
+//! `/v1/pools/{pool}/players`: a player's rating (from memory, with their peak from the
+//! database), their rating history (from the database, paginated), and players found by id
+//! prefix (from memory).
 
 use axum::extract::{Path, State};
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use time::format_description::well_known::Rfc3339;
-use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -13,19 +12,17 @@ use utoipa_axum::routes;
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::leaderboard::board_as_of;
-use super::query::{seq_param, QueryParams};
+use super::query::{limit, seq_param, QueryParams};
 use super::rounds::ShownChange;
+use super::shown::{peak_k, rfc3339, LastChangeResponse, PeakResponse, RoundRef};
 use super::{pool_of, reads};
 use crate::display::Placement;
 use crate::pools::leaderboard::Order;
-use crate::pools::{LastRound, PlayerRating};
+use crate::pools::PlayerRating;
 use crate::state::AppState;
 
 /// Entries per page when `limit` is not given.
 const DEFAULT_LIMIT: u32 = 50;
-
-/// Most entries a page may hold.
-pub const MAX_LIMIT: u32 = 1000;
 
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -33,15 +30,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_players))
         .routes(routes!(get_player))
         .routes(routes!(get_player_history))
-}
-
-/// A round's id and time.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct RoundRef {
-    /// The round's id.
-    pub id: String,
-    /// When it took place (RFC 3339), if it said.
-    pub time: Option<String>,
 }
 
 /// A player's current rating.
@@ -72,44 +60,40 @@ pub struct PlayerResponse {
     pub rounds: u64,
     /// The last round played.
     pub last_round: RoundRef,
+    /// What that round did to the rating; `null` before any round, and once a season start
+    /// has reset the rating since.
+    pub last_change: Option<LastChangeResponse>,
+    /// The round after which the player's rating stood highest in the pool's default order
+    /// (μ − kσ, or μ with a fixed range or `default_order` `mu`), shown with today's display
+    /// settings; the earliest of equals. Read from the player's history (one key lookup per
+    /// round played), so only on `GET …/players/{player}` unless `peak=false`, not in lists;
+    /// `null` there.
+    pub peak: Option<PeakResponse>,
     /// The player's league and division; `null` if the pool has no leagues or has not placed
     /// them yet.
     pub league: Option<Placement>,
 }
 
-impl RoundRef {
-    /// What a reader sees of `round`.
-    pub(super) fn of(round: &LastRound) -> Self {
-        Self {
-            id: round.id.to_string(),
-            time: rfc3339(round.time),
-        }
-    }
-}
-
-/// Formats Unix seconds as RFC 3339.
-pub(super) fn rfc3339(time: Option<i64>) -> Option<String> {
-    time.and_then(|t| OffsetDateTime::from_unix_timestamp(t).ok())
-        .and_then(|t| t.format(&Rfc3339).ok())
-}
-
 impl From<PlayerRating> for PlayerResponse {
     fn from(p: PlayerRating) -> Self {
+        let listed = p.listed;
         Self {
             player: p.player.to_string(),
-            mu: p.mu,
-            sigma: p.sigma,
-            conservative: p.shown.conservative,
-            display_rating: p.shown.display_rating,
-            provisional: p.shown.provisional,
+            mu: listed.rating.mu,
+            sigma: listed.rating.sigma,
+            conservative: listed.shown.conservative,
+            display_rating: listed.shown.display_rating,
+            provisional: listed.shown.provisional,
             position: p.position.map(|p| p as u64),
             total: p.total as u64,
             top_percent: p
                 .position
                 .map(|position| 100.0 * position as f64 / p.total as f64),
-            rounds: p.rounds,
-            last_round: RoundRef::of(&p.last_round),
-            league: p.league,
+            rounds: listed.rounds,
+            last_round: RoundRef::of(&listed.last_round),
+            last_change: listed.last_change.map(LastChangeResponse::from),
+            peak: None,
+            league: listed.league,
         }
     }
 }
@@ -133,13 +117,16 @@ pub struct PrefixQuery {
     limit: Option<u32>,
 }
 
-/// `?as_of=`.
+/// `?as_of=&peak=`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct AsOfQuery {
+pub struct PlayerQuery {
     /// The id of an applied round: the player as they stood right after it (from history
     /// rows, O(players); shown with today's display settings).
     as_of: Option<String>,
+    /// `false`: leave `peak` out (`null`), so that the answer comes from memory alone, without
+    /// the read of the player's history the peak takes. Default `true`.
+    peak: Option<bool>,
 }
 
 /// `?limit=&before=`.
@@ -199,14 +186,6 @@ pub struct HistoryResponse {
     pub next_before: Option<i64>,
 }
 
-/// Checks a page size: 1 to [`MAX_LIMIT`], `default` when absent.
-pub(super) fn limit(value: Option<u32>, default: u32) -> Result<u32, Error> {
-    match value.unwrap_or(default) {
-        limit @ 1..=MAX_LIMIT => Ok(limit),
-        _ => Err(Error::query("limit", "must be between 1 and 1000")),
-    }
-}
-
 /// Players whose id starts with `prefix`, case ignored, by id in lowercase.
 #[utoipa::path(get, path = "/v1/pools/{pool}/players", tag = "players",
     params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"), PrefixQuery),
@@ -234,7 +213,7 @@ async fn list_players(
 /// applied round.
 #[utoipa::path(get, path = "/v1/pools/{pool}/players/{player}", tag = "players",
     params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
-        ("player" = String, Path, description = "Player id"), AsOfQuery),
+        ("player" = String, Path, description = "Player id"), PlayerQuery),
     responses((status = 200, body = PlayerResponse), (status = 400, body = ErrorResponse),
         (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
         (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)),
@@ -243,35 +222,51 @@ async fn get_player(
     auth: Authorized<Read>,
     State(state): State<AppState>,
     Path((pool, player)): Path<(String, String)>,
-    QueryParams(query): QueryParams<AsOfQuery>,
+    QueryParams(query): QueryParams<PlayerQuery>,
 ) -> Result<Json<PlayerResponse>, Error> {
     let pool = pool_of(&state, auth.client(), &pool).await?;
     let not_found = || Error::NotFound {
         what: "player",
         id: player.clone(),
     };
-    let Some(round) = &query.as_of else {
-        let rating = pool.read().player(&player);
-        return rating.map(|p| Json(p.into())).ok_or_else(not_found);
-    };
-    let past = board_as_of(&state, auth.client(), &pool, round).await?;
-    let (rating, shown, rounds, last_round, league) = past.player(&player).ok_or_else(not_found)?;
-    // Shown with today's display settings, as the past leaderboard is.
-    let (order, filter) = Order::default_board(pool.read().display());
-    Ok(Json(
-        PlayerRating {
-            player: player.as_str().into(),
-            mu: rating.mu,
-            sigma: rating.sigma,
-            shown,
-            position: past.index_of(order, filter, &player).map(|index| index + 1),
-            total: past.leaderboard().count(filter),
-            rounds,
-            last_round: last_round.clone(),
-            league: league.cloned(),
+    let current = pool.read();
+    let (rating, range) = match &query.as_of {
+        None => (
+            current.player(&player).ok_or_else(not_found)?,
+            current.fixed_range(),
+        ),
+        Some(round) => {
+            let past = board_as_of(&state, auth.client(), &pool, round).await?;
+            let listed = past.listed(&player).ok_or_else(not_found)?;
+            // Shown with today's display settings, as the past leaderboard is.
+            let (order, filter) = Order::default_board(current.display());
+            let rating = PlayerRating {
+                player: player.as_str().into(),
+                position: past.index_of(order, filter, &player).map(|index| index + 1),
+                total: past.leaderboard().count(filter),
+                listed,
+            };
+            (rating, past.fixed_range())
         }
-        .into(),
-    ))
+    };
+    let display = current.display();
+    let peak = match query.peak {
+        Some(false) => None,
+        _ => reads(&state, auth.client())
+            .await
+            .peak(
+                pool.name(),
+                &player,
+                rating.listed.last_round.seq,
+                peak_k(display),
+            )
+            .await?
+            .map(|peak| PeakResponse::of(peak, display, range)),
+    };
+    Ok(Json(PlayerResponse {
+        peak,
+        ..rating.into()
+    }))
 }
 
 /// The rounds a player played, newest first, with their rating after each.

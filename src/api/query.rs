@@ -6,6 +6,17 @@ use serde::de::DeserializeOwned;
 
 use super::error::Error;
 
+/// Most entries a page may hold.
+pub const MAX_LIMIT: u32 = 1000;
+
+/// Checks a page size: 1 to [`MAX_LIMIT`], `default` when absent.
+pub(super) fn limit(value: Option<u32>, default: u32) -> Result<u32, Error> {
+    match value.unwrap_or(default) {
+        limit @ 1..=MAX_LIMIT => Ok(limit),
+        _ => Err(Error::query("limit", "must be between 1 and 1000")),
+    }
+}
+
 /// The query string read into `T`.
 #[derive(Debug)]
 pub struct QueryParams<T>(pub T);

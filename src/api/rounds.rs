@@ -18,10 +18,10 @@ use utoipa_axum::routes;
 use super::auth::{Authorized, Read, Write};
 use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
-use super::players::{limit, rfc3339};
-use super::query::QueryParams;
+use super::query::{limit, QueryParams};
 use super::round_path::RoundPath;
 use super::round_results::read_round;
+use super::shown::rfc3339;
 use super::waiting::{settle, WaitQuery};
 use super::{pool_of, reads};
 use crate::display::Placement;
@@ -76,7 +76,7 @@ fn one_of_strings(values: impl IntoIterator<Item = &'static str>, example: &str)
 }
 
 /// Results per page of a round when `limit` is not given: the most a page holds.
-pub(super) const DEFAULT_RESULTS: u32 = super::players::MAX_LIMIT;
+pub(super) const DEFAULT_RESULTS: u32 = super::query::MAX_LIMIT;
 
 /// A round's status and, once applied, a page of its results.
 #[derive(Debug, Serialize, ToSchema)]

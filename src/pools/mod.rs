@@ -71,8 +71,8 @@ pub struct Played {
     pub player: String,
     /// Their rank in the round.
     pub rank: u64,
-    /// Their μ before it.
-    pub prior: f64,
+    /// Their rating before it.
+    pub before: engine::Rating,
     /// Their state after it.
     pub state: SystemState,
     /// The round.
@@ -121,28 +121,67 @@ pub struct Entered {
     pub previous: Option<i64>,
 }
 
-/// A player's rating as the API shows it.
+/// A player as a leaderboard row shows them, now or on a past board.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PlayerRating {
-    /// The player's id.
-    pub player: Arc<str>,
-    /// Rating.
-    pub mu: f64,
-    /// Uncertainty; `None` in a system that keeps none (Elo).
-    pub sigma: Option<f64>,
-    /// What the pool's display settings derive from the rating.
+pub struct Listed {
+    /// Their rating.
+    pub rating: engine::Rating,
+    /// What the pool's display settings derive from it.
     pub shown: Shown,
-    /// 1-based place on the pool's default leaderboard; `None` when it does not list the player
-    /// (a provisional player, when it lists established players only).
-    pub position: Option<usize>,
-    /// Players on that leaderboard.
-    pub total: usize,
     /// Rounds played.
     pub rounds: u64,
     /// The last round played.
     pub last_round: LastRound,
     /// The player's league and division, if the pool has leagues and has placed them.
     pub league: Option<Placement>,
+    /// What their last round did to the rating: `None` before any round, and once a season
+    /// start has reset the rating since.
+    pub last_change: Option<LastChange>,
+}
+
+/// How far one round moved a player's rating, as the pool's display settings show it now
+/// (those of the moment the read is answered, as every shown value is).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LastChange {
+    /// Of μ.
+    pub mu: f64,
+    /// Of μ − kσ.
+    pub conservative: f64,
+    /// Of the fixed-range rating, if the pool shows one.
+    pub display_rating: Option<f64>,
+}
+
+impl LastChange {
+    /// From `before` to `after` (what `after` shows), shown by `display` with `range`.
+    fn between(
+        display: &Display,
+        range: Option<Resolved>,
+        before: engine::Rating,
+        after: &Shown,
+        mu: f64,
+    ) -> Self {
+        Self {
+            mu: mu - before.mu,
+            conservative: after.conservative - display.conservative(before),
+            display_rating: range
+                .zip(after.display_rating)
+                .map(|(range, after)| after - range.display(before.mu)),
+        }
+    }
+}
+
+/// A player's rating as the API shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlayerRating {
+    /// The player's id.
+    pub player: Arc<str>,
+    /// Their rating, what it shows, their rounds, last round, league and last change.
+    pub listed: Listed,
+    /// 1-based place on the pool's default leaderboard; `None` when it does not list the player
+    /// (a provisional player, when it lists established players only).
+    pub position: Option<usize>,
+    /// Players on that leaderboard.
+    pub total: usize,
 }
 
 /// What a snapshot holds for one rated player. Shared between snapshots until the player
@@ -153,6 +192,8 @@ struct Rated {
     last_round: LastRound,
     /// Rounds played when the current season started: placement counts the rounds since.
     season_base: u64,
+    /// The rating before the last round ([`Listed::before`]).
+    before: Option<engine::Rating>,
 }
 
 /// One pool's readable state at one moment: rating system, every rated player and both
@@ -240,6 +281,7 @@ impl PoolState {
                     state: p.state,
                     last_round,
                     season_base: p.season_base,
+                    before: p.before,
                 };
                 let player: Arc<str> = Arc::from(p.player);
                 if p.league.is_some() || p.bonus_spent != 0.0 {
@@ -379,12 +421,19 @@ impl PoolState {
                         r.rating = reset.rating(r.rating, newcomer);
                         r.league = None;
                     }
-                    let last_round =
-                        LastRound::new(Arc::from(r.last_round_id), r.last_round_time, r.seq);
-                    (
-                        Arc::from(r.player),
-                        (r.rating, r.rounds, last_round, r.league),
-                    )
+                    let reset = seasons.iter().any(|(seq, _)| *seq > r.seq);
+                    let then = Then {
+                        rating: r.rating,
+                        rounds: r.rounds,
+                        last_round: LastRound::new(
+                            Arc::from(r.last_round_id),
+                            r.last_round_time,
+                            r.seq,
+                        ),
+                        league: r.league,
+                        before: (!reset).then_some(r.before),
+                    };
+                    (Arc::from(r.player), then)
                 })
                 .collect(),
         )
@@ -401,12 +450,13 @@ impl PoolState {
                 .iter()
                 .filter(|(_, rated)| rated.last_round.seq > after)
                 .map(|(id, rated)| {
-                    let then = (
-                        rated.state.rating(),
-                        rated.state.rounds(),
-                        rated.last_round.clone(),
-                        self.leagues.placement_of(id),
-                    );
+                    let then = Then {
+                        rating: rated.state.rating(),
+                        rounds: rated.state.rounds(),
+                        last_round: rated.last_round.clone(),
+                        league: self.leagues.placement_of(id),
+                        before: rated.before,
+                    };
                     (Arc::clone(id), then)
                 })
                 .collect(),
@@ -414,20 +464,19 @@ impl PoolState {
     }
 
     /// A board of `players`, shown with today's display settings.
-    fn board_of(&self, players: Vec<(Arc<str>, AsOfPlayer)>) -> AsOfBoard {
+    fn board_of(&self, players: Vec<(Arc<str>, Then)>) -> AsOfBoard {
         let mut spread = Spread::default();
         let mut standings = Vec::with_capacity(players.len());
         let mut map = AsOfPlayers::with_capacity_and_hasher(players.len(), Default::default());
         for (player, then) in players {
-            let (rating, rounds, last, placement) = &then;
-            spread.add(rating.mu);
-            let league = placement.as_ref().and_then(|placement| {
+            spread.add(then.rating.mu);
+            let league = then.league.as_ref().and_then(|placement| {
                 let index = self.display.leagues.as_ref()?.index(&placement.league)?;
                 u16::try_from(index).ok()
             });
             standings.push((
                 Arc::clone(&player),
-                self.standing_of(*rating, *rounds, league, last),
+                self.standing_of(then.rating, then.rounds, league, &then.last_round),
             ));
             map.insert(player, then);
         }
@@ -511,7 +560,7 @@ impl PoolState {
                 player: &p.player,
                 rank: p.rank,
                 rating: p.state.rating(),
-                prior: p.prior,
+                prior: p.before.mu,
                 rounds: p.state.rounds().saturating_sub(base),
                 time: p.last_round.time,
             })
@@ -545,6 +594,7 @@ impl PoolState {
                     state: played.state,
                     last_round: played.last_round,
                     season_base,
+                    before: Some(played.before),
                 };
                 self.players.insert(name, Arc::new(rated));
                 m
@@ -577,6 +627,7 @@ impl PoolState {
                     state: self.system.soft_reset(&rated.state, reset),
                     last_round: rated.last_round.clone(),
                     season_base: rated.state.rounds(),
+                    before: None,
                 };
                 next.spread.add(rated.state.rating().mu);
                 (Arc::clone(id), Arc::new(rated))
@@ -609,31 +660,37 @@ impl PoolState {
     /// A rated player.
     #[must_use]
     pub fn player(&self, id: &str) -> Option<PlayerRating> {
-        let (name, rated) = self.players.get_key_value(id)?;
-        let rating = rated.state.rating();
+        let (name, _) = self.players.get_key_value(id)?;
+        let listed = self.listed(id)?;
         let (order, filter) = Order::default_board(&self.display);
         Some(PlayerRating {
             player: Arc::clone(name),
-            mu: rating.mu,
-            sigma: rating.sigma,
-            shown: self.show(&rated.state),
             position: self
                 .leaderboard
-                .position_of(order, filter, rating, id)
+                .position_of(order, filter, listed.rating, id)
                 .map(|index| index + 1),
             total: self.leaderboard.count(filter),
+            listed,
+        })
+    }
+
+    /// A rated player as a leaderboard row shows them.
+    #[must_use]
+    pub fn listed(&self, id: &str) -> Option<Listed> {
+        let rated = self.players.get(id)?;
+        let range = self.fixed_range();
+        let rating = rated.state.rating();
+        let shown = self.display.show(range, rating, rated.state.rounds());
+        Some(Listed {
+            last_change: rated
+                .before
+                .map(|before| LastChange::between(&self.display, range, before, &shown, rating.mu)),
+            rating,
+            shown,
             rounds: rated.state.rounds(),
             last_round: rated.last_round.clone(),
             league: self.leagues.placement_of(id),
         })
-    }
-
-    /// A rated player's state and last round.
-    #[must_use]
-    pub fn rated_player(&self, id: &str) -> Option<(&SystemState, &LastRound)> {
-        self.players
-            .get(id)
-            .map(|rated| (&rated.state, &rated.last_round))
     }
 
     /// Every rated player's state and last round, by id.
@@ -695,10 +752,18 @@ pub struct AsOfBoard {
 
 /// An [`AsOfBoard`]'s players by id. Hashed with foldhash: std's SipHash took a ninth of a
 /// board's build (`perf`, 138,260 players).
-type AsOfPlayers = std::collections::HashMap<Arc<str>, AsOfPlayer, foldhash::fast::RandomState>;
+type AsOfPlayers = std::collections::HashMap<Arc<str>, Then, foldhash::fast::RandomState>;
 
-/// A player in an [`AsOfBoard`]: rating, rounds, last round and league then.
-type AsOfPlayer = (engine::Rating, u64, LastRound, Option<Placement>);
+/// A player in an [`AsOfBoard`], as they stood then.
+#[derive(Debug)]
+struct Then {
+    rating: engine::Rating,
+    rounds: u64,
+    last_round: LastRound,
+    league: Option<Placement>,
+    /// The rating before their last round, unless a season start reset it since.
+    before: Option<engine::Rating>,
+}
 
 /// Players from which an [`AsOfBoard`] is freed on a blocking thread rather than where its
 /// last holder lets go of it.
@@ -745,25 +810,36 @@ impl AsOfBoard {
         &self.leaderboard
     }
 
-    /// A player's rating, what it showed, their rounds, last round and league then.
+    /// A player as a row of this board shows them.
     #[must_use]
-    pub fn player(
-        &self,
-        id: &str,
-    ) -> Option<(engine::Rating, Shown, u64, &LastRound, Option<&Placement>)> {
-        let (rating, rounds, last, league) = self.players.get(id)?;
-        let range = self
-            .display
-            .resolve(&self.spread, self.leaderboard.extremes());
-        let shown = self.display.show(range, *rating, *rounds);
-        Some((*rating, shown, *rounds, last, league.as_ref()))
+    pub fn listed(&self, id: &str) -> Option<Listed> {
+        let then = self.players.get(id)?;
+        let range = self.fixed_range();
+        let shown = self.display.show(range, then.rating, then.rounds);
+        Some(Listed {
+            last_change: then.before.map(|before| {
+                LastChange::between(&self.display, range, before, &shown, then.rating.mu)
+            }),
+            rating: then.rating,
+            shown,
+            rounds: then.rounds,
+            last_round: then.last_round.clone(),
+            league: then.league.clone(),
+        })
+    }
+
+    /// The fixed-range rating's center and scale on this board, with today's settings.
+    #[must_use]
+    pub fn fixed_range(&self) -> Option<Resolved> {
+        self.display
+            .resolve(&self.spread, self.leaderboard.extremes())
     }
 
     /// The 0-based index of a player in `order` among those `filter` lists, then.
     #[must_use]
     pub fn index_of(&self, order: Order, filter: Filter, id: &str) -> Option<usize> {
-        let (rating, _, _, _) = self.players.get(id)?;
-        self.leaderboard.position_of(order, filter, *rating, id)
+        let then = self.players.get(id)?;
+        self.leaderboard.position_of(order, filter, then.rating, id)
     }
 }
 
@@ -1124,7 +1200,10 @@ mod tests {
         Played {
             player: player.to_owned(),
             rank,
-            prior: 1500.0,
+            before: engine::Rating {
+                mu: 1500.0,
+                sigma: Some(350.0),
+            },
             state,
             last_round: last(round, 0),
         }
@@ -1148,7 +1227,7 @@ mod tests {
         );
         let bea = state.player("bea").expect("rated");
         assert_eq!(
-            (bea.position, bea.total, bea.mu),
+            (bea.position, bea.total, bea.listed.rating.mu),
             (None, 0, 1800.0),
             "one round"
         );
@@ -1170,6 +1249,51 @@ mod tests {
         assert_eq!(found, ["bea", "bob"]);
         assert_eq!(state.with_prefix("b", 1).len(), 1);
         assert_eq!(state.len(), 3);
+    }
+
+    #[test]
+    fn a_player_keeps_the_rating_their_last_round_started_from_until_a_season_resets_it() {
+        let params = Params::default();
+        let mut state = PoolState::new(params.into(), Display::default()).expect("valid");
+        let newcomer = || SystemState::EloMmr(PlayerState::new(&params));
+        state.apply(1, vec![played("al", 1, newcomer(), "r1")]);
+        let change = |state: &PoolState| state.listed("al").expect("rated").last_change;
+        // A newcomer's state is 1500 ± 350; `played` says they came from 1500 ± 350.
+        let same = LastChange {
+            mu: 0.0,
+            conservative: 0.0,
+            display_rating: None,
+        };
+        assert_eq!(change(&state), Some(same));
+        let mut next = played("al", 1, newcomer(), "r2");
+        next.before = engine::Rating {
+            mu: 1480.0,
+            sigma: Some(360.0),
+        };
+        next.last_round = last("r2", 2);
+        state.apply(2, vec![next]);
+        let moved = LastChange {
+            mu: 20.0,
+            conservative: 50.0,
+            display_rating: None,
+        };
+        assert_eq!(change(&state), Some(moved));
+        assert_eq!(
+            state
+                .season_board(0)
+                .listed("al")
+                .expect("listed")
+                .last_change,
+            Some(moved)
+        );
+        let state = state.new_season(
+            3,
+            SoftReset {
+                mu: 0.5,
+                sigma: 0.5,
+            },
+        );
+        assert_eq!(change(&state), None, "reset since");
     }
 
     #[test]
@@ -1241,7 +1365,10 @@ mod tests {
                         super::Played {
                             player: format!("p{p}"),
                             rank: rank as u64,
-                            prior: f64::from(mu) - 30.0,
+                            before: engine::Rating {
+                                mu: f64::from(mu) - 30.0,
+                                sigma: Some(f64::from(sigma) + 10.0),
+                            },
                             state: SystemState::EloMmr(belief),
                             last_round: last(&format!("r{r}"), seq),
                         }
@@ -1261,6 +1388,7 @@ mod tests {
                     league: state.leagues().placement_of(id),
                     bonus_spent: state.leagues().bonus_spent(id),
                     season_base: state.players[id].season_base,
+                    before: state.players[id].before,
                 })
                 .collect();
             let fresh = PoolState::load(

@@ -340,6 +340,10 @@ mod tests {
                     mu: 1500.0 + i as f64,
                     sigma: Some(100.0),
                 },
+                before: Rating {
+                    mu: 1500.0,
+                    sigma: Some(350.0),
+                },
                 rounds: 1,
                 seq: 1,
                 last_round_id: "r".to_owned(),

@@ -515,6 +515,8 @@ pub struct RatedAsOf {
     pub seq: i64,
     /// Their rating then.
     pub rating: crate::engine::Rating,
+    /// Their rating before that round.
+    pub before: crate::engine::Rating,
     /// Rounds they had played.
     pub rounds: u64,
     /// The last of those rounds.
@@ -556,6 +558,9 @@ pub struct StoredPlayer {
     pub bonus_spent: f64,
     /// Rounds they had played when the current season started.
     pub season_base: u64,
+    /// Their rating before their last round: `None` before any round, and once a season
+    /// start has reset the rating since.
+    pub before: Option<crate::engine::Rating>,
 }
 
 /// One round in a player's history.
@@ -687,6 +692,19 @@ pub struct Recomputed {
     /// Every player placed now or with bonus points spent: their league (`None` for one
     /// waiting for placement in a new season) and the bonus points they spent.
     pub players: Vec<(String, Option<Placement>, f64)>,
+}
+
+/// The round after which a player's rating stood highest ([`Storage::peak`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Peak {
+    /// The round's seq.
+    pub seq: i64,
+    /// Its id.
+    pub round_id: String,
+    /// Its time, if it had one.
+    pub time: Option<i64>,
+    /// The rating after it.
+    pub rating: crate::engine::Rating,
 }
 
 /// A page of a player's history, newest first.
@@ -1020,6 +1038,18 @@ pub trait Storage: Send + Sync + 'static {
         limit: u32,
         before: Option<i64>,
     ) -> Result<HistoryPage, Error>;
+
+    /// The round, among those `player` played in `pool` up to the one at seq `through` (their
+    /// last one then), after which `μ − k·σ` was highest (σ taken as 0 in a system that keeps
+    /// none), the earliest of equals; `None` if they played no round by then. Reads the
+    /// player's rows along their chain: one key lookup per round played.
+    async fn peak(
+        &self,
+        pool: &str,
+        player: &str,
+        through: i64,
+        k: f64,
+    ) -> Result<Option<Peak>, Error>;
 
     /// Rounds waiting in every pool's queue.
     async fn queue_depth(&self) -> Result<u64, Error>;

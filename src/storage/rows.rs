@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::{
     AppliedPage, AppliedRecord, Enqueued, EntryKind, Error, HistoryEntry, HistoryPage, LeagueRow,
-    PoolInfo, PoolProgress, RatedAsOf, RoundRecord, RoundResult, RoundStatus, SeasonRecord,
+    Peak, PoolInfo, PoolProgress, RatedAsOf, RoundRecord, RoundResult, RoundStatus, SeasonRecord,
     StoredKey, StoredPlayer,
 };
 use crate::config::Role;
@@ -152,6 +152,8 @@ impl LeagueHistoryRow {
 pub(super) struct AsOfRow {
     player: String,
     seq: i64,
+    mu_before: f64,
+    sigma_before: Option<f64>,
     mu_after: f64,
     sigma_after: Option<f64>,
     rounds: i64,
@@ -171,6 +173,10 @@ impl AsOfRow {
             rating: Rating {
                 mu: self.mu_after,
                 sigma: self.sigma_after,
+            },
+            before: Rating {
+                mu: self.mu_before,
+                sigma: self.sigma_before,
             },
             rounds: to_u64(self.rounds, "rounds")?,
             last_round_id: self.round_id,
@@ -344,6 +350,9 @@ pub(super) struct PlayerRow {
     last_round_id: String,
     last_round_time: Option<i64>,
     last_seq: i64,
+    /// The rating before the last round; NULL before any, and once a season start reset it.
+    mu_before: Option<f64>,
+    sigma_before: Option<f64>,
     league: Option<String>,
     division: Option<i64>,
     points: Option<f64>,
@@ -491,6 +500,10 @@ pub(super) fn join_players(
                 }),
             };
             Ok::<_, Error>(StoredPlayer {
+                before: row.mu_before.map(|mu| Rating {
+                    mu,
+                    sigma: row.sigma_before,
+                }),
                 state,
                 league: placement(row.league, row.division, row.points)?,
                 bonus_spent: row.bonus_spent,
@@ -560,6 +573,31 @@ impl<'a> StateColumns<'a> {
                 added: None,
             },
         })
+    }
+}
+
+/// A row of `sql::SELECT_PEAK`.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct PeakRow {
+    seq: i64,
+    round_id: String,
+    round_time: Option<i64>,
+    mu: f64,
+    sigma: Option<f64>,
+}
+
+impl PeakRow {
+    /// The peak the row holds.
+    pub(super) fn into_peak(self) -> Peak {
+        Peak {
+            seq: self.seq,
+            round_id: self.round_id,
+            time: self.round_time,
+            rating: Rating {
+                mu: self.mu,
+                sigma: self.sigma,
+            },
+        }
     }
 }
 

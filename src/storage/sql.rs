@@ -150,9 +150,11 @@ pub(super) const DELETE_POOL_HISTORY: &str = "DELETE FROM history WHERE pool = $
 pub(super) const DELETE_POOL_PLAYERS: &str = "DELETE FROM players WHERE pool = $1";
 
 /// Takes every player of pool `$1` out of the leagues for a new season (their bonus points
-/// spent stay), and records how many rounds each had played when it started.
+/// spent stay), records how many rounds each had played when it started, and forgets their
+/// last round's change, which no longer made their rating.
 pub(super) const START_SEASON: &str = "
-    UPDATE players SET league = NULL, division = NULL, points = NULL, season_base = rounds
+    UPDATE players SET league = NULL, division = NULL, points = NULL, season_base = rounds,
+                       mu_before = NULL, sigma_before = NULL
     WHERE pool = $1";
 
 /// Sets player `$2` of pool `$1`'s rating (`$3`, `$4`), belief columns (`$5` p0, `$6` w0,
@@ -181,7 +183,7 @@ pub(super) const SELECT_APPLIED_SEASON_SEQS: &str = "
 /// before `$3` is their last of the span when it comes after `$2`. The joins are as in
 /// [`SELECT_RATINGS_AS_OF`].
 pub(super) const SELECT_STANDINGS_BETWEEN: &str = "
-    SELECT h.player, h.seq, h.mu_after, h.sigma_after, l.rounds,
+    SELECT h.player, h.seq, h.mu_before, h.sigma_before, h.mu_after, h.sigma_after, l.rounds,
            r.id AS round_id, r.round_time,
            h.league_after AS league, h.division_after AS division, h.points_after AS points
     FROM (SELECT player, MAX(seq) AS seq, COUNT(*) AS rounds FROM history
@@ -229,11 +231,12 @@ pub(super) const RESULT_COLUMNS: &str = "
 pub(super) const SELECT_PLAYED: &str = "
     SELECT seq FROM history WHERE pool = $1 AND seq = $2 AND player = $3";
 
-/// Every player of pool `$1`, their belief without its factors, and how many factors it keeps.
+/// Every player of pool `$1`, their belief without its factors, how many factors it keeps,
+/// and their rating before their last round.
 pub(super) const SELECT_PLAYERS: &str = "
     SELECT player, mu, sigma, rounds, p0, w0, log_decay, last_time, volatility, last_round_id,
            last_round_time, last_seq, league, division, points, bonus_spent, season_base,
-           factors
+           factors, mu_before, sigma_before
     FROM players WHERE pool = $1 ORDER BY player";
 
 /// The factor columns of every history row of pool `$1`: each player's last `players.factors`
@@ -248,10 +251,10 @@ pub(super) const SELECT_FACTORS: &str = "
 /// Up to `$4` rounds of player `$2` in pool `$1` older than seq `$3`, newest first, read along
 /// the player's chain of rows (each holds the seq of the one before, `prev_seq`): from the
 /// row before the cursor `$3` when it is one of the player's, otherwise from their newest row
-/// (`players.last_seq`), passing over rows at `$3` or later. One key lookup per row read.
-/// `CROSS JOIN` makes SQLite read the chain first (in the last step it would otherwise scan
-/// the pool's history up to `$3` and look each row up in the chain); Postgres plans it as any
-/// join.
+/// (`players.last_seq`), passing over rows at `$3` or later. One key lookup per row read
+/// (`{previous}`, a dialect's `PREVIOUS_ROW`), and one of each row's round: the chain carries
+/// the rows' columns, so that nothing joins them again. `CROSS JOIN` makes SQLite read the
+/// chain first.
 pub(super) const SELECT_HISTORY: &str = "
     WITH RECURSIVE
         after_cursor (seq) AS (
@@ -261,22 +264,44 @@ pub(super) const SELECT_HISTORY: &str = "
             UNION ALL
             SELECT last_seq FROM players
             WHERE pool = $1 AND player = $2 AND NOT EXISTS (SELECT 1 FROM after_cursor)),
-        chain (seq, prev_seq, kept) AS (
-            SELECT h.seq, h.prev_seq, CASE WHEN h.seq < $3 THEN 1 ELSE 0 END
+        chain (seq, prev_seq, kept, rank, performance, mu_before, sigma_before, mu_after,
+               sigma_after, league_before, division_before, league_after, division_after,
+               expected_rank, points_before, points_after) AS (
+            SELECT h.seq, h.prev_seq, CASE WHEN h.seq < $3 THEN 1 ELSE 0 END, {row}
             FROM start s CROSS JOIN history h
             WHERE h.pool = $1 AND h.seq = s.seq AND h.player = $2
             UNION ALL
-            SELECT h.seq, h.prev_seq, c.kept + CASE WHEN h.seq < $3 THEN 1 ELSE 0 END
-            FROM chain c CROSS JOIN history h
-            WHERE h.pool = $1 AND h.seq = c.prev_seq AND h.player = $2 AND c.kept < $4)
-    SELECT h.seq, r.id AS round_id, r.round_time, h.rank, r.entrants, h.performance,
-           h.mu_before, h.sigma_before, h.mu_after, h.sigma_after,
-           h.league_before, h.division_before, h.league_after, h.division_after,
-           h.expected_rank, h.points_before, h.points_after
-    FROM chain c CROSS JOIN history h CROSS JOIN rounds r
-    WHERE h.pool = $1 AND h.seq = c.seq AND h.player = $2
-      AND r.pool = $1 AND r.seq = c.seq AND c.seq < $3
+            SELECT h.seq, h.prev_seq, c.kept + CASE WHEN h.seq < $3 THEN 1 ELSE 0 END, {row}
+            FROM {previous} WHERE c.kept < $4)
+    SELECT c.seq, r.id AS round_id, r.round_time, c.rank, r.entrants, c.performance,
+           c.mu_before, c.sigma_before, c.mu_after, c.sigma_after,
+           c.league_before, c.division_before, c.league_after, c.division_after,
+           c.expected_rank, c.points_before, c.points_after
+    FROM chain c CROSS JOIN rounds r
+    WHERE r.pool = $1 AND r.seq = c.seq AND c.seq < $3
     ORDER BY c.seq DESC LIMIT $4";
+
+/// The columns of a history row `h` that [`SELECT_HISTORY`]'s chain carries, in place of its
+/// `{row}`.
+pub(super) const HISTORY_ROW: &str = "
+    h.rank, h.performance, h.mu_before, h.sigma_before, h.mu_after, h.sigma_after,
+    h.league_before, h.division_before, h.league_after, h.division_after, h.expected_rank,
+    h.points_before, h.points_after";
+
+/// The round of player `$2` in pool `$1`, among theirs up to seq `$3` (one of theirs), after
+/// which `mu − $4 · sigma` was highest (sigma 0 where NULL), the earliest of equals: their
+/// rows read along their chain from `$3` (one key lookup each), the round's looked up once.
+pub(super) const SELECT_PEAK: &str = "
+    WITH RECURSIVE chain (seq, prev_seq, mu, sigma) AS (
+        SELECT seq, prev_seq, mu_after, sigma_after FROM history
+        WHERE pool = $1 AND seq = $3 AND player = $2
+        UNION ALL
+        SELECT h.seq, h.prev_seq, h.mu_after, h.sigma_after FROM {previous})
+    SELECT p.seq, r.id AS round_id, r.round_time, p.mu, p.sigma
+    FROM (SELECT seq, mu, sigma FROM chain
+          ORDER BY mu - $4 * COALESCE(sigma, 0) DESC, seq LIMIT 1) p
+    CROSS JOIN rounds r
+    WHERE r.pool = $1 AND r.seq = p.seq";
 
 /// Every player of pool `$1` as they stood right after the round at seq `$2`: their latest
 /// history row up to it, how many rounds they had played, and that row's round. `CROSS JOIN`
@@ -285,7 +310,8 @@ pub(super) const SELECT_HISTORY: &str = "
 /// SQLite 3.46 scanned the pool's history and, for each row, every round of the pool: over
 /// 30 s on a pool of 350,000 history rows, where this order takes under 2 s.
 pub(super) const SELECT_RATINGS_AS_OF: &str = "
-    SELECT h.player, h.seq, h.mu_after, h.sigma_after, l.rounds, r.id AS round_id, r.round_time,
+    SELECT h.player, h.seq, h.mu_before, h.sigma_before, h.mu_after, h.sigma_after, l.rounds,
+           r.id AS round_id, r.round_time,
            h.league_after AS league, h.division_after AS division, h.points_after AS points
     FROM (SELECT player, MAX(seq) AS seq, COUNT(*) AS rounds FROM history
           WHERE pool = $1 AND seq <= $2 GROUP BY player) l

@@ -16,14 +16,15 @@ use tracing::instrument;
 use super::rows::{
     applied_page, content_hash, decode_display, display_column, history_page, join_players,
     keeps_factors, params_columns, repost_outcome, to_i64, to_u64, AppliedRow, AsOfRow, FactorRow,
-    HistoryRow, KeyRow, LeagueHistoryRow, ParamsRow, PlayerRow, PoolRoundsRow, PoolRow,
+    HistoryRow, KeyRow, LeagueHistoryRow, ParamsRow, PeakRow, PlayerRow, PoolRoundsRow, PoolRow,
     ProgressRow, ResultRow, RoundRow, SeasonRow,
 };
 use super::{
     sql, Against, AppliedId, AppliedPage, AppliedRound, AppliedSince, AsOf, Enqueued, EnqueuedAll,
-    Error, HistoryPage, LeagueHistory, LineOutcome, LoadedPool, NewEntry, PoolInfo, PoolProgress,
-    PoolWrite, QueuedRound, RatedAsOf, Recomputed, RecomputedLine, Replicas, ResultsPage, Rewrite,
-    RoundOutcome, RoundRecord, RoundResult, RoundStatus, SeasonRecord, Storage, StoredKey,
+    Error, HistoryPage, LeagueHistory, LineOutcome, LoadedPool, NewEntry, Peak, PoolInfo,
+    PoolProgress, PoolWrite, QueuedRound, RatedAsOf, Recomputed, RecomputedLine, Replicas,
+    ResultsPage, Rewrite, RoundOutcome, RoundRecord, RoundResult, RoundStatus, SeasonRecord,
+    Storage, StoredKey,
 };
 use crate::display::{Display, Leagues};
 use crate::engine::{SystemParams, SystemState};
@@ -49,6 +50,12 @@ pub(super) trait Dialect: Send + Sync + 'static {
     /// [`sql::RESULT_COLUMNS`] (in place of `{columns}`) of the players of the round at seq `$2`
     /// of pool `$1` whom the JSON array of strings bound to `$3` names, one key lookup each.
     const RESULTS_OF: &'static str;
+
+    /// The `FROM` clause of a step along a player's chain of history rows: `chain c` (a row
+    /// of theirs, with its `prev_seq`) and `h`, the history row of player `$2` in pool `$1` at
+    /// `c.prev_seq`, looked up by key whatever the planner's statistics say (what
+    /// `{previous}` stands for in [`sql::SELECT_HISTORY`] and [`sql::SELECT_PEAK`]).
+    const PREVIOUS_ROW: &'static str;
 
     /// Starts a transaction that will write.
     async fn begin_write(pool: &Pool<Self::Db>) -> Result<Transaction<'static, Self::Db>, Error>;
@@ -381,6 +388,7 @@ where
     for<'q> i64: Encode<'q, D::Db> + Type<D::Db>,
     for<'q> Option<i64>: Encode<'q, D::Db> + Type<D::Db>,
     for<'q> Vec<u8>: Encode<'q, D::Db> + Type<D::Db>,
+    for<'q> f64: Encode<'q, D::Db> + Type<D::Db>,
     for<'r> String: Decode<'r, D::Db>,
     for<'r> Vec<u8>: Decode<'r, D::Db>,
     for<'r> i64: Decode<'r, D::Db>,
@@ -397,6 +405,7 @@ where
     for<'r> FactorRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> HistoryRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> AsOfRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> PeakRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> LeagueHistoryRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> KeyRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> SeasonRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
@@ -1092,7 +1101,10 @@ where
         before: Option<i64>,
     ) -> Result<HistoryPage, Error> {
         // One row more than asked tells whether an older page exists.
-        let rows: Vec<HistoryRow> = sqlx::query_as(sql::SELECT_HISTORY)
+        let query = sql::SELECT_HISTORY
+            .replace("{previous}", D::PREVIOUS_ROW)
+            .replace("{row}", sql::HISTORY_ROW);
+        let rows: Vec<HistoryRow> = sqlx::query_as(&query)
             .bind(pool)
             .bind(player)
             .bind(before.unwrap_or(i64::MAX))
@@ -1104,6 +1116,25 @@ where
             .map(HistoryRow::into_entry)
             .collect::<Result<Vec<_>, _>>()?;
         Ok(history_page(entries, limit))
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
+    async fn peak(
+        &self,
+        pool: &str,
+        player: &str,
+        through: i64,
+        k: f64,
+    ) -> Result<Option<Peak>, Error> {
+        let query = sql::SELECT_PEAK.replace("{previous}", D::PREVIOUS_ROW);
+        let row: Option<PeakRow> = sqlx::query_as(&query)
+            .bind(pool)
+            .bind(player)
+            .bind(through)
+            .bind(k)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(PeakRow::into_peak))
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME))]

@@ -34,7 +34,7 @@ const _: () = assert!(
 );
 
 /// Columns bound per row of `players`.
-const PLAYER_COLUMNS: usize = 18;
+const PLAYER_COLUMNS: usize = 20;
 
 /// Columns bound per row of `history`.
 const HISTORY_COLUMNS: usize = 21;
@@ -51,7 +51,8 @@ const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 /// Upserts entrants' beliefs; the `VALUES` rows go between this and [`UPSERT_PLAYERS_TAIL`].
 const UPSERT_PLAYERS_HEAD: &str = "INSERT INTO players
     (pool, player, mu, sigma, rounds, last_round_id, last_round_time, p0, w0, log_decay,
-     last_time, volatility, league, division, points, bonus_spent, factors, last_seq) ";
+     last_time, volatility, league, division, points, bonus_spent, factors, last_seq,
+     mu_before, sigma_before) ";
 
 /// See [`UPSERT_PLAYERS_HEAD`].
 const UPSERT_PLAYERS_TAIL: &str = " ON CONFLICT (pool, player) DO UPDATE SET
@@ -61,7 +62,8 @@ const UPSERT_PLAYERS_TAIL: &str = " ON CONFLICT (pool, player) DO UPDATE SET
     last_time = excluded.last_time, volatility = excluded.volatility,
     league = excluded.league, division = excluded.division, points = excluded.points,
     bonus_spent = excluded.bonus_spent, factors = excluded.factors,
-    last_seq = excluded.last_seq";
+    last_seq = excluded.last_seq, mu_before = excluded.mu_before,
+    sigma_before = excluded.sigma_before";
 
 /// Inserts entrants' history rows; the `VALUES` rows follow.
 const INSERT_HISTORY_HEAD: &str = "INSERT INTO history
@@ -110,6 +112,11 @@ impl Dialect for Lite {
     const RESULTS_OF: &'static str = "
         SELECT {columns} FROM json_each($3) AS j CROSS JOIN history h
         WHERE h.pool = $1 AND h.seq = $2 AND h.player = j.value";
+
+    /// `CROSS JOIN` keeps the chain outside, so that each step is one key lookup.
+    const PREVIOUS_ROW: &'static str = "
+        chain c CROSS JOIN history h
+        ON h.pool = $1 AND h.seq = c.prev_seq AND h.player = $2";
 
     async fn begin_write(pool: &SqlitePool) -> Result<Transaction<'static, Sqlite>, Error> {
         Ok(pool.begin_with(BEGIN_WRITE).await?)
@@ -262,7 +269,9 @@ async fn upsert_players(
                 .push_bind(points)
                 .push_bind(e.bonus_spent)
                 .push_bind(columns.factors)
-                .push_bind(seq);
+                .push_bind(seq)
+                .push_bind(e.change.before.mu)
+                .push_bind(e.change.before.sigma);
         });
         query.push(UPSERT_PLAYERS_TAIL);
         query.build().execute(&mut *tx).await?;
@@ -321,7 +330,8 @@ mod tests {
     use sqlx::sqlite::SqlitePoolOptions;
     use sqlx::Row;
 
-    use super::{chunks, sql, CHUNK_ROWS};
+    use super::{chunks, sql, Lite, CHUNK_ROWS};
+    use crate::storage::sql_storage::Dialect;
 
     #[test]
     fn rows_go_in_full_chunks_then_powers_of_two_in_order() {
@@ -396,6 +406,28 @@ mod tests {
                 step("r").starts_with("SEARCH") && step("r").contains("(pool=? AND seq=?)"),
                 "{plan:#?}"
             );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_players_chain_is_read_one_key_lookup_a_row() {
+        let history = sql::SELECT_HISTORY
+            .replace("{previous}", Lite::PREVIOUS_ROW)
+            .replace("{row}", sql::HISTORY_ROW);
+        let peak = sql::SELECT_PEAK.replace("{previous}", Lite::PREVIOUS_ROW);
+        for statement in [history, peak] {
+            let plan = plan(&statement).await;
+            let reads: Vec<&String> = plan
+                .iter()
+                .filter(|line| line.contains(" h ") || line.contains(" history "))
+                .collect();
+            assert!(!reads.is_empty(), "{plan:#?}");
+            for read in reads {
+                assert!(
+                    read.starts_with("SEARCH") && read.contains("seq=? AND player=?"),
+                    "{plan:#?}"
+                );
+            }
         }
     }
 

@@ -547,7 +547,7 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch 
                             .map(|e| Played {
                                 player: e.player.clone(),
                                 rank: e.rank,
-                                prior: e.change.before.mu,
+                                before: e.change.before,
                                 state: e.state.clone(),
                                 last_round: last.clone(),
                             })

@@ -1,10 +1,12 @@
 //! `GET /v1/pools/{pool}/players/{player}`, `…/players/{player}/history` and
 //! `GET /v1/pools/{pool}/players?prefix=`.
 
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{num, round, round_at, TestApp, POOL};
+use crate::support::{num, round, round_at, Payload, TestApp, ADMIN_KEY, POOL};
+
+backend_tests!(a_players_last_change_and_peak_come_from_their_rounds_through_seasons_and_restarts);
 
 const PLAYERS: &str = "/v1/pools/main/players";
 
@@ -301,9 +303,12 @@ async fn searching_players_by_prefix_finds_them_by_id_case_ignored() {
                     player["player"].as_str().expect("an id")
                 ))
                 .await;
+            // Only a player's own page reads their peak.
+            let mut single = single.assert_status(StatusCode::OK, case).clone();
+            assert!(single["peak"].is_object(), "{case}");
+            single["peak"] = Value::Null;
             assert_eq!(
-                single.assert_status(StatusCode::OK, case),
-                player,
+                &single, player,
                 "{case}: a match reads as the player itself"
             );
         }
@@ -334,5 +339,167 @@ async fn searching_players_with_a_bad_limit_or_in_an_unknown_pool_is_refused() {
             "pool_not_found",
             None,
             "unknown pool",
+        );
+}
+
+/// What `player`'s history up to round `as_of` (all of it when `None`) says their last change
+/// and their peak (by μ − kσ) must be, as the API shows both.
+async fn from_history(app: &TestApp, player: &str, as_of: Option<&str>, k: f64) -> (Value, Value) {
+    let history = app
+        .get(&format!("{PLAYERS}/{player}/history?limit=1000"))
+        .await
+        .assert_status(StatusCode::OK, "history")
+        .clone();
+    let newest_first: Vec<&Value> = history["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .skip_while(|e| as_of.is_some_and(|round| e["round_id"] != round))
+        .collect();
+    let last = newest_first[0];
+    let difference = |field: &str| match (
+        &last[format!("{field}_after")],
+        &last[format!("{field}_before")],
+    ) {
+        (Value::Null, _) => Value::Null,
+        (after, before) => json!(num(after) - num(before)),
+    };
+    let change = json!({
+        "mu": num(&last["mu"]) - num(&last["mu_before"]),
+        "conservative": difference("conservative"),
+        "display_rating": difference("display_rating"),
+    });
+    let key = |e: &Value| num(&e["mu"]) - k * num(&e["sigma"]);
+    let mut peak = newest_first[newest_first.len() - 1];
+    for e in newest_first.iter().rev() {
+        if key(e) > key(peak) {
+            peak = e;
+        }
+    }
+    let peak = json!({
+        "round": {"id": peak["round_id"], "time": peak["time"]},
+        "mu": peak["mu"],
+        "sigma": peak["sigma"],
+        "conservative": peak["conservative_after"],
+        "display_rating": peak["display_rating_after"],
+    });
+    (change, peak)
+}
+
+/// Whether every player's last change and peak, on their page and their row, are what their
+/// history says, now or `as_of`.
+async fn agree(app: &TestApp, as_of: Option<&str>, k: f64) {
+    for player in ["a", "b", "c"] {
+        let (change, peak) = from_history(app, player, as_of, k).await;
+        assert_eq!(
+            shown(app, player, as_of).await,
+            (change.clone(), change, peak),
+            "{player} as of {as_of:?}"
+        );
+    }
+}
+
+/// `player`'s last change and peak on their page and their leaderboard row, now or `as_of`.
+async fn shown(app: &TestApp, player: &str, as_of: Option<&str>) -> (Value, Value, Value) {
+    let query = as_of.map_or_else(String::new, |round| format!("as_of={round}&"));
+    let page = app
+        .get(&format!("{PLAYERS}/{player}?{query}"))
+        .await
+        .assert_status(StatusCode::OK, "the player")
+        .clone();
+    let board = app
+        .get(&format!(
+            "/v1/pools/main/leaderboard?{query}order=mu&established=false&limit=1000"
+        ))
+        .await
+        .assert_status(StatusCode::OK, "the leaderboard")
+        .clone();
+    let row = board["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|e| e["player"] == player)
+        .expect("listed")
+        .clone();
+    (
+        page["last_change"].clone(),
+        row["last_change"].clone(),
+        page["peak"].clone(),
+    )
+}
+
+async fn a_players_last_change_and_peak_come_from_their_rounds_through_seasons_and_restarts(
+    app: TestApp,
+) {
+    app.create_pool(POOL).await;
+    // `a` wins the first round and comes last in the others: μ is highest after r1.
+    app.play([
+        round_at("r1", "2024-01-01T00:00:00Z", &["a", "b", "c"]),
+        round("r2", &["b", "c", "a"]),
+        round("r3", &["c", "b", "a"]),
+    ])
+    .await;
+    agree(&app, None, 3.0).await;
+    agree(&app, Some("r2"), 3.0).await;
+    let restarted = app.restarted().await;
+    agree(&restarted, None, 3.0).await;
+
+    app.post(
+        "/v1/pools/main/seasons",
+        Some(ADMIN_KEY),
+        json!({"id": "s2", "mu_reset": 0.5, "sigma_reset": 0.5}),
+    )
+    .await
+    .assert_status(StatusCode::ACCEPTED, "a season");
+    app.apply_queued(POOL).await;
+    app.play([round("r4", &["b", "c"])]).await;
+    for app in [&app, &app.restarted().await] {
+        let (a, a_row, _) = shown(app, "a", None).await;
+        assert_eq!((a, a_row), (Value::Null, Value::Null), "reset since r3");
+        let (b, _) = from_history(app, "b", None, 3.0).await;
+        assert_eq!(shown(app, "b", None).await.0, b, "played since");
+        agree(app, Some("r3"), 3.0).await;
+    }
+
+    // With a fixed range the peak is the highest μ, and changes show on its scale too. (A
+    // fixed center and scale: history shows display ratings with today's automatic ones, an
+    // as-of read with those of its board.)
+    app.send(
+        Method::PATCH,
+        "/v1/pools/main/display",
+        Some(ADMIN_KEY),
+        Payload::Json(json!({"fixed_range": {"max": 3000, "center": 1500, "scale": 200}})),
+    )
+    .await
+    .assert_status(StatusCode::OK, "a fixed range");
+    agree(&app, Some("r3"), 0.0).await;
+    let (_, _, peak) = shown(&app, "a", None).await;
+    assert_eq!(
+        peak["round"],
+        json!({"id": "r1", "time": "2024-01-01T00:00:00Z"})
+    );
+
+    // Without the peak, the page is the same but for it.
+    let page = |query: &'static str| {
+        let app = &app;
+        async move {
+            let uri = format!("{PLAYERS}/a{query}");
+            app.get(&uri)
+                .await
+                .assert_status(StatusCode::OK, &uri)
+                .clone()
+        }
+    };
+    let mut whole = page("").await;
+    whole["peak"] = Value::Null;
+    assert_eq!(page("?peak=false").await, whole);
+    assert_eq!(page("?peak=true").await["peak"], peak);
+    app.get(&format!("{PLAYERS}/a?peak=maybe"))
+        .await
+        .assert_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            Some("peak"),
+            "a bad peak",
         );
 }

@@ -430,8 +430,8 @@ async fn an_open_seasons_standings_in_memory_are_those_its_history_rows_give(app
             assert_eq!(from_memory.players(), from_rows.players(), "{what}");
             for player in &players {
                 assert_eq!(
-                    from_memory.player(player),
-                    from_rows.player(player),
+                    from_memory.listed(player),
+                    from_rows.listed(player),
                     "{what}: {player}"
                 );
             }

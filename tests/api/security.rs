@@ -459,6 +459,8 @@ async fn a_client_beyond_its_turns_at_the_database_waits_while_others_read() {
         "/v1/pools/main/seasons/1/leaderboard",
         "/v1/pools/main/leaderboard?as_of=r1",
         "/v1/pools/main/players/a?as_of=r1",
+        // Their peak, from their history.
+        "/v1/pools/main/players/a",
         "/v1/pools/nowhere/leaderboard",
     ];
     let expected = |uri: &str| {
@@ -480,7 +482,11 @@ async fn a_client_beyond_its_turns_at_the_database_waits_while_others_read() {
         other.assert_status(expected(uri), &format!("{uri} from another address"));
     }
     // Reads of the snapshot wait for no turn.
-    for uri in ["/v1/pools/main/players/a", "/v1/pools/main/leaderboard"] {
+    for uri in [
+        "/v1/pools/main/players/a?peak=false",
+        "/v1/pools/main/players?prefix=a",
+        "/v1/pools/main/leaderboard",
+    ] {
         let answered = app
             .send_from("192.0.2.1:6000", Method::GET, uri, Payload::Empty)
             .await;

@@ -5,7 +5,9 @@
 //! refuses to run and changes nothing; the one that keyed history by round (Postgres 0015,
 //! SQLite 0014) chains every player's rows, newest first, as they were; the one that made the
 //! leaderboard's defaults display settings (Postgres 0016, SQLite 0015) keeps what every pool
-//! showed, its other settings to the bit.
+//! showed, its other settings to the bit; the one that kept each player's last change with
+//! them (Postgres 0017, SQLite 0016) fills it from history for those who played since the last
+//! season start.
 
 use std::borrow::Cow;
 
@@ -519,4 +521,152 @@ async fn check_displays_upgraded(url: &str, stored: &[(&str, &str)]) {
         }
     }
     storage.close().await;
+}
+
+/// Players as a database before their last change was kept with them stored them: each with
+/// their rounds, rounds when the season started, last seq, and the rating (μ, σ) their last
+/// round started from in its history row: one who played this season, one whose rating the
+/// season start reset after their last round, and one stored before history rows were chained.
+const LAST_ROUNDS: [StoredLast; 3] = [
+    StoredLast {
+        player: "played",
+        rounds: 2,
+        season_base: 1,
+        last_seq: 2,
+        before: Some((1_512.345_678_901_234_5, 301.000_000_000_000_06)),
+    },
+    StoredLast {
+        player: "reset",
+        rounds: 1,
+        season_base: 1,
+        last_seq: 1,
+        before: Some((1_500.0, 350.0)),
+    },
+    StoredLast {
+        player: "unchained",
+        rounds: 1,
+        season_base: 0,
+        last_seq: 0,
+        before: None,
+    },
+];
+
+/// A player of [`LAST_ROUNDS`].
+#[derive(Clone, Copy)]
+struct StoredLast {
+    player: &'static str,
+    rounds: i64,
+    season_base: i64,
+    last_seq: i64,
+    /// μ and σ before the last round, in its history row (none: no row).
+    before: Option<(f64, f64)>,
+}
+
+/// A player's id and the bits of the μ and σ their last round started from, as loaded.
+type LoadedLast = (String, Option<(u64, Option<u64>)>);
+
+/// Stores [`LAST_ROUNDS`]' players and history rows in an Elo-MMR pool; returns them.
+macro_rules! store_last_rounds {
+    ($pool:expr) => {{
+        sqlx::query("INSERT INTO pools (name, system, params, applied, display) VALUES ($1, 'elo_mmr', '{}', 2, '{}')")
+            .bind(POOL)
+            .execute($pool)
+            .await
+            .expect("pool");
+        for StoredLast {
+            player,
+            rounds,
+            season_base,
+            last_seq,
+            before,
+        } in LAST_ROUNDS
+        {
+            sqlx::query(
+                "INSERT INTO players (pool, player, mu, sigma, rounds, last_round_id, p0, w0,
+                                      log_decay, season_base, last_seq)
+                 VALUES ($1, $2, 1600, 200, $3, 'r', 1600, 0.01, 0, $4, $5)",
+            )
+            .bind(POOL)
+            .bind(player)
+            .bind(rounds)
+            .bind(season_base)
+            .bind(last_seq)
+            .execute($pool)
+            .await
+            .expect("player");
+            if let Some((mu, sigma)) = before {
+                sqlx::query(
+                    "INSERT INTO history (pool, player, seq, rank, performance, mu_before,
+                                          sigma_before, mu_after, sigma_after)
+                     VALUES ($1, $2, $3, 1, 1600, $4, $5, 1600, 200)",
+                )
+                .bind(POOL)
+                .bind(player)
+                .bind(last_seq)
+                .bind(mu)
+                .bind(sigma)
+                .execute($pool)
+                .await
+                .expect("history");
+            }
+        }
+        LAST_ROUNDS
+    }};
+}
+
+upgrade_test!(
+    sqlite_players_keep_their_last_rounds_change_unless_a_season_reset_it,
+    Backend::Sqlite,
+    sqlx::SqlitePool,
+    "./migrations/sqlite",
+    "?mode=rwc",
+    through 15,
+    store_last_rounds,
+    check_last_changes
+);
+upgrade_test!(
+    postgres_players_keep_their_last_rounds_change_unless_a_season_reset_it,
+    Backend::Postgres,
+    sqlx::PgPool,
+    "./migrations/postgres",
+    "",
+    through 16,
+    store_last_rounds,
+    check_last_changes
+);
+
+/// Opens the database at `url` with every migration: the player who played since the season
+/// started loads with their last round's starting rating to the bit, the others with none.
+async fn check_last_changes(url: &str, stored: &[StoredLast]) {
+    let storage = storage::connect(url).await.expect("migrate");
+    let loaded = storage.load_players(POOL).await.expect("load");
+    storage.close().await;
+    let got: Vec<LoadedLast> = loaded
+        .iter()
+        .map(|p| {
+            let before = p
+                .before
+                .map(|r| (r.mu.to_bits(), r.sigma.map(f64::to_bits)));
+            (p.player.clone(), before)
+        })
+        .collect();
+    let want: Vec<LoadedLast> = stored
+        .iter()
+        .map(
+            |&StoredLast {
+                 player,
+                 rounds,
+                 season_base,
+                 before,
+                 ..
+             }| {
+                let kept = before
+                    .filter(|_| rounds > season_base)
+                    .map(|(mu, sigma)| (mu.to_bits(), Some(sigma.to_bits())));
+                (player.to_owned(), kept)
+            },
+        )
+        .collect();
+    assert_eq!(got, want);
+    assert!(want[0].1.is_some(), "one player keeps a change");
 }
