@@ -32,21 +32,6 @@ pub fn owner<'a>(pool: &str, live: &'a [String]) -> Option<&'a str> {
         .map(String::as_str)
 }
 
-/// A name for this process among the replicas when none is configured: new at each start,
-/// so that a restarted process is not taken for the one that died.
-pub fn random_id() -> String {
-    let mut bytes = [0u8; 6];
-    if getrandom::getrandom(&mut bytes).is_err() {
-        // Unique enough among the replicas of one database: the process id and the clock.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        return format!("replica-{}-{nanos:08x}", std::process::id());
-    }
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("replica-{hex}")
-}
-
 /// Starts the heartbeat and the listener of this process, until the service stops.
 pub fn start(state: &AppState, replicas: &Arc<dyn Replicas>) {
     state.spawn(heartbeats(state.clone(), Arc::clone(replicas)));

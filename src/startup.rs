@@ -12,6 +12,7 @@ use tokio::net::TcpListener;
 
 use crate::api;
 use crate::config::Settings;
+use crate::ownership;
 use crate::state::AppState;
 use crate::storage;
 
@@ -30,6 +31,13 @@ impl Application {
         let declared = settings.pools.clone();
         let addr = settings.server.addr;
         let state = AppState::new(storage, settings).context("starting the compute pool")?;
+        if let Some(replicas) = state
+            .join_replicas()
+            .await
+            .context("joining the replicas")?
+        {
+            ownership::start(&state, &replicas);
+        }
         state
             .load_pools(true)
             .await

@@ -18,14 +18,13 @@ use crate::config::{hash_key, KeySettings, ParamsOverrides, Role, Settings};
 use crate::display::leagues::{recompute, Entrant, HistoryPoint};
 use crate::display::{Display, LeagueTable, Leagues};
 use crate::engine::{self, SystemParams};
-use crate::ownership;
 use crate::pools::loading::{Loading, LOAD_RETRY};
 use crate::pools::past::{BuildFailed, PastBoards, RoundOrders};
 use crate::pools::{Pool, PoolState, Pools};
 use crate::rate_limit::RateLimits;
 use crate::storage::{
-    self, Against, Enqueued, EnqueuedAll, LeagueHistory, NewEntry, PoolWrite, Recomputed, Storage,
-    StoredKey,
+    self, Against, Enqueued, EnqueuedAll, LeagueHistory, NewEntry, PoolWrite, Recomputed, Replicas,
+    Storage, StoredKey,
 };
 use crate::worker;
 
@@ -253,7 +252,7 @@ impl AppState {
         let read_turns =
             crate::rate_limit::Turns::new(server.client_share(read_connections as usize));
         let replica_id = if settings.replicas.id.is_empty() {
-            Arc::from(ownership::random_id())
+            Arc::from(random_replica_id())
         } else {
             Arc::from(settings.replicas.id.as_str())
         };
@@ -285,19 +284,24 @@ impl AppState {
         })
     }
 
+    /// Where replicas share the database, claims this process's id among them and returns
+    /// them: pools added from then on are followed until this process takes their lease
+    /// (`crate::ownership`, which the caller starts). `None` where one process owns it.
+    pub async fn join_replicas(&self) -> anyhow::Result<Option<Arc<dyn Replicas>>> {
+        let Some(replicas) = self.storage.replicas() else {
+            return Ok(None);
+        };
+        // Two processes under one id would each take the other's heartbeat for its own.
+        replicas.claim(self.replica_id()).await?;
+        self.coordinated.store(true, Ordering::Relaxed);
+        Ok(Some(replicas))
+    }
+
     /// Loads the database's keys, and every stored pool into memory and starts its worker
     /// (`start_workers`), or leaves workers to the caller (tests drive
     /// [`worker::process_next`] themselves).
     pub async fn load_pools(&self, start_workers: bool) -> anyhow::Result<()> {
         self.run_workers.store(start_workers, Ordering::Relaxed);
-        if start_workers {
-            if let Some(replicas) = self.storage.replicas() {
-                // Two processes under one id would each take the other's heartbeat for its own.
-                replicas.claim(self.replica_id()).await?;
-                self.coordinated.store(true, Ordering::Relaxed);
-                ownership::start(self, &replicas);
-            }
-        }
         if let Some(name) = self.shadowed_key().await? {
             anyhow::bail!(
                 "the configured key `{name}` has the name of a key kept in the database, which \
@@ -831,6 +835,21 @@ impl AppState {
     pub fn coordinated(&self) -> bool {
         self.coordinated.load(Ordering::Relaxed)
     }
+}
+
+/// A name for this process among the replicas when none is configured: new at each start,
+/// so that a restarted process is not taken for the one that died.
+fn random_replica_id() -> String {
+    let mut bytes = [0u8; 6];
+    if getrandom::getrandom(&mut bytes).is_err() {
+        // Unique enough among the replicas of one database: the process id and the clock.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        return format!("replica-{}-{nanos:08x}", std::process::id());
+    }
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("replica-{hex}")
 }
 
 /// Runs `work` on a blocking thread. A panic in it (a bug) goes on as the caller's panic.
