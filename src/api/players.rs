@@ -67,7 +67,7 @@ pub struct PlayerResponse {
     /// (μ − kσ, or μ with a fixed range or `default_order` `mu`), shown with today's display
     /// settings; the earliest of equals. Read from the player's history (one key lookup per
     /// round played), so only on `GET …/players/{player}` unless `peak=false`, not in lists;
-    /// `null` there.
+    /// `null` there, and where the database cannot be read (the rest comes from memory).
     pub peak: Option<PeakResponse>,
     /// The player's league and division; `null` if the pool has no leagues or has not placed
     /// them yet.
@@ -252,7 +252,8 @@ async fn get_player(
     let display = current.display();
     let peak = match query.peak {
         Some(false) => None,
-        _ => reads(&state, auth.client())
+        // The rest of the page is memory's: a database away costs the page its peak only.
+        _ => match reads(&state, auth.client())
             .await
             .peak(
                 pool.name(),
@@ -260,8 +261,14 @@ async fn get_player(
                 rating.listed.last_round.seq,
                 peak_k(display),
             )
-            .await?
-            .map(|peak| PeakResponse::of(peak, display, range)),
+            .await
+        {
+            Ok(peak) => peak.map(|peak| PeakResponse::of(peak, display, range)),
+            Err(error) => {
+                tracing::warn!(%error, "a player's peak could not be read: shown without it");
+                None
+            }
+        },
     };
     Ok(Json(PlayerResponse {
         peak,

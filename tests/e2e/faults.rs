@@ -341,6 +341,9 @@ fn postgres_going_away_mid_stream_keeps_reads_refuses_writes_and_loses_nothing()
     };
     let reads = reads_from_memory();
     assert!(reads[2]["p_a"].as_f64().is_some(), "{}", reads[2]);
+    // The page without the peak, which only the database has.
+    assert_eq!(reads[0]["peak"], serde_json::Value::Null, "{}", reads[0]);
+    assert_eq!(reads[0]["player"], "fangio", "{}", reads[0]);
 
     let probe = rounds::wide("probe", 2);
     assert_refused(
