@@ -280,7 +280,7 @@ pub struct ParamsOverrides {
     pub tau: Option<f64>,
     /// Codeforces and Topcoder: how much a round's performance weighs against the old rating;
     /// in [1e-6, 1e6].
-    #[schema(exclusive_minimum = 0.0, maximum = 1e6)]
+    #[schema(minimum = 1e-6, maximum = 1e6)]
     pub weight_multiplier: Option<f64>,
     /// Glicko-2 only: a new player's volatility, in [1e-6, 10].
     #[schema(minimum = 1e-6, maximum = 10.0)]

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use axum::Json;
 use utoipa::openapi::example::ExampleBuilder;
 use utoipa::openapi::header::HeaderBuilder;
-use utoipa::openapi::path::Operation;
+use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
 use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{
@@ -111,18 +111,25 @@ fn error_response(description: &str, retry: bool) -> Response {
 /// wherever a body is read; 401, 403 and 429 wherever a key can be asked for. A route whose
 /// 503 has a body of its own (`/readyz`) keeps it, as one of two possible bodies.
 pub(super) fn add_shared_errors(doc: &mut OpenApiDoc) {
-    for item in doc.paths.paths.values_mut() {
-        let operations = [
+    for (_, operation) in operations(doc) {
+        add_to_operation(operation);
+    }
+}
+
+/// Every operation of `doc`, with its path.
+fn operations(doc: &mut OpenApiDoc) -> impl Iterator<Item = (&String, &mut Operation)> {
+    doc.paths.paths.iter_mut().flat_map(|(path, item)| {
+        [
             &mut item.get,
             &mut item.put,
             &mut item.post,
             &mut item.delete,
             &mut item.patch,
-        ];
-        for operation in operations.into_iter().flatten() {
-            add_to_operation(operation);
-        }
-    }
+        ]
+        .into_iter()
+        .flatten()
+        .map(move |operation| (path, operation))
+    })
 }
 
 fn add_to_operation(operation: &mut Operation) {
@@ -351,6 +358,107 @@ fn json_body<'a>(doc: &'a mut OpenApiDoc, method: &str, path: &str) -> Option<&'
         .request_body
         .as_mut()
         .and_then(|body| body.content.get_mut(JSON))
+}
+
+/// The example of a path parameter, by name, on every route: the story of
+/// [`request_examples`] (its pool, a player, a round, the first season, a key).
+fn path_example(name: &str) -> Option<serde_json::Value> {
+    use serde_json::json;
+    Some(match name {
+        "pool" => json!("main"),
+        "player" => json!("ann"),
+        "id" => json!("cup-1"),
+        "number" => json!(1),
+        "name" => json!("scoreboard"),
+        _ => return None,
+    })
+}
+
+/// Each query parameter's example, by path (empty: any) and name, on that story: what the API
+/// page offers,
+/// and together one request that `tests/api/docs.rs` expects the service to answer. Cursors
+/// have none (a page's answer gives them), nor do a league (it excludes `established`) and a
+/// season's `as_of` (which it refuses).
+pub(super) fn query_examples() -> Vec<(&'static str, &'static str, serde_json::Value)> {
+    use serde_json::json;
+    vec![
+        ("/v1/pools/{pool}", "confirm", json!("main")),
+        // A write that can wait for its application, on every route that has one.
+        ("", "wait", json!("applied")),
+        ("", "timeout", json!(10)),
+        ("/v1/pools/{pool}/rounds", "after", json!(0)),
+        ("/v1/pools/{pool}/rounds", "limit", json!(100)),
+        ("/v1/pools/{pool}/rounds/{id}", "limit", json!(100)),
+        ("/v1/pools/{pool}/leaderboard", "limit", json!(10)),
+        ("/v1/pools/{pool}/leaderboard", "order", json!("mu")),
+        ("/v1/pools/{pool}/leaderboard", "established", json!(false)),
+        ("/v1/pools/{pool}/leaderboard", "as_of", json!("cup-2")),
+        ("/v1/pools/{pool}/leaderboard", "active_days", json!(30)),
+        (
+            "/v1/pools/{pool}/seasons/{number}/leaderboard",
+            "limit",
+            json!(10),
+        ),
+        (
+            "/v1/pools/{pool}/seasons/{number}/leaderboard",
+            "order",
+            json!("mu"),
+        ),
+        (
+            "/v1/pools/{pool}/seasons/{number}/leaderboard",
+            "established",
+            json!(false),
+        ),
+        (
+            "/v1/pools/{pool}/seasons/{number}/leaderboard",
+            "active_days",
+            json!(30),
+        ),
+        ("/v1/pools/{pool}/players", "prefix", json!("An")),
+        ("/v1/pools/{pool}/players", "limit", json!(10)),
+        ("/v1/pools/{pool}/players/{player}", "as_of", json!("cup-2")),
+        ("/v1/pools/{pool}/players/{player}", "peak", json!(true)),
+        (
+            "/v1/pools/{pool}/players/{player}/history",
+            "limit",
+            json!(20),
+        ),
+        (
+            "/v1/pools/{pool}/players/{player}/opponents",
+            "limit",
+            json!(5),
+        ),
+        (
+            "/v1/pools/{pool}/players/{player}/opponents",
+            "active_days",
+            json!(30),
+        ),
+        ("/v1/pools/{pool}/win-probability", "a", json!("ann")),
+        ("/v1/pools/{pool}/win-probability", "b", json!("bob")),
+        ("/v1/pools/{pool}/distribution", "bins", json!(10)),
+        ("/v1/pools/{pool}/events", "after", json!(0)),
+    ]
+}
+
+/// Sets every parameter's example in `doc` ([`path_example`], [`query_examples`]).
+pub(super) fn add_parameter_examples(doc: &mut OpenApiDoc) {
+    let queries = query_examples();
+    for (path, operation) in operations(doc) {
+        for parameter in operation.parameters.iter_mut().flatten() {
+            let example = match parameter.parameter_in {
+                ParameterIn::Path => path_example(&parameter.name),
+                _ => queries
+                    .iter()
+                    .find(|(p, name, _)| (p.is_empty() || p == path) && *name == parameter.name)
+                    .map(|(_, _, example)| example.clone()),
+            };
+            if let Some(example) = example {
+                *parameter = ParameterBuilder::from(parameter.clone())
+                    .example(Some(example))
+                    .build();
+            }
+        }
+    }
 }
 
 /// Sets every request body's example in `doc` ([`request_examples`], [`pool_examples`]).

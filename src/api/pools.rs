@@ -383,7 +383,15 @@ pub(super) fn tag_params_schema(doc: &mut utoipa::openapi::OpenApi) {
         }
         for (key, property) in &flat.properties {
             if own_parameters(system).contains(&key.as_str()) {
-                branch = branch.property(key, property.clone());
+                let mut property = property.clone();
+                // The one parameter whose range depends on the system: Glicko-2's τ.
+                if let (SystemName::Glicko2, "tau", RefOr::T(Schema::Object(tau))) =
+                    (system, key.as_str(), &mut property)
+                {
+                    tau.minimum = Some(utoipa::Number::Float(1e-6));
+                    tau.maximum = Some(utoipa::Number::Float(100.0));
+                }
+                branch = branch.property(key, property);
             } else if key != "system" {
                 // Another system's parameter: the server takes `null` as leaving it out.
                 let absent = ObjectBuilder::new()

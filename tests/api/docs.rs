@@ -1,6 +1,6 @@
 //! `GET /docs` (the API docs page) and `GET /` (the dashboard): served from the binary, with
 //! nothing fetched from elsewhere; every request body example the document offers is taken by
-//! the service.
+//! the service, and every read with its parameters' examples answered.
 
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -191,68 +191,138 @@ async fn every_request_body_example_of_the_document_is_taken_by_the_service() {
             assert_eq!(settled.len(), 3, "the rounds of the examples are applied");
         }
     }
+    app.apply_queued(POOL).await;
+    every_read_with_its_examples_is_answered(&app, &document).await;
+}
+
+/// Every `GET` of `document`, its path's and query's parameters set to their examples (those
+/// without one left out), is answered with success on the story's service; every parameter of
+/// every route has an example but cursors (`Last-Event-ID` too), a league and a season's `as_of`
+/// (`query_examples`).
+async fn every_read_with_its_examples_is_answered(app: &TestApp, document: &Value) {
+    let text = |value: &Value| match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut answered = Vec::new();
+    for (path, operations) in document["paths"].as_object().expect("paths") {
+        for (method, operation) in operations.as_object().expect("operations") {
+            for parameter in operation["parameters"].as_array().into_iter().flatten() {
+                let name = parameter["name"].as_str().expect("a name");
+                assert!(
+                    parameter.get("example").is_some()
+                        || ["cursor", "before", "around", "league"].contains(&name)
+                        || parameter["in"] == "header"
+                        || (name == "as_of" && path.contains("/seasons/")),
+                    "{method} {path}: parameter `{name}` has no example"
+                );
+            }
+        }
+        // `/readyz` counts the workers, which these tests drive themselves instead.
+        let Some(get) = operations.get("get").filter(|_| path != "/readyz") else {
+            continue;
+        };
+        let mut uri = path.clone();
+        let mut query = Vec::new();
+        for parameter in get["parameters"].as_array().into_iter().flatten() {
+            let (Some(name), Some(example)) =
+                (parameter["name"].as_str(), parameter.get("example"))
+            else {
+                continue;
+            };
+            if parameter["in"] == "path" {
+                uri = uri.replace(&format!("{{{name}}}"), &text(example));
+            } else {
+                query.push(format!("{name}={}", text(example)));
+            }
+        }
+        if !query.is_empty() {
+            uri = format!("{uri}?{}", query.join("&"));
+        }
+        let request = axum::http::Request::builder()
+            .uri(&uri)
+            .header("authorization", format!("Bearer {ADMIN_KEY}"))
+            .body(axum::body::Body::empty())
+            .expect("a request");
+        // Read the head only: the change feed never ends.
+        let answer = app.send_unread(request).await;
+        assert!(
+            answer.status().is_success(),
+            "GET {uri}: {}",
+            answer.status()
+        );
+        answered.push(uri);
+    }
+    assert!(answered.len() >= 20, "{answered:#?}");
+    assert!(
+        answered.contains(&"/v1/pools/main/players/ann?as_of=cup-2&peak=true".to_owned()),
+        "{answered:#?}"
+    );
 }
 
 #[tokio::test]
-async fn the_bounds_the_document_gives_elo_mmr_s_parameters_are_where_the_service_refuses() {
+async fn the_bounds_the_document_gives_each_systems_parameters_are_where_the_service_refuses() {
     let document = serde_json::to_value(mmr_service::api::openapi()).expect("a JSON document");
     let branches = document["components"]["schemas"]["ParamsOverrides"]["oneOf"]
         .as_array()
         .expect("one branch per system");
-    let properties = &branches
-        .iter()
-        .find(|branch| branch["title"] == "elo_mmr")
-        .expect("Elo-MMR's branch")["properties"];
     let app = TestApp::new().await;
-    for field in [
-        "beta",
-        "gamma",
-        "mu_init",
-        "sigma_init",
-        "drift_per_day",
-        "history_limit",
-    ] {
-        let schema = &properties[field];
-        let (low, high) = (
-            schema["minimum"]
-                .as_f64()
-                .unwrap_or_else(|| panic!("{field}: a minimum")),
-            schema["maximum"]
-                .as_f64()
-                .unwrap_or_else(|| panic!("{field}: a maximum")),
-        );
-        let integer = field == "history_limit";
-        let value = |x: f64| {
-            if integer {
-                json!(x as i64)
+    let mut checked = 0;
+    for branch in branches {
+        let system = branch["title"].as_str().expect("a system");
+        for (field, schema) in branch["properties"].as_object().expect("properties") {
+            let (low, low_taken) = match (schema.get("minimum"), schema.get("exclusiveMinimum")) {
+                (Some(low), _) => (low.as_f64().expect("a number"), true),
+                (None, Some(low)) => (low.as_f64().expect("a number"), false),
+                (None, None) => continue,
+            };
+            let (high, high_taken) = match (schema.get("maximum"), schema.get("exclusiveMaximum")) {
+                (Some(high), _) => (high.as_f64().expect("a number"), true),
+                (None, Some(high)) => (high.as_f64().expect("a number"), false),
+                (None, None) => panic!("{system}.{field}: a maximum"),
+            };
+            let integer = schema["type"] == "integer"
+                || schema["type"]
+                    .as_array()
+                    .is_some_and(|types| types.contains(&json!("integer")));
+            let value = |x: f64| {
+                if integer {
+                    json!(x as i64)
+                } else {
+                    json!(x)
+                }
+            };
+            // Just outside each bound: an integer's neighbour, a float's by a relative step.
+            let (below, above) = if integer {
+                (low - 1.0, high + 1.0)
             } else {
-                json!(x)
+                (low - low.abs().max(1e-9) * 1e-3, high + high.abs() * 1e-3)
+            };
+            let cases = [
+                (low, low_taken),
+                (high, high_taken),
+                (below, false),
+                (above, false),
+            ];
+            for (i, (x, taken)) in cases.into_iter().enumerate() {
+                let pool = format!("bounds-{system}-{field}-{i}").replace('_', "-");
+                let answer = app
+                    .put_pool(&pool, json!({"system": system, field: value(x)}))
+                    .await;
+                let case = format!("{system}: {field} = {x}");
+                if taken {
+                    answer.assert_status(StatusCode::CREATED, &case);
+                } else {
+                    answer.assert_error(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "invalid_parameter",
+                        Some(field),
+                        &case,
+                    );
+                }
             }
-        };
-        // Just outside each bound: an integer's neighbour, a float's by a relative step.
-        let (below, above) = if integer {
-            (low - 1.0, high + 1.0)
-        } else {
-            (low - low.abs().max(1e-9) * 1e-3, high + high.abs() * 1e-3)
-        };
-        for (i, (x, taken)) in [(low, true), (high, true), (below, false), (above, false)]
-            .into_iter()
-            .enumerate()
-        {
-            let pool = format!("bounds-{field}-{i}").replace('_', "-");
-            let answer = app
-                .put_pool(&pool, json!({"system": "elo_mmr", field: value(x)}))
-                .await;
-            if taken {
-                answer.assert_status(StatusCode::CREATED, &format!("{field} = {x}"));
-            } else {
-                answer.assert_error(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "invalid_parameter",
-                    Some(field),
-                    &format!("{field} = {x}"),
-                );
-            }
+            checked += 1;
         }
     }
+    assert!(checked >= 25, "{checked} bounded parameters");
 }
