@@ -34,6 +34,9 @@ pub struct Pool {
     /// this process takes the pool over, so that what it writes never rests on what it
     /// computed while following.
     reload: AtomicBool,
+    /// Whether memory holds lines this process rated while following since it last loaded
+    /// the pool: only then does taking the pool over need the reload.
+    followed: AtomicBool,
     /// How many snapshots have been published: change feeds wait on it.
     published: watch::Sender<u64>,
     /// The correction this process is applying, or applied last.
@@ -89,6 +92,7 @@ impl Pool {
             failing_steps: AtomicU64::new(0),
             owned: AtomicBool::new(true),
             reload: AtomicBool::new(false),
+            followed: AtomicBool::new(false),
             published: watch::Sender::new(0),
             recompute: std::sync::Mutex::new(None),
             removed: AtomicBool::new(false),
@@ -265,9 +269,22 @@ impl Pool {
         self.reload.load(Ordering::Acquire)
     }
 
-    /// Records that memory was loaded afresh.
+    /// Records that memory holds lines rated while following (by the holder of the turn).
+    pub fn followed_lines(&self) {
+        self.followed.store(true, Ordering::Release);
+    }
+
+    /// Whether memory holds lines rated while following since the pool was last loaded.
+    #[must_use]
+    pub fn followed_since_load(&self) -> bool {
+        self.followed.load(Ordering::Acquire)
+    }
+
+    /// Records that memory is what the database holds: loaded afresh, or found to be a load
+    /// not followed since.
     pub fn reloaded(&self) {
         self.reload.store(false, Ordering::Release);
+        self.followed.store(false, Ordering::Release);
     }
 
     /// The pool's turn if nobody holds it now.

@@ -80,8 +80,12 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
     let _turn = pool.turn().await;
     if pool.reload_pending() {
         // Just taken over: what this process writes rests on the database, not on what it
-        // computed while following.
-        return reload(storage, pool).await;
+        // computed while following. Memory loaded and not followed since (a process that
+        // just started, on Postgres) is what a reload would read again.
+        if pool.followed_since_load() {
+            return reload(storage, pool).await;
+        }
+        pool.reloaded();
     }
     let progress = storage
         .pool_progress(pool.name())
@@ -399,6 +403,7 @@ async fn catch_up(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processe
         }
         caught_up += batch.rounds.len();
         instruments::followed(pool.name(), batch.rounds.len() as u64);
+        pool.followed_lines();
         let previous = pool.publish(batch.next);
         tokio::task::spawn_blocking(move || drop(previous));
         tracing::debug!(pool = pool.name(), lines, "caught up with another process");

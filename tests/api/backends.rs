@@ -23,6 +23,7 @@ backend_tests!(
     an_elo_pool_shows_no_uncertainty_and_survives_a_restart,
     a_pool_another_process_created_is_served_and_fed_here,
     a_follower_rates_the_owners_lines_again_and_reloads_only_for_a_correction,
+    a_pool_taken_over_is_reloaded_only_if_lines_were_followed_since_it_was_loaded,
     a_follower_keeps_what_the_owner_keeps_one_round_or_many_behind,
     a_follower_follows_beliefs_that_keep_no_factors,
     a_backlog_settles_in_one_step_of_pipelined_batches_exactly_as_one_by_one,
@@ -703,6 +704,37 @@ async fn pool_as_held_in(app: &TestApp, pool: &str) -> (Vec<(String, String)>, s
         .assert_status(StatusCode::OK, "leaderboard")
         .clone();
     (beliefs, board)
+}
+
+/// Taking a pool over reloads it first when memory holds lines rated while following; memory
+/// that is a load of the database, not followed since (a process just started), is kept.
+async fn a_pool_taken_over_is_reloaded_only_if_lines_were_followed_since_it_was_loaded(
+    app: TestApp,
+) {
+    app.create_pool(POOL).await;
+    app.play([round("r1", &["a", "b"])]).await;
+    let other = app.restarted().await;
+    let storage = other.state.storage.as_ref();
+    let pool = other.state.pools.get(POOL).expect("loaded");
+    pool.take_over();
+    let step = worker::process_next(storage, &pool).await;
+    assert_eq!(
+        step.expect("a step"),
+        Processed::Idle,
+        "a load is the database"
+    );
+    assert!(!pool.reload_pending());
+
+    pool.hand_over();
+    app.play([round("r2", &["b", "a"])]).await;
+    let step = worker::follow(storage, &pool).await;
+    assert_eq!(step.expect("a step"), Processed::Followed { lines: 1 });
+    pool.take_over();
+    let step = worker::process_next(storage, &pool).await;
+    assert_eq!(step.expect("a step"), Processed::Reloaded, "followed since");
+    let step = worker::process_next(storage, &pool).await;
+    assert_eq!(step.expect("a step"), Processed::Idle);
+    assert_eq!(pool_as_held(&other).await, pool_as_held(&app).await);
 }
 
 /// A process that does not own the pool follows the one that does: it rates again the lines
