@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use mmr_service::api::predictions::MAX_ENTRANTS;
+use mmr_service::compute::MAX_ENTRANTS;
 use mmr_service::display::{Display, Placement};
 use mmr_service::engine::matchmaking::{matchmake, Waiting};
 use mmr_service::engine::predict::{

@@ -8,7 +8,6 @@
 //! nothing twice. Events are read from the database, never from memory: a round applied by
 //! another process sharing it is sent too, within one queue poll interval.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -16,8 +15,7 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncWriteExt, DuplexStream};
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::io::DuplexStream;
 use tokio_util::io::ReaderStream;
 use tokio_util::sync::CancellationToken;
 use utoipa::{IntoParams, ToSchema};
@@ -29,8 +27,8 @@ use super::error::{Error, ErrorResponse};
 use super::query::{not_a_seq, seq_param, QueryParams};
 use super::round_results::read_round;
 use super::rounds::{RoundResponse, DEFAULT_RESULTS};
+use super::streams::{send, stream_place, KEEP_ALIVE};
 use super::{pool_of, reads};
-use crate::rate_limit::Share;
 use crate::state::AppState;
 
 /// The media type of the feed.
@@ -42,9 +40,6 @@ const LAST_EVENT_ID: &str = "last-event-id";
 /// Rounds listed from the database at a time (each is then read with its first page of
 /// results).
 const BATCH: u32 = 100;
-
-/// A comment line this often keeps proxies from closing an idle feed.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// How long a feed waits before it reads a large round again when every build of a round's
 /// order was taken.
@@ -130,39 +125,6 @@ async fn events(
     // Proxies such as nginx would otherwise hold events back in their buffers.
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(response)
-}
-
-/// A place among the service's long-lived streams (change feeds and streamed round exports),
-/// held until the stream ends: one of [`crate::state::MAX_FEEDS`] in all (503 `overloaded`
-/// beyond) and of [`crate::state::MAX_FEEDS_PER_CLIENT`] per client (429 beyond).
-pub(super) struct StreamPlace {
-    _permit: OwnedSemaphorePermit,
-    _share: Option<Share>,
-}
-
-/// Takes a [`StreamPlace`] for the client of `auth`.
-pub(super) fn stream_place(
-    state: &AppState,
-    auth: &Authorized<Read>,
-) -> Result<StreamPlace, Error> {
-    let share = match auth.client() {
-        Some(client) => Some(
-            state
-                .feed_shares
-                .take(client, 1)
-                .ok_or(Error::RateLimited {
-                    retry_after_secs: KEEP_ALIVE.as_secs(),
-                })?,
-        ),
-        None => None,
-    };
-    let permit = Arc::clone(&state.feeds)
-        .try_acquire_owned()
-        .map_err(|_| Error::Overloaded)?;
-    Ok(StreamPlace {
-        _permit: permit,
-        _share: share,
-    })
 }
 
 /// The `Last-Event-ID` header as a `seq`, if sent.
@@ -272,21 +234,4 @@ async fn send_next(
         *after = row.seq;
     }
     Ok(rows.len())
-}
-
-/// Writes `text` and flushes it to the client; gives up when the service stops, so that a
-/// client that reads nothing cannot hold the shutdown open.
-pub(super) async fn send(
-    writer: &mut DuplexStream,
-    text: &str,
-    closing: &CancellationToken,
-) -> std::io::Result<()> {
-    let write = async {
-        writer.write_all(text.as_bytes()).await?;
-        writer.flush().await
-    };
-    tokio::select! {
-        written = write => written,
-        () = closing.cancelled() => Err(std::io::ErrorKind::Interrupted.into()),
-    }
 }

@@ -24,8 +24,8 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
-use super::events::{send, stream_place, StreamPlace};
 use super::query::{limit, seq_param, QueryParams};
+use super::streams::{send, stream_place, StreamPlace};
 use super::{pool_of, reads};
 use crate::state::AppState;
 use crate::storage::{AppliedPage, Storage};

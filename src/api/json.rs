@@ -8,7 +8,7 @@ use axum::http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
 use serde::de::DeserializeOwned;
 
 use super::error::Error;
-use super::predictions::MAX_ENTRANTS;
+use crate::compute::MAX_ENTRANTS;
 use crate::rate_limit::Client;
 use crate::state::AppState;
 

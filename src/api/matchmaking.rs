@@ -18,9 +18,9 @@ use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::json::{compute_body_limit, ComputeJson};
 use super::pool_of;
-use super::predictions::MAX_ENTRANTS;
 use super::query::QueryParams;
 use super::shown::{rfc3339, RoundRef};
+use crate::compute::MAX_ENTRANTS;
 use crate::engine::matchmaking::{
     best_opponents, check, matchmake, work_per_player, Relaxation, Waiting, MAX_WORK_PER_PLAYER,
 };

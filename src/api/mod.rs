@@ -30,6 +30,7 @@ pub mod players;
 pub mod pools;
 pub mod predictions;
 pub mod query;
+mod queueing;
 pub mod request_id;
 pub mod round_batches;
 mod round_path;
@@ -37,6 +38,7 @@ pub mod round_results;
 pub mod rounds;
 pub mod seasons;
 mod shown;
+mod streams;
 pub mod waiting;
 
 use std::sync::Arc;

@@ -27,7 +27,7 @@ use crate::engine::{PredictionPath, RequestNames};
 use crate::names;
 use crate::state::AppState;
 
-pub use crate::compute::MAX_ENTRANTS;
+use crate::compute::MAX_ENTRANTS;
 
 /// Most players one prediction may name, over all its entrants (or sides).
 pub const MAX_PLAYERS: usize = 10_000;

@@ -3,14 +3,13 @@
 //! the database, queued.
 
 use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::{Deserialize, Serialize};
-use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::schema::Schema;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -19,17 +18,20 @@ use super::auth::{Authorized, Read, Write};
 use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
 use super::query::{limit, QueryParams};
+use super::queueing::{
+    checked, located, one_of_strings, round_url, status_schema, Checked, Queued,
+    RoundStatusResponse, CHECK_TRIES,
+};
 use super::round_path::RoundPath;
 use super::round_results::read_round;
-use super::shown::rfc3339;
+use super::shown::{rfc3339, ShownChange};
 use super::waiting::{settle, WaitQuery};
 use super::{pool_of, reads};
 use crate::display::Placement;
-use crate::engine::RatingChange;
 use crate::pools::PoolState;
 use crate::state::{AppState, Systems};
-use crate::storage::{Enqueued, EntryKind, NewEntry, RoundRecord, RoundStatus};
-use crate::wire::{FieldError, RoundRequest, MAX_RANK};
+use crate::storage::{Enqueued, EntryKind, NewEntry, RoundRecord};
+use crate::wire::MAX_RANK;
 
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -38,41 +40,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_round))
 }
 
-/// A round's place in its life.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct RoundStatusResponse {
-    /// The round's id.
-    pub id: String,
-    /// `queued`, `applied`, `failed`, or `voided` (by a correction).
-    #[schema(schema_with = status_schema)]
-    pub status: &'static str,
-    /// 1 for the next round the worker applies; present on a 202.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub position: Option<u64>,
-    /// Why the round failed; present when it did.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// A line's status in the OpenAPI document: one of [`RoundStatus::ALL`].
-fn status_schema() -> Schema {
-    one_of_strings(RoundStatus::ALL.map(RoundStatus::as_str), "queued")
-}
-
 /// A line's kind in the OpenAPI document: one of [`EntryKind::ALL`].
 fn kind_schema() -> Schema {
     one_of_strings(EntryKind::ALL.map(EntryKind::as_str), "round")
-}
-
-/// A string that is one of `values`, shown with `example`.
-fn one_of_strings(values: impl IntoIterator<Item = &'static str>, example: &str) -> Schema {
-    Schema::Object(
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .enum_values(Some(values))
-            .examples([example])
-            .build(),
-    )
 }
 
 /// Results per page of a round when `limit` is not given: the most a page holds.
@@ -147,41 +117,6 @@ pub struct ResultResponse {
     /// after.
     #[serde(flatten)]
     pub shown: ShownChange,
-}
-
-/// What a round's change looks like beside the expectation and through the pool's display
-/// settings, so that a frontend can say "3rd, 7th was expected, +42".
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ShownChange {
-    /// The place the player (their team, in a team round) was expected to take among the
-    /// round's entrants before it was played, from the ratings then: `1 + Σ P(another entrant
-    /// finishes ahead)`, between 1 and the number of entrants; `null` unless the pool's display
-    /// settings asked for `expected_ranks` when the round was applied.
-    pub expected_rank: Option<f64>,
-    /// μ − kσ before the round, with the pool's current `conservative_k`.
-    pub conservative_before: f64,
-    /// μ − kσ after the round.
-    pub conservative_after: f64,
-    /// The fixed-range rating of `mu_before` under the pool's current display settings;
-    /// `null` if it shows none.
-    pub display_rating_before: Option<f64>,
-    /// The same of `mu_after`.
-    pub display_rating_after: Option<f64>,
-}
-
-impl ShownChange {
-    /// `change` (expected to be `expected_rank`) as `state`'s display settings show it.
-    pub(super) fn of(state: &PoolState, change: &RatingChange, expected_rank: Option<f64>) -> Self {
-        let display = state.display();
-        let range = state.fixed_range();
-        Self {
-            expected_rank,
-            conservative_before: display.conservative(change.before),
-            conservative_after: display.conservative(change.after),
-            display_rating_before: range.map(|r| r.display(change.before.mu)),
-            display_rating_after: range.map(|r| r.display(change.after.mu)),
-        }
-    }
 }
 
 /// The round body, as documented for clients (validation is by hand, see `wire`).
@@ -310,77 +245,6 @@ async fn create_round(
     Ok((status, headers, Json(body)).into_response())
 }
 
-/// What the queue answered a line posted to it (a round, a season start, a correction), as
-/// the routes that post one say it: 202 with its place, 200 with the status of the line stored
-/// before, 409 for other content under its id, 503 for a full queue.
-pub(super) struct Queued {
-    /// 202 or 200.
-    pub status: StatusCode,
-    /// The line's status now.
-    pub stored: RoundStatus,
-    /// Its place in the queue, when it was accepted now.
-    pub position: Option<u64>,
-}
-
-impl Queued {
-    /// `outcome` of queueing line `id`.
-    pub(super) fn of(outcome: Enqueued, id: &str) -> Result<Self, Error> {
-        match outcome {
-            Enqueued::Accepted { position } => Ok(Self {
-                status: StatusCode::ACCEPTED,
-                stored: RoundStatus::Queued,
-                position: Some(position),
-            }),
-            Enqueued::AlreadyStored { status } => Ok(Self {
-                status: StatusCode::OK,
-                stored: status,
-                position: None,
-            }),
-            Enqueued::Conflict => Err(Error::RoundConflict {
-                id: id.to_owned(),
-                field: "id".to_owned(),
-            }),
-            Enqueued::QueueFull { .. } => Err(Error::QueueFull),
-            // The pool changed under each of the route's tries (see [`CHECK_TRIES`]): the
-            // client tries again.
-            Enqueued::Changed => Err(Error::Unavailable),
-        }
-    }
-}
-
-/// How often a route checks a round against the pool's systems and tries to queue it, when the
-/// queue finds the pool changed since each check: a pool's parameters change seldom, so a
-/// second try nearly always stores it.
-pub(super) const CHECK_TRIES: u32 = 3;
-
-/// What a path segment encodes: everything but RFC 3986's unreserved characters, which
-/// stay as they are (`cup-7`, not `cup%2D7`).
-const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
-
-/// The URL of line `id` of pool `pool`. The ids `.` and `..` are encoded whole: as they are,
-/// clients would read them as the path's own dot segments and go to another URL.
-pub(super) fn round_url(pool: &str, id: &str) -> String {
-    let set = if matches!(id, "." | "..") {
-        NON_ALPHANUMERIC
-    } else {
-        SEGMENT
-    };
-    format!("/v1/pools/{pool}/rounds/{}", utf8_percent_encode(id, set))
-}
-
-/// Headers holding `Location: url`.
-pub(super) fn located(url: &str) -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    if let Ok(value) = HeaderValue::from_str(url) {
-        headers.insert(header::LOCATION, value);
-    }
-    headers
-}
-
 /// Checks a round body completely, for each of the pool's rating `systems` too, and returns it
 /// ready to queue: its id, its canonical JSON (what is stored) and what a re-post is compared
 /// by.
@@ -388,52 +252,6 @@ fn validate(body: &[u8], systems: &Systems) -> Result<Checked, Error> {
     let value: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| Error::MalformedJson(e.to_string()))?;
     checked(&value, systems, "")
-}
-
-/// A round that passed validation, ready to queue.
-pub(super) struct Checked {
-    /// Its id.
-    pub id: String,
-    /// Its canonical JSON, as stored.
-    pub body: String,
-    /// What a re-post of it is compared by ([`RoundRequest::comparison_key`]).
-    pub key: String,
-}
-
-/// [`validate`] of a round already parsed, whose fields sit under `path` (a JSON path such as
-/// `rounds[3]`, empty for the body itself), which the error's field starts with.
-pub(super) fn checked(
-    value: &serde_json::Value,
-    systems: &Systems,
-    path: &str,
-) -> Result<Checked, Error> {
-    let invalid = |e: FieldError| {
-        let field = match (path.is_empty(), e.field.is_empty()) {
-            (true, _) => e.field,
-            (false, true) => path.to_owned(),
-            (false, false) => format!("{path}.{}", e.field),
-        };
-        Error::invalid("invalid_round", field, e.reason)
-    };
-    let request = RoundRequest::from_value(value).map_err(invalid)?;
-    let round = request.checked_round().map_err(invalid)?;
-    for system in systems.all() {
-        system.check_round(&round).map_err(|e| invalid(e.into()))?;
-    }
-    crate::wire::not_ahead(&round).map_err(invalid)?;
-    let serialized = |json: serde_json::Result<String>| {
-        json.map_err(|e| {
-            tracing::error!(error = %e, "round serialization failed");
-            Error::Internal
-        })
-    };
-    let body = serialized(serde_json::to_string(&request))?;
-    let key = serialized(request.comparison_key())?;
-    Ok(Checked {
-        id: request.id,
-        body,
-        key,
-    })
 }
 
 /// A round's status and, once applied, a page of its results (best rank first).

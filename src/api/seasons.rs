@@ -21,7 +21,7 @@ use super::leaderboard::{
     answered, past_board, LeaderboardQuery, LeaderboardResponse, PastPlayers,
 };
 use super::query::QueryParams;
-use super::rounds::{located, round_url, Queued, RoundStatusResponse};
+use super::queueing::{located, round_url, Queued, RoundStatusResponse};
 use super::waiting::{settle, WaitQuery};
 use super::{pool_of, reads};
 use crate::engine::SoftReset;

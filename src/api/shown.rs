@@ -1,5 +1,6 @@
-//! What the player routes, the leaderboard and the matchmaker's answers share in how they show
-//! a player: a round named by id and time, the change their last round made, their peak.
+//! What the player routes, the leaderboard, rounds and the matchmaker's answers share in how
+//! they show a player: a round named by id and time, the change their last round made, their
+//! peak, and a round's change beside its expectation.
 
 use serde::Serialize;
 use time::format_description::well_known::Rfc3339;
@@ -7,7 +8,8 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use crate::display::{Display, Ranking, Resolved};
-use crate::pools::{LastChange, LastRound};
+use crate::engine::RatingChange;
+use crate::pools::{LastChange, LastRound, PoolState};
 use crate::storage::Peak;
 
 /// A round's id and time.
@@ -95,5 +97,40 @@ pub(super) fn peak_k(display: &Display) -> f64 {
     match display.default_ranking() {
         Ranking::Conservative => display.conservative_k,
         Ranking::Mu | Ranking::DisplayRating => 0.0,
+    }
+}
+
+/// What a round's change looks like beside the expectation and through the pool's display
+/// settings, so that a frontend can say "3rd, 7th was expected, +42".
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShownChange {
+    /// The place the player (their team, in a team round) was expected to take among the
+    /// round's entrants before it was played, from the ratings then: `1 + Σ P(another entrant
+    /// finishes ahead)`, between 1 and the number of entrants; `null` unless the pool's display
+    /// settings asked for `expected_ranks` when the round was applied.
+    pub expected_rank: Option<f64>,
+    /// μ − kσ before the round, with the pool's current `conservative_k`.
+    pub conservative_before: f64,
+    /// μ − kσ after the round.
+    pub conservative_after: f64,
+    /// The fixed-range rating of `mu_before` under the pool's current display settings;
+    /// `null` if it shows none.
+    pub display_rating_before: Option<f64>,
+    /// The same of `mu_after`.
+    pub display_rating_after: Option<f64>,
+}
+
+impl ShownChange {
+    /// `change` (expected to be `expected_rank`) as `state`'s display settings show it.
+    pub(super) fn of(state: &PoolState, change: &RatingChange, expected_rank: Option<f64>) -> Self {
+        let display = state.display();
+        let range = state.fixed_range();
+        Self {
+            expected_rank,
+            conservative_before: display.conservative(change.before),
+            conservative_after: display.conservative(change.after),
+            display_rating_before: range.map(|r| r.display(change.before.mu)),
+            display_rating_after: range.map(|r| r.display(change.after.mu)),
+        }
     }
 }

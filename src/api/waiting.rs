@@ -11,8 +11,8 @@ use tokio::time::Instant;
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::Error;
+use super::queueing::RoundStatusResponse;
 use super::reads;
-use super::rounds::RoundStatusResponse;
 use crate::pools::Pool;
 use crate::rate_limit::Client;
 use crate::state::AppState;

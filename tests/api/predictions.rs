@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 
 use mmr_service::api::json::COMPUTE_BODY_LIMIT;
 use mmr_service::api::matchmaking::MAX_WAITING;
-use mmr_service::api::predictions::{MAX_ENTRANTS, MAX_PLAYERS};
+use mmr_service::api::predictions::MAX_PLAYERS;
+use mmr_service::compute::MAX_ENTRANTS;
 use mmr_service::names::MAX_ID_BYTES;
 
 use crate::support::{num, round, settings, Payload, TestApp, TestResponse, POOL};

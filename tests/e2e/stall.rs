@@ -28,7 +28,7 @@ use std::sync::{Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use mmr_service::api::predictions::MAX_ENTRANTS;
+use mmr_service::compute::MAX_ENTRANTS;
 use reqwest::blocking::Client;
 use serde_json::{json, Value};
 
