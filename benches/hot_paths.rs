@@ -50,6 +50,34 @@ fn spread_player(params: &Params, rng: &mut Lcg) -> SystemState {
     SystemState::EloMmr(state)
 }
 
+/// Every bench player's rating before their one round: a newcomer's.
+const NEWCOMER: Rating = Rating {
+    mu: 1500.0,
+    sigma: Some(350.0),
+};
+
+/// A stored player of [`spread_player`]'s, whose one round, at `last_seq`, was `last_round_id`
+/// played at `last_round_time`.
+fn stored_player(
+    player: String,
+    state: SystemState,
+    last_round_id: String,
+    last_round_time: Option<i64>,
+    last_seq: i64,
+) -> StoredPlayer {
+    StoredPlayer {
+        player,
+        state,
+        last_round_id,
+        last_round_time,
+        last_seq,
+        league: None,
+        bonus_spent: 0.0,
+        season_base: 0,
+        before: Some(NEWCOMER),
+    }
+}
+
 fn predictions(c: &mut Criterion) {
     let params = Params::default();
     let mut rng = Lcg(0x5eed);
@@ -85,19 +113,9 @@ fn publishing(c: &mut Criterion) {
     let params = Params::default();
     let mut rng = Lcg(0xb16);
     let stored: Vec<StoredPlayer> = (0..POOL_PLAYERS)
-        .map(|i| StoredPlayer {
-            player: format!("player-{i:07}"),
-            state: spread_player(&params, &mut rng),
-            last_round_id: "r1".to_owned(),
-            last_round_time: None,
-            last_seq: 1,
-            league: None,
-            bonus_spent: 0.0,
-            season_base: 0,
-            before: Some(Rating {
-                mu: 1500.0,
-                sigma: Some(350.0),
-            }),
+        .map(|i| {
+            let state = spread_player(&params, &mut rng);
+            stored_player(format!("player-{i:07}"), state, "r1".to_owned(), None, 1)
         })
         .collect();
     // Five leagues of divisions of 100, every player placed as placement would place them.
@@ -161,10 +179,7 @@ fn publish_rounds(
             .map(|i| Played {
                 player: format!("player-{:07}", (i * 7919) % POOL_PLAYERS),
                 rank: i as u64 + 1,
-                before: Rating {
-                    mu: 1500.0,
-                    sigma: Some(350.0),
-                },
+                before: NEWCOMER,
                 state: spread_player(params, rng),
                 last_round: last.clone(),
             })
@@ -218,19 +233,16 @@ fn open_season(c: &mut Criterion) {
     let params = Params::default();
     let mut rng = Lcg(0x5ea5);
     let stored: Vec<StoredPlayer> = (0..SEASON_PLAYERS)
-        .map(|i| StoredPlayer {
-            player: format!("team {i} of the season"),
-            state: spread_player(&params, &mut rng),
-            last_round_id: format!("round {}", i % 3_000),
-            last_round_time: None,
-            last_seq: 1 + (i % 3_000) as i64,
-            league: None,
-            bonus_spent: 0.0,
-            season_base: 0,
-            before: Some(Rating {
-                mu: 1500.0,
-                sigma: Some(350.0),
-            }),
+        .map(|i| {
+            let state = spread_player(&params, &mut rng);
+            let round = i % 3_000;
+            stored_player(
+                format!("team {i} of the season"),
+                state,
+                format!("round {round}"),
+                None,
+                1 + round as i64,
+            )
         })
         .collect();
     let pool = PoolState::load(params.into(), Display::default(), stored, 1, 3_000)
@@ -269,19 +281,16 @@ fn leaderboard_pages(c: &mut Criterion) {
     let params = Params::default();
     let mut rng = Lcg(0x1ead);
     let stored: Vec<StoredPlayer> = (0..POOL_PLAYERS)
-        .map(|i| StoredPlayer {
-            player: format!("player-{i:07}"),
-            state: spread_player(&params, &mut rng),
-            last_round_id: "r1".to_owned(),
-            last_round_time: Some(1_700_000_000 - (i as i64 % 1_095) * 86_400),
-            last_seq: 1,
-            league: None,
-            bonus_spent: 0.0,
-            season_base: 0,
-            before: Some(Rating {
-                mu: 1500.0,
-                sigma: Some(350.0),
-            }),
+        .map(|i| {
+            let state = spread_player(&params, &mut rng);
+            let time = 1_700_000_000 - (i as i64 % 1_095) * 86_400;
+            stored_player(
+                format!("player-{i:07}"),
+                state,
+                "r1".to_owned(),
+                Some(time),
+                1,
+            )
         })
         .collect();
     let pool = PoolState::load(params.into(), Display::default(), stored, 1, 1).expect("valid");

@@ -13,7 +13,7 @@ use super::auth::{Authorized, Read};
 use super::error::{Error, ErrorResponse};
 use super::leaderboard::board_as_of;
 use super::query::{limit, seq_param, QueryParams};
-use super::shown::{peak_k, rfc3339, LastChangeResponse, PeakResponse, RoundRef, ShownChange};
+use super::shown::{rfc3339, LastChangeResponse, PeakResponse, RoundRef, ShownChange};
 use super::{pool_of, reads};
 use crate::display::Placement;
 use crate::pools::leaderboard::Order;
@@ -249,6 +249,8 @@ async fn get_player(
         }
     };
     let display = current.display();
+    // Highest in the pool's default order (the fixed-range rating's is μ's).
+    let (order, _) = Order::default_board(display);
     let peak = match query.peak {
         Some(false) => None,
         // The rest of the page is memory's: a database away costs the page its peak only.
@@ -258,7 +260,7 @@ async fn get_player(
                 pool.name(),
                 &player,
                 rating.listed.last_round.seq,
-                peak_k(display),
+                order.k(display.conservative_k),
             )
             .await
         {

@@ -7,7 +7,7 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use crate::display::{Display, Ranking, Resolved};
+use crate::display::{Display, Resolved};
 use crate::engine::RatingChange;
 use crate::pools::{LastChange, LastRound, PoolState};
 use crate::storage::Peak;
@@ -88,15 +88,6 @@ impl PeakResponse {
                 time: rfc3339(peak.time),
             },
         }
-    }
-}
-
-/// The k of the `μ − kσ` a peak is highest in: the pool's default order's (the fixed-range
-/// rating rises with μ alone).
-pub(super) fn peak_k(display: &Display) -> f64 {
-    match display.default_ranking() {
-        Ranking::Conservative => display.conservative_k,
-        Ranking::Mu | Ranking::DisplayRating => 0.0,
     }
 }
 

@@ -53,6 +53,16 @@ impl Order {
         (Self::of(display.default_ranking()), filter)
     }
 
+    /// The k of the `μ − kσ` this order sorts by, `k` being the conservative rating's: 0 for
+    /// μ's order.
+    #[must_use]
+    pub fn k(self, k: f64) -> f64 {
+        match self {
+            Self::Mu => 0.0,
+            Self::Conservative => k,
+        }
+    }
+
     /// The key `rating` is sorted by in this order, `k` being the conservative rating's.
     #[must_use]
     pub fn key(self, k: f64, rating: Rating) -> f64 {

@@ -568,9 +568,7 @@ pub struct Recomputed {
 /// The round after which a player's rating stood highest ([`Storage::peak`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Peak {
-    /// The round's seq.
-    pub seq: i64,
-    /// Its id.
+    /// The round's id.
     pub round_id: String,
     /// Its time, if it had one.
     pub time: Option<i64>,

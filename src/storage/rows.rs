@@ -579,7 +579,6 @@ impl<'a> StateColumns<'a> {
 /// A row of `sql::SELECT_PEAK`.
 #[derive(Debug, sqlx::FromRow)]
 pub(super) struct PeakRow {
-    seq: i64,
     round_id: String,
     round_time: Option<i64>,
     mu: f64,
@@ -590,7 +589,6 @@ impl PeakRow {
     /// The peak the row holds.
     pub(super) fn into_peak(self) -> Peak {
         Peak {
-            seq: self.seq,
             round_id: self.round_id,
             time: self.round_time,
             rating: Rating {

@@ -283,10 +283,18 @@ pub(super) const SELECT_HISTORY: &str = "
 
 /// The columns of a history row `h` that [`SELECT_HISTORY`]'s chain carries, in place of its
 /// `{row}`.
-pub(super) const HISTORY_ROW: &str = "
+const HISTORY_ROW: &str = "
     h.rank, h.performance, h.mu_before, h.sigma_before, h.mu_after, h.sigma_after,
     h.league_before, h.division_before, h.league_after, h.division_after, h.expected_rank,
     h.points_before, h.points_after";
+
+/// `statement` ([`SELECT_HISTORY`] or [`SELECT_PEAK`]) with a dialect's step along a
+/// player's chain, `previous`, in place of its `{previous}`.
+pub(super) fn chained(statement: &str, previous: &str) -> String {
+    statement
+        .replace("{previous}", previous)
+        .replace("{row}", HISTORY_ROW)
+}
 
 /// The round of player `$2` in pool `$1`, among theirs up to seq `$3` (one of theirs), after
 /// which `mu − $4 · sigma` was highest (sigma 0 where NULL), the earliest of equals: their
@@ -297,7 +305,7 @@ pub(super) const SELECT_PEAK: &str = "
         WHERE pool = $1 AND seq = $3 AND player = $2
         UNION ALL
         SELECT h.seq, h.prev_seq, h.mu_after, h.sigma_after FROM {previous})
-    SELECT p.seq, r.id AS round_id, r.round_time, p.mu, p.sigma
+    SELECT r.id AS round_id, r.round_time, p.mu, p.sigma
     FROM (SELECT seq, mu, sigma FROM chain
           ORDER BY mu - $4 * COALESCE(sigma, 0) DESC, seq LIMIT 1) p
     CROSS JOIN rounds r

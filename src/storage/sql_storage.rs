@@ -1101,9 +1101,7 @@ where
         before: Option<i64>,
     ) -> Result<HistoryPage, Error> {
         // One row more than asked tells whether an older page exists.
-        let query = sql::SELECT_HISTORY
-            .replace("{previous}", D::PREVIOUS_ROW)
-            .replace("{row}", sql::HISTORY_ROW);
+        let query = sql::chained(sql::SELECT_HISTORY, D::PREVIOUS_ROW);
         let rows: Vec<HistoryRow> = sqlx::query_as(&query)
             .bind(pool)
             .bind(player)
@@ -1126,7 +1124,7 @@ where
         through: i64,
         k: f64,
     ) -> Result<Option<Peak>, Error> {
-        let query = sql::SELECT_PEAK.replace("{previous}", D::PREVIOUS_ROW);
+        let query = sql::chained(sql::SELECT_PEAK, D::PREVIOUS_ROW);
         let row: Option<PeakRow> = sqlx::query_as(&query)
             .bind(pool)
             .bind(player)

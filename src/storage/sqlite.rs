@@ -411,12 +411,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_players_chain_is_read_one_key_lookup_a_row() {
-        let history = sql::SELECT_HISTORY
-            .replace("{previous}", Lite::PREVIOUS_ROW)
-            .replace("{row}", sql::HISTORY_ROW);
-        let peak = sql::SELECT_PEAK.replace("{previous}", Lite::PREVIOUS_ROW);
-        for statement in [history, peak] {
-            let plan = plan(&statement).await;
+        for statement in [sql::SELECT_HISTORY, sql::SELECT_PEAK] {
+            let plan = plan(&sql::chained(statement, Lite::PREVIOUS_ROW)).await;
             let reads: Vec<&String> = plan
                 .iter()
                 .filter(|line| line.contains(" h ") || line.contains(" history "))
