@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::path::Path;
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkGroup, Criterion};
 use mmr_service::engine::predict::expected_places;
 use mmr_service::engine::Beliefs;
 use mmr_service::engine::{
@@ -302,17 +303,86 @@ fn as_state(system: &SystemParams, prior: &PlayerState) -> SystemState {
     }
 }
 
+/// The round `round`'s entrants play next: the same players, finishing in an order drawn
+/// around their ratings in `states` as [`spread_round`] draws it.
+fn next_round(round: &Round, states: &[SystemState]) -> Round {
+    let mut rng = Lcg(states.len() as u64 ^ 0x4e57);
+    let noisy: Vec<f64> = states
+        .iter()
+        .map(|s| s.rating().mu + 400.0 * (rng.unit() - 0.5))
+        .collect();
+    let mut order: Vec<usize> = (0..states.len()).collect();
+    order.sort_by(|&a, &b| noisy[b].total_cmp(&noisy[a]));
+    let mut standings: Vec<Standing> = round.standings.clone();
+    for (place, &i) in order.iter().enumerate() {
+        standings[i].rank = place as u64 + 1;
+    }
+    Round::new(standings)
+}
+
+/// Benches `system` rating a round after `round`, on the ratings `round` left `states` with:
+/// a second large round must cost no more than the first.
+fn after_one_round(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    system: &SystemParams,
+    round: &Round,
+    states: &[SystemState],
+) {
+    let refs: Vec<&SystemState> = states.iter().collect();
+    let after: Vec<SystemState> = system
+        .apply(round, &refs)
+        .expect("a valid round")
+        .into_iter()
+        .map(|applied| applied.state)
+        .collect();
+    let next = next_round(round, &after);
+    let refs: Vec<&SystemState> = after.iter().collect();
+    group.bench_function(
+        format!("{name}/round/{}k_after_one", SYSTEM_ROUND / 1000),
+        |b| b.iter(|| black_box(system.apply(&next, &refs).expect("a valid round"))),
+    );
+}
+
 fn systems(c: &mut Criterion) {
     let mut group = c.benchmark_group("systems");
     group.sample_size(10);
     let (round, priors) = spread_round(SYSTEM_ROUND, 0);
-    for (name, system) in other_systems() {
+    let elo_mmr = ("elo_mmr", SystemParams::EloMmr(Params::default()));
+    for (name, system) in std::iter::once(elo_mmr).chain(other_systems()) {
+        // TrueSkill's default draw margin refuses a round this large as not finite
+        // (docs/trueskill.md, "Large free-for-alls"): it runs with the margin those docs
+        // advise for large rounds.
+        let system = match system {
+            SystemParams::TrueSkill(params) => SystemParams::TrueSkill(TrueSkillParams {
+                draw_probability: 1e-9,
+                ..params
+            }),
+            system => system,
+        };
         let states: Vec<SystemState> = priors.iter().map(|p| as_state(&system, p)).collect();
         let refs: Vec<&SystemState> = states.iter().collect();
-        group.bench_function(
-            format!("{name}/round/{}k_spread", SYSTEM_ROUND / 1000),
-            |b| b.iter(|| black_box(system.apply(&round, &refs).expect("a valid round"))),
-        );
+        if name != "elo_mmr" {
+            group.bench_function(
+                format!("{name}/round/{}k_spread", SYSTEM_ROUND / 1000),
+                |b| b.iter(|| black_box(system.apply(&round, &refs).expect("a valid round"))),
+            );
+        }
+        after_one_round(&mut group, name, &system, &round, &states);
+    }
+    // The case that was quadratic: Weng-Lin at its own defaults, where one round of
+    // newcomers leaves ratings spread over many thousands of its scales.
+    for (name, model) in [
+        ("weng_lin", WengLinModel::BradleyTerry),
+        ("weng_lin_pl", WengLinModel::PlackettLuce),
+    ] {
+        let system = SystemParams::WengLin(WengLinParams {
+            model,
+            ..WengLinParams::default()
+        });
+        let newcomers = vec![system.newcomer(); SYSTEM_ROUND];
+        let name = format!("{name}/defaults");
+        after_one_round(&mut group, &name, &system, &round, &newcomers);
     }
     let params = Params::default();
     for name in ["formula1", "ctftime"] {

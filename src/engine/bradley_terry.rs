@@ -5,16 +5,24 @@
 //! Each term depends on both entrants' variances, so the sums are functions of two variables
 //! per entrant, `x = μ_i` and `t = √(σ_i² + v)` with `v` the field's least `σ_q² + 2β²`. Both
 //! are smooth: in `x` the logistic's poles lie `π c` off the real axis, in `t` every branch
-//! point of `c` lies on the imaginary axis, away from the entrants' interval. So wherever it
-//! costs less than half the N² terms, the sums are interpolated on a tensor grid (Chebyshev
-//! leaves in `x` times Chebyshev points in `t`), each grid value summed exactly over the
-//! field: O(N · grid) instead of O(N²). `docs/weng-lin.md` "Cost" gives the grid and the error it leaves.
+//! point of `c` lies on the imaginary axis, away from the entrants' interval. And a pair far
+//! apart against `c` is settled: its `p` is 1 or 0 to the last bit. So each entrant's sums are
+//! exact over the field within reach of it, plus a running total of `1/c` over the field below,
+//! interpolated in `t` (Chebyshev points, per band of `t`); where many entrants share a leaf
+//! in `x`, the leaf's sums are fitted in `x` at Chebyshev nodes instead of taken at each of
+//! them. Wherever that costs less than half the N² terms (a compact field: O(N · grid); a
+//! spread one: O(N · neighbours)), it replaces the pairs. `docs/weng-lin.md` "Cost" gives the
+//! grid and the error it leaves.
 
 use std::f64::consts::PI;
+use std::ops::Range;
 
 use rayon::prelude::*;
 
 use super::chebyshev::{self, Chebyshev, Leaves, POINTS};
+
+/// A fitted leaf's window is summed in slices of this many entrants, in parallel.
+const SLICE: usize = 4096;
 
 /// Fewer entrants than this are summed directly.
 const DIRECT_LIMIT: usize = 64;
@@ -28,8 +36,16 @@ const LEAF_SCALES: f64 = 4.4;
 /// nearest branch point), plus this many.
 const EXTRA_POINTS: usize = 2;
 
-/// More points in `t` than this and the field is summed directly.
-const MOST_POINTS: usize = 48;
+/// The entrants' `t` are split into bands at most this ratio wide, each interpolated on points
+/// of its own: a band this wide needs 32 points in `t`, and a field of any spread of variances
+/// no more bands than the decades it spans.
+const BAND_RATIO: f64 = 4.0;
+
+/// Past this many scales `c` apart a pair's logistic is settled: `p` is 1 to the last bit on
+/// one side (`e^−40` is below half an ulp of 1, so `p (1 − p)` is 0 too) and below `4e-18` on
+/// the other. An entrant's sums then need only the field within that reach of it, exactly;
+/// the rest is a running total of `1 / c` over the field below.
+const SETTLED: f64 = 40.0;
 
 /// Each entrant's `(Ω, Δ)`. `mus` and `variances` are the entrants' ratings and variances,
 /// `two_beta2` is `2β²`, and `group_of[i]` orders the entrants (equal groups tie).
@@ -39,10 +55,17 @@ pub(super) fn sums(
     variances: &[f64],
     group_of: &[usize],
 ) -> Vec<(f64, f64)> {
-    match Grid::worth_building(two_beta2, mus, variances) {
-        Some(grid) => grid.sums(two_beta2, mus, variances, group_of),
-        None => direct(two_beta2, mus, variances, group_of),
+    if mus.len() < DIRECT_LIMIT {
+        return direct(two_beta2, mus, variances, group_of);
     }
+    let field = Field::new(two_beta2, mus, variances, group_of);
+    let bands = field.bands();
+    let n = mus.len() as f64;
+    let cost: f64 = bands.iter().map(|band| band.cost(n)).sum();
+    if 2.0 * cost >= n * n {
+        return direct(two_beta2, mus, variances, group_of);
+    }
+    field.interpolated(&bands)
 }
 
 /// The O(N²) sums, pair by pair.
@@ -72,43 +95,183 @@ fn direct(two_beta2: f64, mus: &[f64], variances: &[f64], group_of: &[usize]) ->
         .collect()
 }
 
-/// The interpolation grid: leaves in `x`, Chebyshev points in `t`.
-struct Grid {
-    leaves: Leaves,
-    /// The least `σ_q² + 2β²`: `u = t² − least` is an entrant's variance.
+/// The round's field, sorted by rating: what every entrant's sums run over.
+struct Field<'a> {
+    two_beta2: f64,
+    mus: &'a [f64],
+    variances: &'a [f64],
+    group_of: &'a [usize],
+    groups: usize,
+    /// Entrants in rating order, with their `μ_q` and `v_q = σ_q² + 2β²`.
+    order: Vec<usize>,
+    sorted_mus: Vec<f64>,
+    sorted_field: Vec<f64>,
+    /// The least `v_q`: `u = t² − least` is an entrant's variance.
     least: f64,
-    /// `t`'s interval, and its Chebyshev points with their barycentric weights.
-    low: f64,
-    high: f64,
+    /// How far from an entrant its pairs are still unsettled: [`SETTLED`] times the widest `c`.
+    reach: f64,
+}
+
+impl<'a> Field<'a> {
+    fn new(two_beta2: f64, mus: &'a [f64], variances: &'a [f64], group_of: &'a [usize]) -> Self {
+        let mut order: Vec<usize> = (0..mus.len()).collect();
+        order.sort_by(|&a, &b| mus[a].total_cmp(&mus[b]));
+        let (u_low, u_high) = variances
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                (lo.min(v), hi.max(v))
+            });
+        Self {
+            two_beta2,
+            mus,
+            variances,
+            group_of,
+            groups: group_of.iter().max().map_or(0, |g| g + 1),
+            sorted_mus: order.iter().map(|&q| mus[q]).collect(),
+            sorted_field: order.iter().map(|&q| variances[q] + two_beta2).collect(),
+            order,
+            least: u_low + two_beta2,
+            reach: SETTLED * (2.0 * u_high + two_beta2).sqrt(),
+        }
+    }
+
+    /// The sums of every entrant, band by band.
+    fn interpolated(&self, bands: &[Band]) -> Vec<(f64, f64)> {
+        let mut updates = vec![(0.0, 0.0); self.mus.len()];
+        for band in bands {
+            for (i, update) in band.sums(self) {
+                updates[i] = update;
+            }
+        }
+        updates
+    }
+
+    /// Entrant `i`'s `t`.
+    fn t(&self, i: usize) -> f64 {
+        (self.variances[i] + self.least).sqrt()
+    }
+
+    /// The entrants split by `t` into bands [`BAND_RATIO`] wide, each with its leaves.
+    fn bands(&self) -> Vec<Band> {
+        // The least `t`: the least variance plus `least`.
+        let t_low = (2.0 * self.least - self.two_beta2).sqrt();
+        let band_of = |i: usize| {
+            ((self.t(i) / t_low).ln() / BAND_RATIO.ln())
+                .floor()
+                .max(0.0)
+        };
+        let mut members: Vec<Vec<usize>> = Vec::new();
+        for &i in &self.order {
+            let b = band_of(i) as usize;
+            if members.len() <= b {
+                members.resize_with(b + 1, Vec::new);
+            }
+            members[b].push(i);
+        }
+        members
+            .into_iter()
+            .filter(|m| !m.is_empty())
+            .map(|m| Band::new(self, m))
+            .collect()
+    }
+
+    /// The sorted field's entrants whose ratings lie within [`Self::reach`] of `[lo, hi]`.
+    fn window(&self, lo: f64, hi: f64) -> Range<usize> {
+        let start = self.sorted_mus.partition_point(|&m| m < lo - self.reach);
+        let end = self.sorted_mus.partition_point(|&m| m <= hi + self.reach);
+        start..end
+    }
+
+    /// `(Σ_q p / c, Σ_q p (1 − p) / c³)` at each of `xs`, all of variance `u`, over `window`.
+    fn window_sums<const L: usize>(
+        &self,
+        window: Range<usize>,
+        xs: &[f64; L],
+        u: f64,
+    ) -> ([f64; L], [f64; L]) {
+        let (mut first, mut second) = ([0.0; L], [0.0; L]);
+        for (&mu, &v) in self.sorted_mus[window.clone()]
+            .iter()
+            .zip(&self.sorted_field[window])
+        {
+            let inverse = 1.0 / (u + v).sqrt();
+            let cubed = inverse * inverse * inverse;
+            for ((&x, s1), s2) in xs.iter().zip(&mut first).zip(&mut second) {
+                let p = 1.0 / (1.0 + ((mu - x) * inverse).exp());
+                *s1 += p * inverse;
+                *s2 += p * (1.0 - p) * cubed;
+            }
+        }
+        (first, second)
+    }
+
+    /// [`Self::window_sums`] at a leaf's Chebyshev nodes: the window in slices summed in
+    /// parallel (all of a compact field is one leaf), then added in order, so that the bits do
+    /// not depend on the threads.
+    fn node_sums(
+        &self,
+        window: Range<usize>,
+        nodes: &[f64; POINTS],
+        u: f64,
+    ) -> ([f64; POINTS], [f64; POINTS]) {
+        let slices: Vec<Range<usize>> = window
+            .clone()
+            .step_by(SLICE)
+            .map(|start| start..(start + SLICE).min(window.end))
+            .collect();
+        let parts: Vec<([f64; POINTS], [f64; POINTS])> = slices
+            .into_par_iter()
+            .map(|slice| self.window_sums(slice, nodes, u))
+            .collect();
+        parts.into_iter().fold(
+            ([0.0; POINTS], [0.0; POINTS]),
+            |(mut first, mut second), (a, b)| {
+                for (s, v) in first.iter_mut().zip(a) {
+                    *s += v;
+                }
+                for (s, v) in second.iter_mut().zip(b) {
+                    *s += v;
+                }
+                (first, second)
+            },
+        )
+    }
+}
+
+/// Entrants of one band of `t`, interpolated on its Chebyshev points in `t`.
+struct Band {
+    /// The band's entrants in rating order, and the leaves in `x` that hold them.
+    members: Vec<usize>,
+    leaves: Vec<Leaf>,
+    /// The leaf of each of `members`.
+    leaf_of: Vec<usize>,
+    /// `t`'s Chebyshev points with their barycentric weights.
     points: Vec<f64>,
     weights: Vec<f64>,
 }
 
-impl Grid {
-    /// The grid for this field, or `None` where summing directly costs less.
-    fn worth_building(two_beta2: f64, mus: &[f64], variances: &[f64]) -> Option<Self> {
-        if mus.len() < DIRECT_LIMIT {
-            return None;
-        }
-        let grid = Self::new(two_beta2, mus, variances)?;
-        let values = grid.leaves.count.saturating_mul(POINTS * grid.points.len());
-        (values.saturating_mul(2) < mus.len()).then_some(grid)
-    }
+/// A leaf in `x` holding some of a band's entrants.
+struct Leaf {
+    lo: f64,
+    hi: f64,
+    /// Where its entrants are in the band's `members`.
+    members: Range<usize>,
+    /// The sorted field within reach of the leaf: every pair of its entrants not yet settled.
+    window: Range<usize>,
+    /// Whether its sums are fitted in `x` (at 32 points per point in `t`) rather than taken at
+    /// each of its entrants: whichever sums fewer terms.
+    fitted: bool,
+}
 
-    /// The grid for this field, whatever it costs, unless it needs more than [`MOST_POINTS`].
-    fn new(two_beta2: f64, mus: &[f64], variances: &[f64]) -> Option<Self> {
-        let fold = |values: &[f64]| {
-            values
-                .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
-                    (lo.min(v), hi.max(v))
-                })
-        };
-        let (x_low, x_high) = fold(mus);
-        let (u_low, u_high) = fold(variances);
-        let least = u_low + two_beta2;
-        let (low, high) = ((u_low + least).sqrt(), (u_high + least).sqrt());
-        // c's branch points sit at t = ±i √(σ_q² + 2β² − least), the nearest at t = 0.
+impl Band {
+    fn new(field: &Field<'_>, members: Vec<usize>) -> Self {
+        let (low, high) = members
+            .iter()
+            .map(|&i| field.t(i))
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), t| {
+                (lo.min(t), hi.max(t))
+            });
+        // c's branch points sit at t = ±i √(v_q − least), the nearest at t = 0.
         let count = if high - low <= 1e-12 * high {
             1
         } else {
@@ -116,112 +279,184 @@ impl Grid {
             let rho = w + (w * w - 1.0).sqrt();
             (14.0 * 10f64.ln() / rho.ln()).ceil() as usize + EXTRA_POINTS
         };
-        if count > MOST_POINTS {
-            return None;
-        }
-        let leaves = Leaves::covering(x_low, x_high, LEAF_SCALES * low);
         let (mid, half) = (0.5 * (low + high), 0.5 * (high - low));
         let angles = (0..count).map(|j| PI * (j as f64 + 0.5) / count as f64);
-        Some(Self {
+        let points: Vec<f64> = angles.clone().map(|a| mid + half * a.cos()).collect();
+        let weights = angles
+            .enumerate()
+            .map(|(j, a)| if j % 2 == 0 { a.sin() } else { -a.sin() })
+            .collect();
+        let x_low = field.mus[members[0]];
+        let x_high = field.mus[members[members.len() - 1]];
+        let grid = Leaves::covering(x_low, x_high, LEAF_SCALES * low);
+        let mut leaves: Vec<Leaf> = Vec::new();
+        let mut leaf_of = Vec::with_capacity(members.len());
+        let mut last_index = None;
+        for (position, &i) in members.iter().enumerate() {
+            let index = grid.index(field.mus[i]);
+            match leaves.last_mut() {
+                Some(last) if last_index == Some(index) => last.members.end = position + 1,
+                _ => {
+                    last_index = Some(index);
+                    let (lo, hi) = grid.bounds(index);
+                    leaves.push(Leaf {
+                        lo,
+                        hi,
+                        members: position..position + 1,
+                        window: 0..0,
+                        fitted: false,
+                    });
+                }
+            }
+            leaf_of.push(leaves.len() - 1);
+        }
+        for leaf in &mut leaves {
+            leaf.window = field.window(leaf.lo, leaf.hi);
+            leaf.fitted = leaf.members.len() > count * POINTS;
+        }
+        Self {
+            members,
             leaves,
-            least,
-            low,
-            high,
-            points: angles.clone().map(|a| mid + half * a.cos()).collect(),
-            weights: angles
-                .enumerate()
-                .map(|(j, a)| if j % 2 == 0 { a.sin() } else { -a.sin() })
-                .collect(),
-        })
+            leaf_of,
+            points,
+            weights,
+        }
     }
 
-    fn sums(
-        &self,
-        two_beta2: f64,
-        mus: &[f64],
-        variances: &[f64],
-        group_of: &[usize],
-    ) -> Vec<(f64, f64)> {
-        let count = self.points.len();
-        // The field's `v_q = σ_q² + 2β²`, and an entrant's variance at point r.
-        let field: Vec<f64> = variances.iter().map(|v| v + two_beta2).collect();
-        let variance_at = |r: usize| self.points[r] * self.points[r] - self.least;
-        // (S1, S2) = (Σ_q p / c, Σ_q p (1 − p) / c³) on every leaf and point, self included.
-        let fits: Vec<(Chebyshev, Chebyshev)> = (0..self.leaves.count * count)
-            .into_par_iter()
-            .map(|cell| {
-                let (leaf, r) = (cell / count, cell % count);
-                let (lo, hi) = self.leaves.bounds(leaf);
-                let nodes = chebyshev::nodes(lo, hi);
-                let u = variance_at(r);
-                let (mut first, mut second) = ([0.0; POINTS], [0.0; POINTS]);
-                for (&mu, &v) in mus.iter().zip(&field) {
-                    let inverse = 1.0 / (u + v).sqrt();
-                    let cubed = inverse * inverse * inverse;
-                    for ((x, s1), s2) in nodes.iter().zip(&mut first).zip(&mut second) {
-                        let p = 1.0 / (1.0 + ((mu - x) * inverse).exp());
-                        *s1 += p * inverse;
-                        *s2 += p * (1.0 - p) * cubed;
-                    }
-                }
-                (
-                    Chebyshev::fit(lo, hi, &first),
-                    Chebyshev::fit(lo, hi, &second),
-                )
+    /// Terms summed in a field of `n`: 32 per point in `t` over a fitted leaf's window, one per
+    /// entrant over another's, and two passes over the field per point in `t`.
+    fn cost(&self, n: f64) -> f64 {
+        let points = self.points.len() as f64;
+        let windows: f64 = self
+            .leaves
+            .iter()
+            .map(|leaf| {
+                let per_term = if leaf.fitted {
+                    points * POINTS as f64
+                } else {
+                    leaf.members.len() as f64
+                };
+                per_term * leaf.window.len() as f64
+            })
+            .sum();
+        windows + 2.0 * points * n
+    }
+
+    /// `(entrant, (Ω, Δ))` for each of the band's entrants.
+    fn sums(&self, field: &Field<'_>) -> Vec<(usize, (f64, f64))> {
+        // Per entrant: the interpolated Σ s/c, Σ p/c and Σ p(1 − p)/c³ (the last two only
+        // their settled part on a leaf taken entrant by entrant).
+        let mut sums = vec![[0.0; 3]; self.members.len()];
+        // What each pass reads of an entrant, in the band's order: read through `members`
+        // instead, every pass would miss the cache on most entrants.
+        let entrants: Vec<(f64, f64, f64, usize)> = self
+            .members
+            .iter()
+            .map(|&i| {
+                let t = field.t(i);
+                (field.mus[i], t, self.scale(t), field.group_of[i])
             })
             .collect();
-        // Σ_q s_iq / c_iq at every point for every group: the groups after it, and half its own
-        // (the entrant itself included, as in S1).
-        let groups = group_of.iter().max().map_or(0, |g| g + 1);
-        let scores: Vec<Vec<f64>> = (0..count)
+        let mut below = vec![0.0; field.order.len() + 1];
+        for r in 0..self.points.len() {
+            let u = self.points[r] * self.points[r] - field.least;
+            for (k, &v) in field.sorted_field.iter().enumerate() {
+                below[k + 1] = below[k] + 1.0 / (u + v).sqrt();
+            }
+            let scores = Self::scores(field, u);
+            let fits: Vec<Option<(Chebyshev, Chebyshev)>> = self
+                .leaves
+                .par_iter()
+                .map(|leaf| {
+                    leaf.fitted.then(|| {
+                        let nodes = chebyshev::nodes(leaf.lo, leaf.hi);
+                        let (mut first, second) = field.node_sums(leaf.window.clone(), &nodes, u);
+                        for s1 in &mut first {
+                            *s1 += below[leaf.window.start];
+                        }
+                        (
+                            Chebyshev::fit(leaf.lo, leaf.hi, &first),
+                            Chebyshev::fit(leaf.lo, leaf.hi, &second),
+                        )
+                    })
+                })
+                .collect();
+            sums.par_iter_mut()
+                .zip(&entrants)
+                .zip(&self.leaf_of)
+                .for_each(|((sum, &(x, t, scale, group)), &leaf)| {
+                    let share = self.share(r, t, scale);
+                    let (s1, s2) = match &fits[leaf] {
+                        Some((first, second)) => (first.value(x), second.value(x)),
+                        None => (below[self.leaves[leaf].window.start], 0.0),
+                    };
+                    sum[0] += share * scores[group];
+                    sum[1] += share * s1;
+                    sum[2] += share * s2;
+                });
+        }
+        (0..self.members.len())
             .into_par_iter()
-            .map(|r| {
-                let u = variance_at(r);
-                let mut own = vec![0.0; groups];
-                for (&g, &v) in group_of.iter().zip(&field) {
-                    own[g] += 1.0 / (u + v).sqrt();
+            .map(|position| {
+                let i = self.members[position];
+                let leaf = &self.leaves[self.leaf_of[position]];
+                let u = field.variances[i];
+                let [score, mut s1, mut s2] = sums[position];
+                if !leaf.fitted {
+                    let ([a], [b]) = field.window_sums(leaf.window.clone(), &[field.mus[i]], u);
+                    s1 += a;
+                    s2 += b;
                 }
-                let mut after = 0.0;
-                let mut score = vec![0.0; groups];
-                for g in (0..groups).rev() {
-                    score[g] = after + 0.5 * own[g];
-                    after += own[g];
-                }
-                score
-            })
-            .collect();
-        (0..mus.len())
-            .into_par_iter()
-            .map(|i| {
-                let (x, u) = (mus[i], variances[i]);
-                let t = (u + self.least).sqrt().clamp(self.low, self.high);
-                let leaf = self.leaves.index(x);
-                let cells = &fits[leaf * count..(leaf + 1) * count];
-                let s1 = self.interpolate(t, |r| cells[r].0.value(x));
-                let s2 = self.interpolate(t, |r| cells[r].1.value(x));
-                let score = self.interpolate(t, |r| scores[r][group_of[i]]);
                 // The entrant's own term, p = ½, cancels between the score and S1.
-                let own = 1.0 / (2.0 * u + two_beta2).sqrt();
-                let omega = u * (score - s1);
-                let delta = u * u.sqrt() * (s2 - 0.25 * own * own * own);
-                (omega, delta)
+                let own = 1.0 / (2.0 * u + field.two_beta2).sqrt();
+                (
+                    i,
+                    (
+                        u * (score - s1),
+                        u * u.sqrt() * (s2 - 0.25 * own * own * own),
+                    ),
+                )
             })
             .collect()
     }
 
-    /// The interpolant through `value(r)` at the points, at `t` (barycentric, second form).
-    fn interpolate(&self, t: f64, value: impl Fn(usize) -> f64) -> f64 {
-        let (mut numerator, mut denominator) = (0.0, 0.0);
-        for (r, (&point, &weight)) in self.points.iter().zip(&self.weights).enumerate() {
-            let gap = t - point;
-            if gap == 0.0 {
-                return value(r);
-            }
-            let w = weight / gap;
-            numerator += w * value(r);
-            denominator += w;
+    /// `Σ_q s_iq / c_iq` at variance `u` for an entrant of each group: the groups after it, and
+    /// half its own (the entrant itself included, as in `Σ p/c`).
+    fn scores(field: &Field<'_>, u: f64) -> Vec<f64> {
+        let mut own = vec![0.0; field.groups];
+        for (&g, &v) in field.group_of.iter().zip(field.variances) {
+            own[g] += 1.0 / (u + v + field.two_beta2).sqrt();
         }
-        numerator / denominator
+        let mut after = 0.0;
+        let mut score = vec![0.0; field.groups];
+        for g in (0..field.groups).rev() {
+            score[g] = after + 0.5 * own[g];
+            after += own[g];
+        }
+        score
+    }
+
+    /// One over the barycentric interpolant's denominator at `t`, or NaN where `t` is one of
+    /// the points.
+    fn scale(&self, t: f64) -> f64 {
+        let mut denominator = 0.0;
+        for (&point, &weight) in self.points.iter().zip(&self.weights) {
+            if t == point {
+                return f64::NAN;
+            }
+            denominator += weight / (t - point);
+        }
+        denominator.recip()
+    }
+
+    /// What point `r`'s value counts for in the interpolant at `t` (barycentric, second
+    /// form), given [`Self::scale`] at `t`: the interpolant is linear in the values, so each
+    /// point's is added as it is summed and no point's values need to be kept.
+    fn share(&self, r: usize, t: f64, scale: f64) -> f64 {
+        if scale.is_nan() {
+            return if t == self.points[r] { 1.0 } else { 0.0 };
+        }
+        self.weights[r] / (t - self.points[r]) * scale
     }
 }
 
@@ -231,22 +466,46 @@ mod tests {
 
     use super::*;
 
-    /// A field of `n` entrants, variances between `least` and `least · ratio`, in groups of
-    /// about four.
+    /// A field of `n` entrants, ratings over `range` (up to 10⁵, many thousands of scales `c`
+    /// for the smallest), variances between `least` and `least · ratio` (up to 10⁴, several
+    /// bands of `t`), in groups of about four.
     fn field() -> impl Strategy<Value = (f64, Vec<f64>, Vec<f64>, Vec<usize>)> {
         (
             300..2000usize,
-            0.1..60.0f64,
+            -1.0..5.0f64,
             1.0..50.0f64,
-            1.0..40.0f64,
+            0.0..4.0f64,
             0.05..10.0f64,
         )
             .prop_flat_map(|(n, range, least, ratio, beta)| {
+                let (range, ratio) = (10f64.powf(range), 10f64.powf(ratio));
                 (
                     Just(2.0 * beta * beta),
                     prop::collection::vec(0.0..range, n),
                     prop::collection::vec(least..least * ratio, n),
                     Just((0..n).map(|i| i / 4).collect()),
+                )
+            })
+    }
+
+    /// The largest difference between `sums` and `exact` in each entrant's scale: Ω and Δ sum
+    /// N terms of size up to `σ_i² / c` and `σ_i³ / c³`.
+    pub(super) fn largest_difference(
+        two_beta2: f64,
+        variances: &[f64],
+        sums: &[(f64, f64)],
+        exact: &[(f64, f64)],
+    ) -> (f64, f64) {
+        let n = variances.len() as f64;
+        sums.iter()
+            .zip(exact)
+            .zip(variances)
+            .fold((0.0, 0.0), |(omega, delta), ((a, b), &u)| {
+                let c = (2.0 * u + two_beta2).sqrt();
+                let (omega_scale, delta_scale) = (n * u / c, n * (u.sqrt() / c).powi(3));
+                (
+                    f64::max(omega, (a.0 - b.0).abs() / omega_scale),
+                    f64::max(delta, (a.1 - b.1).abs() / delta_scale),
                 )
             })
     }
@@ -257,19 +516,26 @@ mod tests {
         #[test]
         fn agrees_with_the_pairwise_sums((two_beta2, mus, variances, groups) in field()) {
             let exact = direct(two_beta2, &mus, &variances, &groups);
-            let grid = Grid::new(two_beta2, &mus, &variances);
-            prop_assume!(grid.is_some(), "a field needing more than MOST_POINTS is summed directly");
-            let grid = grid.expect("assumed");
-            let interpolated = grid.sums(two_beta2, &mus, &variances, &groups);
-            let n = mus.len() as f64;
-            for (i, (a, b)) in interpolated.iter().zip(&exact).enumerate() {
-                // Ω and Δ sum N terms of size up to σ_i² / c and σ_i³ / c³.
-                let c = (2.0 * variances[i] + two_beta2).sqrt();
-                let (omega_scale, delta_scale) = (n * variances[i] / c, n * (variances[i].sqrt() / c).powi(3));
-                prop_assert!((a.0 - b.0).abs() <= 1e-11 * omega_scale, "Ω of {}: {} against {}", i, a.0, b.0);
-                prop_assert!((a.1 - b.1).abs() <= 1e-11 * delta_scale, "Δ of {}: {} against {}", i, a.1, b.1);
-            }
+            let field = Field::new(two_beta2, &mus, &variances, &groups);
+            let interpolated = field.interpolated(&field.bands());
+            let (omega, delta) = largest_difference(two_beta2, &variances, &interpolated, &exact);
+            prop_assert!(omega <= 1e-11, "Ω differs by {:e} of its scale", omega);
+            prop_assert!(delta <= 1e-11, "Δ differs by {:e} of its scale", delta);
         }
+    }
+
+    /// Ratings spread over many thousands of `c`, as one large round leaves them: each entrant
+    /// meets only its neighbours, far fewer terms than the pairs.
+    #[test]
+    fn a_field_spread_over_thousands_of_scales_costs_far_less_than_its_pairs() {
+        let n = 100_000;
+        let mut unit = crate::uniform(7);
+        let mus: Vec<f64> = (0..n).map(|_| 4e5 * (unit() - 0.5)).collect();
+        let variances: Vec<f64> = (0..n).map(|_| 6e-4 + 7e-3 * unit()).collect();
+        let groups: Vec<usize> = (0..n).collect();
+        let field = Field::new(2.0 * 4.17 * 4.17, &mus, &variances, &groups);
+        let cost: f64 = field.bands().iter().map(|band| band.cost(n as f64)).sum();
+        assert!(cost < 2e-3 * (n * n) as f64, "{cost} terms");
     }
 }
 
@@ -286,38 +552,47 @@ mod figures {
     #[ignore = "prints figures; seconds of pairwise sums"]
     fn error_and_time_against_the_pairwise_sums() {
         let mut unit = crate::uniform(12_345);
-        // Elo-MMR's units, as the engine bench: β = 200, σ 60–350 (plus τ = 35).
-        let two_beta2 = 2.0 * 200.0 * 200.0;
         for n in [1_000, 10_000] {
-            let (mus, variances): (Vec<f64>, Vec<f64>) = (0..n)
+            // Elo-MMR's units, as the engine bench: β = 200, σ 60–350 (plus τ = 35).
+            let spread: (Vec<f64>, Vec<f64>) = (0..n)
                 .map(|_| {
                     let sigma: f64 = 60.0 + 290.0 * unit();
                     (800.0 + 2800.0 * unit(), sigma * sigma + 35.0 * 35.0)
                 })
                 .unzip();
-            let groups: Vec<usize> = (0..n).collect();
-            let started = Instant::now();
-            let exact = direct(two_beta2, &mus, &variances, &groups);
-            let direct_time = started.elapsed();
-            let grid = Grid::new(two_beta2, &mus, &variances).expect("a grid");
-            let started = Instant::now();
-            let interpolated = grid.sums(two_beta2, &mus, &variances, &groups);
-            let grid_time = started.elapsed();
-            let relative = |pick: fn(&(f64, f64)) -> f64| {
-                interpolated
-                    .iter()
-                    .zip(&exact)
-                    .map(|(a, b)| (pick(a) - pick(b)).abs() / pick(b).abs())
-                    .fold(0.0, f64::max)
-            };
-            println!(
-                "N = {n}: {} leaves x {} points, largest relative difference Ω {:.1e} Δ {:.1e}, \
-                 pairwise {direct_time:?}, grid {grid_time:?}",
-                grid.leaves.count,
-                grid.points.len(),
-                relative(|x| x.0),
-                relative(|x| x.1),
-            );
+            // OpenSkill's units after a round of 100,000: ratings over ±2·10⁵, σ 0.025–0.083.
+            let after: (Vec<f64>, Vec<f64>) = (0..n)
+                .map(|_| {
+                    let sigma: f64 = 0.025 + 0.058 * unit();
+                    (
+                        4e5 * (unit() - 0.5),
+                        sigma * sigma + (25.0f64 / 300.0).powi(2),
+                    )
+                })
+                .unzip();
+            for (name, two_beta2, (mus, variances)) in [
+                ("spread", 2.0 * 200.0 * 200.0, spread),
+                ("after a large round", 2.0 * (25.0f64 / 6.0).powi(2), after),
+            ] {
+                let groups: Vec<usize> = (0..n).collect();
+                let started = Instant::now();
+                let exact = direct(two_beta2, &mus, &variances, &groups);
+                let direct_time = started.elapsed();
+                let started = Instant::now();
+                let field = Field::new(two_beta2, &mus, &variances, &groups);
+                let bands = field.bands();
+                let interpolated = field.interpolated(&bands);
+                let time = started.elapsed();
+                let (omega, delta) =
+                    tests::largest_difference(two_beta2, &variances, &interpolated, &exact);
+                let leaves: usize = bands.iter().map(|band| band.leaves.len()).sum();
+                let points: Vec<usize> = bands.iter().map(|band| band.points.len()).collect();
+                println!(
+                    "N = {n}, {name}: {leaves} leaves, points {points:?}, largest difference \
+                     Ω {omega:.1e} Δ {delta:.1e} of their scales, pairwise {direct_time:?}, \
+                     interpolated {time:?}",
+                );
+            }
         }
     }
 }

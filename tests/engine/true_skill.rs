@@ -3,7 +3,8 @@
 //! for more, and by the properties its update has whatever the inputs.
 
 use mmr_service::engine::{
-    RatingSystem, Round, Standing, TrueSkill, TrueSkillParams, TrueSkillState,
+    Error, Rating, RatingSystem, Round, Standing, SystemParams, TrueSkill, TrueSkillParams,
+    TrueSkillState,
 };
 use proptest::prelude::*;
 use skillratings::trueskill::{trueskill_multi_team, TrueSkillConfig, TrueSkillRating};
@@ -323,8 +324,186 @@ fn two_newcomers_move_as_the_published_example_says() {
 }
 
 #[test]
+fn a_free_for_all_with_ties_agrees_with_the_python_package_chained_in_the_same_order() {
+    // (player, rank, prior μ, prior σ, μ and σ after) from the Python package `trueskill`
+    // 0.4.5, `TrueSkill().rate` with the entrants listed in our chain's order (rank, then
+    // name). Listed with tied entrants in another order, the package moves them by up to 0.1
+    // (docs/trueskill.md, "The factor graph of one round"): the earlier 0.056 between the two
+    // on rounds with ties was that order, not the arithmetic.
+    let expected = [
+        (
+            "a",
+            1,
+            31.0,
+            4.0,
+            33.434_263_965_297_59,
+            3.461_867_663_756_702_3,
+        ),
+        (
+            "b",
+            2,
+            25.0,
+            8.333,
+            29.575_715_267_794_134,
+            4.455_445_776_141_787,
+        ),
+        (
+            "c",
+            2,
+            28.5,
+            6.1,
+            30.040_749_813_972_937,
+            4.016_657_946_063_241_4,
+        ),
+        (
+            "d",
+            4,
+            22.0,
+            3.2,
+            23.857_998_116_826_4,
+            2.712_816_948_462_884_3,
+        ),
+        (
+            "e",
+            5,
+            35.0,
+            7.5,
+            26.822_429_260_084_867,
+            4.093_690_133_134_401,
+        ),
+        (
+            "f",
+            5,
+            19.5,
+            5.0,
+            22.364_299_352_734_275,
+            3.509_900_500_506_371,
+        ),
+        (
+            "g",
+            5,
+            26.0,
+            2.5,
+            25.583_444_595_828_36,
+            2.240_111_172_459_929_6,
+        ),
+        (
+            "h",
+            8,
+            24.0,
+            8.0,
+            21.807_668_122_859_29,
+            4.346_822_936_699_512,
+        ),
+        (
+            "i",
+            9,
+            30.0,
+            5.5,
+            22.201_762_772_706_992,
+            3.927_966_055_736_259_7,
+        ),
+        (
+            "j",
+            9,
+            21.0,
+            6.8,
+            18.627_314_731_532_81,
+            4.294_609_266_740_456,
+        ),
+    ];
+    let round = Round::new(
+        expected
+            .iter()
+            .map(|&(player, rank, ..)| Standing::solo(player, rank))
+            .collect(),
+    );
+    let priors: Vec<TrueSkillState> = expected
+        .iter()
+        .map(|&(_, _, mu, sigma, ..)| TrueSkillState {
+            mu,
+            sigma,
+            rounds: 1,
+        })
+        .collect();
+    let after = rate(&TrueSkillParams::default(), &round, &priors);
+    for (state, &(player, _, _, _, mu, sigma)) in after.iter().zip(&expected) {
+        assert!(
+            (state.mu - mu).abs() < AGREEMENT && (state.sigma - sigma).abs() < AGREEMENT,
+            "{player}: {state:?} against {mu} ± {sigma}"
+        );
+    }
+}
+
+/// `n` newcomers, finishing in the order they are listed, rated with `draw_probability` as a
+/// pool would rate them (a state not finite refuses the round).
+fn newcomers_in_order(n: usize, draw_probability: f64) -> Result<Vec<Rating>, Error> {
+    let system = SystemParams::TrueSkill(TrueSkillParams {
+        draw_probability,
+        ..TrueSkillParams::default()
+    });
+    let newcomer = system.newcomer();
+    let round = Round::new(
+        (0..n)
+            .map(|i| Standing::solo(format!("p{i}"), i as u64 + 1))
+            .collect(),
+    );
+    Ok(system
+        .apply(&round, &vec![&newcomer; n])?
+        .into_iter()
+        .map(|applied| applied.state.rating())
+        .collect())
+}
+
+#[test]
+fn large_free_for_alls_spread_with_the_draw_margin_as_the_python_package_does() {
+    // Values of the Python package `trueskill` 0.4.5 (`TrueSkill().rate` on one-player
+    // teams), an implementation of its own: every win in the chain is by more than the draw
+    // margin, so a round's spread grows with its size (docs/trueskill.md, "Large
+    // free-for-alls"). Its `erfc` is an approximation of relative error 1.2e-7, as
+    // `skillratings`' (AGREEMENT); a chain of 999 truncations amplifies it further.
+    let near = |x: f64, want: f64| (x - want).abs() < AGREEMENT;
+    let hundred = newcomers_in_order(100, 0.1).expect("finite");
+    assert!(
+        near(hundred[0].mu, 62.283_977_488_420_19),
+        "{:?}",
+        hundred[0]
+    );
+    assert!(
+        near(hundred[0].sigma.unwrap_or(0.0), 4.193_513_561_540_144),
+        "{:?}",
+        hundred[0]
+    );
+    assert!(
+        near(hundred[99].mu, -12.283_977_488_410_09),
+        "{:?}",
+        hundred[99]
+    );
+    // With no margin to win by (the package's `draw_probability=0`; ours must be above 0).
+    let thousand = newcomers_in_order(1_000, 1e-9).expect("finite");
+    assert!(
+        (thousand[0].mu - 49.162_225_819_590_91).abs() < 1e-3,
+        "{:?}",
+        thousand[0]
+    );
+    let sigma = thousand[0].sigma.unwrap_or(0.0);
+    assert!(
+        (sigma - 4.553_144_451_660_784).abs() < 1e-3,
+        "{:?}",
+        thousand[0]
+    );
+    // Forty thousand wins by the default margin are beyond double precision: refused.
+    assert!(matches!(
+        newcomers_in_order(40_000, 0.1),
+        Err(Error::NotFinite { .. })
+    ));
+    let forty_thousand = newcomers_in_order(40_000, 1e-9).expect("finite");
+    assert!(forty_thousand[0].mu > 50.0 && forty_thousand[0].mu < 60.0);
+}
+
+#[test]
 fn partial_play_is_refused_by_systems_without_it_and_bounded_for_trueskill() {
-    use mmr_service::engine::{Error, Params, SystemParams, WengLinParams};
+    use mmr_service::engine::{Params, WengLinParams};
     let mut round = Round::new(vec![Standing::solo("a", 1), Standing::solo("b", 2)]);
     round.standings[1].partial_play = Some(0.5);
     for system in [
