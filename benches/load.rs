@@ -13,8 +13,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+#[path = "common/clients.rs"]
+mod clients;
 #[path = "common/mod.rs"]
 mod common;
+
+use clients::{percentiles, Rng};
 
 const KEY: &str = "load-key";
 const POOLS: usize = 4;
@@ -155,16 +159,6 @@ impl Report {
             println!("error: {error}");
         }
     }
-}
-
-fn percentiles(latencies: &[f64]) -> (f64, f64) {
-    if latencies.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    let mut sorted = latencies.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
-    (at(0.50), at(0.99))
 }
 
 async fn run(base: &str, duration: Duration) -> Report {
@@ -384,16 +378,4 @@ fn random_round(rng: &mut Rng, id: &str) -> (Value, u64) {
         })
         .collect();
     (json!({"id": id, "standings": standings}), size)
-}
-
-/// xorshift64: a seeded, dependency-free stream for reproducible runs.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
 }

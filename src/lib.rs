@@ -13,6 +13,8 @@
 //!   client's share of what is bounded in all, and its turns at the reads of the database.
 //! - [`compute`]: the bounded, cancellable thread pool that compute-heavy requests run on.
 //! - [`body_budget`]: the bytes of request bodies read and parsed at once.
+//! - [`group_commit`]: each pool's writer, storing the posts that wait for it in one
+//!   transaction.
 //! - [`display`]: how a pool shows ratings: μ − kσ, the fixed-range rating, provisional
 //!   players (pure; built on the displayed rating of any system).
 //! - [`state`]: what handlers and workers share, and the operations that span them.
@@ -45,6 +47,7 @@ pub mod corrections;
 pub mod display;
 pub use mmr_engine as engine;
 pub mod evaluate;
+pub mod group_commit;
 pub mod import;
 pub mod instruments;
 pub mod names;

@@ -18,6 +18,7 @@ use crate::config::{hash_key, KeySettings, ParamsOverrides, Role, Settings};
 use crate::display::leagues::{recompute, Entrant, HistoryPoint};
 use crate::display::{Display, LeagueTable, Leagues};
 use crate::engine::{self, SystemParams};
+use crate::group_commit::GroupCommit;
 use crate::pools::loading::{Loading, LOAD_RETRY};
 use crate::pools::past::{BuildFailed, PastBoards, RoundOrders};
 use crate::pools::{Pool, PoolState, Pools};
@@ -103,6 +104,8 @@ pub struct AppState {
     pub compute: Arc<Compute>,
     /// The bytes of request bodies being read and parsed.
     pub bodies: Arc<crate::body_budget::BodyBudget>,
+    /// Each pool's writer of posted lines.
+    group_commit: Arc<GroupCommit>,
     /// Past leaderboards (as-of reads, seasons' standings), built once and kept for a while.
     pub past_boards: Arc<PastBoards<BuildFailed>>,
     /// The order of large rounds' results, built once and kept for a while.
@@ -251,6 +254,8 @@ impl AppState {
         // 1 ms history read took 1.3 s.)
         let read_turns =
             crate::rate_limit::Turns::new(server.client_share(read_connections as usize));
+        let group_commit =
+            GroupCommit::new(Arc::clone(&storage), settings.queue.max_queued_per_pool);
         let replica_id = if settings.replicas.id.is_empty() {
             Arc::from(random_replica_id())
         } else {
@@ -265,6 +270,7 @@ impl AppState {
             rate_limits: Arc::new(RateLimits::new(&settings.rate_limit)),
             compute: Arc::new(compute),
             bodies: Arc::new(crate::body_budget::BodyBudget::new(server)),
+            group_commit: Arc::new(group_commit),
             past_boards: Arc::new(past_boards),
             round_orders: Arc::new(round_orders),
             keys: Arc::new(ArcSwap::from_pointee(Vec::new())),
@@ -456,12 +462,13 @@ impl AppState {
         })
     }
 
-    /// Drops pool `name` from memory: its worker ends, its lease goes back at the next
-    /// heartbeat, its past boards and its rounds' orders go.
+    /// Drops pool `name` from memory: its worker and its writer end, its lease goes back at
+    /// the next heartbeat, its past boards and its rounds' orders go.
     fn forget_pool(&self, name: &str) {
         if self.pools.remove(name).is_some() {
             tracing::info!(pool = name, "pool deleted");
         }
+        self.group_commit.forget(name);
         self.past_boards.forget(name);
         self.round_orders.forget(name);
     }
@@ -682,13 +689,8 @@ impl AppState {
         against: Option<Against<'_>>,
     ) -> Result<EnqueuedAll, storage::Error> {
         let outcome = self
-            .storage
-            .enqueue_entries(
-                pool.name(),
-                entries,
-                self.settings.queue.max_queued_per_pool,
-                against,
-            )
+            .group_commit
+            .enqueue(pool.name(), entries, against)
             .await?;
         if let EnqueuedAll::Stored(outcomes) = &outcome {
             if outcomes
@@ -709,19 +711,7 @@ impl AppState {
         entry: NewEntry<'_>,
         against: Option<Against<'_>>,
     ) -> Result<Enqueued, storage::Error> {
-        let outcome = self
-            .storage
-            .enqueue_entry(
-                pool.name(),
-                entry,
-                self.settings.queue.max_queued_per_pool,
-                against,
-            )
-            .await?;
-        if matches!(outcome, Enqueued::Accepted { .. }) {
-            pool.wake();
-        }
-        Ok(outcome)
+        self.enqueue_all(pool, &[entry], against).await?.into_one()
     }
 
     /// The systems a round posted to `pool` must be rateable by, as the database has them: the

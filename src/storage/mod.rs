@@ -26,10 +26,11 @@ use async_trait::async_trait;
 pub use error::Error;
 pub use records::{
     Against, AppliedEntrant, AppliedId, AppliedPage, AppliedRecord, AppliedRound, AppliedSince,
-    AsOf, Enqueued, EnqueuedAll, EntryKind, HistoryEntry, HistoryPage, LeagueHistory, LeagueRow,
-    LineOutcome, LoadedPool, NewEntry, Peak, PoolInfo, PoolProgress, PoolWrite, QueuedRound,
-    RatedAsOf, Recomputed, RecomputedLine, ResultsPage, Rewrite, RoundOutcome, RoundRecord,
-    RoundResult, RoundStatus, SeasonRecord, SeasonStart, StoredKey, StoredPlayer,
+    AsOf, EnqueueRequest, Enqueued, EnqueuedAll, EntryKind, HistoryEntry, HistoryPage,
+    LeagueHistory, LeagueRow, LineOutcome, LoadedPool, NewEntry, Peak, PoolInfo, PoolProgress,
+    PoolWrite, QueuedRound, RatedAsOf, Recomputed, RecomputedLine, ResultsPage, Rewrite,
+    RoundOutcome, RoundRecord, RoundResult, RoundStatus, SeasonRecord, SeasonStart, StoredKey,
+    StoredPlayer,
 };
 pub use replicas::{lock_table_full, Change, Lease, Replicas};
 
@@ -159,20 +160,37 @@ pub trait Storage: Send + Sync + 'static {
     async fn pool_progress(&self, name: &str) -> Result<Option<PoolProgress>, Error>;
 
     /// Stores validated lines (rounds, season starts, corrections) durably at the end of
-    /// `pool`'s queue, in the order given, in one transaction: all of them or none. A line's
-    /// `body` is its canonical JSON, stored; the SHA-256 of its `key` is stored beside it, and
-    /// a re-post whose key hashes the same, or whose body does (a line stored before keys
-    /// existed: its hash is its body's), is recognized and leaves the line stored before as it
-    /// is. At most `max_queued` rounds wait per pool. The ids must differ from each other.
-    /// With `against`, nothing is queued unless the pool is still as the lines were checked
-    /// against ([`EnqueuedAll::Changed`]).
+    /// `pool`'s queue, request by request in the order given, in one transaction: each
+    /// request's lines all or none, its outcome its own (one request's conflict, full queue or
+    /// change leaves the others be, and a later request sees what an earlier one stored). A
+    /// line's `body` is its canonical JSON, stored; the SHA-256 of its `key` is stored beside
+    /// it, and a re-post whose key hashes the same, or whose body does (a line stored before
+    /// keys existed: its hash is its body's), is recognized and leaves the line stored before
+    /// as it is. At most `max_queued` rounds wait per pool. With `against`, nothing of a
+    /// request is queued unless the pool is still as its lines were checked against
+    /// ([`EnqueuedAll::Changed`]). One error (the database's) fails them all.
+    async fn enqueue_requests(
+        &self,
+        pool: &str,
+        requests: &[EnqueueRequest<'_>],
+        max_queued: u64,
+    ) -> Result<Vec<EnqueuedAll>, Error>;
+
+    /// [`Self::enqueue_requests`] for one request.
     async fn enqueue_entries(
         &self,
         pool: &str,
         entries: &[NewEntry<'_>],
         max_queued: u64,
         against: Option<Against<'_>>,
-    ) -> Result<EnqueuedAll, Error>;
+    ) -> Result<EnqueuedAll, Error> {
+        self.enqueue_requests(pool, &[EnqueueRequest { entries, against }], max_queued)
+            .await?
+            .pop()
+            .ok_or(Error::OutOfRange {
+                what: "outcomes of one request",
+            })
+    }
 
     /// [`Self::enqueue_entries`] for one line.
     async fn enqueue_entry(
@@ -182,21 +200,9 @@ pub trait Storage: Send + Sync + 'static {
         max_queued: u64,
         against: Option<Against<'_>>,
     ) -> Result<Enqueued, Error> {
-        Ok(
-            match self
-                .enqueue_entries(pool, &[entry], max_queued, against)
-                .await?
-            {
-                EnqueuedAll::Stored(outcomes) => {
-                    outcomes.into_iter().next().ok_or(Error::OutOfRange {
-                        what: "outcomes of one line",
-                    })?
-                }
-                EnqueuedAll::Conflict(_) => Enqueued::Conflict,
-                EnqueuedAll::QueueFull { queued, .. } => Enqueued::QueueFull { queued },
-                EnqueuedAll::Changed => Enqueued::Changed,
-            },
-        )
+        self.enqueue_entries(pool, &[entry], max_queued, against)
+            .await?
+            .into_one()
     }
 
     /// The corrections queued in `pool`, oldest first.

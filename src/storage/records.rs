@@ -197,6 +197,25 @@ pub enum EnqueuedAll {
     Changed,
 }
 
+impl EnqueuedAll {
+    /// The outcome of a request of one line.
+    pub fn into_one(self) -> Result<Enqueued, super::Error> {
+        Ok(match self {
+            Self::Stored(outcomes) => {
+                outcomes
+                    .into_iter()
+                    .next()
+                    .ok_or(super::Error::OutOfRange {
+                        what: "outcomes of one line",
+                    })?
+            }
+            Self::Conflict(_) => Enqueued::Conflict,
+            Self::QueueFull { queued, .. } => Enqueued::QueueFull { queued },
+            Self::Changed => Enqueued::Changed,
+        })
+    }
+}
+
 /// What lines about to be queued were checked against: the pool's parameters, and the seq of
 /// its newest queued correction (`None`: none queued), whose parameters, if it sets any, rate
 /// the rounds queued after it. [`Storage::enqueue_entries`] queues them only if both are still
@@ -207,6 +226,17 @@ pub struct Against<'a> {
     pub params: &'a SystemParams,
     /// Its newest queued correction's seq.
     pub correction: Option<i64>,
+}
+
+/// One request's lines to queue, all or none, and what they were checked against
+/// ([`Storage::enqueue_requests`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EnqueueRequest<'a> {
+    /// The lines, in order; their ids differ from each other.
+    pub entries: &'a [NewEntry<'a>],
+    /// With it, nothing of the request is queued unless the pool is still so
+    /// ([`EnqueuedAll::Changed`]).
+    pub against: Option<Against<'a>>,
 }
 
 /// The round the worker should apply next.

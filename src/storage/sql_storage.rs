@@ -20,11 +20,11 @@ use super::rows::{
     ProgressRow, ResultRow, RoundRow, SeasonRow,
 };
 use super::{
-    sql, Against, AppliedId, AppliedPage, AppliedRound, AppliedSince, AsOf, Enqueued, EnqueuedAll,
-    Error, HistoryPage, LeagueHistory, LineOutcome, LoadedPool, NewEntry, Peak, PoolInfo,
-    PoolProgress, PoolWrite, QueuedRound, RatedAsOf, Recomputed, RecomputedLine, Replicas,
-    ResultsPage, Rewrite, RoundOutcome, RoundRecord, RoundResult, RoundStatus, SeasonRecord,
-    Storage, StoredKey,
+    sql, AppliedId, AppliedPage, AppliedRound, AppliedSince, AsOf, EnqueueRequest, Enqueued,
+    EnqueuedAll, Error, HistoryPage, LeagueHistory, LineOutcome, LoadedPool, NewEntry, Peak,
+    PoolInfo, PoolProgress, PoolWrite, QueuedRound, RatedAsOf, Recomputed, RecomputedLine,
+    Replicas, ResultsPage, Rewrite, RoundOutcome, RoundRecord, RoundResult, RoundStatus,
+    SeasonRecord, Storage, StoredKey,
 };
 use crate::display::{Display, Leagues};
 use crate::engine::{SystemParams, SystemState};
@@ -164,6 +164,84 @@ fn batch_limits(max_rounds: usize, max_bytes: usize) -> Result<(i64, i64), Error
         i64::try_from(max_rounds).map_err(|_| Error::OutOfRange { what: "max_rounds" })?,
         i64::try_from(max_bytes).map_err(|_| Error::OutOfRange { what: "max_bytes" })?,
     ))
+}
+
+/// One request's lines, under the pool's lock in `tx`: their outcomes, or why none was
+/// stored. `queued` is the pool's count of waiting rounds once known, kept up to date with
+/// what this transaction adds.
+async fn enqueue_request<D: Dialect>(
+    tx: &mut <D::Db as Database>::Connection,
+    pool: &str,
+    entries: &[NewEntry<'_>],
+    max_queued: u64,
+    queued: &mut Option<u64>,
+) -> Result<EnqueuedAll, Error>
+where
+    for<'c> &'c mut <D::Db as Database>::Connection: Executor<'c, Database = D::Db>,
+    for<'q> <D::Db as Database>::Arguments<'q>: IntoArguments<'q, D::Db>,
+    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
+    for<'q> Vec<u8>: Encode<'q, D::Db> + Type<D::Db>,
+    for<'r> (String, Vec<u8>): sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> (i64,): sqlx::FromRow<'r, <D::Db as Database>::Row>,
+{
+    let mut outcomes = Vec::with_capacity(entries.len());
+    let mut new = Vec::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let hash = content_hash(entry.key);
+        let stored: Option<(String, Vec<u8>)> = sqlx::query_as(sql::SELECT_ROUND_HASH)
+            .bind(pool)
+            .bind(entry.id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        match stored {
+            Some((status, stored_hash)) => {
+                let same = stored_hash == hash
+                    || (entry.key != entry.body && stored_hash == content_hash(entry.body));
+                match repost_outcome(&status, same)? {
+                    Enqueued::Conflict => return Ok(EnqueuedAll::Conflict(index)),
+                    outcome => outcomes.push(outcome),
+                }
+            }
+            None => {
+                // Its place in the queue is filled in once the count is known.
+                outcomes.push(Enqueued::Accepted { position: 0 });
+                new.push((index, hash));
+            }
+        }
+    }
+    if new.is_empty() {
+        return Ok(EnqueuedAll::Stored(outcomes));
+    }
+    let waiting = match *queued {
+        Some(waiting) => waiting,
+        None => {
+            let (count,): (i64,) = sqlx::query_as(sql::COUNT_POOL_QUEUED)
+                .bind(pool)
+                .fetch_one(&mut *tx)
+                .await?;
+            *queued.insert(to_u64(count, "queued")?)
+        }
+    };
+    if waiting.saturating_add(new.len() as u64) > max_queued {
+        return Ok(EnqueuedAll::QueueFull {
+            queued: waiting,
+            new: new.len() as u64,
+        });
+    }
+    for (position, (index, hash)) in (waiting + 1..).zip(&new) {
+        let entry = &entries[*index];
+        sqlx::query(sql::INSERT_ROUND)
+            .bind(pool)
+            .bind(entry.id)
+            .bind(entry.body)
+            .bind(hash)
+            .bind(entry.kind.as_str())
+            .execute(&mut *tx)
+            .await?;
+        outcomes[*index] = Enqueued::Accepted { position };
+    }
+    *queued = Some(waiting + new.len() as u64);
+    Ok(EnqueuedAll::Stored(outcomes))
 }
 
 /// Locks `pool`'s queue for the transaction and returns the seqs of `ids`, which must be its
@@ -600,86 +678,53 @@ where
         row.map(ProgressRow::into_progress).transpose()
     }
 
-    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, lines = entries.len()))]
-    async fn enqueue_entries(
+    #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool, requests = requests.len()))]
+    async fn enqueue_requests(
         &self,
         pool: &str,
-        entries: &[NewEntry<'_>],
+        requests: &[EnqueueRequest<'_>],
         max_queued: u64,
-        against: Option<Against<'_>>,
-    ) -> Result<EnqueuedAll, Error> {
+    ) -> Result<Vec<EnqueuedAll>, Error> {
         let mut tx = D::begin_write(&self.pool).await?;
         let locked: Option<ParamsRow> = sqlx::query_as(D::LOCK_POOL_PARAMS)
             .bind(pool)
             .fetch_optional(&mut *tx)
             .await?;
-        let Some(locked) = locked else {
-            return Err(Error::PoolNotFound(pool.to_owned()));
-        };
-        if let Some(against) = against {
-            let (correction,): (Option<i64>,) = sqlx::query_as(sql::LAST_QUEUED_CORRECTION)
-                .bind(pool)
-                .fetch_one(&mut *tx)
-                .await?;
-            // Decoded only here: a post checked against nothing pays no more than the lock.
-            if locked.into_params()? != *against.params || correction != against.correction {
-                return Ok(EnqueuedAll::Changed);
-            }
-        }
-        let mut outcomes = Vec::with_capacity(entries.len());
-        let mut new = Vec::new();
-        for (index, entry) in entries.iter().enumerate() {
-            let hash = content_hash(entry.key);
-            let stored: Option<(String, Vec<u8>)> = sqlx::query_as(sql::SELECT_ROUND_HASH)
-                .bind(pool)
-                .bind(entry.id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            match stored {
-                Some((status, stored_hash)) => {
-                    let same = stored_hash == hash
-                        || (entry.key != entry.body && stored_hash == content_hash(entry.body));
-                    match repost_outcome(&status, same)? {
-                        Enqueued::Conflict => return Ok(EnqueuedAll::Conflict(index)),
-                        outcome => outcomes.push(outcome),
-                    }
+        let mut locked = Some(locked.ok_or_else(|| Error::PoolNotFound(pool.to_owned()))?);
+        // Decoded only when a request was checked: one checked against nothing pays no more
+        // than the lock.
+        let mut params: Option<SystemParams> = None;
+        // Counted once, when a request first brings a new line, then kept.
+        let mut queued: Option<u64> = None;
+        let mut answers = Vec::with_capacity(requests.len());
+        let mut stored_any = false;
+        for request in requests {
+            if let Some(against) = request.against {
+                // Read again for each request: an earlier one may have queued a correction.
+                let (correction,): (Option<i64>,) = sqlx::query_as(sql::LAST_QUEUED_CORRECTION)
+                    .bind(pool)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                if let Some(row) = locked.take() {
+                    params = Some(row.into_params()?);
                 }
-                None => {
-                    // Its place in the queue is filled in once the count is known.
-                    outcomes.push(Enqueued::Accepted { position: 0 });
-                    new.push((index, hash));
+                if params.as_ref() != Some(against.params) || correction != against.correction {
+                    answers.push(EnqueuedAll::Changed);
+                    continue;
                 }
             }
+            let answer =
+                enqueue_request::<D>(&mut tx, pool, request.entries, max_queued, &mut queued)
+                    .await?;
+            stored_any |= matches!(&answer, EnqueuedAll::Stored(outcomes)
+                if outcomes.iter().any(|o| matches!(o, Enqueued::Accepted { .. })));
+            answers.push(answer);
         }
-        if new.is_empty() {
-            return Ok(EnqueuedAll::Stored(outcomes));
+        if stored_any {
+            self.notify(&mut tx, pool).await?;
+            tx.commit().await?;
         }
-        let (queued,): (i64,) = sqlx::query_as(sql::COUNT_POOL_QUEUED)
-            .bind(pool)
-            .fetch_one(&mut *tx)
-            .await?;
-        let queued = to_u64(queued, "queued")?;
-        if queued.saturating_add(new.len() as u64) > max_queued {
-            return Ok(EnqueuedAll::QueueFull {
-                queued,
-                new: new.len() as u64,
-            });
-        }
-        for (position, (index, hash)) in (queued + 1..).zip(new) {
-            let entry = &entries[index];
-            sqlx::query(sql::INSERT_ROUND)
-                .bind(pool)
-                .bind(entry.id)
-                .bind(entry.body)
-                .bind(hash)
-                .bind(entry.kind.as_str())
-                .execute(&mut *tx)
-                .await?;
-            outcomes[index] = Enqueued::Accepted { position };
-        }
-        self.notify(&mut tx, pool).await?;
-        tx.commit().await?;
-        Ok(EnqueuedAll::Stored(outcomes))
+        Ok(answers)
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]

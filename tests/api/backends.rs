@@ -28,6 +28,7 @@ backend_tests!(
     a_follower_follows_beliefs_that_keep_no_factors,
     a_backlog_settles_in_one_step_of_pipelined_batches_exactly_as_one_by_one,
     a_worker_step_ends_after_one_batch_once_another_task_waits_for_the_turn,
+    posts_arriving_together_are_each_answered_with_their_own_place,
 );
 
 async fn a_pool_is_created_listed_and_locked_once_it_has_rounds(app: TestApp) {
@@ -1058,4 +1059,45 @@ async fn a_worker_step_ends_after_one_batch_once_another_task_waits_for_the_turn
     let rest = app.apply_queued(POOL).await;
     assert_eq!(settled.len() + rest.len(), ROUNDS);
     assert!(rest.iter().all(|s| matches!(s, Settled::Applied(_))));
+}
+
+/// Posts that arrive together are stored in one transaction by the pool's writer (group
+/// commit): each is answered with its own place, a round posted several times at once is
+/// stored once, and every accepted round is applied once.
+async fn posts_arriving_together_are_each_answered_with_their_own_place(app: TestApp) {
+    app.create_pool(POOL).await;
+    let app = std::sync::Arc::new(app);
+    let mut posts = tokio::task::JoinSet::new();
+    for n in 0..24 {
+        let app = std::sync::Arc::clone(&app);
+        posts.spawn(async move {
+            let id = format!("r{n}");
+            let players = [format!("p{n}"), format!("q{n}")];
+            let players: Vec<&str> = players.iter().map(String::as_str).collect();
+            app.post_round(POOL, round(&id, &players)).await
+        });
+    }
+    for _ in 0..4 {
+        let app = std::sync::Arc::clone(&app);
+        posts.spawn(async move { app.post_round(POOL, round("twice", &["a", "b"])).await });
+    }
+    let mut positions = Vec::new();
+    let mut reposts = 0;
+    while let Some(response) = posts.join_next().await {
+        let response = response.expect("a post");
+        match response.status {
+            StatusCode::ACCEPTED => {
+                positions.push(response.body["position"].as_u64().expect("a position"))
+            }
+            StatusCode::OK => reposts += 1,
+            status => panic!("{status}: {}", response.body),
+        }
+    }
+    positions.sort_unstable();
+    assert_eq!(positions, (1..=25).collect::<Vec<u64>>(), "one place each");
+    assert_eq!(reposts, 3, "the round posted four times is stored once");
+    let settled = app.apply_queued(POOL).await;
+    assert_eq!(settled.len(), 25);
+    assert!(settled.iter().all(|s| matches!(s, Settled::Applied(_))));
+    assert_eq!(app.pool_info(POOL).await["rounds_applied"], 25);
 }

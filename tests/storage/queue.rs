@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use mmr_service::engine::{EloParams, SystemParams};
 use mmr_service::storage::{
-    Against, Change, Enqueued, EnqueuedAll, EntryKind, Error, NewEntry, RoundStatus,
+    Against, Change, EnqueueRequest, Enqueued, EnqueuedAll, EntryKind, Error, NewEntry, RoundStatus,
 };
 
 use crate::support::{
@@ -23,6 +23,7 @@ backend_tests!(
     the_worker_takes_the_oldest_rounds_up_to_its_budget,
     a_queued_round_is_announced_only_while_another_replica_may_listen,
     lines_checked_against_what_the_pool_no_longer_is_are_not_queued,
+    requests_stored_together_each_get_their_own_outcome,
 );
 
 async fn enqueueing_into_an_unknown_pool_is_an_error(db: Db) {
@@ -392,13 +393,89 @@ async fn lines_checked_against_what_the_pool_no_longer_is_are_not_queued(db: Db)
             .expect("queued"),
         EnqueuedAll::Stored(_)
     ));
-    let ids: Vec<String> = db
+    let ids = queued_ids(&db).await;
+    assert_eq!(ids, ["r1", "fix", "r2"], "the refused tries stored nothing");
+}
+
+/// Requests stored in one transaction (a batch of concurrent posts) each get the outcome they
+/// would have alone, in order: a conflict, a full queue or a change refuses only its own
+/// request, and a later request sees what an earlier one stored.
+async fn requests_stored_together_each_get_their_own_outcome(db: Db) {
+    create_pool(&db).await;
+    enqueue(&db, "old", &["a", "b"]).await;
+    let line = |id: &'static str, body: &'static str| NewEntry::by_body(id, EntryKind::Round, body);
+    let current = params();
+    let other = SystemParams::Elo(EloParams::default());
+    let first = [line("r1", "{}"), line("r2", "{}")];
+    let conflicting = [line("r3", "{}"), line("old", "{\"other\":1}")];
+    let changed = [line("r4", "{}")];
+    let repost = [line("r1", "{}"), line("r5", "{}")];
+    let too_many = [line("r6", "{}"), line("r7", "{}")];
+    let requests = [
+        EnqueueRequest {
+            entries: &first,
+            against: Some(Against {
+                params: &current,
+                correction: None,
+            }),
+        },
+        EnqueueRequest {
+            entries: &conflicting,
+            against: None,
+        },
+        EnqueueRequest {
+            entries: &changed,
+            against: Some(Against {
+                params: &other,
+                correction: None,
+            }),
+        },
+        EnqueueRequest {
+            entries: &repost,
+            against: None,
+        },
+        EnqueueRequest {
+            entries: &too_many,
+            against: None,
+        },
+    ];
+    // Room for five: "old", r1, r2 and r5 leave one, too few for r6 and r7.
+    let outcomes = db
         .storage
+        .enqueue_requests(POOL, &requests, 5)
+        .await
+        .expect("stored");
+    let accepted = |position| Enqueued::Accepted { position };
+    assert_eq!(
+        outcomes,
+        [
+            EnqueuedAll::Stored(vec![accepted(2), accepted(3)]),
+            EnqueuedAll::Conflict(1),
+            EnqueuedAll::Changed,
+            EnqueuedAll::Stored(vec![
+                Enqueued::AlreadyStored {
+                    status: RoundStatus::Queued
+                },
+                accepted(4),
+            ]),
+            EnqueuedAll::QueueFull { queued: 4, new: 2 },
+        ]
+    );
+    let ids = queued_ids(&db).await;
+    assert_eq!(
+        ids,
+        ["old", "r1", "r2", "r5"],
+        "only what was accepted, in order"
+    );
+}
+
+/// The ids of the (at most ten) rounds waiting in [`POOL`], oldest first.
+async fn queued_ids(db: &Db) -> Vec<String> {
+    db.storage
         .queued_rounds(POOL, 0, 10, 1 << 20)
         .await
         .expect("the queue")
         .into_iter()
         .map(|q| q.id)
-        .collect();
-    assert_eq!(ids, ["r1", "fix", "r2"], "the refused tries stored nothing");
+        .collect()
 }
