@@ -1061,25 +1061,32 @@ async fn a_worker_step_ends_after_one_batch_once_another_task_waits_for_the_turn
     assert!(rest.iter().all(|s| matches!(s, Settled::Applied(_))));
 }
 
-/// Posts that arrive together are stored in one transaction by the pool's writer (group
-/// commit): each is answered with its own place, a round posted several times at once is
-/// stored once, and every accepted round is applied once.
+/// Posts that arrive together are stored in one transaction by their pool's writer (group
+/// commit), here in two processes sharing the database: each is answered with its own place, a
+/// round posted several times at once, through both, is stored once, and every accepted round
+/// is applied once.
 async fn posts_arriving_together_are_each_answered_with_their_own_place(app: TestApp) {
     app.create_pool(POOL).await;
+    let other = std::sync::Arc::new(app.restarted().await);
     let app = std::sync::Arc::new(app);
     let mut posts = tokio::task::JoinSet::new();
-    for n in 0..24 {
-        let app = std::sync::Arc::clone(&app);
+    for n in 0..28 {
+        let to = std::sync::Arc::clone(if n % 2 == 0 { &app } else { &other });
         posts.spawn(async move {
-            let id = format!("r{n}");
+            // Four of them post the same round, twice through each process.
+            let id = if n < 4 {
+                "twice".to_owned()
+            } else {
+                format!("r{n}")
+            };
             let players = [format!("p{n}"), format!("q{n}")];
-            let players: Vec<&str> = players.iter().map(String::as_str).collect();
-            app.post_round(POOL, round(&id, &players)).await
+            let players: Vec<&str> = if n < 4 {
+                vec!["a", "b"]
+            } else {
+                players.iter().map(String::as_str).collect()
+            };
+            to.post_round(POOL, round(&id, &players)).await
         });
-    }
-    for _ in 0..4 {
-        let app = std::sync::Arc::clone(&app);
-        posts.spawn(async move { app.post_round(POOL, round("twice", &["a", "b"])).await });
     }
     let mut positions = Vec::new();
     let mut reposts = 0;
