@@ -22,8 +22,9 @@ use crate::storage::{self, Against, EnqueueRequest, EnqueuedAll, EntryKind, NewE
 
 /// Most requests stored in one transaction: a batch's requests wait for all of it.
 const MOST_REQUESTS: usize = 256;
-/// Most bytes of lines stored in one transaction (past the first request, which goes in
-/// whatever its size).
+/// A batch takes a further request only while its lines so far are shorter than this, in
+/// bytes: a large post waits for no more than a few small ones, and a transaction holds at
+/// most this plus one post (itself bounded by the request body's limit).
 const MOST_BYTES: usize = 4 << 20;
 
 /// A writer with no request for this long ends (the next post starts another), so that a
