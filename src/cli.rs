@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{Overrides, Settings};
@@ -15,6 +16,7 @@ use crate::engine::metrics::Opponents;
 use crate::engine::{SystemName, SystemParams};
 use crate::evaluate::{self, Objective, Tuning};
 use crate::import;
+use crate::params;
 use crate::replay::{self, InputFormat};
 use crate::startup::Application;
 use crate::wire::PoolLine;
@@ -123,8 +125,8 @@ pub struct ReplayArgs {
     /// The rating system [default: the one of the pool line an export opens with, else
     /// elo_mmr]. Its parameters are the pool line's when it names the same system, else its
     /// defaults; the flags below change them one by one.
-    #[arg(long, value_enum)]
-    pub system: Option<SystemArg>,
+    #[arg(long, value_parser = system_name())]
+    pub system: Option<SystemName>,
     /// A parameter of the system, e.g. `--param tau=0` (repeatable; wins over the flags below).
     /// A value that reads as JSON is taken as such, any other as a string.
     #[arg(long = "param", value_name = "KEY=VALUE", value_parser = key_value)]
@@ -202,16 +204,24 @@ pub struct EvaluateArgs {
 
 /// `--systems`: the systems in the order given.
 #[derive(Debug, Clone)]
-pub struct SystemList(pub Vec<SystemArg>);
+pub struct SystemList(pub Vec<SystemName>);
 
 /// `all`, or comma-separated system names.
 fn parse_systems(value: &str) -> Result<SystemList, String> {
     if value == "all" {
-        return Ok(SystemList(SystemArg::value_variants().to_vec()));
+        return Ok(SystemList(SystemName::ALL.to_vec()));
     }
     value
         .split(',')
-        .map(|name| SystemArg::from_str(name.trim(), false))
+        .map(|name| {
+            system_named(name.trim()).ok_or_else(|| {
+                let names = SystemName::ALL.map(SystemName::as_str).join(", ");
+                format!(
+                    "no rating system is called `{}`: expected one of {names}",
+                    name.trim()
+                )
+            })
+        })
         .collect::<Result<_, _>>()
         .map(SystemList)
 }
@@ -250,25 +260,21 @@ fn parse_opponents(value: &str) -> Result<Opponents, String> {
 
 /// `--system`: the API's names (`system` of `PUT /v1/pools/{pool}`), which `evaluate` prints;
 /// `elo-mmr` and `weng-lin` are taken too.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum SystemArg {
-    /// Elo-MMR (and Elo-MMχ with `--variant gaussian`).
-    #[value(name = "elo_mmr", alias = "elo-mmr")]
-    EloMmr,
-    /// Weng-Lin (OpenSkill): Bradley-Terry full pairing or Plackett-Luce.
-    #[value(name = "weng_lin", alias = "weng-lin")]
-    WengLin,
-    /// TrueSkill (Microsoft's trademark and patent: docs/trueskill.md before a commercial use).
-    #[value(name = "trueskill")]
-    TrueSkill,
-    /// Glicko-2.
-    Glicko2,
-    /// Codeforces' system, as the Elo-MMR paper evaluates it.
-    Codeforces,
-    /// Topcoder's system, as the Elo-MMR paper evaluates it.
-    Topcoder,
-    /// Elo for free-for-all rounds.
-    Elo,
+fn system_name() -> impl TypedValueParser<Value = SystemName> {
+    let names = SystemName::ALL.map(|system| {
+        let name = system.as_str();
+        PossibleValue::new(name).alias(name.replace('_', "-"))
+    });
+    // The parser lets through only the names above.
+    PossibleValuesParser::new(names).map(|name| system_named(&name).unwrap_or_default())
+}
+
+/// The system called `name`, or with `-` for `_`.
+fn system_named(name: &str) -> Option<SystemName> {
+    let name = name.replace('-', "_");
+    SystemName::ALL
+        .into_iter()
+        .find(|system| system.as_str() == name)
 }
 
 /// Splits `KEY=VALUE`.
@@ -297,63 +303,21 @@ pub enum TiesArg {
     Split,
 }
 
-impl SystemArg {
-    /// The system with its default parameters.
-    #[must_use]
-    pub fn defaults(self) -> SystemParams {
-        let name = match self {
-            Self::EloMmr => SystemName::EloMmr,
-            Self::WengLin => SystemName::WengLin,
-            Self::TrueSkill => SystemName::TrueSkill,
-            Self::Glicko2 => SystemName::Glicko2,
-            Self::Codeforces => SystemName::Codeforces,
-            Self::Topcoder => SystemName::Topcoder,
-            Self::Elo => SystemName::Elo,
-        };
-        name.defaults()
-    }
-}
-
 impl ReplayArgs {
-    /// The rating system and its parameters: its defaults, overridden by the flags, then by
-    /// `--param` (not yet validated). A parameter the system does not have is an error naming
-    /// it.
+    /// The rating system and its parameters: the pool line's where it names the same system,
+    /// else the system's defaults, changed by the flags, then by `--param` (not yet validated).
+    /// A parameter the system does not have is an error naming it.
     pub fn system(&self, pool: Option<&PoolLine>) -> anyhow::Result<SystemParams> {
-        let named = |arg: SystemArg| {
-            arg.to_possible_value()
-                .is_some_and(|value| value.get_name() == pool_system_name(pool))
-        };
         let system = match (self.system, pool) {
             (Some(system), _) => system,
-            (None, Some(_)) => SystemArg::value_variants()
-                .iter()
-                .copied()
-                .find(|&arg| named(arg))
-                .context("the pool line's system is not one `--system` knows")?,
-            (None, None) => SystemArg::EloMmr,
+            (None, Some(pool)) => pool.system.name(),
+            (None, None) => SystemName::EloMmr,
         };
-        // The pool line's parameters, where it names this system: the flags change them.
-        let mut params = match pool {
-            Some(pool) if named(system) => match serde_json::to_value(&pool.system)
-                .context("the pool line's parameters")?
-                .get_mut("params")
-                .map(serde_json::Value::take)
-            {
-                Some(serde_json::Value::Object(params)) => params,
-                _ => serde_json::Map::new(),
-            },
-            _ => serde_json::Map::new(),
+        let start = match pool {
+            Some(pool) if pool.system.name() == system => pool.system.clone(),
+            _ => system.defaults(),
         };
-        let mut set = |key: &str, value: serde_json::Value| {
-            params.insert(key.to_owned(), value);
-        };
-        let number = |x: f64| {
-            if x == f64::INFINITY {
-                serde_json::Value::from("inf")
-            } else {
-                serde_json::Value::from(x)
-            }
-        };
+        let mut set = serde_json::Map::new();
         for (key, value) in [
             ("beta", self.beta),
             ("gamma", self.gamma),
@@ -363,62 +327,27 @@ impl ReplayArgs {
             ("drift_per_day", self.drift_per_day),
         ] {
             if let Some(value) = value {
-                set(key, number(value));
+                set.insert(key.to_owned(), params::number(value));
             }
         }
         if let Some(limit) = self.history_limit {
-            set("history_limit", limit.into());
+            set.insert("history_limit".to_owned(), limit.into());
         }
-        if let Some(variant) = self.variant {
-            let name = match variant {
-                VariantArg::Logistic => "logistic",
-                VariantArg::Gaussian => "gaussian",
-            };
-            set("variant", name.into());
-        }
-        if let Some(ties) = self.ties {
-            let name = match ties {
-                TiesArg::Both => "both",
-                TiesArg::Split => "split",
-            };
-            set("ties", name.into());
+        for (key, value) in [
+            ("variant", self.variant.and_then(|v| v.to_possible_value())),
+            ("ties", self.ties.and_then(|t| t.to_possible_value())),
+        ] {
+            if let Some(value) = value {
+                set.insert(key.to_owned(), value.get_name().into());
+            }
         }
         for (key, value) in &self.params {
             let value = serde_json::from_str(value).unwrap_or_else(|_| value.as_str().into());
-            set(key, value);
+            set.insert(key.clone(), value);
         }
-        let params = serde_json::Value::Object(params);
-        let invalid =
-            |system| move |e| anyhow::anyhow!("invalid parameters for --system {system}: {e}");
-        Ok(match system {
-            SystemArg::EloMmr => SystemParams::EloMmr(
-                serde_path_to_error::deserialize(params).map_err(invalid("elo_mmr"))?,
-            ),
-            SystemArg::WengLin => SystemParams::WengLin(
-                serde_path_to_error::deserialize(params).map_err(invalid("weng_lin"))?,
-            ),
-            SystemArg::TrueSkill => SystemParams::TrueSkill(
-                serde_path_to_error::deserialize(params).map_err(invalid("trueskill"))?,
-            ),
-            SystemArg::Glicko2 => SystemParams::Glicko2(
-                serde_path_to_error::deserialize(params).map_err(invalid("glicko2"))?,
-            ),
-            SystemArg::Codeforces => SystemParams::Codeforces(
-                serde_path_to_error::deserialize(params).map_err(invalid("codeforces"))?,
-            ),
-            SystemArg::Topcoder => SystemParams::Topcoder(
-                serde_path_to_error::deserialize(params).map_err(invalid("topcoder"))?,
-            ),
-            SystemArg::Elo => {
-                SystemParams::Elo(serde_path_to_error::deserialize(params).map_err(invalid("elo"))?)
-            }
-        })
+        params::merged(&start, &set)
+            .with_context(|| format!("invalid parameters for --system {}", system.as_str()))
     }
-}
-
-/// The name of the system `pool` rates with, as the API writes it ("" without a pool line).
-fn pool_system_name(pool: Option<&PoolLine>) -> &'static str {
-    pool.map_or("", |pool| pool.system.name().as_str())
 }
 
 /// Runs the parsed command line.

@@ -10,15 +10,11 @@ use std::path::Path;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use sha2::{Digest, Sha256};
-use utoipa::openapi::schema::{Object, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type};
 use utoipa::ToSchema;
 
-use crate::engine::{
-    self, CodeforcesParams, EloParams, Glicko2Params, Params, SystemName, SystemParams, Ties,
-    TopcoderParams, TrueSkillParams, Variant, WengLinModel, WengLinParams,
-};
+use crate::engine::Params;
+use crate::params::ParamsOverrides;
 
 /// The compiled-in base layer.
 const DEFAULT_TOML: &str = include_str!("../config/default.toml");
@@ -232,293 +228,6 @@ impl fmt::Debug for KeySettings {
     }
 }
 
-/// A pool's rating system and parameters, each optional: what `PUT /v1/pools/{pool}` takes and
-/// what a `[pools.NAME]` section holds. Unset ones come from `[engine]` for Elo-MMR, from the
-/// system's own defaults for the others.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ParamsOverrides {
-    /// The rating system: `elo_mmr` (the default), `weng_lin`, `trueskill`, `glicko2`,
-    /// `codeforces`, `topcoder` or `elo`.
-    #[schema(schema_with = system_schema)]
-    pub system: Option<SystemName>,
-    /// `logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).
-    #[schema(schema_with = variant_schema)]
-    pub variant: Option<Variant>,
-    /// Spread (std) of a performance around skill in a round of weight 1; in [1e-6, 1e6].
-    #[schema(minimum = 1e-6, maximum = 1e6, example = 200.0)]
-    pub beta: Option<f64>,
-    /// Skill drift (std) added each time a player takes part; in [0, 1e6].
-    #[schema(minimum = 0.0, maximum = 1e6, example = 35.0)]
-    pub gamma: Option<f64>,
-    /// Pseudodiffusion transfer rate: a number >= 0, or `"inf"` for Elo-MMR(∞).
-    #[serde(default, deserialize_with = "rho_value")]
-    #[schema(schema_with = rho_schema)]
-    pub rho: Option<f64>,
-    /// Mean of a new player's prior; in [-1e9, 1e9].
-    #[schema(minimum = -1e9, maximum = 1e9, example = 1500.0)]
-    pub mu_init: Option<f64>,
-    /// Std of a new player's prior; in [1e-6, 1e6].
-    #[schema(minimum = 1e-6, maximum = 1e6, example = 350.0)]
-    pub sigma_init: Option<f64>,
-    /// Extra drift variance per day since a player's last round; in [0, 1e6].
-    #[schema(minimum = 0.0, maximum = 1e6, example = 0.0)]
-    pub drift_per_day: Option<f64>,
-    /// Most logistic factors kept per player; 1 to 100,000.
-    #[schema(minimum = 1, maximum = 100_000, example = 500)]
-    pub history_limit: Option<usize>,
-    /// `both` (a tie is a win and a loss) or `split` (half of each).
-    #[schema(schema_with = ties_schema)]
-    pub ties: Option<Ties>,
-    /// Weng-Lin only: smallest factor one round may shrink a variance by, in (0, 1].
-    #[schema(exclusive_minimum = 0.0, maximum = 1.0)]
-    pub kappa: Option<f64>,
-    /// Weng-Lin and TrueSkill: skill drift (std) added to every participant before each
-    /// round, in [0, 1e6]. Glicko-2: its system constant, how far one round may move a
-    /// volatility, in [1e-6, 100].
-    #[schema(minimum = 0.0, maximum = 1e6)]
-    pub tau: Option<f64>,
-    /// Codeforces and Topcoder: how much a round's performance weighs against the old rating;
-    /// in [1e-6, 1e6].
-    #[schema(minimum = 1e-6, maximum = 1e6)]
-    pub weight_multiplier: Option<f64>,
-    /// Glicko-2 only: a new player's volatility, in [1e-6, 10].
-    #[schema(minimum = 1e-6, maximum = 10.0)]
-    pub volatility_init: Option<f64>,
-    /// Weng-Lin only: `bradley_terry` (full pairing, the default) or `plackett_luce`.
-    #[schema(schema_with = model_schema)]
-    pub model: Option<WengLinModel>,
-    /// TrueSkill only: the probability that two evenly matched lone players draw, in (0, 1).
-    #[schema(exclusive_minimum = 0.0, exclusive_maximum = 1.0)]
-    pub draw_probability: Option<f64>,
-    /// Elo only: the temperature T of the expected score `1 / (1 + exp(−(μ_a − μ_b) / T))`;
-    /// in [1e-6, 1e6].
-    #[schema(minimum = 1e-6, maximum = 1e6)]
-    pub temperature: Option<f64>,
-    /// Elo only: the most one round of weight 1 can move a rating; in [0, 1e6].
-    #[schema(minimum = 0.0, maximum = 1e6)]
-    pub k: Option<f64>,
-}
-
-/// A request parameter that is one of `values`, or `null` for the configured default.
-fn optional_choice(values: &[&str], description: &str) -> Object {
-    let values = values.iter().map(|v| Value::from(*v)).chain([Value::Null]);
-    ObjectBuilder::new()
-        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
-        .enum_values(Some(values))
-        .description(Some(description))
-        .build()
-}
-
-fn system_schema() -> Object {
-    optional_choice(
-        &SystemName::ALL.map(SystemName::as_str),
-        "The rating system: `elo_mmr` (Elo-MMR, the default), `weng_lin` (Weng-Lin, \
-         OpenSkill's Bradley-Terry full pairing or Plackett-Luce, by `model`), `trueskill` \
-         (TrueSkill: Microsoft's trademark and patent, see docs/trueskill.md before a \
-         commercial use), `glicko2` (Glicko-2), `codeforces` or `topcoder` (Codeforces' and \
-         Topcoder's systems as the Elo-MMR paper evaluates them) or `elo` (Elo for \
-         free-for-all rounds).",
-    )
-}
-
-fn model_schema() -> Object {
-    optional_choice(
-        &["bradley_terry", "plackett_luce"],
-        "Weng-Lin's model: `bradley_terry` (full pairing) or `plackett_luce`.",
-    )
-}
-
-fn variant_schema() -> Object {
-    optional_choice(
-        &["logistic", "gaussian"],
-        "`logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).",
-    )
-}
-
-fn ties_schema() -> Object {
-    optional_choice(
-        &["both", "split"],
-        "`both` (a tie is a win and a loss) or `split` (half of each).",
-    )
-}
-
-/// ρ in a request: a number >= 0, `"inf"` (or `"infinity"`), or `null` for the default.
-fn rho_schema() -> Schema {
-    rho_schema_of(&["inf", "infinity"], true)
-}
-
-/// The schema of ρ: a number >= 0, or one of `names` for infinity (JSON has none), or also
-/// `null` when `nullable`.
-pub(crate) fn rho_schema_of(names: &[&'static str], nullable: bool) -> Schema {
-    let mut rho = OneOfBuilder::new()
-        .item(
-            ObjectBuilder::new()
-                .schema_type(Type::Number)
-                .minimum(Some(0)),
-        )
-        .item(
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .enum_values(Some(names.iter().copied())),
-        );
-    if nullable {
-        rho = rho.item(ObjectBuilder::new().schema_type(Type::Null));
-    }
-    Schema::OneOf(
-        rho.description(Some(
-            "Pseudodiffusion transfer rate: a number >= 0, or `\"inf\"` for Elo-MMR(∞).",
-        ))
-        .build(),
-    )
-}
-
-/// Reads ρ as a number or as the string `"inf"` (JSON has no infinity; TOML's `inf` arrives
-/// as a number).
-fn rho_value<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<f64>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Rho {
-        Number(f64),
-        Text(String),
-    }
-    match Option::<Rho>::deserialize(deserializer)? {
-        None => Ok(None),
-        Some(Rho::Number(rho)) => Ok(Some(rho)),
-        Some(Rho::Text(text)) if matches!(text.as_str(), "inf" | "infinity") => {
-            Ok(Some(f64::INFINITY))
-        }
-        Some(Rho::Text(_)) => Err(serde::de::Error::custom("rho must be a number or \"inf\"")),
-    }
-}
-
-/// The parameters `system` takes, by their names in a request.
-#[must_use]
-pub fn own_parameters(system: SystemName) -> &'static [&'static str] {
-    match system {
-        SystemName::EloMmr => &[
-            "variant",
-            "beta",
-            "gamma",
-            "rho",
-            "mu_init",
-            "sigma_init",
-            "drift_per_day",
-            "history_limit",
-            "ties",
-        ],
-        SystemName::WengLin => &["beta", "kappa", "tau", "mu_init", "sigma_init", "model"],
-        SystemName::TrueSkill => &["beta", "tau", "draw_probability", "mu_init", "sigma_init"],
-        SystemName::Glicko2 => &["tau", "mu_init", "sigma_init", "volatility_init"],
-        SystemName::Codeforces => &["beta", "weight_multiplier", "mu_init", "sigma_init"],
-        SystemName::Topcoder => &["weight_multiplier", "mu_init", "sigma_init"],
-        SystemName::Elo => &["temperature", "k", "mu_init"],
-    }
-}
-
-impl ParamsOverrides {
-    /// The system asked for (Elo-MMR by default) with every parameter set here replacing its
-    /// default: `base` for Elo-MMR, the system's own defaults otherwise. Not validated, but a
-    /// parameter the system does not have is an error naming it.
-    pub fn apply(&self, base: &Params) -> Result<SystemParams, engine::Error> {
-        let system = self.system.unwrap_or_default();
-        let own = own_parameters(system);
-        let set = [
-            ("variant", self.variant.is_some()),
-            ("beta", self.beta.is_some()),
-            ("gamma", self.gamma.is_some()),
-            ("rho", self.rho.is_some()),
-            ("mu_init", self.mu_init.is_some()),
-            ("sigma_init", self.sigma_init.is_some()),
-            ("drift_per_day", self.drift_per_day.is_some()),
-            ("history_limit", self.history_limit.is_some()),
-            ("ties", self.ties.is_some()),
-            ("kappa", self.kappa.is_some()),
-            ("tau", self.tau.is_some()),
-            ("draw_probability", self.draw_probability.is_some()),
-            ("model", self.model.is_some()),
-            ("volatility_init", self.volatility_init.is_some()),
-            ("weight_multiplier", self.weight_multiplier.is_some()),
-            ("temperature", self.temperature.is_some()),
-            ("k", self.k.is_some()),
-        ];
-        if let Some(&(name, _)) = set.iter().find(|(name, set)| *set && !own.contains(name)) {
-            return Err(engine::Error::parameter(
-                name,
-                format!("is not a parameter of {}", system.as_str()),
-            ));
-        }
-        Ok(match system {
-            SystemName::EloMmr => SystemParams::EloMmr(Params {
-                variant: self.variant.unwrap_or(base.variant),
-                beta: self.beta.unwrap_or(base.beta),
-                gamma: self.gamma.unwrap_or(base.gamma),
-                rho: self.rho.unwrap_or(base.rho),
-                mu_init: self.mu_init.unwrap_or(base.mu_init),
-                sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
-                drift_per_day: self.drift_per_day.unwrap_or(base.drift_per_day),
-                history_limit: self.history_limit.unwrap_or(base.history_limit),
-                ties: self.ties.unwrap_or(base.ties),
-            }),
-            SystemName::WengLin => {
-                let base = WengLinParams::default();
-                SystemParams::WengLin(WengLinParams {
-                    beta: self.beta.unwrap_or(base.beta),
-                    kappa: self.kappa.unwrap_or(base.kappa),
-                    tau: self.tau.unwrap_or(base.tau),
-                    mu_init: self.mu_init.unwrap_or(base.mu_init),
-                    sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
-                    model: self.model.unwrap_or(base.model),
-                })
-            }
-            SystemName::TrueSkill => {
-                let base = TrueSkillParams::default();
-                SystemParams::TrueSkill(TrueSkillParams {
-                    beta: self.beta.unwrap_or(base.beta),
-                    tau: self.tau.unwrap_or(base.tau),
-                    draw_probability: self.draw_probability.unwrap_or(base.draw_probability),
-                    mu_init: self.mu_init.unwrap_or(base.mu_init),
-                    sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
-                })
-            }
-            SystemName::Glicko2 => {
-                let base = Glicko2Params::default();
-                SystemParams::Glicko2(Glicko2Params {
-                    tau: self.tau.unwrap_or(base.tau),
-                    mu_init: self.mu_init.unwrap_or(base.mu_init),
-                    sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
-                    volatility_init: self.volatility_init.unwrap_or(base.volatility_init),
-                })
-            }
-            SystemName::Codeforces => {
-                let base = CodeforcesParams::default();
-                SystemParams::Codeforces(CodeforcesParams {
-                    beta: self.beta.unwrap_or(base.beta),
-                    weight_multiplier: self.weight_multiplier.unwrap_or(base.weight_multiplier),
-                    mu_init: self.mu_init.unwrap_or(base.mu_init),
-                    sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
-                })
-            }
-            SystemName::Elo => {
-                let base = EloParams::default();
-                SystemParams::Elo(EloParams {
-                    temperature: self.temperature.unwrap_or(base.temperature),
-                    k: self.k.unwrap_or(base.k),
-                    mu_init: self.mu_init.unwrap_or(base.mu_init),
-                })
-            }
-            SystemName::Topcoder => {
-                let base = TopcoderParams::default();
-                SystemParams::Topcoder(TopcoderParams {
-                    weight_multiplier: self.weight_multiplier.unwrap_or(base.weight_multiplier),
-                    mu_init: self.mu_init.unwrap_or(base.mu_init),
-                    sigma_init: self.sigma_init.unwrap_or(base.sigma_init),
-                })
-            }
-        })
-    }
-}
-
 /// Settings given on the command line; they win over every other layer.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
@@ -598,7 +307,6 @@ impl Settings {
             );
             overrides
                 .apply(&self.engine)
-                .and_then(|params| params.validate())
                 .with_context(|| format!("invalid parameters in [pools.{name}]"))?;
         }
         let mut key_names = std::collections::HashSet::new();
@@ -764,7 +472,7 @@ mod tests {
         );
         assert!(settings.auth.read_key_required);
         assert_eq!(settings.database.url, "sqlite://from-env.sqlite3");
-        assert_eq!(settings.pools["ranked"].gamma, Some(20.0));
+        assert_eq!(settings.pools["ranked"].set["gamma"].as_f64(), Some(20.0));
         assert_eq!(settings.auth.keys[0].role, Role::Write);
         assert!(!format!("{:?}", settings.auth.keys[0]).contains("ff"));
     }

@@ -32,6 +32,8 @@
 //! - [`ownership`]: where replicas share a Postgres database, which pools this process
 //!   applies (one lease per pool, spread by rendezvous hashing) and hearing of the others'
 //!   commits.
+//! - [`params`]: a pool's system and parameters as requests, `[pools.NAME]` and `replay`
+//!   give them in part, merged onto the system's defaults.
 //! - [`names`]: which pool names, round ids and player ids the service accepts.
 //! - [`replay`]: the offline `replay` command: a file of rounds in, accuracy and ratings out.
 //! - [`evaluate`]: the offline `evaluate` command: several rating systems compared on one
@@ -52,6 +54,7 @@ pub mod import;
 pub mod instruments;
 pub mod names;
 pub mod ownership;
+pub mod params;
 pub mod pools;
 pub mod rate_limit;
 pub mod replay;

@@ -14,11 +14,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::compute::{Compute, MAX_ENTRANTS};
-use crate::config::{hash_key, KeySettings, ParamsOverrides, Role, Settings};
+use crate::config::{hash_key, KeySettings, Role, Settings};
 use crate::display::leagues::{recompute, Entrant, HistoryPoint};
 use crate::display::{Display, LeagueTable, Leagues};
-use crate::engine::{self, SystemParams};
+use crate::engine::SystemParams;
 use crate::group_commit::GroupCommit;
+use crate::params::{ParamsError, ParamsOverrides};
 use crate::pools::loading::{Loading, LOAD_RETRY};
 use crate::pools::past::{BuildFailed, PastBoards, RoundOrders};
 use crate::pools::{Pool, PoolState, Pools};
@@ -209,9 +210,9 @@ pub enum Deletion {
 /// Why a pool could not be created or changed.
 #[derive(Debug, thiserror::Error)]
 pub enum PutPoolError {
-    /// A parameter is out of range.
+    /// A parameter is not the system's, of the wrong type or out of range.
     #[error(transparent)]
-    Invalid(#[from] engine::Error),
+    Invalid(#[from] ParamsError),
     /// The database refused or failed.
     #[error(transparent)]
     Storage(#[from] storage::Error),
@@ -408,7 +409,6 @@ impl AppState {
         overrides: &ParamsOverrides,
     ) -> Result<(PoolWrite, SystemParams), PutPoolError> {
         let params = overrides.apply(&self.settings.engine)?;
-        params.validate()?;
         // A pool another process created is loaded first: it is not new here.
         let existing = self.pool(name).await?;
         // The worker reads the parameters in its turn: a change must not land mid-step.
@@ -420,11 +420,16 @@ impl AppState {
         match &existing {
             Some(pool) if outcome != PoolWrite::Unchanged => {
                 let display = pool.read().display().clone();
-                drop(pool.publish(PoolState::new(params.clone(), display)?));
+                drop(
+                    pool.publish(
+                        PoolState::new(params.clone(), display).map_err(ParamsError::from)?,
+                    ),
+                );
             }
             Some(_) => {}
             None => {
-                let state = PoolState::new(params.clone(), Display::default())?;
+                let state = PoolState::new(params.clone(), Display::default())
+                    .map_err(ParamsError::from)?;
                 let (pool, inserted) = self.pools.insert(self.new_pool(name, state));
                 if inserted {
                     self.start_worker_if_running(&pool);

@@ -22,9 +22,9 @@ use super::query::QueryParams;
 use super::queueing::{located, Queued, RoundStatusResponse};
 use super::round_path::RoundPath;
 use super::waiting::{settle, WaitQuery};
-use crate::config::ParamsOverrides;
 use crate::engine::Beliefs;
 use crate::names;
+use crate::params::ParamsOverrides;
 use crate::pools::Pool;
 use crate::rate_limit::Client;
 use crate::state::AppState;
@@ -138,15 +138,12 @@ async fn post_correction(
                 }
                 other => other,
             })?;
-            let system = overrides
-                .apply(&state.settings.engine)
-                .and_then(|system| system.validate().map(|()| system))
-                .map_err(|e| {
-                    let field = e
-                        .field()
-                        .map_or_else(|| "params".into(), |f| format!("params.{f}"));
-                    invalid(field, e.to_string())
-                })?;
+            let system = overrides.apply(&state.settings.engine).map_err(|e| {
+                let field = e
+                    .field()
+                    .map_or_else(|| "params".into(), |f| format!("params.{f}"));
+                invalid(field, e.to_string())
+            })?;
             object.insert(
                 "system".into(),
                 serde_json::to_value(system).map_err(|_| Error::Internal)?,

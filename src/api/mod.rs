@@ -93,7 +93,6 @@ fn routes() -> (Router<AppState>, OpenApiDoc) {
     openapi::add_shared_errors(&mut doc);
     openapi::add_request_examples(&mut doc);
     openapi::add_parameter_examples(&mut doc);
-    pools::tag_params_schema(&mut doc);
     (router, doc)
 }
 

@@ -9,9 +9,8 @@ use serde::Serialize;
 use utoipa::openapi::schema::{
     AdditionalProperties, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
 };
-use utoipa::openapi::RefOr;
-use utoipa::IntoParams;
-use utoipa::ToSchema;
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{IntoParams, PartialSchema, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -20,10 +19,10 @@ use super::error::{Error, ErrorResponse};
 use super::json::JsonBody;
 use super::query::QueryParams;
 use super::reads;
-use crate::config::{own_parameters, ParamsOverrides};
 use crate::display::Display;
-use crate::engine::{Params, SystemName, SystemParams, Ties, Variant, WengLinModel};
+use crate::engine::{SystemName, SystemParams};
 use crate::names;
+use crate::params::{ParamsError, ParamsOverrides};
 use crate::pools::PoolState;
 use crate::state::{AppState, Deletion, PutPoolError};
 use crate::storage::{PoolInfo, PoolWrite};
@@ -35,220 +34,135 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_pool, put_pool, delete_pool))
 }
 
-/// A pool's parameters: those of its rating system.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum ParamsResponse {
-    /// Elo-MMR's.
-    EloMmr(EloMmrParamsResponse),
-    /// Weng-Lin's.
-    WengLin(WengLinParamsResponse),
-    /// TrueSkill's.
-    TrueSkill(TrueSkillParamsResponse),
-    /// Glicko-2's.
-    Glicko2(Glicko2ParamsResponse),
-    /// Codeforces'.
-    Codeforces(CodeforcesParamsResponse),
-    /// Topcoder's.
-    Topcoder(TopcoderParamsResponse),
-    /// Elo's.
-    Elo(EloParamsResponse),
+/// A pool's parameters, as its rating system's own type writes them: the one form PUT, GET,
+/// the export's pool line and `replay` share.
+#[derive(Debug)]
+pub struct ParamsResponse(SystemParams);
+
+impl Serialize for ParamsResponse {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize_own(serializer)
+    }
 }
 
-/// Elo's parameters.
-#[derive(Debug, Serialize, ToSchema)]
-// additionalProperties: false, so that the untagged `oneOf` of systems matches one branch only.
-#[serde(deny_unknown_fields)]
-pub struct EloParamsResponse {
-    /// The temperature T of the expected score.
-    pub temperature: f64,
-    /// The most one round of weight 1 can move a rating.
-    pub k: f64,
-    /// A new player's rating.
-    pub mu_init: f64,
+impl PartialSchema for ParamsResponse {
+    /// One closed object per system, each parameter required, so that a system's parameters
+    /// match its own branch only.
+    fn schema() -> RefOr<Schema> {
+        let mut branches = OneOfBuilder::new().description(Some(
+            "The parameters of the pool's rating system (`system`).",
+        ));
+        for system in SystemName::ALL {
+            let (name, _) = system.params_schema();
+            branches = branches.item(Ref::from_schema_name(name));
+        }
+        RefOr::T(Schema::OneOf(branches.build()))
+    }
 }
 
-/// Topcoder's parameters.
-#[derive(Debug, Serialize, ToSchema)]
-// additionalProperties: false, so that the untagged `oneOf` of systems matches one branch only.
-#[serde(deny_unknown_fields)]
-pub struct TopcoderParamsResponse {
-    /// Scales every round's weight and how far one round may move a rating.
-    pub weight_multiplier: f64,
-    /// A new player's rating.
-    pub mu_init: f64,
-    /// A new player's volatility.
-    pub sigma_init: f64,
-}
-
-/// Codeforces' parameters.
-#[derive(Debug, Serialize, ToSchema)]
-// additionalProperties: false, so that the untagged `oneOf` of systems matches one branch only.
-#[serde(deny_unknown_fields)]
-pub struct CodeforcesParamsResponse {
-    /// Performance spread β in a round of weight 1.
-    pub beta: f64,
-    /// How much a round's performance weighs against the old rating.
-    pub weight_multiplier: f64,
-    /// A new player's rating.
-    pub mu_init: f64,
-    /// The σ shown for every player.
-    pub sigma_init: f64,
-}
-
-/// Glicko-2's parameters.
-#[derive(Debug, Serialize, ToSchema)]
-// additionalProperties: false, so that the untagged `oneOf` of systems matches one branch only.
-#[serde(deny_unknown_fields)]
-pub struct Glicko2ParamsResponse {
-    /// The system constant τ: how far one round may move a volatility.
-    pub tau: f64,
-    /// A new player's rating.
-    pub mu_init: f64,
-    /// A new player's rating deviation.
-    pub sigma_init: f64,
-    /// A new player's volatility.
-    pub volatility_init: f64,
-}
-
-/// TrueSkill's parameters.
-#[derive(Debug, Serialize, ToSchema)]
-// additionalProperties: false, so that the untagged `oneOf` of systems matches one branch only.
-#[serde(deny_unknown_fields)]
-pub struct TrueSkillParamsResponse {
-    /// Performance spread β.
-    pub beta: f64,
-    /// Dynamics: skill drift added to every participant before each round.
-    pub tau: f64,
-    /// Probability that two evenly matched lone players draw.
-    pub draw_probability: f64,
-    /// Mean of a new player's prior.
-    pub mu_init: f64,
-    /// Std of a new player's prior.
-    pub sigma_init: f64,
-}
-
-/// Weng-Lin's parameters.
-#[derive(Debug, Serialize, ToSchema)]
-// additionalProperties: false, so that the untagged `oneOf` of systems matches one branch only.
-#[serde(deny_unknown_fields)]
-pub struct WengLinParamsResponse {
-    /// Performance spread β.
-    pub beta: f64,
-    /// Smallest factor one round may shrink a variance by.
-    pub kappa: f64,
-    /// Skill drift added to every participant before each round.
-    pub tau: f64,
-    /// Mean of a new player's prior.
-    pub mu_init: f64,
-    /// Std of a new player's prior.
-    pub sigma_init: f64,
-    /// `bradley_terry` (full pairing) or `plackett_luce`.
-    #[schema(value_type = String, pattern = "^(bradley_terry|plackett_luce)$", example = "bradley_terry")]
-    pub model: WengLinModel,
-}
-
-/// Elo-MMR's parameters.
-#[derive(Debug, Serialize, ToSchema)]
-// additionalProperties: false, so that the untagged `oneOf` of systems matches one branch only.
-#[serde(deny_unknown_fields)]
-pub struct EloMmrParamsResponse {
-    /// `logistic` (Elo-MMR) or `gaussian` (Elo-MMχ).
-    #[schema(value_type = String, pattern = "^(logistic|gaussian)$", example = "logistic")]
-    pub variant: &'static str,
-    /// Spread of a performance around skill in a round of weight 1.
-    pub beta: f64,
-    /// Skill drift added each time a player takes part.
-    pub gamma: f64,
-    /// Pseudodiffusion transfer rate: a number, or the string `"inf"` for Elo-MMR(∞).
-    #[schema(schema_with = rho_schema)]
-    pub rho: serde_json::Value,
-    /// Mean of a new player's prior.
-    pub mu_init: f64,
-    /// Std of a new player's prior.
-    pub sigma_init: f64,
-    /// Extra drift variance per day between a player's rounds.
-    pub drift_per_day: f64,
-    /// Most logistic factors kept per player.
-    pub history_limit: u64,
-    /// `both` or `split`.
-    #[schema(value_type = String, pattern = "^(both|split)$", example = "both")]
-    pub ties: &'static str,
-}
-
-/// ρ as answered: a number >= 0, or `"inf"`.
-fn rho_schema() -> Schema {
-    crate::config::rho_schema_of(&["inf"], false)
-}
-
-impl From<&SystemParams> for ParamsResponse {
-    fn from(system: &SystemParams) -> Self {
-        match system {
-            SystemParams::EloMmr(p) => Self::EloMmr(EloMmrParamsResponse::from(p)),
-            SystemParams::WengLin(p) => Self::WengLin(WengLinParamsResponse {
-                beta: p.beta,
-                kappa: p.kappa,
-                tau: p.tau,
-                mu_init: p.mu_init,
-                sigma_init: p.sigma_init,
-                model: p.model,
-            }),
-            SystemParams::TrueSkill(p) => Self::TrueSkill(TrueSkillParamsResponse {
-                beta: p.beta,
-                tau: p.tau,
-                draw_probability: p.draw_probability,
-                mu_init: p.mu_init,
-                sigma_init: p.sigma_init,
-            }),
-            SystemParams::Glicko2(p) => Self::Glicko2(Glicko2ParamsResponse {
-                tau: p.tau,
-                mu_init: p.mu_init,
-                sigma_init: p.sigma_init,
-                volatility_init: p.volatility_init,
-            }),
-            SystemParams::Codeforces(p) => Self::Codeforces(CodeforcesParamsResponse {
-                beta: p.beta,
-                weight_multiplier: p.weight_multiplier,
-                mu_init: p.mu_init,
-                sigma_init: p.sigma_init,
-            }),
-            SystemParams::Elo(p) => Self::Elo(EloParamsResponse {
-                temperature: p.temperature,
-                k: p.k,
-                mu_init: p.mu_init,
-            }),
-            SystemParams::Topcoder(p) => Self::Topcoder(TopcoderParamsResponse {
-                weight_multiplier: p.weight_multiplier,
-                mu_init: p.mu_init,
-                sigma_init: p.sigma_init,
-            }),
+impl ToSchema for ParamsResponse {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        for system in SystemName::ALL {
+            let (name, mut schema) = system.params_schema();
+            if let RefOr::T(Schema::Object(object)) = &mut schema {
+                object.required = object.properties.keys().cloned().collect();
+            }
+            schemas.push((name, schema));
         }
     }
 }
 
-impl From<&Params> for EloMmrParamsResponse {
-    fn from(p: &Params) -> Self {
-        Self {
-            variant: match p.variant {
-                Variant::Logistic => "logistic",
-                Variant::Gaussian => "gaussian",
-            },
-            beta: p.beta,
-            gamma: p.gamma,
-            rho: if p.rho.is_finite() {
-                serde_json::Value::from(p.rho)
-            } else {
-                serde_json::Value::from("inf")
-            },
-            mu_init: p.mu_init,
-            sigma_init: p.sigma_init,
-            drift_per_day: p.drift_per_day,
-            history_limit: p.history_limit as u64,
-            ties: match p.ties {
-                Ties::Both => "both",
-                Ties::Split => "split",
-            },
+impl PartialSchema for ParamsOverrides {
+    /// One object per system, told apart by `system`: each takes `system` and that system's
+    /// own parameters (as its type describes them, each also `null`), other systems'
+    /// parameters only as `null` (which the server reads as left out), and nothing else.
+    /// `system` may be left out for Elo-MMR, the default, and only for it, so a body
+    /// matches exactly one branch.
+    fn schema() -> RefOr<Schema> {
+        let systems = SystemName::ALL.map(|system| {
+            let (_, schema) = system.params_schema();
+            let properties = match schema {
+                RefOr::T(Schema::Object(object)) => object.properties,
+                _ => Default::default(),
+            };
+            (system, properties)
+        });
+        let mut tagged = OneOfBuilder::new().description(Some(
+            "A pool's rating system and its parameters: one object per system, told apart by \
+             `system` (which may be left out for `elo_mmr`, the default). A parameter left out \
+             takes its default.",
+        ));
+        for (system, own) in &systems {
+            let default = *system == SystemName::default();
+            let tag = ObjectBuilder::new()
+                .schema_type(if default {
+                    SchemaType::from_iter([Type::String, Type::Null])
+                } else {
+                    SchemaType::new(Type::String)
+                })
+                .enum_values(Some(
+                    std::iter::once(serde_json::Value::from(system.as_str()))
+                        .chain(default.then_some(serde_json::Value::Null)),
+                ))
+                .description(Some(SYSTEM_DESCRIPTION));
+            let mut branch = ObjectBuilder::new()
+                .title(Some(system.as_str()))
+                .property("system", tag)
+                .additional_properties(Some(AdditionalProperties::FreeForm(false)));
+            if !default {
+                branch = branch.required("system");
+            }
+            for (key, property) in own {
+                branch = branch.property(key, or_null(property.clone()));
+            }
+            for (_, other) in &systems {
+                for key in other.keys().filter(|key| !own.contains_key(*key)) {
+                    let absent = ObjectBuilder::new()
+                        .schema_type(Type::Null)
+                        .description(Some("Not a parameter of this system: only `null`."));
+                    branch = branch.property(key, absent);
+                }
+            }
+            tagged = tagged.item(branch);
         }
+        RefOr::T(Schema::OneOf(tagged.build()))
+    }
+}
+
+impl ToSchema for ParamsOverrides {}
+
+/// What `system` names.
+const SYSTEM_DESCRIPTION: &str = "The rating system: `elo_mmr` (Elo-MMR, the default), \
+    `weng_lin` (Weng-Lin, OpenSkill's Bradley-Terry full pairing or Plackett-Luce, by \
+    `model`), `trueskill` (TrueSkill: Microsoft's trademark and patent, see docs/trueskill.md \
+    before a commercial use), `glicko2` (Glicko-2), `codeforces` or `topcoder` (Codeforces' \
+    and Topcoder's systems as the Elo-MMR paper evaluates them) or `elo` (Elo for \
+    free-for-all rounds).";
+
+/// `schema`, which a request may also give as `null` (its default).
+fn or_null(schema: RefOr<Schema>) -> RefOr<Schema> {
+    match schema {
+        RefOr::T(Schema::Object(mut object)) => {
+            object.schema_type = match object.schema_type {
+                SchemaType::Type(one) => SchemaType::from_iter([one, Type::Null]),
+                SchemaType::Array(mut types) => {
+                    types.push(Type::Null);
+                    SchemaType::Array(types)
+                }
+                SchemaType::AnyValue => SchemaType::AnyValue,
+            };
+            if let Some(values) = &mut object.enum_values {
+                values.push(serde_json::Value::Null);
+            }
+            RefOr::T(Schema::Object(object))
+        }
+        RefOr::T(Schema::OneOf(mut one_of)) => {
+            one_of
+                .items
+                .push(ObjectBuilder::new().schema_type(Type::Null).into());
+            RefOr::T(Schema::OneOf(one_of))
+        }
+        other => other,
     }
 }
 
@@ -298,7 +212,7 @@ impl PoolResponse {
     fn with_counts(info: PoolInfo, players: Option<u64>, rounds_applied: u64) -> Self {
         Self {
             system: info.params.name(),
-            params: ParamsResponse::from(&info.params),
+            params: ParamsResponse(info.params),
             display: info.display,
             name: info.name,
             players,
@@ -341,70 +255,6 @@ pub struct PutPoolResponse {
     pub system: SystemName,
     /// The parameters now in force.
     pub params: ParamsResponse,
-}
-
-/// Replaces the flat schema of `PUT /v1/pools/{pool}`'s body (every parameter of every
-/// system) with one object per system, told apart by `system`: each takes `system` and that
-/// system's own parameters (as [`own_parameters`] lists them, described as in the flat
-/// schema), other systems' parameters only as `null` (which the server reads as left out),
-/// and nothing else. `system` may be left out for Elo-MMR, the default, and only for
-/// it, so a body matches exactly one branch.
-pub(super) fn tag_params_schema(doc: &mut utoipa::openapi::OpenApi) {
-    let Some(components) = doc.components.as_mut() else {
-        return;
-    };
-    let name = <ParamsOverrides as utoipa::ToSchema>::name();
-    let Some(RefOr::T(Schema::Object(flat))) = components.schemas.get(name.as_ref()) else {
-        return;
-    };
-    let mut tagged = OneOfBuilder::new().description(Some(
-        "A pool's rating system and its parameters: one object per system, told apart by \
-         `system` (which may be left out for `elo_mmr`, the default). A parameter left out \
-         takes its default.",
-    ));
-    for system in SystemName::ALL {
-        let default = system == SystemName::default();
-        let tag = ObjectBuilder::new()
-            .schema_type(if default {
-                SchemaType::from_iter([Type::String, Type::Null])
-            } else {
-                SchemaType::new(Type::String)
-            })
-            .enum_values(Some(
-                std::iter::once(serde_json::Value::from(system.as_str()))
-                    .chain(default.then_some(serde_json::Value::Null)),
-            ));
-        let mut branch = ObjectBuilder::new()
-            .title(Some(system.as_str()))
-            .property("system", tag)
-            .additional_properties(Some(AdditionalProperties::FreeForm(false)));
-        if !default {
-            branch = branch.required("system");
-        }
-        for (key, property) in &flat.properties {
-            if own_parameters(system).contains(&key.as_str()) {
-                let mut property = property.clone();
-                // The one parameter whose range depends on the system: Glicko-2's τ.
-                if let (SystemName::Glicko2, "tau", RefOr::T(Schema::Object(tau))) =
-                    (system, key.as_str(), &mut property)
-                {
-                    tau.minimum = Some(utoipa::Number::Float(1e-6));
-                    tau.maximum = Some(utoipa::Number::Float(100.0));
-                }
-                branch = branch.property(key, property);
-            } else if key != "system" {
-                // Another system's parameter: the server takes `null` as leaving it out.
-                let absent = ObjectBuilder::new()
-                    .schema_type(Type::Null)
-                    .description(Some("Not a parameter of this system: only `null`."));
-                branch = branch.property(key, absent);
-            }
-        }
-        tagged = tagged.item(branch);
-    }
-    components
-        .schemas
-        .insert(name.into_owned(), RefOr::T(Schema::OneOf(tagged.build())));
 }
 
 /// Lists every pool with its parameters and counts.
@@ -483,11 +333,15 @@ async fn put_pool(
             .put_pool(&pool, &overrides)
             .await
             .map_err(|error| match error {
-                PutPoolError::Invalid(error) => Error::invalid(
-                    "invalid_parameter",
-                    error.field().unwrap_or_default(),
-                    error.to_string(),
-                ),
+                PutPoolError::Invalid(error) => {
+                    let field = error.field().unwrap_or_default();
+                    match error {
+                        ParamsError::Malformed { message, .. } => {
+                            Error::invalid("invalid_request", field, message)
+                        }
+                        other => Error::invalid("invalid_parameter", field, other.to_string()),
+                    }
+                }
                 PutPoolError::Storage(error) => error.into(),
             })?;
     let (status, outcome) = match outcome {
@@ -501,7 +355,7 @@ async fn put_pool(
             name: pool,
             outcome,
             system: params.name(),
-            params: ParamsResponse::from(&params),
+            params: ParamsResponse(params),
         }),
     ))
 }

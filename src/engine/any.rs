@@ -1,8 +1,9 @@
 //! A pool's rating system, whichever it is: [`SystemParams`] names the system and holds its
 //! parameters, [`SystemState`] holds one player's state in it. They dispatch to the systems:
 //! everything above the engine (pools, the worker, `replay`, predictions) rates and reads
-//! through them. What must know a system's own fields lists the systems too: storage's codec
-//! of a player's state, and the parameters the API and the command line take and show.
+//! through them. Storage's codec of a player's state is the one place above the engine that
+//! knows a system's own fields; parameters are read and written through each system's serde
+//! type ([`SystemName::read_params`], [`SystemParams::serialize_own`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -119,6 +120,65 @@ impl SystemName {
         }
     }
 
+    /// This system's parameters read from their text form (the object that `params` holds
+    /// in [`SystemParams`]' form), so that a reader's errors can name the parameter at fault.
+    pub fn read_params<'de, D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<SystemParams, D::Error> {
+        Ok(match self {
+            Self::EloMmr => SystemParams::EloMmr(Deserialize::deserialize(deserializer)?),
+            Self::WengLin => SystemParams::WengLin(Deserialize::deserialize(deserializer)?),
+            Self::TrueSkill => SystemParams::TrueSkill(Deserialize::deserialize(deserializer)?),
+            Self::Glicko2 => SystemParams::Glicko2(Deserialize::deserialize(deserializer)?),
+            Self::Codeforces => SystemParams::Codeforces(Deserialize::deserialize(deserializer)?),
+            Self::Topcoder => SystemParams::Topcoder(Deserialize::deserialize(deserializer)?),
+            Self::Elo => SystemParams::Elo(Deserialize::deserialize(deserializer)?),
+        })
+    }
+
+    /// The parameters worth searching when the system is tuned on data
+    /// ([`RatingSystem::TUNED`]).
+    #[must_use]
+    pub fn tuned(self) -> &'static [&'static str] {
+        match self {
+            Self::EloMmr => EloMmr::TUNED,
+            Self::WengLin => WengLin::TUNED,
+            Self::TrueSkill => TrueSkill::TUNED,
+            Self::Glicko2 => Glicko2::TUNED,
+            Self::Codeforces => Codeforces::TUNED,
+            Self::Topcoder => Topcoder::TUNED,
+            Self::Elo => Elo::TUNED,
+        }
+    }
+
+    /// The schema of the system's parameters and its name, for an API document: each
+    /// parameter with its range.
+    #[cfg(feature = "schema")]
+    #[must_use]
+    pub fn params_schema(
+        self,
+    ) -> (
+        String,
+        utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+    ) {
+        fn of<T: utoipa::ToSchema>() -> (
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        ) {
+            (T::name().into_owned(), T::schema())
+        }
+        match self {
+            Self::EloMmr => of::<Params>(),
+            Self::WengLin => of::<WengLinParams>(),
+            Self::TrueSkill => of::<TrueSkillParams>(),
+            Self::Glicko2 => of::<Glicko2Params>(),
+            Self::Codeforces => of::<CodeforcesParams>(),
+            Self::Topcoder => of::<TopcoderParams>(),
+            Self::Elo => of::<EloParams>(),
+        }
+    }
+
     /// The name as requests and responses spell it.
     #[must_use]
     pub fn as_str(self) -> &'static str {
@@ -152,6 +212,20 @@ impl SystemParams {
             Self::Codeforces(_) => SystemName::Codeforces,
             Self::Topcoder(_) => SystemName::Topcoder,
             Self::Elo(_) => SystemName::Elo,
+        }
+    }
+
+    /// The parameters alone in their text form, without the system's name: the object
+    /// `params` holds.
+    pub fn serialize_own<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::EloMmr(p) => p.serialize(serializer),
+            Self::WengLin(p) => p.serialize(serializer),
+            Self::TrueSkill(p) => p.serialize(serializer),
+            Self::Glicko2(p) => p.serialize(serializer),
+            Self::Codeforces(p) => p.serialize(serializer),
+            Self::Topcoder(p) => p.serialize(serializer),
+            Self::Elo(p) => p.serialize(serializer),
         }
     }
 

@@ -22,15 +22,20 @@ use super::{Error, LOGISTIC_SCALE};
 
 /// The Codeforces system's parameters, with the paper's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct CodeforcesParams {
     /// Performance spread β (the std of a logistic performance) in a round of weight 1.
+    #[cfg_attr(feature = "schema", schema(minimum = 1e-6, maximum = 1e6))]
     pub beta: f64,
     /// How much a round's performance weighs against the old rating (times the round weight).
+    #[cfg_attr(feature = "schema", schema(minimum = 1e-6, maximum = 1e6))]
     pub weight_multiplier: f64,
     /// A new player's rating.
+    #[cfg_attr(feature = "schema", schema(minimum = -1e9, maximum = 1e9))]
     pub mu_init: f64,
     /// The σ shown for every player: the system keeps no uncertainty.
+    #[cfg_attr(feature = "schema", schema(minimum = 1e-6, maximum = 1e6))]
     pub sigma_init: f64,
 }
 
@@ -64,6 +69,7 @@ pub struct Codeforces;
 impl RatingSystem for Codeforces {
     type Params = CodeforcesParams;
     type State = CodeforcesState;
+    const TUNED: &'static [&'static str] = &["beta", "weight_multiplier"];
 
     fn validate(params: &CodeforcesParams) -> Result<(), Error> {
         within("beta", params.beta, MIN_SPREAD, MAX_SPREAD)?;

@@ -20,14 +20,18 @@ use super::{Error, LOGISTIC_SCALE};
 
 /// Elo's parameters, in chess's units by default.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct EloParams {
     /// The temperature `T`: a rating difference of `T` makes the stronger player's expected
     /// score `1 / (1 + e⁻¹)` ≈ 0.73.
+    #[cfg_attr(feature = "schema", schema(minimum = 1e-6, maximum = 1e6))]
     pub temperature: f64,
     /// The most one round of weight 1 can move a rating (the article's `max_gain`).
+    #[cfg_attr(feature = "schema", schema(minimum = 0.0, maximum = 1e6))]
     pub k: f64,
     /// A new player's rating.
+    #[cfg_attr(feature = "schema", schema(minimum = -1e9, maximum = 1e9))]
     pub mu_init: f64,
 }
 
@@ -58,6 +62,7 @@ pub struct Elo;
 impl RatingSystem for Elo {
     type Params = EloParams;
     type State = EloState;
+    const TUNED: &'static [&'static str] = &["temperature", "k"];
 
     fn validate(params: &EloParams) -> Result<(), Error> {
         within("temperature", params.temperature, MIN_SPREAD, MAX_SPREAD)?;

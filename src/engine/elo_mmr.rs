@@ -17,6 +17,7 @@ pub struct EloMmr;
 impl RatingSystem for EloMmr {
     type Params = Params;
     type State = PlayerState;
+    const TUNED: &'static [&'static str] = &["beta", "gamma"];
 
     fn validate(params: &Params) -> Result<(), Error> {
         params.validate()

@@ -17,15 +17,20 @@ use super::Error;
 
 /// Glicko-2's parameters, with Glickman's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct Glicko2Params {
     /// The system constant τ: how far one period may move a volatility.
+    #[cfg_attr(feature = "schema", schema(minimum = 1e-6, maximum = 100.0))]
     pub tau: f64,
     /// A new player's rating.
+    #[cfg_attr(feature = "schema", schema(minimum = -1e9, maximum = 1e9))]
     pub mu_init: f64,
     /// A new player's rating deviation.
+    #[cfg_attr(feature = "schema", schema(minimum = 1e-6, maximum = 1e6))]
     pub sigma_init: f64,
     /// A new player's volatility.
+    #[cfg_attr(feature = "schema", schema(minimum = 1e-6, maximum = 10.0))]
     pub volatility_init: f64,
 }
 
@@ -69,6 +74,7 @@ const MAX_STEPS: usize = 1_000;
 impl RatingSystem for Glicko2 {
     type Params = Glicko2Params;
     type State = Glicko2State;
+    const TUNED: &'static [&'static str] = &["tau", "sigma_init"];
 
     fn validate(params: &Glicko2Params) -> Result<(), Error> {
         within("tau", params.tau, MIN_SPREAD, 100.0)?;

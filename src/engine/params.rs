@@ -7,6 +7,7 @@ use super::Error;
 
 /// Which performance model the pool uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Variant {
     /// Elo-MMR(ρ): logistic performances, a belief of one Gaussian and many logistic factors.
@@ -18,6 +19,7 @@ pub enum Variant {
 
 /// How a tie counts when a performance is estimated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Ties {
     /// A tie counts as a win and as a loss (the paper's default).
@@ -56,27 +58,37 @@ pub const MAX_HISTORY_LIMIT: usize = 100_000;
 
 /// The engine parameters of one rating pool.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema), schema(as = EloMmrParams))]
 #[serde(default, deny_unknown_fields)]
 pub struct Params {
     /// Performance model.
+    #[cfg_attr(feature = "schema", schema(inline))]
     pub variant: Variant,
     /// Spread (std) of a performance around skill in a round of weight 1.
+    #[cfg_attr(feature = "schema", schema(minimum = 1e-6, maximum = 1e6))]
     pub beta: f64,
     /// Skill drift (std) added each time a player takes part.
+    #[cfg_attr(feature = "schema", schema(minimum = 0.0, maximum = 1e6))]
     pub gamma: f64,
     /// Pseudodiffusion transfer rate; `f64::INFINITY` gives Elo-MMR(∞) (written `"inf"` in
     /// JSON, which has no infinity).
     #[serde(with = "rho_text")]
+    #[cfg_attr(feature = "schema", schema(schema_with = rho_text::schema))]
     pub rho: f64,
     /// Mean of a new player's prior.
+    #[cfg_attr(feature = "schema", schema(minimum = -1e9, maximum = 1e9))]
     pub mu_init: f64,
     /// Std of a new player's prior.
+    #[cfg_attr(feature = "schema", schema(minimum = 1e-6, maximum = 1e6))]
     pub sigma_init: f64,
     /// Extra drift variance per day since a player's last round.
+    #[cfg_attr(feature = "schema", schema(minimum = 0.0, maximum = 1e6))]
     pub drift_per_day: f64,
     /// Most logistic factors kept per player; older ones fold into the Gaussian term.
+    #[cfg_attr(feature = "schema", schema(minimum = 1, maximum = 100_000))]
     pub history_limit: usize,
     /// How ties count.
+    #[cfg_attr(feature = "schema", schema(inline))]
     pub ties: Ties,
 }
 
@@ -145,6 +157,29 @@ mod rho_text {
                 _ => Err(serde::de::Error::custom("rho must be a number or \"inf\"")),
             },
         }
+    }
+
+    /// ρ in an API document: a number >= 0, or `"inf"`.
+    #[cfg(feature = "schema")]
+    pub fn schema() -> utoipa::openapi::schema::Schema {
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
+        Schema::OneOf(
+            OneOfBuilder::new()
+                .item(
+                    ObjectBuilder::new()
+                        .schema_type(Type::Number)
+                        .minimum(Some(0)),
+                )
+                .item(
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .enum_values(Some(["inf"])),
+                )
+                .description(Some(
+                    "Pseudodiffusion transfer rate: a number >= 0, or `\"inf\"` for Elo-MMR(∞).",
+                ))
+                .build(),
+        )
     }
 }
 

@@ -66,6 +66,9 @@ pub trait RatingSystem {
     type Params: Debug + Clone + PartialEq + Send + Sync;
     /// Everything the system keeps about one player: what its next update needs.
     type State: Debug + Clone + PartialEq + Send + Sync;
+    /// The parameters worth searching when the system is tuned on data (`evaluate
+    /// --tune-fraction`): its main numeric ones, by their names in text formats.
+    const TUNED: &'static [&'static str];
 
     /// Checks every parameter; the error names the first one out of range.
     fn validate(params: &Self::Params) -> Result<(), Error>;

@@ -22,14 +22,18 @@ use super::{normal, normal_sum};
 
 /// Topcoder's parameters, with the defaults the paper evaluated it with.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct TopcoderParams {
     /// Scales every round's weight: how much a performance counts against the old rating,
     /// and how far one round may move it.
+    #[cfg_attr(feature = "schema", schema(minimum = 1e-6, maximum = 1e6))]
     pub weight_multiplier: f64,
     /// A new player's rating.
+    #[cfg_attr(feature = "schema", schema(minimum = -1e9, maximum = 1e9))]
     pub mu_init: f64,
     /// A new player's volatility.
+    #[cfg_attr(feature = "schema", schema(minimum = 1e-6, maximum = 1e6))]
     pub sigma_init: f64,
 }
 
@@ -74,6 +78,7 @@ const HIGH_RATINGS: [(f64, f64); 2] = [(2500.0, 0.8), (2000.0, 0.9)];
 impl RatingSystem for Topcoder {
     type Params = TopcoderParams;
     type State = TopcoderState;
+    const TUNED: &'static [&'static str] = &["weight_multiplier", "sigma_init"];
 
     fn validate(params: &TopcoderParams) -> Result<(), Error> {
         within(

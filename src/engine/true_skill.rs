@@ -20,18 +20,27 @@ use super::Error;
 
 /// TrueSkill's parameters, with the paper's defaults (in its units: μ₀ = 25).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct TrueSkillParams {
     /// Performance spread β (std of a performance around skill).
+    #[cfg_attr(feature = "schema", schema(minimum = 1e-6, maximum = 1e6))]
     pub beta: f64,
     /// Dynamics τ: skill drift (std) added to every participant before each round.
+    #[cfg_attr(feature = "schema", schema(minimum = 0.0, maximum = 1e6))]
     pub tau: f64,
     /// Probability that two evenly matched entrants of one player each draw, in (0, 1): it
     /// sets the draw margin.
+    #[cfg_attr(
+        feature = "schema",
+        schema(exclusive_minimum = 0.0, exclusive_maximum = 1.0)
+    )]
     pub draw_probability: f64,
     /// Mean of a new player's prior.
+    #[cfg_attr(feature = "schema", schema(minimum = -1e9, maximum = 1e9))]
     pub mu_init: f64,
     /// Std of a new player's prior.
+    #[cfg_attr(feature = "schema", schema(minimum = 1e-6, maximum = 1e6))]
     pub sigma_init: f64,
 }
 
@@ -71,6 +80,7 @@ const CONVERGED: f64 = 1e-4;
 impl RatingSystem for TrueSkill {
     type Params = TrueSkillParams;
     type State = TrueSkillState;
+    const TUNED: &'static [&'static str] = &["beta", "tau"];
 
     fn validate(params: &TrueSkillParams) -> Result<(), Error> {
         within("beta", params.beta, MIN_SPREAD, MAX_SPREAD)?;

@@ -20,24 +20,32 @@ use super::{Error, LOGISTIC_SCALE};
 
 /// Weng-Lin's parameters, with OpenSkill's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct WengLinParams {
     /// Performance spread β: how far apart two ratings must be for a clear favourite.
+    #[cfg_attr(feature = "schema", schema(minimum = 1e-6, maximum = 1e6))]
     pub beta: f64,
     /// Smallest factor one round may shrink a variance by (OpenSkill's κ), in (0, 1].
+    #[cfg_attr(feature = "schema", schema(exclusive_minimum = 0.0, maximum = 1.0))]
     pub kappa: f64,
     /// Skill drift τ (std) added to every participant before each round.
+    #[cfg_attr(feature = "schema", schema(minimum = 0.0, maximum = 1e6))]
     pub tau: f64,
     /// Mean of a new player's prior.
+    #[cfg_attr(feature = "schema", schema(minimum = -1e9, maximum = 1e9))]
     pub mu_init: f64,
     /// Std of a new player's prior.
+    #[cfg_attr(feature = "schema", schema(minimum = 1e-6, maximum = 1e6))]
     pub sigma_init: f64,
     /// How a ranking is read.
+    #[cfg_attr(feature = "schema", schema(inline))]
     pub model: WengLinModel,
 }
 
 /// The likelihood of a ranking in Weng-Lin's update.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum WengLinModel {
     /// Bradley-Terry, full pairing: every pair of entrants is a game; its sums are
@@ -88,6 +96,7 @@ struct Team {
 impl RatingSystem for WengLin {
     type Params = WengLinParams;
     type State = WengLinState;
+    const TUNED: &'static [&'static str] = &["beta", "tau"];
 
     fn validate(params: &WengLinParams) -> Result<(), Error> {
         within("beta", params.beta, MIN_SPREAD, MAX_SPREAD)?;

@@ -130,7 +130,7 @@ pub fn run(options: &Options) -> Result<Evaluation, replay::Error> {
         options
             .systems
             .iter()
-            .map(|s| 1 + 4 * search::searched(s.name()).len())
+            .map(|s| 1 + 4 * s.name().tuned().len())
             .sum::<usize>()
     });
     let steps = (searches * tuning_rounds + options.systems.len() * rounds.len()) as u64;

@@ -2,35 +2,19 @@
 //! main parameters, every candidate a multiple of the parameter's default. Parameters are set
 //! through their serialized names, so the search needs no system's own types.
 
-use crate::engine::{SystemName, SystemParams};
+use crate::engine::SystemParams;
+use crate::params;
 
 /// The multiples of a parameter's default each sweep tries, in order.
 pub const FACTORS: [f64; 5] = [0.5, 0.75, 1.0, 1.5, 2.0];
-
-/// The parameters searched for each system, in the order they are swept.
-#[must_use]
-pub fn searched(system: SystemName) -> &'static [&'static str] {
-    match system {
-        SystemName::EloMmr => &["beta", "gamma"],
-        SystemName::WengLin | SystemName::TrueSkill => &["beta", "tau"],
-        SystemName::Glicko2 => &["tau", "sigma_init"],
-        SystemName::Codeforces => &["beta", "weight_multiplier"],
-        SystemName::Topcoder => &["weight_multiplier", "sigma_init"],
-        SystemName::Elo => &["temperature", "k"],
-    }
-}
 
 /// `params` with the numeric parameter `key` set to `value`, or `None` when the system has no
 /// such numeric parameter.
 #[must_use]
 pub fn with(params: &SystemParams, key: &str, value: f64) -> Option<SystemParams> {
-    let mut json = serde_json::to_value(params).ok()?;
-    let slot = json.get_mut("params")?.get_mut(key)?;
-    if !slot.is_number() {
-        return None;
-    }
-    *slot = value.into();
-    serde_json::from_value(json).ok()
+    self::value(params, key)?;
+    let set = std::iter::once((key.to_owned(), params::number(value))).collect();
+    params::merged(params, &set).ok()
 }
 
 /// The numeric parameter `key` of `params`.
@@ -43,7 +27,7 @@ pub fn value(params: &SystemParams, key: &str) -> Option<f64> {
         .as_f64()
 }
 
-/// Coordinate search: from `start`, sweeps each [`searched`] parameter over [`FACTORS`] times
+/// Coordinate search: from `start`, sweeps each tuned parameter ([`crate::engine::SystemName::tuned`]) over [`FACTORS`] times
 /// its value in `start`, keeping the best candidate so far (`better(a, b)`: `a` beats `b`),
 /// and returns the best. `score` rates a candidate; a candidate that fails validation is
 /// skipped. Costs one score of `start` plus four per parameter.
@@ -53,7 +37,7 @@ pub fn coordinate<E>(
     better: impl Fn(f64, f64) -> bool,
 ) -> Result<(SystemParams, f64), E> {
     let mut best = (start.clone(), score(start)?);
-    for &key in searched(start.name()) {
+    for &key in start.name().tuned() {
         let Some(base) = value(start, key) else {
             continue;
         };
@@ -77,21 +61,13 @@ pub fn coordinate<E>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{CodeforcesParams, Params};
+    use crate::engine::{Params, SystemName};
 
     #[test]
     fn every_searched_parameter_exists_and_is_numeric() {
-        let systems = [
-            SystemParams::EloMmr(Params::default()),
-            SystemParams::WengLin(Default::default()),
-            SystemParams::TrueSkill(Default::default()),
-            SystemParams::Glicko2(Default::default()),
-            SystemParams::Codeforces(CodeforcesParams::default()),
-            SystemParams::Topcoder(Default::default()),
-            SystemParams::Elo(Default::default()),
-        ];
+        let systems = SystemName::ALL.map(SystemName::defaults);
         for params in systems {
-            for key in searched(params.name()) {
+            for key in params.name().tuned() {
                 let value = value(&params, key).expect("a numeric parameter");
                 let doubled = with(&params, key, 2.0 * value).expect("settable");
                 assert_eq!(super::value(&doubled, key), Some(2.0 * value));
