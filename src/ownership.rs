@@ -12,13 +12,39 @@
 //! lost its lease without knowing it is refused at its next commit.
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::state::AppState;
-use crate::storage::{Change, Lease, Replicas};
+use crate::config::Settings;
+use crate::pools::{Pool, Pools};
+use crate::storage::{self, Change, Lease, Replicas};
+
+/// What the heartbeat and the listener need of the service: its pools and its name among the
+/// replicas, its settings, and its lifecycle. The service's shared state implements it
+/// (`crate::state`), so this module needs nothing of the layers above.
+pub trait Host: Clone + Send + Sync + 'static {
+    /// Every pool this process has loaded.
+    fn pools(&self) -> &Pools;
+    /// Pool `name`, loaded from the database if this process has not loaded it yet; `None` if
+    /// there is no such pool.
+    fn pool(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<Arc<Pool>>, storage::Error>> + Send;
+    /// This process's name among the replicas.
+    fn replica_id(&self) -> &str;
+    /// The settings the service started with.
+    fn settings(&self) -> &Settings;
+    /// Resolves when a pool was added here, so its lease can be sought at once.
+    fn pool_added(&self) -> impl Future<Output = ()> + Send;
+    /// Resolves once the service is stopping.
+    fn stopping(&self) -> impl Future<Output = ()> + Send;
+    /// Runs `task` among the service's tasks, which a stop waits for.
+    fn spawn(&self, task: impl Future<Output = ()> + Send + 'static);
+}
 
 /// How often a stopping replica looks for pools whose worker has stopped, to give them back.
 const LEAVING_POLL: Duration = Duration::from_millis(20);
@@ -33,15 +59,15 @@ pub fn owner<'a>(pool: &str, live: &'a [String]) -> Option<&'a str> {
 }
 
 /// Starts the heartbeat and the listener of this process, until the service stops.
-pub fn start(state: &AppState, replicas: &Arc<dyn Replicas>) {
+pub fn start<H: Host>(state: &H, replicas: &Arc<dyn Replicas>) {
     state.spawn(heartbeats(state.clone(), Arc::clone(replicas)));
     state.spawn(listen(state.clone(), Arc::clone(replicas)));
 }
 
 /// Beats every `replicas.heartbeat_ms`, taking and giving back leases, until the service
 /// stops; then leaves the ranking at once and gives each pool back as its worker finishes.
-async fn heartbeats(state: AppState, replicas: Arc<dyn Replicas>) {
-    let settings = &state.settings.replicas;
+async fn heartbeats<H: Host>(state: H, replicas: Arc<dyn Replicas>) {
+    let settings = &state.settings().replicas;
     let mut tick = tokio::time::interval(Duration::from_millis(settings.heartbeat_ms));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let within = Duration::from_millis(settings.lease_timeout_ms);
@@ -63,10 +89,10 @@ async fn heartbeats(state: AppState, replicas: Arc<dyn Replicas>) {
 
 /// Every lease is gone with the lease connection: no pool is applied here until they are
 /// taken again.
-fn lost(state: &AppState, leases: &mut HashSet<String>, error: &crate::storage::Error) {
+fn lost<H: Host>(state: &H, leases: &mut HashSet<String>, error: &crate::storage::Error) {
     tracing::warn!(%error, "the lease connection failed; this process owns no pool until it is back");
     leases.clear();
-    for pool in state.pools.all() {
+    for pool in state.pools().all() {
         if pool.owned() {
             pool.hand_over();
         }
@@ -98,8 +124,8 @@ struct Full {
 /// while Postgres's lock table has no room for more. An error means the lease connection,
 /// and with it every lease, was lost. Nothing here waits for a pool: a beat that took longer
 /// than the lease timeout would have the others take this replica for dead.
-async fn beat(
-    state: &AppState,
+async fn beat<H: Host>(
+    state: &H,
     replicas: &dyn Replicas,
     within: Duration,
     leases: &mut HashSet<String>,
@@ -111,7 +137,7 @@ async fn beat(
     let mut trying = full.is_some_and(|f| f.since.elapsed() >= FULL_PAUSE);
     let mut no_room = 0;
     let mut wall = false;
-    for pool in state.pools.all() {
+    for pool in state.pools().all() {
         let mine = owner(pool.name(), &live) == Some(me);
         let held = leases.contains(pool.name());
         let capped = full.is_some_and(|f| leases.len() >= f.cap) && !trying;
@@ -153,7 +179,7 @@ async fn beat(
     // back: its worker took no step since it was dropped.
     let deleted: Vec<String> = leases
         .iter()
-        .filter(|name| state.pools.get(name).is_none())
+        .filter(|name| state.pools().get(name).is_none())
         .cloned()
         .collect();
     for name in deleted {
@@ -185,13 +211,13 @@ async fn beat(
 }
 
 /// Gives back up to [`HEADROOM`] leases of pools whose worker is between steps; how many.
-async fn make_room(
-    state: &AppState,
+async fn make_room<H: Host>(
+    state: &H,
     replicas: &dyn Replicas,
     leases: &mut HashSet<String>,
 ) -> Result<usize, crate::storage::Error> {
     let mut freed = 0;
-    for pool in state.pools.all() {
+    for pool in state.pools().all() {
         if freed == HEADROOM {
             break;
         }
@@ -212,11 +238,11 @@ async fn make_room(
 /// Stopping: leaves the ranking at once, so that the others take over each pool as soon as
 /// its lease is free, and frees each lease as soon as the pool's worker has finished its last
 /// step (the workers stop between steps). The caller then ends the lease connection.
-async fn leave(state: &AppState, replicas: &dyn Replicas, leases: &mut HashSet<String>) {
+async fn leave<H: Host>(state: &H, replicas: &dyn Replicas, leases: &mut HashSet<String>) {
     let me = state.replica_id();
     for name in leases.iter() {
         // A step under way ends after the batch it is committing instead of rating on.
-        if let Some(pool) = state.pools.get(name) {
+        if let Some(pool) = state.pools().get(name) {
             pool.hand_over();
         }
     }
@@ -228,7 +254,7 @@ async fn leave(state: &AppState, replicas: &dyn Replicas, leases: &mut HashSet<S
             .iter()
             .filter(|name| {
                 state
-                    .pools
+                    .pools()
                     .get(name)
                     .is_none_or(|pool| !pool.worker_running())
             })
@@ -247,13 +273,13 @@ async fn leave(state: &AppState, replicas: &dyn Replicas, leases: &mut HashSet<S
 }
 
 /// Wakes the worker of each pool another replica changed, loading the pools it created.
-async fn listen(state: AppState, replicas: Arc<dyn Replicas>) {
-    let retry = Duration::from_millis(state.settings.queue.retry_delay_ms);
+async fn listen<H: Host>(state: H, replicas: Arc<dyn Replicas>) {
+    let retry = Duration::from_millis(state.settings().queue.retry_delay_ms);
     loop {
         let mut changes = match replicas.listen().await {
             Ok(changes) => {
                 // Anything sent while nobody listened is lost: every pool looks for itself.
-                for pool in state.pools.all() {
+                for pool in state.pools().all() {
                     pool.wake();
                 }
                 changes
@@ -281,7 +307,7 @@ async fn listen(state: AppState, replicas: Arc<dyn Replicas>) {
                 },
                 // Notifications may have been missed: every pool looks for itself.
                 Some(Change::Reconnected) => {
-                    for pool in state.pools.all() {
+                    for pool in state.pools().all() {
                         pool.wake();
                     }
                 }

@@ -3,6 +3,7 @@
 //! worker, accepting a round). Handlers call one method here or one read on a pool; the HTTP
 //! shapes stay in `api`.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -216,6 +217,39 @@ pub enum PutPoolError {
     /// The database refused or failed.
     #[error(transparent)]
     Storage(#[from] storage::Error),
+}
+
+impl crate::ownership::Host for AppState {
+    fn pools(&self) -> &Pools {
+        &self.pools
+    }
+
+    fn pool(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<Arc<Pool>>, storage::Error>> + Send {
+        AppState::pool(self, name)
+    }
+
+    fn replica_id(&self) -> &str {
+        AppState::replica_id(self)
+    }
+
+    fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    fn pool_added(&self) -> impl Future<Output = ()> + Send {
+        AppState::pool_added(self)
+    }
+
+    fn stopping(&self) -> impl Future<Output = ()> + Send {
+        AppState::stopping(self)
+    }
+
+    fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        AppState::spawn(self, task);
+    }
 }
 
 impl AppState {

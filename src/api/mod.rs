@@ -3,15 +3,23 @@
 //! OpenAPI document generated from the handlers at `/openapi.json`. Handlers are thin: they
 //! extract, convert, make one call on the state, the storage or a pool, and answer.
 //!
-//! Layout: [`error`] (the one error type), [`auth`] (keys, roles and rate limits), [`json`] and
-//! [`query`] (request parsing with errors that name the field), [`request_id`] (the id every
-//! answer and log line of a request carries), `openapi` (the document's
-//! header, the errors every route can give, `/openapi.json`, `/docs`), then one module per
-//! resource: [`pools`], [`display`], [`rounds`], [`seasons`], [`corrections`], [`export`] and [`events`], [`players`], [`leaderboard`],
-//! [`predictions`], [`matchmaking`], [`keys`], [`health`].
+//! Layout, shared pieces first: [`error`] (the one error type), [`auth`] (keys, roles and rate
+//! limits), [`json`], [`bodies`] and [`query`] (request parsing with errors that name the
+//! field), [`request_id`] (the id every answer and log line of a request carries), `openapi`
+//! (the document's header, the errors every route can give, `/openapi.json`, `/docs`),
+//! `queueing` (what the routes that queue a line share), [`waiting`] (`?wait=applied`),
+//! `round_path` (a round id in a path), [`round_results`] (a round and a page of its results),
+//! [`boards`] (leaderboard pages, now and in the past), `shown` (how a rating change is
+//! shown), `streams` (the long-lived streams), [`answer`] (compute routes' answers). Then one
+//! module per resource, each owning its paths and importing none of the others: [`pools`],
+//! [`display`], [`rounds`], [`round_batches`], [`seasons`], [`corrections`], [`export`],
+//! [`events`], [`players`], [`leaderboard`], [`distribution`], [`predictions`],
+//! [`matchmaking`], [`keys`], [`health`], [`dashboard`]. (`rounds` mounts `export`'s `GET` of
+//! its path beside its `POST`: utoipa-axum takes one path's handlers together.)
 
 pub mod answer;
 pub mod auth;
+pub mod boards;
 pub mod bodies;
 pub mod corrections;
 pub mod dashboard;

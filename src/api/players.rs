@@ -10,8 +10,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::auth::{Authorized, Read};
+use super::boards::board_as_of;
 use super::error::{Error, ErrorResponse};
-use super::leaderboard::board_as_of;
 use super::query::{limit, seq_param, QueryParams};
 use super::shown::{rfc3339, LastChangeResponse, PeakResponse, RoundRef, ShownChange};
 use super::{pool_of, reads};

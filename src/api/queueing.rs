@@ -165,3 +165,51 @@ pub(super) fn checked(
         key,
     })
 }
+
+/// The round body, as documented for clients (validation is by hand, see `wire`).
+#[derive(Debug, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[expect(
+    dead_code,
+    reason = "describes the request body in the OpenAPI document only"
+)]
+pub struct RoundBody {
+    /// The caller's id for the round, unique in the pool: 1–256 bytes, no NUL.
+    #[schema(min_length = 1, max_length = 256)]
+    id: String,
+    /// When the round took place (RFC 3339).
+    #[schema(format = DateTime)]
+    time: Option<String>,
+    /// Round weight ω in [1e-6, 1e6]; the performance spread is β/√ω. Default 1.
+    #[schema(minimum = 1e-6, maximum = 1e6)]
+    weight: Option<f64>,
+    /// No performance is credited above this.
+    perf_ceiling: Option<f64>,
+    /// At least two entrants; a player appears once.
+    #[schema(min_items = 2)]
+    standings: Vec<StandingBody>,
+}
+
+/// One player's result in a [`RoundBody`].
+#[derive(Debug, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[expect(
+    dead_code,
+    reason = "describes the request body in the OpenAPI document only"
+)]
+pub struct StandingBody {
+    /// The player's id: 1–256 bytes, no NUL.
+    #[schema(min_length = 1, max_length = 256)]
+    player: String,
+    /// Place, 1 is best; equal ranks tie.
+    #[schema(minimum = 1)]
+    rank: u64,
+    /// Team name (1–256 bytes, no NUL); members of a team share its rank and are rated as one
+    /// entrant.
+    #[schema(min_length = 1, max_length = 256)]
+    team: Option<String>,
+    /// TrueSkill pools only: the share of the round the player took part in, in (0, 1];
+    /// default 1. A pool of another system answers 422 naming the field.
+    #[schema(exclusive_minimum = 0.0, maximum = 1.0)]
+    partial_play: Option<f64>,
+}

@@ -15,16 +15,15 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::auth::{Admin, Authorized, Read};
+use super::boards::{
+    answered, past_board, reset_of, LeaderboardQuery, LeaderboardResponse, PastPlayers,
+};
 use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
-use super::leaderboard::{
-    answered, past_board, LeaderboardQuery, LeaderboardResponse, PastPlayers,
-};
 use super::query::QueryParams;
 use super::queueing::{located, round_url, Queued, RoundStatusResponse};
 use super::waiting::{settle, WaitQuery};
 use super::{pool_of, reads};
-use crate::engine::SoftReset;
 use crate::pools::past::PastKey;
 use crate::pools::Pool;
 use crate::state::AppState;
@@ -250,19 +249,6 @@ async fn started(storage: &dyn Storage, pool: &Pool) -> Result<Vec<SeasonRecord>
     Ok(starts)
 }
 
-/// The soft reset a stored start carries.
-fn reset_of(start: &SeasonRecord) -> Result<SoftReset, Error> {
-    let value: serde_json::Value =
-        serde_json::from_str(&start.body).map_err(|_| Error::Internal)?;
-    match Entry::from_value(&value) {
-        Ok(Entry::Season(season)) => Ok(season.reset()),
-        _ => {
-            tracing::error!(round.id = start.id, "a stored season start does not parse");
-            Err(Error::Internal)
-        }
-    }
-}
-
 async fn seasons_of(storage: &dyn Storage, pool: &Pool) -> Result<SeasonsResponse, Error> {
     let starts = started(storage, pool).await?;
     let mut seasons = vec![SeasonResponse {
@@ -291,20 +277,4 @@ async fn seasons_of(storage: &dyn Storage, pool: &Pool) -> Result<SeasonsRespons
         .max()
         .unwrap_or(1);
     Ok(SeasonsResponse { current, seasons })
-}
-
-/// The soft resets of the season starts applied up to the line at `seq`, with their seqs:
-/// what an as-of read replays over the history rows.
-pub(super) async fn resets_up_to(
-    storage: &dyn Storage,
-    pool: &str,
-    seq: i64,
-) -> Result<Vec<(i64, SoftReset)>, Error> {
-    storage
-        .seasons(pool)
-        .await?
-        .iter()
-        .filter(|start| start.seq <= seq && start.status == RoundStatus::Applied)
-        .map(|start| Ok((start.seq, reset_of(start)?)))
-        .collect()
 }
