@@ -10,7 +10,10 @@ pub const MAX_ID_BYTES: usize = 256;
 /// Longest pool name, in characters.
 pub const MAX_POOL_NAME: usize = 64;
 
-/// Whether `name` is a pool name: `[a-z0-9_-]{1,64}`.
+/// What [`is_pool_name`] accepts, as a regular expression for documents.
+pub const POOL_NAME_PATTERN: &str = r"^[a-z0-9_-]{1,64}$";
+
+/// Whether `name` is a pool name: [`POOL_NAME_PATTERN`].
 #[must_use]
 pub fn is_pool_name(name: &str) -> bool {
     (1..=MAX_POOL_NAME).contains(&name.len())

@@ -1,5 +1,6 @@
-//! The JSON form of a round, as `replay` reads it (one per line) and as the HTTP API will take
-//! it, and its conversion into an [`engine::Round`]. Every error names the offending field
+//! The JSON form of a round, as `replay` reads it (one per line) and as the HTTP API takes it
+//! (its schema in the API document derived here), and its conversion into an
+//! [`engine::Round`]. Every error names the offending field
 //! by its path (`time`, `standings[3].rank`), so the types are read from a parsed JSON value
 //! by hand rather than by a derived `Deserialize`, whose messages name no path. Nothing here
 //! rates anything.
@@ -15,53 +16,85 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 use time::format_description::well_known::Rfc3339;
 use time::{OffsetDateTime, UtcOffset};
+use utoipa::ToSchema;
 
 use crate::display::Display;
 use crate::engine;
 
-/// A round as it travels on the wire.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A round as it travels on the wire: the body of `POST /v1/pools/{pool}/rounds`, and a line of
+/// the round stream (`replay`, export, import).
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+// Read by hand ([`RoundRequest::from_value`]), which refuses unknown fields; this tells the API
+// document so (`additionalProperties: false`).
+#[serde(deny_unknown_fields)]
 pub struct RoundRequest {
-    /// The caller's name for the round.
+    /// The caller's id for the round, unique in the pool: 1–256 bytes, no NUL.
+    #[schema(min_length = 1, max_length = 256)]
     pub id: String,
-    /// When the round took place, RFC 3339.
+    /// When the round took place (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
     pub time: Option<String>,
-    /// Round weight; 1 when absent.
+    /// Round weight ω in [1e-6, 1e6]; the performance spread is β/√ω. Default 1.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1e-6, maximum = 1e6)]
     pub weight: Option<f64>,
-    /// Highest performance any entrant can be credited with.
+    /// No performance is credited above this.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub perf_ceiling: Option<f64>,
-    /// Who took part and where they finished.
+    /// At least two entrants; a player appears once.
+    #[schema(min_items = 2)]
     pub standings: Vec<StandingRequest>,
 }
 
 /// One player's result on the wire.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+// Unknown fields are refused: see [`RoundRequest`].
+#[serde(deny_unknown_fields)]
 pub struct StandingRequest {
-    /// The player's id.
+    /// The player's id: 1–256 bytes, no NUL.
+    #[schema(min_length = 1, max_length = 256)]
     pub player: String,
     /// Place, 1 is best; equal ranks tie.
+    #[schema(minimum = 1)]
     pub rank: u64,
-    /// The team the player played for.
+    /// Team name (1–256 bytes, no NUL); members of a team share its rank and are rated as one
+    /// entrant.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 256)]
     pub team: Option<String>,
-    /// The share of the round the player took part in (TrueSkill's partial play).
+    /// TrueSkill pools only: the share of the round the player took part in, in (0, 1];
+    /// default 1. A pool of another system answers 422 naming the field.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(exclusive_minimum = 0.0, maximum = 1.0)]
     pub partial_play: Option<f64>,
 }
 
 /// A new season on the wire: the body of `POST /v1/pools/{pool}/seasons`, and, wrapped as
 /// `{"season": {…}}`, a line of the round stream (`replay`, export, import) that starts a
 /// season between two rounds (docs/seasons.md).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct SeasonRequest {
-    /// The caller's name for the season start, unique among the pool's rounds and seasons.
+    /// The start's id, unique among the pool's rounds and season starts: 1–256 bytes, no NUL.
+    #[schema(min_length = 1, max_length = 256, example = "2027-spring")]
     pub id: String,
-    /// The share of the way every μ moves back toward a newcomer's, 0 to 1 (default 0).
+    /// How far every μ moves back toward a newcomer's μ₀: 0 (keep, the default) to 1.
+    #[schema(
+        minimum = 0.0,
+        maximum = 1.0,
+        example = 0.2,
+        required = false,
+        nullable
+    )]
     pub mu_reset: f64,
-    /// The share of the way every σ moves back toward a newcomer's, 0 to 1 (default 0).
+    /// How far every σ moves back toward a newcomer's σ₀: 0 (keep, the default) to 1.
+    #[schema(
+        minimum = 0.0,
+        maximum = 1.0,
+        example = 0.5,
+        required = false,
+        nullable
+    )]
     pub sigma_reset: f64,
 }
 

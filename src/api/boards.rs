@@ -13,7 +13,7 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::error::Error;
+use super::error::{Error, Resource};
 use super::query::limit;
 use super::reads;
 use super::shown::{LastChangeResponse, RoundRef};
@@ -213,7 +213,7 @@ pub(super) fn answer(
         (None, None, Some(player)) => {
             let Some(listed) = lookup(player) else {
                 return Err(Error::NotFound {
-                    what: "player",
+                    what: Resource::Player,
                     id: player.clone(),
                 });
             };
@@ -254,7 +254,7 @@ pub(super) async fn board_as_of(
         AsOf::Applied(seq) => seq,
         AsOf::NoSuchRound => {
             return Err(Error::NotFound {
-                what: "round",
+                what: Resource::Round,
                 id: round.to_owned(),
             })
         }

@@ -15,7 +15,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::auth::{hash_key, Admin, Authorized, Read};
-use super::error::{Error, ErrorResponse};
+use super::error::{Error, ErrorResponse, Resource};
 use super::json::{from_object, json_bytes};
 use super::pool_of;
 use super::query::QueryParams;
@@ -89,17 +89,13 @@ pub struct RecomputeResponse {
 /// again from its stored rounds as the correction leaves them, beside the live state, which
 /// keeps answering reads until the result is stored and switched in at once.
 #[utoipa::path(post, path = "/v1/pools/{pool}/corrections", tag = "rounds",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
-        WaitQuery),
+    params(WaitQuery),
     request_body = CorrectionBody,
     responses(
         (status = 202, body = RoundStatusResponse, description = "Queued after every round accepted so far",
             headers(("Location" = String, description = "The pool's recomputation"))),
-        (status = 200, body = RoundStatusResponse, description = "Posted before with the same content; with `wait=applied`, applied or failed"),
-        (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
-        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
-        (status = 409, body = ErrorResponse), (status = 413, body = ErrorResponse),
-        (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse),
+        (status = 200, body = RoundStatusResponse, description = "Posted before with the same content; with `wait=applied`, applied or failed"), (status = 404, body = ErrorResponse),
+        (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse),
         (status = 503, body = ErrorResponse, description = "Queue full or database unavailable",
             headers(("Retry-After" = u64, description = "Seconds to wait")))),
     security(("bearer" = [])))]
@@ -166,14 +162,12 @@ async fn post_correction(
 /// longer than 251 bytes `void/sha256:{hex SHA-256 of id}`). 409 if a round or correction took
 /// that id first.
 #[utoipa::path(delete, path = "/v1/pools/{pool}/rounds/{id}", tag = "rounds",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
-        ("id" = String, Path, description = "Round id: the rest of the path, `/` included"),
+    params(("id" = String, Path, description = "Round id: the rest of the path, `/` included"),
         WaitQuery),
     responses(
         (status = 202, body = RoundStatusResponse, description = "Queued after every round accepted so far",
             headers(("Location" = String, description = "The pool's recomputation"))),
         (status = 200, body = RoundStatusResponse, description = "Voided (or queued) before under this id: a retry; with `wait=applied`, applied or failed"),
-        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
         (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse),
         (status = 422, body = ErrorResponse),
         (status = 503, body = ErrorResponse, description = "Queue full or database unavailable",
@@ -209,10 +203,7 @@ fn void_id(round: &str) -> String {
 /// How the pool's recomputation is going, in the process that answers (each process knows
 /// the corrections its own worker applies).
 #[utoipa::path(get, path = "/v1/pools/{pool}/recompute", tag = "rounds",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
-    responses((status = 200, body = RecomputeResponse), (status = 401, body = ErrorResponse),
-        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
-        (status = 503, body = ErrorResponse)),
+    responses((status = 200, body = RecomputeResponse), (status = 404, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn get_recompute(
     auth: Authorized<Read>,
@@ -302,7 +293,7 @@ async fn check(state: &AppState, pool: &Pool, correction: &Correction) -> Result
                 .round(pool.name(), round, &ResultsPage::NONE)
                 .await?
                 .ok_or_else(|| Error::NotFound {
-                    what: "round",
+                    what: Resource::Round,
                     id: round.clone(),
                 })?;
             if record.kind != EntryKind::Round {
@@ -336,7 +327,7 @@ async fn check(state: &AppState, pool: &Pool, correction: &Correction) -> Result
         Correction::Rename { player, to } => {
             if !known(player) {
                 return Err(Error::NotFound {
-                    what: "player",
+                    what: Resource::Player,
                     id: player.clone(),
                 });
             }
@@ -351,7 +342,7 @@ async fn check(state: &AppState, pool: &Pool, correction: &Correction) -> Result
             for who in [player, into] {
                 if !known(who) {
                     return Err(Error::NotFound {
-                        what: "player",
+                        what: Resource::Player,
                         id: who.clone(),
                     });
                 }

@@ -56,10 +56,8 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
 
 /// A histogram of the pool's ratings (μ).
 #[utoipa::path(get, path = "/v1/pools/{pool}/distribution", tag = "players",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
-        DistributionQuery),
-    responses((status = 200, body = DistributionResponse), (status = 400, body = ErrorResponse),
-        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+    params(DistributionQuery),
+    responses((status = 200, body = DistributionResponse),
         (status = 404, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn distribution(

@@ -33,8 +33,8 @@ pub enum Error {
     Forbidden,
     /// A path names a pool, round or player that does not exist (`what` says which).
     NotFound {
-        /// `pool`, `round`, `season`, `player` or `route`.
-        what: &'static str,
+        /// What kind of thing.
+        what: Resource,
         /// What was asked for.
         id: String,
     },
@@ -116,6 +116,51 @@ pub struct ErrorDetail {
     pub field: Option<String>,
 }
 
+/// What a 404 did not find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resource {
+    /// A pool.
+    Pool,
+    /// A round (or a season start or correction, by its id).
+    Round,
+    /// A player.
+    Player,
+    /// A key kept in the database.
+    Key,
+    /// A season, by its number.
+    Season,
+    /// No route has this path.
+    Route,
+}
+
+impl Resource {
+    /// Its name in messages.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pool => "pool",
+            Self::Round => "round",
+            Self::Player => "player",
+            Self::Key => "key",
+            Self::Season => "season",
+            Self::Route => "route",
+        }
+    }
+
+    /// The error code of a 404 about it.
+    #[must_use]
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Pool => "pool_not_found",
+            Self::Round => "round_not_found",
+            Self::Player => "player_not_found",
+            Self::Key => "key_not_found",
+            Self::Season => "season_not_found",
+            Self::Route => "route_not_found",
+        }
+    }
+}
+
 impl Error {
     /// A 422 about field `field` of the body.
     pub fn invalid(
@@ -145,7 +190,7 @@ impl Error {
     pub fn from_status(status: StatusCode, body_limit: usize) -> Self {
         match status {
             StatusCode::NOT_FOUND => Self::NotFound {
-                what: "route",
+                what: Resource::Route,
                 id: String::new(),
             },
             StatusCode::METHOD_NOT_ALLOWED => Self::MethodNotAllowed,
@@ -185,18 +230,11 @@ impl Error {
             ),
             Self::NotFound { what, id } => (
                 StatusCode::NOT_FOUND,
-                match *what {
-                    "pool" => "pool_not_found",
-                    "round" => "round_not_found",
-                    "player" => "player_not_found",
-                    "key" => "key_not_found",
-                    "season" => "season_not_found",
-                    _ => "route_not_found",
-                },
+                what.code(),
                 if id.is_empty() {
-                    format!("no such {what}")
+                    format!("no such {}", what.as_str())
                 } else {
-                    format!("no {what} `{id}`")
+                    format!("no {} `{id}`", what.as_str())
                 },
                 None,
             ),
@@ -366,7 +404,7 @@ impl From<storage::Error> for Error {
     fn from(error: storage::Error) -> Self {
         match error {
             storage::Error::PoolNotFound(pool) => Self::NotFound {
-                what: "pool",
+                what: Resource::Pool,
                 id: pool,
             },
             storage::Error::ParamsLocked { pool, .. } => Self::ParamsLocked(pool),
@@ -387,7 +425,10 @@ impl From<Error> for BuildFailed {
     /// where it happened).
     fn from(error: Error) -> Self {
         match error {
-            Error::NotFound { what: "pool", id } => Self::PoolNotFound(id),
+            Error::NotFound {
+                what: Resource::Pool,
+                id,
+            } => Self::PoolNotFound(id),
             Error::Unavailable => Self::Unavailable,
             _ => Self::Internal,
         }
@@ -403,7 +444,10 @@ impl From<PastError<BuildFailed>> for Error {
             PastError::OverShare => Self::RateLimited {
                 retry_after_secs: 2,
             },
-            PastError::Failed(BuildFailed::PoolNotFound(id)) => Self::NotFound { what: "pool", id },
+            PastError::Failed(BuildFailed::PoolNotFound(id)) => Self::NotFound {
+                what: Resource::Pool,
+                id,
+            },
             PastError::Failed(BuildFailed::Unavailable) => Self::Unavailable,
             PastError::Failed(BuildFailed::Internal) | PastError::Panicked => Self::Internal,
         }

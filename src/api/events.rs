@@ -78,18 +78,14 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
 /// applied. Resumes after `Last-Event-ID` (or `?after=`); the stream stays open, with a
 /// comment line every 15 s, until the client leaves or the service stops.
 #[utoipa::path(get, path = "/v1/pools/{pool}/events", tag = "rounds",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
-        ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this round `seq` \
+    params(("Last-Event-ID" = Option<i64>, Header, description = "Resume after this round `seq` \
             (takes precedence over `after`)"),
         EventsQuery),
     responses((status = 200, content_type = "text/event-stream", body = RoundEvent,
             description = "An endless stream of `event: round`, `season` and `correction` events, \
-                each `data:` a RoundEvent"),
-        (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
-        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
+                each `data:` a RoundEvent"), (status = 404, body = ErrorResponse),
         (status = 429, body = ErrorResponse, description = "This client has 16 feeds open",
-            headers(("Retry-After" = u64, description = "Seconds to wait"))),
-        (status = 503, body = ErrorResponse)),
+            headers(("Retry-After" = u64, description = "Seconds to wait")))),
     security((), ("bearer" = [])))]
 async fn events(
     auth: Authorized<Read>,

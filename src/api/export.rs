@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Authorized, Read};
-use super::error::{Error, ErrorResponse};
+use super::error::{Error, ErrorResponse, Resource};
 use super::query::{limit, seq_param, QueryParams};
 use super::streams::{send, stream_place, StreamPlace};
 use super::{pool_of, reads};
@@ -119,16 +119,12 @@ fn wants_ndjson(headers: &HeaderMap) -> bool {
 /// The pool's applied rounds in order, a page at a time, or all of them as JSON Lines with
 /// `Accept: application/x-ndjson`.
 #[utoipa::path(get, path = "/v1/pools/{pool}/rounds", tag = "rounds",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
-        ExportQuery),
+    params(ExportQuery),
     responses((status = 200, body = ExportResponse,
-            description = "A page; with `Accept: application/x-ndjson`, every round as one JSON line, after the pool's line `{\"pool\": {name, system, params, display}}` when `after` is not given (a correction applied meanwhile ends the stream with an `export_outdated` error line and an incomplete body)"),
-        (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
-        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
+            description = "A page; with `Accept: application/x-ndjson`, every round as one JSON line, after the pool's line `{\"pool\": {name, system, params, display}}` when `after` is not given (a correction applied meanwhile ends the stream with an `export_outdated` error line and an incomplete body)"), (status = 404, body = ErrorResponse),
         (status = 429, body = ErrorResponse,
             description = "Streamed form: this client has 16 streams (feeds or exports) open",
-            headers(("Retry-After" = u64, description = "Seconds to wait"))),
-        (status = 503, body = ErrorResponse)),
+            headers(("Retry-After" = u64, description = "Seconds to wait")))),
     security((), ("bearer" = [])))]
 pub(super) async fn list_rounds(
     auth: Authorized<Read>,
@@ -203,7 +199,7 @@ async fn pool_line(state: &AppState, pool: &str) -> Result<String, Error> {
         .pool(pool)
         .await?
         .ok_or_else(|| Error::NotFound {
-            what: "pool",
+            what: Resource::Pool,
             id: pool.to_owned(),
         })?;
     let line = PoolLine {

@@ -11,7 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::auth::{Admin, Authorized};
-use super::error::{Error, ErrorResponse};
+use super::error::{Error, ErrorResponse, Resource};
 use super::json::JsonBody;
 use super::shown::rfc3339;
 use crate::config::Role;
@@ -82,8 +82,7 @@ pub struct CreatedKeyResponse {
 
 /// Every key the service accepts or accepted, without secrets.
 #[utoipa::path(get, path = "/v1/keys", tag = "keys",
-    responses((status = 200, body = KeysResponse), (status = 401, body = ErrorResponse),
-        (status = 403, body = ErrorResponse), (status = 503, body = ErrorResponse)),
+    responses((status = 200, body = KeysResponse)),
     security(("bearer" = [])))]
 async fn list_keys(
     _: Authorized<Admin>,
@@ -112,10 +111,9 @@ async fn list_keys(
 /// Creates a key kept in the database and shows it, once.
 #[utoipa::path(post, path = "/v1/keys", tag = "keys",
     request_body = KeyRequest,
-    responses((status = 201, body = CreatedKeyResponse), (status = 400, body = ErrorResponse),
-        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
-        (status = 409, body = ErrorResponse), (status = 415, body = ErrorResponse),
-        (status = 422, body = ErrorResponse), (status = 503, body = ErrorResponse)),
+    responses((status = 201, body = CreatedKeyResponse),
+        (status = 409, body = ErrorResponse),
+        (status = 422, body = ErrorResponse)),
     security(("bearer" = [])))]
 async fn create_key(
     _: Authorized<Admin>,
@@ -148,9 +146,8 @@ async fn create_key(
 /// Revokes a key kept in the database: it stops working at once.
 #[utoipa::path(delete, path = "/v1/keys/{name}", tag = "keys",
     params(("name" = String, Path, description = "The key's name")),
-    responses((status = 204), (status = 401, body = ErrorResponse),
-        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
-        (status = 409, body = ErrorResponse), (status = 503, body = ErrorResponse)),
+    responses((status = 204), (status = 404, body = ErrorResponse),
+        (status = 409, body = ErrorResponse)),
     security(("bearer" = [])))]
 async fn revoke_key(
     _: Authorized<Admin>,
@@ -167,7 +164,7 @@ async fn revoke_key(
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(Error::NotFound {
-            what: "key",
+            what: Resource::Key,
             id: name,
         })
     }

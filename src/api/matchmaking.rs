@@ -15,7 +15,7 @@ use utoipa_axum::routes;
 
 use super::answer::HeldJson;
 use super::auth::{Authorized, Read};
-use super::error::{Error, ErrorResponse};
+use super::error::{Error, ErrorResponse, Resource};
 use super::json::{compute_body_limit, ComputeJson};
 use super::pool_of;
 use super::query::QueryParams;
@@ -245,12 +245,9 @@ fn validate(request: &MatchmakingRequest) -> Result<Relaxation, Error> {
 /// the longer a player has waited. Deterministic: the same request on the same ratings gives
 /// the same answer.
 #[utoipa::path(post, path = "/v1/pools/{pool}/matchmaking", tag = "predictions",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
     request_body = MatchmakingRequest,
-    responses((status = 200, body = MatchmakingResponse), (status = 400, body = ErrorResponse),
-        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
-        (status = 404, body = ErrorResponse), (status = 413, body = ErrorResponse),
-        (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse)),
+    responses((status = 200, body = MatchmakingResponse),
+        (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn create_matchmaking(
     auth: Authorized<Read>,
@@ -375,10 +372,8 @@ pub struct OpponentsResponse {
 /// `active_days` days of the pool's round clock (the time of its newest round). A player whose
 /// last round carried no time counts as active.
 #[utoipa::path(get, path = "/v1/pools/{pool}/players/{player}/opponents", tag = "predictions",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
-        ("player" = String, Path, description = "Player id"), OpponentsQuery),
-    responses((status = 200, body = OpponentsResponse), (status = 400, body = ErrorResponse),
-        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+    params(("player" = String, Path, description = "Player id"), OpponentsQuery),
+    responses((status = 200, body = OpponentsResponse),
         (status = 404, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn list_opponents(
@@ -411,7 +406,7 @@ async fn list_opponents(
     match outcome {
         Ok(Some(found)) => Ok(HeldJson(found, held)),
         Ok(None) => Err(Error::NotFound {
-            what: "player",
+            what: Resource::Player,
             id: player,
         }),
         Err(engine::Error::Cancelled) => Err(Error::Timeout),

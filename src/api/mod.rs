@@ -71,7 +71,7 @@ use crate::pools::Pool;
 use crate::rate_limit::{Client, Turn};
 use crate::state::AppState;
 use crate::storage::Storage;
-use error::Error;
+use error::{Error, Resource};
 use request_id::{RequestIds, REQUEST_ID};
 
 /// Every route with its OpenAPI description, before the layers.
@@ -100,6 +100,7 @@ fn routes() -> (Router<AppState>, OpenApiDoc) {
     );
     openapi::add_shared_errors(&mut doc);
     openapi::add_request_examples(&mut doc);
+    openapi::describe_pool_parameter(&mut doc);
     openapi::add_parameter_examples(&mut doc);
     (router, doc)
 }
@@ -144,7 +145,7 @@ pub fn app(state: AppState) -> Router {
         .merge(dashboard::router())
         .fallback(|| async {
             Error::NotFound {
-                what: "route",
+                what: Resource::Route,
                 id: String::new(),
             }
         })
@@ -302,7 +303,7 @@ pub(crate) async fn pool_of(
         }
     };
     pool.ok_or_else(|| Error::NotFound {
-        what: "pool",
+        what: Resource::Pool,
         id: name.to_owned(),
     })
 }

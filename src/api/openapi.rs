@@ -13,7 +13,8 @@ use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
 use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{
-    Content, ContentBuilder, OpenApi as OpenApiDoc, Ref, RefOr, Response, ResponseBuilder, Schema,
+    Content, ContentBuilder, OpenApi as OpenApiDoc, Ref, RefOr, Required, Response,
+    ResponseBuilder, Schema,
 };
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
@@ -438,6 +439,31 @@ pub(super) fn query_examples() -> Vec<(&'static str, &'static str, serde_json::V
         ("/v1/pools/{pool}/distribution", "bins", json!(10)),
         ("/v1/pools/{pool}/events", "after", json!(0)),
     ]
+}
+
+/// Describes the `{pool}` of every path in `doc` once: first among the operation's
+/// parameters, required, with the names [`crate::names::is_pool_name`] accepts. Routes need
+/// not list it (utoipa adds the bare parameter of a `Path` extractor, which this replaces).
+pub(super) fn describe_pool_parameter(doc: &mut OpenApiDoc) {
+    for (path, operation) in operations(doc) {
+        if !path.contains("{pool}") {
+            continue;
+        }
+        let pool = ParameterBuilder::new()
+            .name("pool")
+            .parameter_in(ParameterIn::Path)
+            .required(Required::True)
+            .description(Some("Pool name"))
+            .schema(Some(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .pattern(Some(crate::names::POOL_NAME_PATTERN)),
+            ))
+            .build();
+        let parameters = operation.parameters.get_or_insert_with(Vec::new);
+        parameters.retain(|p| !(p.name == "pool" && p.parameter_in == ParameterIn::Path));
+        parameters.insert(0, pool);
+    }
 }
 
 /// Sets every parameter's example in `doc` ([`path_example`], [`query_examples`]).

@@ -179,9 +179,8 @@ const MATCH_QUALITY_NAMES: RequestNames = RequestNames {
 
 /// P(player a beats player b) head to head.
 #[utoipa::path(get, path = "/v1/pools/{pool}/win-probability", tag = "predictions",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"), WinProbabilityQuery),
-    responses((status = 200, body = WinProbabilityResponse), (status = 400, body = ErrorResponse),
-        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
+    params(WinProbabilityQuery),
+    responses((status = 200, body = WinProbabilityResponse),
         (status = 404, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn get_win_probability(
@@ -276,12 +275,9 @@ fn members(ids: Vec<String>, known: &[bool]) -> Vec<MemberResponse> {
 /// For a set of players or teams: each one's P(first) and expected rank, the pairwise win
 /// probabilities, and the match quality.
 #[utoipa::path(post, path = "/v1/pools/{pool}/predictions", tag = "predictions",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
     request_body = PredictionRequest,
-    responses((status = 200, body = PredictionResponse), (status = 400, body = ErrorResponse),
-        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
-        (status = 404, body = ErrorResponse), (status = 413, body = ErrorResponse),
-        (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse)),
+    responses((status = 200, body = PredictionResponse),
+        (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn create_prediction(
     auth: Authorized<Read>,
@@ -314,12 +310,9 @@ async fn create_prediction(
 
 /// How even a match between these sides would be, and each side's chance to win it.
 #[utoipa::path(post, path = "/v1/pools/{pool}/match-quality", tag = "predictions",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$")),
     request_body = MatchQualityRequest,
-    responses((status = 200, body = MatchQualityResponse), (status = 400, body = ErrorResponse),
-        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
-        (status = 404, body = ErrorResponse), (status = 413, body = ErrorResponse),
-        (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse)),
+    responses((status = 200, body = MatchQualityResponse),
+        (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 async fn create_match_quality(
     auth: Authorized<Read>,

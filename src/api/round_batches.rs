@@ -19,11 +19,11 @@ use super::error::{Error, ErrorResponse};
 use super::json::json_bytes;
 use super::pool_of;
 use super::query::QueryParams;
-use super::queueing::RoundBody;
 use super::queueing::{checked, Checked, Queued, RoundStatusResponse, CHECK_TRIES};
 use super::waiting::{settle, WaitQuery};
 use crate::state::{AppState, Systems};
 use crate::storage::{EnqueuedAll, EntryKind, NewEntry};
+use crate::wire::RoundRequest;
 
 /// Most rounds one batch may hold (422 naming `rounds` beyond).
 pub const MAX_BATCH_ROUNDS: usize = 1000;
@@ -44,7 +44,7 @@ pub struct RoundBatchBody {
     /// 1 to 1000 rounds, each as `POST …/rounds` takes it, with ids that differ; applied in
     /// this order.
     #[schema(min_items = 1, max_items = 1000)]
-    rounds: Vec<RoundBody>,
+    rounds: Vec<RoundRequest>,
 }
 
 /// What became of each round of a batch, in the order posted.
@@ -64,16 +64,12 @@ pub struct RoundBatchResponse {
 /// a lost answer. 202 if any round was accepted now, else 200.
 /// A batch counts as one request against the key's write budget.
 #[utoipa::path(post, path = "/v1/pools/{pool}/round-batches", tag = "rounds",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
-        WaitQuery),
+    params(WaitQuery),
     request_body = RoundBatchBody,
     responses(
         (status = 202, body = RoundBatchResponse, description = "Accepted and queued"),
-        (status = 200, body = RoundBatchResponse, description = "Every round was posted before with the same content; with `wait=applied`, every round is applied or failed"),
-        (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
-        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
-        (status = 409, body = ErrorResponse), (status = 413, body = ErrorResponse),
-        (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse),
+        (status = 200, body = RoundBatchResponse, description = "Every round was posted before with the same content; with `wait=applied`, every round is applied or failed"), (status = 404, body = ErrorResponse),
+        (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse),
         (status = 503, body = ErrorResponse, description = "Queue full or database unavailable",
             headers(("Retry-After" = u64, description = "Seconds to wait")))),
     security(("bearer" = [])))]

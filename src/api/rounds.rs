@@ -12,11 +12,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::auth::{Authorized, Read, Write};
-use super::error::{Error, ErrorResponse};
+use super::error::{Error, ErrorResponse, Resource};
 use super::json::json_bytes;
 use super::query::{limit, QueryParams};
 use super::queueing::{
-    checked, located, round_url, Checked, Queued, RoundBody, RoundStatusResponse, CHECK_TRIES,
+    checked, located, round_url, Checked, Queued, RoundStatusResponse, CHECK_TRIES,
 };
 use super::round_path::RoundPath;
 use super::round_results::{self, read_round, RoundResponse, DEFAULT_RESULTS};
@@ -24,6 +24,7 @@ use super::waiting::{settle, WaitQuery};
 use super::{pool_of, reads};
 use crate::state::{AppState, Systems};
 use crate::storage::{Enqueued, EntryKind, NewEntry};
+use crate::wire::RoundRequest;
 
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -47,17 +48,13 @@ pub struct RoundQuery {
 /// worker applies the pool's rounds one at a time in the order they were accepted. Posting
 /// the same id again with the same content returns its status (200); with other content, 409.
 #[utoipa::path(post, path = "/v1/pools/{pool}/rounds", tag = "rounds",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
-        WaitQuery),
-    request_body = RoundBody,
+    params(WaitQuery),
+    request_body = RoundRequest,
     responses(
         (status = 202, body = RoundStatusResponse, description = "Accepted and queued",
             headers(("Location" = String, description = "The round's URL"))),
-        (status = 200, body = RoundStatusResponse, description = "Posted before with the same content; with `wait=applied`, applied or failed"),
-        (status = 400, body = ErrorResponse), (status = 401, body = ErrorResponse),
-        (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse),
-        (status = 409, body = ErrorResponse), (status = 413, body = ErrorResponse),
-        (status = 415, body = ErrorResponse), (status = 422, body = ErrorResponse),
+        (status = 200, body = RoundStatusResponse, description = "Posted before with the same content; with `wait=applied`, applied or failed"), (status = 404, body = ErrorResponse),
+        (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse),
         (status = 503, body = ErrorResponse, description = "Queue full or database unavailable",
             headers(("Retry-After" = u64, description = "Seconds to wait")))),
     security(("bearer" = [])))]
@@ -132,11 +129,9 @@ fn validate(body: &[u8], systems: &Systems) -> Result<Checked, Error> {
 
 /// A round's status and, once applied, a page of its results (best rank first).
 #[utoipa::path(get, path = "/v1/pools/{pool}/rounds/{id}", tag = "rounds",
-    params(("pool" = String, Path, description = "Pool name", pattern = r"^[a-z0-9_-]{1,64}$"),
-        ("id" = String, Path, description = "Round id: the rest of the path, `/` included"), RoundQuery),
-    responses((status = 200, body = RoundResponse), (status = 400, body = ErrorResponse),
-        (status = 401, body = ErrorResponse), (status = 403, body = ErrorResponse),
-        (status = 404, body = ErrorResponse), (status = 503, body = ErrorResponse)),
+    params(("id" = String, Path, description = "Round id: the rest of the path, `/` included"), RoundQuery),
+    responses((status = 200, body = RoundResponse),
+        (status = 404, body = ErrorResponse)),
     security((), ("bearer" = [])))]
 pub(super) async fn get_round(
     auth: Authorized<Read>,
@@ -154,6 +149,9 @@ pub(super) async fn get_round(
     let reads = reads(&state, auth.client()).await;
     let record = read_round(&state, auth.client(), &*reads, &pool, &id, after, limit)
         .await?
-        .ok_or(Error::NotFound { what: "round", id })?;
+        .ok_or(Error::NotFound {
+            what: Resource::Round,
+            id,
+        })?;
     Ok(Json(RoundResponse::of(record, &pool.read())))
 }
