@@ -7,7 +7,7 @@
 //! [`connect`] picks the dialect from the URL scheme and runs the migrations.
 //!
 //! This module stores and checks; it never rates (the worker calls the engine and hands the
-//! outcome to [`Storage::apply_round`]) and knows nothing of HTTP. Round bodies are opaque
+//! outcomes to [`Storage::settle_rounds`]) and knows nothing of HTTP. Round bodies are opaque
 //! text here: the API validates and canonicalizes them, the worker parses them.
 
 mod error;
@@ -192,42 +192,12 @@ pub trait Storage: Send + Sync + 'static {
             })
     }
 
-    /// [`Self::enqueue_entries`] for one line.
-    async fn enqueue_entry(
-        &self,
-        pool: &str,
-        entry: NewEntry<'_>,
-        max_queued: u64,
-        against: Option<Against<'_>>,
-    ) -> Result<Enqueued, Error> {
-        self.enqueue_entries(pool, &[entry], max_queued, against)
-            .await?
-            .into_one()
-    }
-
     /// The corrections queued in `pool`, oldest first.
     async fn queued_corrections(&self, pool: &str) -> Result<Vec<QueuedRound>, Error>;
 
     /// The seq of `pool`'s newest applied correction (`None`: none applied): what a reader of
     /// many batches compares to tell that none changed the rounds it read meanwhile.
     async fn last_correction(&self, pool: &str) -> Result<Option<i64>, Error>;
-
-    /// [`Self::enqueue_entry`] for a round, compared by its body as it is.
-    async fn enqueue_round(
-        &self,
-        pool: &str,
-        id: &str,
-        body: &str,
-        max_queued: u64,
-    ) -> Result<Enqueued, Error> {
-        self.enqueue_entry(
-            pool,
-            NewEntry::by_body(id, EntryKind::Round, body),
-            max_queued,
-            None,
-        )
-        .await
-    }
 
     /// Every season start of `pool` (queued, applied or failed), in the pool's order.
     async fn seasons(&self, pool: &str) -> Result<Vec<SeasonRecord>, Error>;
@@ -293,40 +263,6 @@ pub trait Storage: Send + Sync + 'static {
         rewrite: &Rewrite<'_>,
         lines: &mut tokio::sync::mpsc::Receiver<Result<Vec<RecomputedLine>, String>>,
     ) -> Result<(), Error>;
-
-    /// The pool's oldest queued round, if any.
-    async fn oldest_queued(&self, pool: &str) -> Result<Option<QueuedRound>, Error> {
-        Ok(self.queued_rounds(pool, 0, 1, 0).await?.pop())
-    }
-
-    /// [`Self::settle_rounds`] for the one round `id`, applied, in a pool without leagues,
-    /// rated on the pool as it stands now.
-    async fn apply_round(&self, pool: &str, id: &str, round: &AppliedRound) -> Result<(), Error> {
-        let now = self.applied_now(pool).await?;
-        self.settle_rounds(pool, &[(id, RoundOutcome::Applied(round))], now, None)
-            .await
-    }
-
-    /// [`Self::settle_rounds`] for the one round `id`, failed with `error`, in a pool without
-    /// leagues.
-    async fn fail_round(&self, pool: &str, id: &str, error: &str) -> Result<(), Error> {
-        let now = self.applied_now(pool).await?;
-        self.settle_rounds(pool, &[(id, RoundOutcome::Failed(error))], now, None)
-            .await
-    }
-
-    /// How many rounds `pool` has applied (0 for an unknown pool, which settling refuses).
-    async fn applied_now(&self, pool: &str) -> Result<u64, Error> {
-        Ok(self.pool_progress(pool).await?.map_or(0, |p| p.applied))
-    }
-
-    /// Every player of `pool` with their belief, by player id.
-    async fn load_players(&self, pool: &str) -> Result<Vec<StoredPlayer>, Error> {
-        Ok(self
-            .load_pool(pool)
-            .await?
-            .map_or_else(Vec::new, |loaded| loaded.players))
-    }
 
     /// A round's status and, once applied, the page of its results asked for: one key lookup
     /// of the round, plus, for a round of at most [`ResultsPage::sorted_up_to`] entrants, a

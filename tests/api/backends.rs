@@ -8,6 +8,7 @@ use serde_json::json;
 use mmr_service::worker::{self, Processed, Settled};
 
 use crate::leagues::{ladder, ladder_rounds, leagues_shown, put_leagues};
+use crate::storage_ext::StorageExt;
 use crate::support::{history_ids, round, round_at, TestApp, POOL};
 
 backend_tests!(

@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use mmr_service::engine::{Beliefs, SystemState};
 use serde_json::json;
 
+use crate::storage_ext::StorageExt;
 use crate::support::{round, TestApp, POOL};
 
 backend_tests!(a_long_stream_keeps_every_belief_within_history_limit_in_memory_and_in_storage);

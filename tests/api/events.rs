@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use http_body_util::BodyExt;
 use serde_json::Value;
 
+use crate::storage_ext::StorageExt;
 use crate::support::{round, TestApp, POOL};
 
 backend_tests!(

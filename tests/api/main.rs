@@ -16,6 +16,8 @@
 #[macro_use]
 #[path = "../common/db.rs"]
 mod db;
+#[path = "../common/storage_ext.rs"]
+mod storage_ext;
 
 mod acknowledged;
 mod as_of;

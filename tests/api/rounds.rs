@@ -1,5 +1,6 @@
 //! `POST /v1/pools/{pool}/rounds` and `GET /v1/pools/{pool}/rounds/{id}`.
 
+use crate::storage_ext::StorageExt;
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use mmr_service::worker::{self, Processed, Settled};

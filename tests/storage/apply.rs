@@ -6,6 +6,7 @@ use std::sync::Arc;
 use mmr_service::engine::{Beliefs, Params, Population, SystemParams, SystemState, Variant};
 use mmr_service::storage::{Error, RoundOutcome, RoundStatus};
 
+use crate::storage_ext::StorageExt;
 use crate::support::{
     self, create_pool, enqueue, enqueue_and_apply, execute_raw, population, stored_round, Db, ALL,
     POOL,

@@ -9,6 +9,8 @@
 #[macro_use]
 #[path = "../common/db.rs"]
 mod db;
+#[path = "../common/storage_ext.rs"]
+mod storage_ext;
 
 mod apply;
 mod connect;

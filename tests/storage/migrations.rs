@@ -18,6 +18,7 @@ use serde_json::json;
 use sqlx::migrate::Migrator;
 
 use crate::db::{with_database, Backend};
+use crate::storage_ext::StorageExt;
 use crate::support::{execute_raw, POOL};
 
 /// Creates the pool as version 0001 stored it.

@@ -3,6 +3,7 @@
 use mmr_service::engine::{Params, SystemParams, Ties, Variant};
 use mmr_service::storage::{Error, PoolWrite};
 
+use crate::storage_ext::StorageExt;
 use crate::support::{self, create_pool, enqueue, enqueue_and_apply, params, population, Db, POOL};
 
 backend_tests!(

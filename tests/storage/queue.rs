@@ -7,6 +7,7 @@ use mmr_service::storage::{
     Against, Change, EnqueueRequest, Enqueued, EnqueuedAll, EntryKind, Error, NewEntry, RoundStatus,
 };
 
+use crate::storage_ext::StorageExt;
 use crate::support::{
     self, body, create_pool, enqueue, params, population, Db, ALL, POOL, ROOMY_QUEUE,
 };

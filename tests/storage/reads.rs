@@ -4,6 +4,7 @@ use mmr_service::display::{LeagueMove, Placement};
 use mmr_service::engine::{Factor, PlayerState, Rating, RatingChange, SystemState};
 use mmr_service::storage::{AppliedEntrant, AppliedRound, ResultsPage, RoundOutcome, RoundStatus};
 
+use crate::storage_ext::StorageExt;
 use crate::support::{
     self, create_pool, enqueue, enqueue_and_apply, population, stored_round, Db, ALL, POOL,
 };

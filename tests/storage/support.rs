@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::storage_ext::StorageExt;
 use mmr_service::display::LeagueMove;
 use mmr_service::engine::{Beliefs, Params, Population, Round, Standing, SystemParams};
 use mmr_service::storage::{self, AppliedEntrant, AppliedRound, ResultsPage, RoundRecord, Storage};
