@@ -1,23 +1,28 @@
 //! The rating engine: exact, parallel Elo-MMR (Ebtekar & Liu), its Gaussian variant Elo-MMχ,
-//! Weng-Lin (OpenSkill's models), TrueSkill, Glicko-2 and Codeforces' system beside them,
-//! predictions and accuracy metrics.
+//! and beside them Weng-Lin (OpenSkill's models), TrueSkill, Glicko-2, Codeforces' and
+//! Topcoder's systems and Elo for free-for-all rounds; predictions, matchmaking and accuracy
+//! metrics.
 //! Pure and synchronous: no I/O, no async, nothing from the web or storage layers; rayon
-//! inside. `docs/elo-mmr.md`, `docs/weng-lin.md`, `docs/trueskill.md`, `docs/glicko2.md` and
-//! `docs/codeforces.md` state every formula used here.
+//! inside. `docs/elo-mmr.md` and each system's page (`docs/weng-lin.md`, `docs/trueskill.md`,
+//! `docs/glicko2.md`, `docs/codeforces.md`, `docs/topcoder.md`, `docs/elo.md`) state every
+//! formula used here.
 //!
 //! Layout, the seam first: [`system`] (the trait a rating system implements, and the
 //! performance distribution predictions read), [`any`] (the pool's system, whichever it is,
-//! dispatched), [`rating`] (what every system shows: a rating and what a round did to it),
-//! [`round`] (a round's results and their validation), [`population`] (players by id, in
-//! memory), [`predict`] (win probabilities, placings and match quality), [`metrics`] (accuracy
-//! of the priors' predictions), [`normal`] (the normal distribution), [`season`] (a new
-//! season's soft reset). Weng-Lin: [`weng_lin`].
-//! TrueSkill: [`true_skill`]. Glicko-2: [`glicko2`]. Codeforces:
-//! [`codeforces`].
+//! dispatched; the one list of the systems), [`rating`] (what every system shows: a rating and
+//! what a round did to it), [`round`] (a round's results and their validation), [`population`]
+//! (players by id, in memory), [`predict`] (win probabilities, placings and match quality),
+//! [`matchmaking`] (who should play whom), [`metrics`] (accuracy of the priors' predictions),
+//! [`season`] (a new season's soft reset).
+//! The systems: [`weng_lin`] (with `bradley_terry`, its full pairing's sums), [`true_skill`],
+//! [`glicko2`], [`codeforces`], [`topcoder`], [`elo`].
 //! Elo-MMR: [`elo_mmr`] (its place on the seam), [`params`] (its parameters), [`player`] (a
 //! player's belief, diffusion and update), `performance` (step 3, the exact O(N)-per-sample
 //! performance solver), `lanes` (the `tanh` of the hot loops, and running them on vector
 //! instructions), [`rate`] (one round end to end).
+//! The maths they share: [`normal`] (the normal distribution), `tanh_sum` (the sum over a
+//! round's ratings of Codeforces and Elo), `normal_sum` (Topcoder's sums of Φ), `chebyshev`
+//! (interpolation), `solve` (safeguarded root finding).
 
 pub mod any;
 mod bradley_terry;

@@ -1,5 +1,6 @@
-//! The parameters of one rating pool (docs/elo-mmr.md, "Parameters of a rating pool"), with their
-//! defaults and validation. Nothing here knows where the values came from (CLI, config, HTTP).
+//! Elo-MMR's parameters (docs/elo-mmr.md, "Parameters of a rating pool"), with their defaults,
+//! ranges and validation; the other systems keep theirs in their own modules. Nothing here
+//! knows where the values came from (CLI, config, HTTP).
 
 use serde::{Deserialize, Serialize};
 

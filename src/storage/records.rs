@@ -5,7 +5,7 @@ use crate::config::Role;
 use crate::display::{Display, LeagueMove, Leagues, Placement};
 use crate::engine::{Rating, RatingChange, SystemParams, SystemState};
 
-/// What [`Storage::put_pool`] did.
+/// What [`super::Storage::put_pool`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PoolWrite {
     /// The pool did not exist and now does.
@@ -123,7 +123,7 @@ impl EntryKind {
     }
 }
 
-/// What [`Storage::enqueue_entry`] did.
+/// What [`super::Storage::enqueue_entries`] did with one line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Enqueued {
     /// Stored and queued; `position` is 1 for the next round the worker will apply.
@@ -148,7 +148,7 @@ pub enum Enqueued {
     Changed,
 }
 
-/// A line to queue ([`Storage::enqueue_entries`]).
+/// A line to queue ([`super::Storage::enqueue_entries`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NewEntry<'a> {
     /// Its id, unique in the pool.
@@ -177,7 +177,7 @@ impl<'a> NewEntry<'a> {
     }
 }
 
-/// What [`Storage::enqueue_entries`] did: all of it, or nothing.
+/// What [`super::Storage::enqueue_entries`] did: all of it, or nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EnqueuedAll {
     /// Every line is stored, one outcome each in the order given: [`Enqueued::Accepted`] for
@@ -218,7 +218,7 @@ impl EnqueuedAll {
 
 /// What lines about to be queued were checked against: the pool's parameters, and the seq of
 /// its newest queued correction (`None`: none queued), whose parameters, if it sets any, rate
-/// the rounds queued after it. [`Storage::enqueue_entries`] queues them only if both are still
+/// the rounds queued after it. [`super::Storage::enqueue_entries`] queues them only if both are still
 /// so, under the pool's lock: a round acknowledged is one its pool's system can rate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Against<'a> {
@@ -229,7 +229,7 @@ pub struct Against<'a> {
 }
 
 /// One request's lines to queue, all or none, and what they were checked against
-/// ([`Storage::enqueue_requests`]).
+/// ([`super::Storage::enqueue_requests`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EnqueueRequest<'a> {
     /// The lines, in order; their ids differ from each other.
@@ -252,7 +252,7 @@ pub struct QueuedRound {
     pub kind: String,
 }
 
-/// What the worker made of one queued round, to store with [`Storage::settle_rounds`].
+/// What the worker made of one queued round, to store with [`super::Storage::settle_rounds`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RoundOutcome<'a> {
     /// Rated: every entrant's new state and history row.
@@ -338,8 +338,8 @@ pub struct ResultsPage {
     pub limit: u32,
     /// The most entrants of a round whose results the database sorts for the page: each page
     /// of a larger round would sort all of it again, so none is read (`results` is `None`),
-    /// and its reader sorts [`Storage::round_entrants`] once and reads each page with
-    /// [`Storage::results_of`].
+    /// and its reader sorts [`super::Storage::round_entrants`] once and reads each page with
+    /// [`super::Storage::results_of`].
     pub sorted_up_to: u64,
 }
 
@@ -378,7 +378,7 @@ pub struct RoundResult {
     pub expected_rank: Option<f64>,
 }
 
-/// An applied round as it was accepted ([`Storage::applied_rounds`]).
+/// An applied round as it was accepted ([`super::Storage::applied_rounds`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppliedRecord {
     /// Its place in the pool's order.
@@ -389,7 +389,7 @@ pub struct AppliedRecord {
     pub body: String,
 }
 
-/// Applied rounds, a bounded page of them ([`Storage::applied_rounds`]).
+/// Applied rounds, a bounded page of them ([`super::Storage::applied_rounds`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppliedPage {
     /// The rounds, in the order they were applied.
@@ -398,7 +398,7 @@ pub struct AppliedPage {
     pub more: bool,
 }
 
-/// An applied round's place and id ([`Storage::applied_ids`]).
+/// An applied round's place and id ([`super::Storage::applied_ids`]).
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct AppliedId {
     /// Its place in the pool's order.
@@ -407,7 +407,7 @@ pub struct AppliedId {
     pub id: String,
 }
 
-/// A player as they stood right after some round ([`Storage::ratings_as_of`]).
+/// A player as they stood right after some round ([`super::Storage::ratings_as_of`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RatedAsOf {
     /// The player's id.
@@ -428,7 +428,7 @@ pub struct RatedAsOf {
     pub league: Option<Placement>,
 }
 
-/// What [`Storage::round_applied`] found.
+/// What [`super::Storage::round_applied`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AsOf {
     /// The pool has no round of that id.
@@ -501,7 +501,7 @@ pub struct StoredKey {
     pub revoked_at: Option<i64>,
 }
 
-/// One history row as leagues are recomputed from it ([`Storage::league_rows`]).
+/// One history row as leagues are recomputed from it ([`super::Storage::league_rows`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeagueRow {
     /// The round's place in the pool's order.
@@ -529,7 +529,7 @@ pub struct LeagueHistory {
     pub seasons: Vec<i64>,
 }
 
-/// What a correction's recomputation stores ([`Storage::rewrite_pool`]), besides the
+/// What a correction's recomputation stores ([`super::Storage::rewrite_pool`]), besides the
 /// recomputed lines.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rewrite<'a> {
@@ -569,7 +569,7 @@ pub enum LineOutcome {
     Season(SeasonStart),
 }
 
-/// A season start as stored ([`Storage::seasons`]).
+/// A season start as stored ([`super::Storage::seasons`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeasonRecord {
     /// Its id.
@@ -582,7 +582,7 @@ pub struct SeasonRecord {
     pub body: String,
 }
 
-/// Leagues recomputed for new settings ([`Storage::put_leagues`]).
+/// Leagues recomputed for new settings ([`super::Storage::put_leagues`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recomputed {
     /// Rounds applied when the history they come from was read.
@@ -595,7 +595,7 @@ pub struct Recomputed {
     pub players: Vec<(String, Option<Placement>, f64)>,
 }
 
-/// The round after which a player's rating stood highest ([`Storage::peak`]).
+/// The round after which a player's rating stood highest ([`super::Storage::peak`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Peak {
     /// The round's id.
