@@ -362,7 +362,7 @@ async fn a_plackett_luce_pool_rates_as_computed_by_hand(app: TestApp) {
     app.play([round("r1", &["a", "b", "c"])]).await;
     let r1 = app.get("/v1/pools/main/rounds/r1").await;
     let results = &r1.assert_status(StatusCode::OK, "r1")["results"];
-    // Weng & Lin's Algorithm 4 worked by hand for three newcomers (see tests/engine/weng_lin.rs).
+    // Weng & Lin's Algorithm 4 worked by hand for three newcomers (see src/engine/tests/weng_lin.rs).
     for (i, (mu, sigma)) in [
         (27.868_876_552_746_237, 8.204_837_030_780_652),
         (25.717_219_138_186_557, 8.057_829_747_583_876),

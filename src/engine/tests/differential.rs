@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use mmr_service::engine::{rate_round, Params, PlayerState, Variant};
+use mmr_engine::{rate_round, Params, PlayerState, Variant};
 use proptest::prelude::*;
 
 use crate::reference::{self, Belief};

@@ -2,7 +2,7 @@
 //! logistic factors, for every ρ from 0 to ∞ and both variants: it keeps μ, adds exactly `g²`
 //! to σ², two diffusions equal one of the summed variance, and no drift changes nothing.
 
-use mmr_service::engine::{Params, PlayerState, Variant};
+use mmr_engine::{Params, PlayerState, Variant};
 use proptest::prelude::*;
 
 use crate::support::{any_params, belief, prior_spec, PriorSpec};

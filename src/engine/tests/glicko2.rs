@@ -2,9 +2,7 @@
 //! (an independent implementation) with every other entrant of a round as one game, and by
 //! the properties its update has whatever the inputs.
 
-use mmr_service::engine::{
-    Error, Glicko2, Glicko2Params, Glicko2State, RatingSystem, Round, Standing,
-};
+use mmr_engine::{Error, Glicko2, Glicko2Params, Glicko2State, RatingSystem, Round, Standing};
 use proptest::prelude::*;
 use skillratings::glicko2::{glicko2_rating_period, Glicko2Config, Glicko2Rating};
 use skillratings::Outcomes;

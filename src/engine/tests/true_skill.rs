@@ -2,7 +2,7 @@
 //! `trueskill_multi_team` (an independent implementation of the same factor graph and schedule)
 //! for more, and by the properties its update has whatever the inputs.
 
-use mmr_service::engine::{
+use mmr_engine::{
     Error, Rating, RatingSystem, Round, Standing, SystemParams, TrueSkill, TrueSkillParams,
     TrueSkillState,
 };
@@ -503,7 +503,7 @@ fn large_free_for_alls_spread_with_the_draw_margin_as_the_python_package_does() 
 
 #[test]
 fn partial_play_is_refused_by_systems_without_it_and_bounded_for_trueskill() {
-    use mmr_service::engine::{Params, WengLinParams};
+    use mmr_engine::{Params, WengLinParams};
     let mut round = Round::new(vec![Standing::solo("a", 1), Standing::solo("b", 2)]);
     round.standings[1].partial_play = Some(0.5);
     for system in [

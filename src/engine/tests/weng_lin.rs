@@ -3,7 +3,7 @@
 //! paper's O(N²) loop transcribed here (ours sums by group in O(N)); both by the properties
 //! their updates have whatever the inputs.
 
-use mmr_service::engine::{
+use mmr_engine::{
     Beliefs, Population, RatingSystem, Round, Standing, SystemParams, SystemState, WengLin,
     WengLinModel, WengLinParams, WengLinState,
 };
@@ -430,10 +430,7 @@ fn a_population_of_either_system_rates_through_the_same_seam() {
         let stranger: SystemState = foreign.newcomer();
         let refused = system.apply(&round, &[ann, &stranger, ann]).err();
         assert!(
-            matches!(
-                refused,
-                Some(mmr_service::engine::Error::ForeignState { index: 1 })
-            ),
+            matches!(refused, Some(mmr_engine::Error::ForeignState { index: 1 })),
             "{refused:?}"
         );
     }

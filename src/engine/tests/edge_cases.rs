@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use mmr_service::engine::{
+use mmr_engine::{
     rate_round, Beliefs, Factor, Params, PlayerState, Population, Rated, Round, Standing,
     SystemState, Ties, Variant,
 };
@@ -247,14 +247,14 @@ fn a_round_of_a_hundred_thousand_newcomers_gets_finite_performances_in_rank_orde
 
 #[test]
 #[ignore = "about 10 s in the test profile on 2 idle cores (each of ~1,000 curve samples \
-            sums a million terms); run with `cargo test --test engine -- --ignored`"]
+            sums a million terms); run with `cargo test -p mmr-engine --test engine -- --ignored`"]
 fn a_round_of_a_million_newcomers_gets_finite_performances_in_rank_order() {
     rate_large_round(1_000_000, false);
 }
 
 #[test]
 #[ignore = "about 6 s in the test profile on 2 idle cores (each of ~1,000 curve samples \
-            sums a million terms); run with `cargo test --test engine -- --ignored`"]
+            sums a million terms); run with `cargo test -p mmr-engine --test engine -- --ignored`"]
 fn a_round_of_a_million_spread_entrants_gets_finite_performances_in_rank_order() {
     rate_large_round(1_000_000, true);
 }

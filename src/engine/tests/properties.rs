@@ -4,7 +4,7 @@
 //! compatibility (Theorem 5.5), memoryless monotonicity of Elo-MMχ and Elo-MMR(∞)
 //! (Theorem 5.6), the robustness bounds (Theorem 5.7) and translation invariance.
 
-use mmr_service::engine::{rate_round, Params, PlayerState, Round, Variant};
+use mmr_engine::{rate_round, Params, PlayerState, Round, Variant};
 use proptest::prelude::*;
 
 use crate::support::{

@@ -2,7 +2,7 @@
 //! O(N²) transcription of docs/elo.md for more (which the engine computes through one
 //! interpolated sum), and by the properties its update has whatever the inputs.
 
-use mmr_service::engine::{Elo, EloParams, EloState, RatingSystem, Round, Standing};
+use mmr_engine::{Elo, EloParams, EloState, RatingSystem, Round, Standing};
 use proptest::prelude::*;
 use skillratings::elo::{elo, EloConfig, EloRating};
 use skillratings::Outcomes;

@@ -3,7 +3,7 @@
 //! recovery rely on both. Rounds here are large enough (thousands of entrants) that every
 //! parallel sum is split into several chunks and performances come from interpolants.
 
-use mmr_service::engine::{
+use mmr_engine::{
     rate_round, rate_round_owned, Factor, Params, PlayerState, Rated, Round, Standing,
 };
 use proptest::prelude::*;

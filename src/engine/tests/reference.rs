@@ -7,7 +7,7 @@
 
 use std::f64::consts::{PI, SQRT_2};
 
-use mmr_service::engine::{Params, PlayerState, Round, Ties, Variant};
+use mmr_engine::{Params, PlayerState, Round, Ties, Variant};
 
 /// Seconds in a day, for `drift_per_day`.
 const SECONDS_PER_DAY: f64 = 86_400.0;

@@ -4,7 +4,7 @@
 
 use std::f64::consts::PI;
 
-use mmr_service::engine::{Params, PlayerState, Round, Standing, Ties, Variant};
+use mmr_engine::{Params, PlayerState, Round, Standing, Ties, Variant};
 use proptest::prelude::*;
 
 /// Seconds in a day: rounds of a random history are this far apart per step of `day`.
