@@ -13,8 +13,8 @@ use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkGroup, Crit
 use mmr_service::engine::predict::expected_places;
 use mmr_service::engine::Beliefs;
 use mmr_service::engine::{
-    rate_round, CodeforcesParams, CodeforcesState, EloParams, EloState, Factor, Glicko2Params,
-    Glicko2State, Params, PlayerState, Population, Round, Standing, SystemParams, SystemState,
+    rate_round, CodeforcesParams, CodeforcesState, EloMmrParams, EloMmrState, EloParams, EloState,
+    Factor, Glicko2Params, Glicko2State, Population, Round, Standing, SystemParams, SystemState,
     TopcoderParams, TopcoderState, TrueSkillParams, TrueSkillState, WengLinModel, WengLinParams,
     WengLinState,
 };
@@ -39,14 +39,14 @@ impl Lcg {
 
 /// `n` players whose priors spread over 800..3600 with σ from 60 to 350, each with `history`
 /// logistic factors, and a round where they finish in a random order.
-fn spread_round(n: usize, history: usize) -> (Round, Vec<PlayerState>) {
-    let params = Params::default();
+fn spread_round(n: usize, history: usize) -> (Round, Vec<EloMmrState>) {
+    let params = EloMmrParams::default();
     let mut rng = Lcg(n as u64 ^ 0x5eed);
     let priors = (0..n)
         .map(|_| {
             let mu = 800.0 + 2800.0 * rng.unit();
             let sigma = 60.0 + 290.0 * rng.unit();
-            let mut state = PlayerState::new(&params);
+            let mut state = EloMmrState::new(&params);
             state.mu = mu;
             state.p0 = mu;
             state.sigma = sigma;
@@ -82,7 +82,7 @@ fn spread_round(n: usize, history: usize) -> (Round, Vec<PlayerState>) {
 }
 
 fn single_rounds(c: &mut Criterion) {
-    let params = Params::default();
+    let params = EloMmrParams::default();
     let mut group = c.benchmark_group("round");
     group.sample_size(10);
     for (name, n, history) in [
@@ -92,7 +92,7 @@ fn single_rounds(c: &mut Criterion) {
         ("10k_history200", 10_000, 200),
     ] {
         let (round, priors) = spread_round(n, history);
-        let refs: Vec<&PlayerState> = priors.iter().collect();
+        let refs: Vec<&EloMmrState> = priors.iter().collect();
         group.bench_function(name, |b| {
             b.iter_batched(
                 || (),
@@ -164,7 +164,7 @@ fn replay(system: &SystemParams, rounds: &[Round], explained: bool) -> usize {
 /// Replays `contests` through the reference crate's `system`, newcomers at Elo-MMR's default
 /// prior; returns the players rated.
 fn reference_replay(contests: &[Contest], system: &dyn RatingSystem) -> usize {
-    let params = Params::default();
+    let params = EloMmrParams::default();
     let mut players = HashMap::new();
     for (i, contest) in contests.iter().enumerate() {
         simulate_contest(
@@ -201,13 +201,13 @@ fn as_reference_contest(index: usize, round: &Round) -> Contest {
 
 /// The reference's `sig_limit` for our `beta` and `gamma`: it drifts by `s⁴ / (β² − s²)` per
 /// round, which equals `gamma²` at the root of `s⁴ + γ² s² − γ² β² = 0`.
-fn reference_sig_limit(params: &Params) -> f64 {
+fn reference_sig_limit(params: &EloMmrParams) -> f64 {
     let (g2, b2) = (params.gamma * params.gamma, params.beta * params.beta);
     ((-g2 + (g2 * g2 + 4.0 * g2 * b2).sqrt()) / 2.0).sqrt()
 }
 
 fn replays(c: &mut Criterion) {
-    let params = Params::default();
+    let params = EloMmrParams::default();
     let mut group = c.benchmark_group("replay");
     group.sample_size(10);
     for name in ["formula1", "ctftime"] {
@@ -242,7 +242,7 @@ const SYSTEM_ROUND: usize = 100_000;
 /// The other systems in Elo-MMR's units (μ₀ = 1500, σ₀ = 350, β = 200), so that the same
 /// spread priors and datasets suit them; each rates a round of [`SYSTEM_ROUND`] entrants.
 fn other_systems() -> [(&'static str, SystemParams); 7] {
-    let defaults = Params::default();
+    let defaults = EloMmrParams::default();
     let weng_lin = WengLinParams {
         beta: defaults.beta,
         tau: defaults.gamma,
@@ -283,7 +283,7 @@ fn other_systems() -> [(&'static str, SystemParams); 7] {
 }
 
 /// The state of `system` with the rating and uncertainty of `prior`.
-fn as_state(system: &SystemParams, prior: &PlayerState) -> SystemState {
+fn as_state(system: &SystemParams, prior: &EloMmrState) -> SystemState {
     let (mu, sigma, rounds) = (prior.mu, prior.sigma, prior.rounds);
     match system {
         SystemParams::WengLin(_) => SystemState::WengLin(WengLinState { mu, sigma, rounds }),
@@ -348,7 +348,7 @@ fn systems(c: &mut Criterion) {
     let mut group = c.benchmark_group("systems");
     group.sample_size(10);
     let (round, priors) = spread_round(SYSTEM_ROUND, 0);
-    let elo_mmr = ("elo_mmr", SystemParams::EloMmr(Params::default()));
+    let elo_mmr = ("elo_mmr", SystemParams::EloMmr(EloMmrParams::default()));
     for (name, system) in std::iter::once(elo_mmr).chain(other_systems()) {
         // TrueSkill's default draw margin refuses a round this large as not finite
         // (docs/trueskill.md, "Large free-for-alls"): it runs with the margin those docs
@@ -384,7 +384,7 @@ fn systems(c: &mut Criterion) {
         let name = format!("{name}/defaults");
         after_one_round(&mut group, &name, &system, &round, &newcomers);
     }
-    let params = Params::default();
+    let params = EloMmrParams::default();
     for name in ["formula1", "ctftime"] {
         let Some((rounds, contests)) = shared_dataset("systems/replay", name) else {
             continue;

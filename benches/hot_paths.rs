@@ -18,7 +18,7 @@ use mmr_service::engine::predict::{
     expected_ranks, first_place_probabilities, match_quality, pairwise_matrix,
 };
 use mmr_service::engine::{
-    EloMmr, Params, Performance, PlayerState, Rating, RatingSystem, SystemParams, SystemState,
+    EloMmr, EloMmrParams, EloMmrState, Performance, Rating, RatingSystem, SystemParams, SystemState,
 };
 use mmr_service::pools::leaderboard::{Filter, Order};
 use mmr_service::pools::{LastRound, Played, PoolState};
@@ -41,8 +41,8 @@ impl Lcg {
 }
 
 /// A player rated somewhere in 800..3600 with σ from 60 to 350.
-fn spread_player(params: &Params, rng: &mut Lcg) -> SystemState {
-    let mut state = PlayerState::new(params);
+fn spread_player(params: &EloMmrParams, rng: &mut Lcg) -> SystemState {
+    let mut state = EloMmrState::new(params);
     state.mu = 800.0 + 2800.0 * rng.unit();
     state.p0 = state.mu;
     state.sigma = 60.0 + 290.0 * rng.unit();
@@ -79,7 +79,7 @@ fn stored_player(
 }
 
 fn predictions(c: &mut Criterion) {
-    let params = Params::default();
+    let params = EloMmrParams::default();
     let mut rng = Lcg(0x5eed);
     let system = SystemParams::EloMmr(params);
     let sides: Vec<Performance> = (0..MAX_ENTRANTS)
@@ -110,7 +110,7 @@ fn predictions(c: &mut Criterion) {
 }
 
 fn publishing(c: &mut Criterion) {
-    let params = Params::default();
+    let params = EloMmrParams::default();
     let mut rng = Lcg(0xb16);
     let stored: Vec<StoredPlayer> = (0..POOL_PLAYERS)
         .map(|i| {
@@ -170,7 +170,7 @@ fn publish_rounds(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     pool: &Arc<PoolState>,
     label: &str,
-    params: &Params,
+    params: &EloMmrParams,
     rng: &mut Lcg,
 ) {
     for entrants in [10, 1_000, 10_000] {
@@ -200,7 +200,7 @@ fn publish_rounds(
 }
 
 fn matchmaking(c: &mut Criterion) {
-    let params = Params::default();
+    let params = EloMmrParams::default();
     let system = SystemParams::EloMmr(params);
     let mut rng = Lcg(0x3a7c);
     let waiting: Vec<Waiting> = (0..mmr_service::api::matchmaking::MAX_WAITING)
@@ -230,7 +230,7 @@ const SEASON_PLAYERS: usize = 138_260;
 /// The board of a season still open over every player of a pool of ctftime's size, built and
 /// dropped: from the snapshot, and (as it was built before) from rows copied out of it.
 fn open_season(c: &mut Criterion) {
-    let params = Params::default();
+    let params = EloMmrParams::default();
     let mut rng = Lcg(0x5ea5);
     let stored: Vec<StoredPlayer> = (0..SEASON_PLAYERS)
         .map(|i| {
@@ -278,7 +278,7 @@ fn open_season(c: &mut Criterion) {
 /// years, from the top and from the middle, with and without the activity filter (one pass
 /// over the board, O(n), where the others are O(log n)).
 fn leaderboard_pages(c: &mut Criterion) {
-    let params = Params::default();
+    let params = EloMmrParams::default();
     let mut rng = Lcg(0x1ead);
     let stored: Vec<StoredPlayer> = (0..POOL_PLAYERS)
         .map(|i| {

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use axum::routing::get;
 use axum::{Json, Router};
-use mmr_service::engine::{Params, Population, Round};
+use mmr_service::engine::{EloMmrParams, Population, Round};
 use mmr_service::wire::RoundRequest;
 
 #[path = "common/mod.rs"]
@@ -155,7 +155,7 @@ fn engine_seconds(rounds: &[serde_json::Value]) -> f64 {
                 .expect("a valid round")
         })
         .collect();
-    let mut population = Population::new(Params::default()).expect("default parameters");
+    let mut population = Population::new(EloMmrParams::default()).expect("default parameters");
     // On one of rayon's threads, as the `replay` command rates: the engine alone.
     rayon::scope(|_| {
         let started = Instant::now();

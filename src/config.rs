@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
-use crate::engine::Params;
+use crate::engine::EloMmrParams;
 use crate::params::ParamsOverrides;
 
 /// The compiled-in base layer.
@@ -42,7 +42,7 @@ pub struct Settings {
     /// How many requests each client may make.
     pub rate_limit: RateLimitSettings,
     /// Engine parameters of a pool created without them.
-    pub engine: Params,
+    pub engine: EloMmrParams,
     /// Pools created at startup when missing, by name.
     #[serde(default)]
     pub pools: BTreeMap<String, ParamsOverrides>,
@@ -435,7 +435,7 @@ mod tests {
         let settings = Settings::load(None, env(&[]), &Overrides::default()).expect("defaults");
         assert_eq!(settings.server.addr.to_string(), "127.0.0.1:8080");
         assert_eq!(settings.database.url, "sqlite://data/mmr.sqlite3");
-        assert_eq!(settings.engine, Params::default());
+        assert_eq!(settings.engine, EloMmrParams::default());
         assert!(settings.auth.keys.is_empty() && !settings.auth.read_key_required);
     }
 

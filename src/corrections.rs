@@ -151,7 +151,7 @@ fn apply_one(
                 changed.insert(id.clone());
             }
         }
-        Correction::Params { system } => {
+        Correction::EloMmrParams { system } => {
             system.validate().map_err(|e| format!("parameters: {e}"))?;
             params.clone_from(system);
         }
@@ -220,7 +220,7 @@ fn lines_of(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{EloParams, Params};
+    use crate::engine::{EloMmrParams, EloParams};
 
     fn record(seq: i64, body: &str) -> AppliedRecord {
         let value: serde_json::Value = serde_json::from_str(body).expect("JSON");
@@ -258,7 +258,7 @@ mod tests {
     }
 
     fn run(correction: Correction) -> Result<Plan, String> {
-        plan(stream(), &correction, &Params::default().into())
+        plan(stream(), &correction, &EloMmrParams::default().into())
     }
 
     fn ids(plan: &Plan) -> Vec<&str> {
@@ -345,16 +345,16 @@ mod tests {
 
     #[test]
     fn new_parameters_must_take_every_round() {
-        let plan = run(Correction::Params {
+        let plan = run(Correction::EloMmrParams {
             system: SystemParams::Elo(EloParams::default()),
         })
         .expect("Elo takes these rounds");
         assert_eq!(plan.params, SystemParams::Elo(EloParams::default()));
         assert_eq!(ids(&plan), ["r1", "s2", "r3", "r4"]);
-        let bad = Params {
+        let bad = EloMmrParams {
             beta: -1.0,
-            ..Params::default()
+            ..EloMmrParams::default()
         };
-        assert!(run(Correction::Params { system: bad.into() }).is_err());
+        assert!(run(Correction::EloMmrParams { system: bad.into() }).is_err());
     }
 }

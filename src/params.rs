@@ -10,7 +10,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::engine::{self, Params, SystemName, SystemParams};
+use crate::engine::{self, EloMmrParams, SystemName, SystemParams};
 
 /// A system's name and some of its parameters, not yet checked against it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -65,7 +65,7 @@ impl ParamsOverrides {
 
     /// The system asked for, with every parameter set here replacing its default (`base` for
     /// Elo-MMR, the system's own defaults otherwise), checked.
-    pub fn apply(&self, base: &Params) -> Result<SystemParams, ParamsError> {
+    pub fn apply(&self, base: &EloMmrParams) -> Result<SystemParams, ParamsError> {
         let defaults = match self.system.unwrap_or_default() {
             SystemName::EloMmr => SystemParams::EloMmr(*base),
             system => system.defaults(),
@@ -260,9 +260,9 @@ mod tests {
 
     #[test]
     fn a_parameter_given_replaces_its_default_and_null_leaves_it() {
-        let base = Params {
+        let base = EloMmrParams {
             beta: 150.0,
-            ..Params::default()
+            ..EloMmrParams::default()
         };
         let params = overrides(json!({"gamma": 20, "rho": "inf", "sigma_init": null}))
             .apply(&base)
@@ -280,13 +280,13 @@ mod tests {
     fn another_system_s_parameter_an_unknown_one_and_a_wrong_type_are_named() {
         let refused = |value| {
             overrides(value)
-                .apply(&Params::default())
+                .apply(&EloMmrParams::default())
                 .expect_err("refused")
         };
         let foreign = refused(json!({"system": "elo", "beta": 1}));
         assert!(matches!(&foreign, ParamsError::Foreign { field, .. } if field == "beta"));
         assert!(overrides(json!({"system": "elo", "beta": null}))
-            .apply(&Params::default())
+            .apply(&EloMmrParams::default())
             .is_ok());
         let unknown = refused(json!({"colour": 1}));
         assert!(matches!(&unknown, ParamsError::Malformed { field, .. } if field == "colour"));

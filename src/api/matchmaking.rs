@@ -485,15 +485,15 @@ mod tests {
 
     use super::opponents;
     use crate::display::Display;
-    use crate::engine::{self, Params, PlayerState, SystemState};
+    use crate::engine::{self, EloMmrParams, EloMmrState, SystemState};
     use crate::pools::{LastRound, Played, PoolState};
 
     /// A pool of `n` players, each rated in one round of their own, `p0` the strongest.
     fn pool(n: usize) -> PoolState {
-        let params = Params::default();
+        let params = EloMmrParams::default();
         let mut state = PoolState::new(params.into(), Display::default()).expect("valid");
         for i in 0..n {
-            let mut belief = PlayerState::new(&params);
+            let mut belief = EloMmrState::new(&params);
             belief.mu = 2000.0 - i as f64;
             let round = Played {
                 player: format!("p{i}"),

@@ -11,8 +11,6 @@ use super::codeforces::{Codeforces, CodeforcesParams, CodeforcesState};
 use super::elo::{Elo, EloParams, EloState};
 use super::elo_mmr::EloMmr;
 use super::glicko2::{Glicko2, Glicko2Params, Glicko2State};
-use super::params::Params;
-use super::player::PlayerState;
 use super::rating::{Rating, RatingChange};
 use super::round::Round;
 use super::season::SoftReset;
@@ -21,6 +19,8 @@ use super::topcoder::{Topcoder, TopcoderParams, TopcoderState};
 use super::true_skill::{TrueSkill, TrueSkillParams, TrueSkillState};
 use super::weng_lin::{WengLin, WengLinParams, WengLinState};
 use super::Error;
+use crate::elo_mmr::params::EloMmrParams;
+use crate::elo_mmr::player::EloMmrState;
 
 /// A pool's rating system and its parameters. In text formats:
 /// `{"system": NAME, "params": {...}}`.
@@ -28,7 +28,7 @@ use super::Error;
 #[serde(tag = "system", content = "params", rename_all = "snake_case")]
 pub enum SystemParams {
     /// Elo-MMR and Elo-MMχ.
-    EloMmr(Params),
+    EloMmr(EloMmrParams),
     /// Weng-Lin (OpenSkill): Bradley-Terry full pairing or Plackett-Luce.
     WengLin(WengLinParams),
     /// TrueSkill.
@@ -70,7 +70,7 @@ pub enum SystemName {
 #[derive(Debug, Clone, PartialEq)]
 pub enum SystemState {
     /// Elo-MMR's whole posterior.
-    EloMmr(PlayerState),
+    EloMmr(EloMmrState),
     /// Weng-Lin's Gaussian belief.
     WengLin(WengLinState),
     /// TrueSkill's Gaussian belief.
@@ -110,7 +110,7 @@ impl SystemName {
     #[must_use]
     pub fn defaults(self) -> SystemParams {
         match self {
-            Self::EloMmr => SystemParams::EloMmr(Params::default()),
+            Self::EloMmr => SystemParams::EloMmr(EloMmrParams::default()),
             Self::WengLin => SystemParams::WengLin(WengLinParams::default()),
             Self::TrueSkill => SystemParams::TrueSkill(TrueSkillParams::default()),
             Self::Glicko2 => SystemParams::Glicko2(Glicko2Params::default()),
@@ -169,7 +169,7 @@ impl SystemName {
             (T::name().into_owned(), T::schema())
         }
         match self {
-            Self::EloMmr => of::<Params>(),
+            Self::EloMmr => of::<EloMmrParams>(),
             Self::WengLin => of::<WengLinParams>(),
             Self::TrueSkill => of::<TrueSkillParams>(),
             Self::Glicko2 => of::<Glicko2Params>(),
@@ -194,8 +194,8 @@ impl SystemName {
     }
 }
 
-impl From<Params> for SystemParams {
-    fn from(params: Params) -> Self {
+impl From<EloMmrParams> for SystemParams {
+    fn from(params: EloMmrParams) -> Self {
         Self::EloMmr(params)
     }
 }
@@ -424,7 +424,7 @@ macro_rules! state_of {
     };
 }
 
-state_of!(EloMmr, PlayerState);
+state_of!(EloMmr, EloMmrState);
 state_of!(WengLin, WengLinState);
 state_of!(TrueSkill, TrueSkillState);
 state_of!(Glicko2, Glicko2State);

@@ -13,12 +13,12 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::params::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 use super::rating::Rating;
 use super::round::Round;
 use super::system::{checked_layout, Model, Performance, Rated, RatingSystem};
-use super::tanh_sum::TanhSum;
 use super::{Error, LOGISTIC_SCALE};
+use crate::bounds::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
+use crate::maths::tanh_sum::TanhSum;
 
 /// The Codeforces system's parameters, with the paper's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

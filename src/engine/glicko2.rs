@@ -8,12 +8,12 @@ use std::f64::consts::PI;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::chebyshev::{self, Chebyshev, Leaves};
-use super::params::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 use super::rating::Rating;
 use super::round::Round;
 use super::system::{checked_layout, Model, Performance, Rated, RatingSystem};
 use super::Error;
+use crate::bounds::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
+use crate::maths::chebyshev::{self, Chebyshev, Leaves};
 
 /// Glicko-2's parameters, with Glickman's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -166,12 +166,12 @@ impl MetricsSum {
 ///
 /// ```
 /// use mmr_engine::metrics::{round_metrics, Opponents};
-/// use mmr_engine::{Params, PlayerState, Round, Standing, SystemParams, SystemState};
+/// use mmr_engine::{EloMmrParams, EloMmrState, Round, Standing, SystemParams, SystemState};
 ///
-/// let params = Params::default();
-/// let mut strong = PlayerState::new(&params);
+/// let params = EloMmrParams::default();
+/// let mut strong = EloMmrState::new(&params);
 /// strong.mu += 400.0;
-/// let weak = SystemState::EloMmr(PlayerState::new(&params));
+/// let weak = SystemState::EloMmr(EloMmrState::new(&params));
 /// let strong = SystemState::EloMmr(strong);
 /// let round = Round::new(vec![
 ///     Standing::solo("strong", 1),
@@ -750,23 +750,23 @@ impl Fenwick {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Params, PlayerState, Standing, Variant};
+    use crate::{EloMmrParams, EloMmrState, Standing, Variant};
     use proptest::prelude::*;
 
-    fn rated(params: &Params, mu: f64) -> SystemState {
-        SystemState::EloMmr(PlayerState {
+    fn rated(params: &EloMmrParams, mu: f64) -> SystemState {
+        SystemState::EloMmr(EloMmrState {
             mu,
-            ..PlayerState::new(params)
+            ..EloMmrState::new(params)
         })
     }
 
-    fn newcomer(params: &Params) -> SystemState {
-        SystemState::EloMmr(PlayerState::new(params))
+    fn newcomer(params: &EloMmrParams) -> SystemState {
+        SystemState::EloMmr(EloMmrState::new(params))
     }
 
     /// [`round_metrics`] in an Elo-MMR pool with `params`.
     fn judge(
-        params: &Params,
+        params: &EloMmrParams,
         round: &Round,
         priors: &[&SystemState],
     ) -> Result<Vec<ParticipationMetrics>, Error> {
@@ -817,7 +817,7 @@ mod tests {
     }
 
     /// The performance distribution of a team of `members` in an Elo-MMR pool.
-    fn performance(params: &Params, members: &[&SystemState]) -> (f64, f64) {
+    fn performance(params: &EloMmrParams, members: &[&SystemState]) -> (f64, f64) {
         let p = SystemParams::EloMmr(*params).performance(members);
         let p = p.expect("Elo-MMR states");
         (p.mean, p.variance)
@@ -835,7 +835,7 @@ mod tests {
 
     #[test]
     fn a_hand_checked_round_of_three_scores_as_expected() {
-        let params = Params::default();
+        let params = EloMmrParams::default();
         let (a, b, c) = (
             rated(&params, 1600.0),
             rated(&params, 1700.0),
@@ -866,7 +866,7 @@ mod tests {
 
     #[test]
     fn newcomers_are_a_coin_flip_and_predict_only_their_ties() {
-        let params = Params::default();
+        let params = EloMmrParams::default();
         let newcomer = newcomer(&params);
         let round = solo_round(&[1, 2, 2, 4]);
         let metrics = judge(&params, &round, &[&newcomer; 4]).expect("valid round of newcomers");
@@ -886,7 +886,7 @@ mod tests {
 
     #[test]
     fn a_team_is_judged_as_one_entrant_on_its_summed_rating() {
-        let params = Params::default();
+        let params = EloMmrParams::default();
         let member = |player: &str, rank| Standing::member(player, rank, "duo");
         let round = Round::new(vec![member("x", 2), member("y", 2), Standing::solo("z", 1)]);
         // The duo's summed rating (2000) is far above the lone player's, who won anyway.
@@ -909,7 +909,7 @@ mod tests {
 
     #[test]
     fn a_log_loss_summed_past_the_rescaling_threshold_stays_exact() {
-        let params = Params::default();
+        let params = EloMmrParams::default();
         let newcomer = newcomer(&params);
         // Each of 399 opponents contributes a coin flip: a product of 2^-399 before rescaling.
         let ranks: Vec<u64> = (1..=400).collect();
@@ -926,7 +926,7 @@ mod tests {
 
     #[test]
     fn a_round_where_everybody_left_ties_predicts_nothing() {
-        let params = Params::default();
+        let params = EloMmrParams::default();
         let (a, b, c) = (
             rated(&params, 1200.0),
             rated(&params, 1800.0),
@@ -943,9 +943,9 @@ mod tests {
 
     #[test]
     fn a_hopeless_upset_costs_a_finite_log_loss() {
-        let params = Params {
+        let params = EloMmrParams {
             variant: Variant::Gaussian,
-            ..Params::default()
+            ..EloMmrParams::default()
         };
         let (a, b) = (rated(&params, -1e6), rated(&params, 1e6));
         let metrics = judge(&params, &solo_round(&[1, 2]), &[&a, &b]).expect("valid round");
@@ -955,7 +955,7 @@ mod tests {
 
     #[test]
     fn a_wrong_number_of_priors_is_rejected() {
-        let params = Params::default();
+        let params = EloMmrParams::default();
         let newcomer = newcomer(&params);
         let result = judge(&params, &solo_round(&[1, 2]), &[&newcomer]);
         assert_eq!(
@@ -970,7 +970,7 @@ mod tests {
     #[test]
     fn sampled_means_fall_within_a_few_standard_errors_of_the_exact_ones() {
         // A large round of spread ratings and a noisy finish, judged on 16 of ~1,500 opponents.
-        let params = Params::default();
+        let params = EloMmrParams::default();
         let count = 1_500;
         let mix = |i: u64, salt: u64| (splitmix64(i ^ salt) >> 11) as f64 / (1u64 << 53) as f64;
         let mus: Vec<f64> = (0..count).map(|i| 800.0 + 2800.0 * mix(i, 1)).collect();
@@ -1062,12 +1062,12 @@ mod tests {
         let round = solo_round(&entries.iter().map(|e| e.0).collect::<Vec<_>>());
         let states = entries
             .iter()
-            .map(|e| rated(&Params::default(), e.1))
+            .map(|e| rated(&EloMmrParams::default(), e.1))
             .collect();
-        (SystemParams::EloMmr(Params::default()), round, states)
+        (SystemParams::EloMmr(EloMmrParams::default()), round, states)
     }
 
-    fn metrics_of(params: &Params, entries: &[(u64, f64)]) -> Vec<ParticipationMetrics> {
+    fn metrics_of(params: &EloMmrParams, entries: &[(u64, f64)]) -> Vec<ParticipationMetrics> {
         let round = solo_round(&entries.iter().map(|e| e.0).collect::<Vec<_>>());
         let states: Vec<SystemState> = entries.iter().map(|e| rated(params, e.1)).collect();
         let priors: Vec<&SystemState> = states.iter().collect();
@@ -1080,9 +1080,9 @@ mod tests {
             entries in arbitrary_round(),
             gaussian in any::<bool>(),
         ) {
-            let params = Params {
+            let params = EloMmrParams {
                 variant: if gaussian { Variant::Gaussian } else { Variant::Logistic },
-                ..Params::default()
+                ..EloMmrParams::default()
             };
             for m in metrics_of(&params, &entries) {
                 prop_assert!((0.0..=1.0).contains(&m.pair_inversion));
@@ -1103,7 +1103,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, &rank)| (rank, 3000.0 - 10.0 * i as f64))
                 .collect();
-            for m in metrics_of(&Params::default(), &entries) {
+            for m in metrics_of(&EloMmrParams::default(), &entries) {
                 prop_assert_eq!(m.pair_inversion, 1.0);
                 prop_assert_eq!(m.rank_deviation, 0.0);
             }
@@ -1114,7 +1114,7 @@ mod tests {
             entries in arbitrary_round(),
             seed in any::<u64>(),
         ) {
-            let params = Params::default();
+            let params = EloMmrParams::default();
             let round = solo_round(&entries.iter().map(|e| e.0).collect::<Vec<_>>());
             let states: Vec<SystemState> = entries.iter().map(|e| rated(&params, e.1)).collect();
             let metrics = judge(&params, &round, &states.iter().collect::<Vec<_>>())
@@ -1229,7 +1229,7 @@ mod tests {
 
         #[test]
         fn the_fast_counts_agree_with_looking_at_every_pair(entries in arbitrary_round()) {
-            let metrics = metrics_of(&Params::default(), &entries);
+            let metrics = metrics_of(&EloMmrParams::default(), &entries);
             // A round where everybody ties predicts nothing.
             prop_assume!(!metrics.is_empty());
             let opponents = (entries.len() - 1) as f64;

@@ -10,55 +10,50 @@
 //! Layout, the seam first: [`system`] (the trait a rating system implements, and the
 //! performance distribution predictions read), [`any`] (the pool's system, whichever it is,
 //! dispatched; the one list of the systems), [`rating`] (what every system shows: a rating and
-//! what a round did to it), [`round`] (a round's results and their validation), [`population`]
-//! (players by id, in memory), [`predict`] (win probabilities, placings and match quality),
-//! [`matchmaking`] (who should play whom), [`metrics`] (accuracy of the priors' predictions),
-//! [`season`] (a new season's soft reset).
-//! The systems: [`weng_lin`] (with `bradley_terry`, its full pairing's sums), [`true_skill`],
-//! [`glicko2`], [`codeforces`], [`topcoder`], [`elo`].
-//! Elo-MMR: [`elo_mmr`] (its place on the seam), [`params`] (its parameters), [`player`] (a
-//! player's belief, diffusion and update), `performance` (step 3, the exact O(N)-per-sample
-//! performance solver), `lanes` (the `tanh` of the hot loops, and running them on vector
-//! instructions), [`rate`] (one round end to end).
-//! The maths they share: [`normal`] (the normal distribution), `tanh_sum` (the sum over a
-//! round's ratings of Codeforces and Elo), `normal_sum` (Topcoder's sums of Φ), `chebyshev`
-//! (interpolation), `solve` (safeguarded root finding).
+//! what a round did to it), [`round`] (a round's results and their validation), [`bounds`] (the
+//! ranges every system's parameters and rounds are held to), [`population`] (players by id, in
+//! memory), [`predict`] (win probabilities, placings and match quality), [`matchmaking`] (who
+//! should play whom), [`metrics`] (accuracy of the priors' predictions), [`season`] (a new
+//! season's soft reset).
+//! Then one module per system. [`elo_mmr`] holds Elo-MMR's internals: [`params`] (its
+//! parameters), [`player`] (a player's belief, diffusion and update), `performance` (step 3,
+//! the exact O(N)-per-sample performance solver), [`rate`] (one round end to end).
+//! [`weng_lin`] holds `bradley_terry`, its full pairing's sums. [`true_skill`], [`glicko2`],
+//! [`codeforces`], [`topcoder`] and [`elo`] are a file each.
+//! Last, `maths`, what the systems share: [`normal`] (the normal distribution), `lanes` (the
+//! `tanh` of the hot loops, on vector instructions), `chebyshev` (interpolation), `solve`
+//! (safeguarded root finding), `tanh_sum` (the sum over a round's ratings of Codeforces and
+//! Elo), `normal_sum` (Topcoder's sums of Φ).
 
 pub mod any;
-mod bradley_terry;
-mod chebyshev;
+pub mod bounds;
 pub mod codeforces;
 pub mod elo;
 pub mod elo_mmr;
 pub mod glicko2;
-mod lanes;
 pub mod matchmaking;
+mod maths;
 pub mod metrics;
-pub mod normal;
-mod normal_sum;
-pub mod params;
-mod performance;
-pub mod player;
 pub mod population;
 pub mod predict;
-pub mod rate;
 pub mod rating;
 pub mod round;
 pub mod season;
-mod solve;
 pub mod system;
-mod tanh_sum;
 pub mod topcoder;
 pub mod true_skill;
 pub mod weng_lin;
+
+pub use elo_mmr::{params, player, rate};
+pub use maths::normal;
 
 pub use any::{Applied, SystemName, SystemParams, SystemState};
 pub use codeforces::{Codeforces, CodeforcesParams, CodeforcesState};
 pub use elo::{Elo, EloParams, EloState};
 pub use elo_mmr::EloMmr;
 pub use glicko2::{Glicko2, Glicko2Params, Glicko2State};
-pub use params::{Params, Ties, Variant};
-pub use player::{Factor, PlayerState};
+pub use params::{EloMmrParams, Ties, Variant};
+pub use player::{EloMmrState, Factor};
 pub use population::{Beliefs, Population};
 pub use rate::{rate_round, rate_round_owned};
 pub use rating::{Rating, RatingChange};
@@ -69,7 +64,7 @@ pub use topcoder::{Topcoder, TopcoderParams, TopcoderState};
 pub use true_skill::{TrueSkill, TrueSkillParams, TrueSkillState};
 pub use weng_lin::{WengLin, WengLinModel, WengLinParams, WengLinState};
 
-use lanes::tanh;
+use maths::lanes::tanh;
 
 /// `√3 / π`: a logistic distribution with scale `s̄ = LOGISTIC_SCALE · s` has std `s`.
 pub const LOGISTIC_SCALE: f64 = 0.551_328_895_421_792_1;

@@ -158,7 +158,7 @@ impl Beliefs for Population {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Params, Standing};
+    use crate::{EloMmrParams, Standing};
 
     fn held(population: &Population) -> Vec<String> {
         let mut held: Vec<String> = population
@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn a_refused_round_leaves_every_state_where_it_was() {
-        let mut population = Population::new(Params::default()).expect("valid parameters");
+        let mut population = Population::new(EloMmrParams::default()).expect("valid parameters");
         let first = Round::new(vec![Standing::solo("ann", 1), Standing::solo("bob", 2)]);
         population.apply(&first).expect("a valid round");
         let before = held(&population);
@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn inserting_a_held_player_replaces_their_state() {
-        let mut population = Population::new(Params::default()).expect("valid parameters");
+        let mut population = Population::new(EloMmrParams::default()).expect("valid parameters");
         let first = Round::new(vec![Standing::solo("ann", 1), Standing::solo("bob", 2)]);
         population.apply(&first).expect("a valid round");
         let bob = population.belief("bob").expect("bob played").clone();

@@ -8,8 +8,8 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
-use super::params::{MAX_ABS_RATING, MAX_ROUND_WEIGHT, MIN_ROUND_WEIGHT};
 use super::Error;
+use crate::bounds::{MAX_ABS_RATING, MAX_ROUND_WEIGHT, MIN_ROUND_WEIGHT};
 
 /// One round's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -42,13 +42,13 @@ mod tests {
 
     use super::*;
     use crate::{
-        CodeforcesParams, EloParams, Glicko2Params, Params, SystemParams, TopcoderParams,
+        CodeforcesParams, EloMmrParams, EloParams, Glicko2Params, SystemParams, TopcoderParams,
         TrueSkillParams, WengLinParams,
     };
 
     fn systems() -> Vec<SystemParams> {
         vec![
-            Params::default().into(),
+            EloMmrParams::default().into(),
             SystemParams::WengLin(WengLinParams::default()),
             SystemParams::TrueSkill(TrueSkillParams::default()),
             SystemParams::Glicko2(Glicko2Params::default()),
@@ -126,7 +126,7 @@ mod tests {
 
     #[test]
     fn a_reset_collapses_an_elo_mmr_belief_into_one_gaussian() {
-        let system: SystemParams = Params::default().into();
+        let system: SystemParams = EloMmrParams::default().into();
         let state = played(&system, &[1, 2, 3]).remove(0);
         let crate::SystemState::EloMmr(before) = &state else {
             panic!("an Elo-MMR state")

@@ -13,12 +13,12 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::params::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 use super::rating::Rating;
 use super::round::Round;
 use super::system::{checked_layout, Model, Performance, Rated, RatingSystem};
 use super::Error;
-use super::{normal, normal_sum};
+use crate::bounds::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
+use crate::maths::{normal, normal_sum};
 
 /// Topcoder's parameters, with the defaults the paper evaluated it with.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

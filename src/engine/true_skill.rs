@@ -11,12 +11,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::normal;
-use super::params::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 use super::rating::Rating;
 use super::round::Round;
 use super::system::{checked_layout, Model, Performance, Rated, RatingSystem};
 use super::Error;
+use crate::bounds::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
+use crate::maths::normal;
 
 /// TrueSkill's parameters, with the paper's defaults (in its units: μ₀ = 25).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -61,7 +61,7 @@ pub fn coordinate<E>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Params, SystemName};
+    use crate::engine::{EloMmrParams, SystemName};
 
     #[test]
     fn every_searched_parameter_exists_and_is_numeric() {
@@ -78,7 +78,7 @@ mod tests {
 
     #[test]
     fn the_search_finds_the_best_multiple_of_each_parameter() {
-        let start = SystemParams::EloMmr(Params::default());
+        let start = SystemParams::EloMmr(EloMmrParams::default());
         // A score that is best at twice the default β and half the default γ.
         let target = |p: &SystemParams| {
             let beta = value(p, "beta").unwrap_or_default();

@@ -323,7 +323,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::engine::{Params, Rating};
+    use crate::engine::{EloMmrParams, Rating};
     use crate::pools::PoolState;
     use crate::storage::RatedAsOf;
 
@@ -332,7 +332,8 @@ mod tests {
 
     /// A board of `n` players.
     fn board(n: usize) -> AsOfBoard {
-        let state = PoolState::new(Params::default().into(), Display::default()).expect("valid");
+        let state =
+            PoolState::new(EloMmrParams::default().into(), Display::default()).expect("valid");
         let rated = (0..n)
             .map(|i| RatedAsOf {
                 player: format!("p{i}"),

@@ -19,7 +19,7 @@ use crate::storage::{LoadedPool, RatedAsOf, StoredPlayer};
 pub enum LoadError {
     /// The pool's parameters are out of range.
     #[error(transparent)]
-    Params(#[from] engine::Error),
+    EloMmrParams(#[from] engine::Error),
     /// A stored league or division does not fit the pool's leagues.
     #[error("{0}")]
     Leagues(String),
@@ -726,7 +726,7 @@ impl Beliefs for PoolState {
 mod tests {
     use super::*;
     use crate::display::DefaultOrder;
-    use crate::engine::{Params, PlayerState};
+    use crate::engine::{EloMmrParams, EloMmrState};
     use crate::pools::leaderboard::Filter;
 
     fn last(id: &str, seq: i64) -> LastRound {
@@ -748,12 +748,12 @@ mod tests {
 
     #[test]
     fn committed_players_are_found_by_id_position_and_prefix() {
-        let params = Params::default();
+        let params = EloMmrParams::default();
         let mut state =
             PoolState::new(params.into(), Display::default()).expect("default parameters");
-        let mut strong = PlayerState::new(&params);
+        let mut strong = EloMmrState::new(&params);
         strong.mu = 1800.0;
-        let newcomer = || SystemState::EloMmr(PlayerState::new(&params));
+        let newcomer = || SystemState::EloMmr(EloMmrState::new(&params));
         state.apply(
             1,
             vec![
@@ -790,9 +790,9 @@ mod tests {
 
     #[test]
     fn a_player_keeps_the_rating_their_last_round_started_from_until_a_season_resets_it() {
-        let params = Params::default();
+        let params = EloMmrParams::default();
         let mut state = PoolState::new(params.into(), Display::default()).expect("valid");
-        let newcomer = || SystemState::EloMmr(PlayerState::new(&params));
+        let newcomer = || SystemState::EloMmr(EloMmrState::new(&params));
         state.apply(1, vec![played("al", 1, newcomer(), "r1")]);
         let change = |state: &PoolState| state.listed("al").expect("rated").last_change;
         // A newcomer's state is 1500 ± 350; `played` says they came from 1500 ± 350.
@@ -835,9 +835,9 @@ mod tests {
 
     #[test]
     fn a_prefix_finds_players_whatever_the_case_of_either() {
-        let params = Params::default();
+        let params = EloMmrParams::default();
         let mut state = PoolState::new(params.into(), Display::default()).expect("valid");
-        let newcomer = || SystemState::EloMmr(PlayerState::new(&params));
+        let newcomer = || SystemState::EloMmr(EloMmrState::new(&params));
         state.apply(
             1,
             [
@@ -869,7 +869,7 @@ mod tests {
                 proptest::collection::vec((0u8..12, 1_000i32..2_000, 50u8..200), 1..6), 1..12),
             seasons in proptest::collection::btree_set(0usize..12, 0..3),
         ) {
-            let params = Params::default();
+            let params = EloMmrParams::default();
             let display: Display = serde_json::from_str(
                 r#"{"conservative_k": 1.5, "fixed_range": {"max": 1000},
                     "provisional": {"min_rounds": 2, "max_sigma": 150},
@@ -895,7 +895,7 @@ mod tests {
                     .map(|(rank, &(p, mu, sigma))| {
                         let rounds = played.entry(p).or_insert(0u64);
                         *rounds += 1;
-                        let mut belief = PlayerState::new(&params);
+                        let mut belief = EloMmrState::new(&params);
                         belief.mu = f64::from(mu);
                         belief.sigma = f64::from(sigma);
                         belief.rounds = *rounds;

@@ -14,7 +14,7 @@ use super::{
 use crate::config::Role;
 use crate::display::{Display, LeagueMove, Placement};
 use crate::engine::{
-    CodeforcesState, EloState, Factor, Glicko2State, PlayerState, Rating, RatingChange,
+    CodeforcesState, EloMmrState, EloState, Factor, Glicko2State, Rating, RatingChange,
     SystemParams, SystemState, TopcoderState, TrueSkillState, Variant, WengLinState,
 };
 
@@ -459,7 +459,7 @@ pub(super) fn join_players(
             // Every system but Elo keeps a σ.
             let sigma = || row.sigma.ok_or_else(missing);
             let state = match system {
-                SystemParams::EloMmr(_) => SystemState::EloMmr(PlayerState {
+                SystemParams::EloMmr(_) => SystemState::EloMmr(EloMmrState {
                     mu: row.mu,
                     sigma: sigma()?,
                     p0: row.p0.ok_or_else(missing)?,

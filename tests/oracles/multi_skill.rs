@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 
 use mmr_service::engine::params::MAX_HISTORY_LIMIT;
 use mmr_service::engine::{
-    Beliefs, CodeforcesParams, Params, Population, Round, Standing, SystemParams, TopcoderParams,
-    Variant,
+    Beliefs, CodeforcesParams, EloMmrParams, Population, Round, Standing, SystemParams,
+    TopcoderParams, Variant,
 };
 use mmr_service::replay::{input, InputFormat};
 use multi_skill::data_processing::Contest;
@@ -73,14 +73,14 @@ pub(crate) fn reference_contest(index: usize, round: &Round) -> Contest {
 
 /// The reference's `sig_limit` for our `beta` and `gamma`: it drifts by `s⁴ / (β² − s²)` per
 /// round, which equals `γ²` at the positive root of `s⁴ + γ² s² − γ² β² = 0`.
-pub(crate) fn reference_sig_limit(params: &Params) -> f64 {
+pub(crate) fn reference_sig_limit(params: &EloMmrParams) -> f64 {
     let (g2, b2) = (params.gamma * params.gamma, params.beta * params.beta);
     ((-g2 + (g2 * g2 + 4.0 * g2 * b2).sqrt()) / 2.0).sqrt()
 }
 
 /// Replays `rounds` through the engine and through the reference with `params` and returns
 /// the players compared and the largest differences in μ and in σ.
-fn largest_differences(params: Params, rounds: &[Round]) -> (usize, f64, f64) {
+fn largest_differences(params: EloMmrParams, rounds: &[Round]) -> (usize, f64, f64) {
     let variant = match params.variant {
         Variant::Logistic => EloMMRVariant::Logistic(params.rho),
         Variant::Gaussian => EloMMRVariant::Gaussian,
@@ -134,16 +134,16 @@ fn compare(
 
 /// Our parameters for a comparison: the defaults with the reference's unbounded history (the
 /// largest limit, more rounds than any player of the datasets has played).
-pub(crate) fn exact(variant: Variant, rho: f64) -> Params {
-    Params {
+pub(crate) fn exact(variant: Variant, rho: f64) -> EloMmrParams {
+    EloMmrParams {
         variant,
         rho,
         history_limit: MAX_HISTORY_LIMIT,
-        ..Params::default()
+        ..EloMmrParams::default()
     }
 }
 
-fn check(name: &str, limit: usize, params: Params) {
+fn check(name: &str, limit: usize, params: EloMmrParams) {
     let Some(rounds) = shared_rounds(name, limit) else {
         return;
     };

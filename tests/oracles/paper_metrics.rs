@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use mmr_service::engine::metrics::{round_metrics, Opponents};
-use mmr_service::engine::{Params, PlayerState, Round, Standing, SystemParams, SystemState};
+use mmr_service::engine::{EloMmrParams, EloMmrState, Round, Standing, SystemParams, SystemState};
 use mmr_service::replay::{self, InputFormat};
 use multi_skill::metrics::{pairwise_metric, percentile_distance_metric};
 use multi_skill::systems::{
@@ -46,7 +46,7 @@ proptest! {
         ),
     ) {
         // (rank, prior μ, counted) each; ratings from a small set so that equal ones happen.
-        let params = Params::default();
+        let params = EloMmrParams::default();
         let round = Round::new(
             entries
                 .iter()
@@ -56,7 +56,7 @@ proptest! {
         );
         let states: Vec<SystemState> = entries
             .iter()
-            .map(|&(_, mu, _)| SystemState::EloMmr(PlayerState { mu, ..PlayerState::new(&params) }))
+            .map(|&(_, mu, _)| SystemState::EloMmr(EloMmrState { mu, ..EloMmrState::new(&params) }))
             .collect();
         let priors: Vec<&SystemState> = states.iter().collect();
         let ours = round_metrics(

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use mmr_service::engine::{Beliefs, Params, Population, SystemParams, SystemState, Variant};
+use mmr_service::engine::{Beliefs, EloMmrParams, Population, SystemParams, SystemState, Variant};
 use mmr_service::storage::{Error, RoundOutcome, RoundStatus};
 
 use crate::storage_ext::StorageExt;
@@ -223,23 +223,23 @@ async fn beliefs_reload_exactly_when_factors_are_dropped(db: Db) {
     let pools = [
         (
             "limit",
-            Params {
+            EloMmrParams {
                 history_limit: 3,
-                ..Params::default()
+                ..EloMmrParams::default()
             },
         ),
         (
             "rho_inf",
-            Params {
+            EloMmrParams {
                 rho: f64::INFINITY,
-                ..Params::default()
+                ..EloMmrParams::default()
             },
         ),
         (
             "gaussian",
-            Params {
+            EloMmrParams {
                 variant: Variant::Gaussian,
-                ..Params::default()
+                ..EloMmrParams::default()
             },
         ),
     ];
@@ -446,9 +446,9 @@ async fn rounds_rated_under_other_leagues_than_those_stored_are_refused(db: Db) 
 /// r1's update. Committing them would silently undo it (issue 14): nothing in the rows written
 /// refuses them, only the applied count. B is refused, and after a reload rates r2 again.
 async fn a_round_rated_before_another_process_applied_one_is_refused_and_no_update_is_lost(db: Db) {
-    let gaussian = Params {
+    let gaussian = EloMmrParams {
         variant: Variant::Gaussian,
-        ..Params::default()
+        ..EloMmrParams::default()
     };
     db.storage
         .put_pool(POOL, &SystemParams::EloMmr(gaussian))

@@ -12,7 +12,9 @@
 use std::borrow::Cow;
 
 use mmr_service::display::{Anchor, DefaultOrder, Display};
-use mmr_service::engine::{Factor, Params, PlayerState, SystemParams, SystemState, Ties, Variant};
+use mmr_service::engine::{
+    EloMmrParams, EloMmrState, Factor, SystemParams, SystemState, Ties, Variant,
+};
 use mmr_service::storage;
 use serde_json::json;
 use sqlx::migrate::Migrator;
@@ -195,8 +197,8 @@ const INSERT_LEGACY_ROUND: &str = "
 
 /// Pools with parameters whose every bit matters (last digits, a subnormal, an infinite ρ),
 /// each with its rounds' statuses.
-fn legacy_pools() -> Vec<(String, Params, Vec<&'static str>)> {
-    let odd = Params {
+fn legacy_pools() -> Vec<(String, EloMmrParams, Vec<&'static str>)> {
+    let odd = EloMmrParams {
         variant: Variant::Gaussian,
         beta: 0.1 + 0.2,
         gamma: 1.0 / 3.0,
@@ -207,13 +209,13 @@ fn legacy_pools() -> Vec<(String, Params, Vec<&'static str>)> {
         history_limit: 7,
         ties: Ties::Split,
     };
-    let tiny_rho = Params {
+    let tiny_rho = EloMmrParams {
         rho: f64::MIN_POSITIVE,
         beta: 123_456.789_012_345_67,
-        ..Params::default()
+        ..EloMmrParams::default()
     };
     vec![
-        ("default".into(), Params::default(), vec![]),
+        ("default".into(), EloMmrParams::default(), vec![]),
         (
             "odd".into(),
             odd,
@@ -290,14 +292,14 @@ upgrade_test!(
 );
 
 /// Opens the database at `url` with every migration and checks each of `pools`.
-async fn check_pools_upgraded(url: &str, pools: &[(String, Params, Vec<&'static str>)]) {
+async fn check_pools_upgraded(url: &str, pools: &[(String, EloMmrParams, Vec<&'static str>)]) {
     let storage = storage::connect(url).await.expect("migrate");
     for (name, want, rounds) in pools {
         let info = storage.pool(name).await.expect("read").expect("kept");
         let SystemParams::EloMmr(got) = info.params else {
             panic!("{name}: an Elo-MMR pool");
         };
-        let floats = |p: &Params| {
+        let floats = |p: &EloMmrParams| {
             [
                 p.beta,
                 p.gamma,
@@ -334,7 +336,7 @@ fn legacy_seq(index: usize, round: i64) -> i64 {
 
 /// Players with beliefs of 0 to 6 factors, each with the JSON version 0001 stored: every
 /// factor at its current weight, no decay.
-fn legacy_players() -> Vec<(String, PlayerState, String)> {
+fn legacy_players() -> Vec<(String, EloMmrState, String)> {
     let mut rng = 0x2545_f491_4f6c_dd1d_u64;
     let mut next = move || {
         // Doubles of every magnitude a belief holds, with random mantissas: the last digit of
@@ -355,7 +357,7 @@ fn legacy_players() -> Vec<(String, PlayerState, String)> {
                     log_decay: 0.0,
                 })
                 .collect();
-            let state = PlayerState {
+            let state = EloMmrState {
                 mu: next(),
                 sigma: next(),
                 p0: next(),
@@ -384,7 +386,7 @@ fn legacy_players() -> Vec<(String, PlayerState, String)> {
 
 /// Opens the database at `url` with every migration and checks that each of `players` loads
 /// with exactly the belief it was stored with.
-async fn check_upgraded(url: &str, players: &[(String, PlayerState, String)]) {
+async fn check_upgraded(url: &str, players: &[(String, EloMmrState, String)]) {
     let storage = storage::connect(url).await.expect("migrate");
     let stored = storage.load_players(POOL).await.expect("load");
     storage.close().await;
@@ -426,7 +428,7 @@ async fn check_upgraded(url: &str, players: &[(String, PlayerState, String)]) {
 
 /// Opens the database at `url`: the service refuses to start, and the factors of `players`
 /// are all still in their table, which the refused migration would have dropped.
-async fn check_refused(url: &str, players: &[(String, PlayerState, String)]) {
+async fn check_refused(url: &str, players: &[(String, EloMmrState, String)]) {
     let refused = storage::connect(url).await;
     assert!(refused.is_err(), "the upgrade ran");
     let stored = execute_raw(url, "SELECT count(*) FROM factors").await;
@@ -438,7 +440,7 @@ async fn check_refused(url: &str, players: &[(String, PlayerState, String)]) {
 }
 
 /// Every float of a belief, as bits.
-fn bits(state: &PlayerState) -> Vec<u64> {
+fn bits(state: &EloMmrState) -> Vec<u64> {
     let mut all = vec![state.mu, state.sigma, state.p0, state.w0, state.log_decay];
     for f in &state.factors {
         all.extend([f.perf, f.weight, f.beta, f.log_decay]);

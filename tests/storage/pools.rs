@@ -1,6 +1,6 @@
 //! Pools: creation, reads with counts, and when their parameters may change.
 
-use mmr_service::engine::{Params, SystemParams, Ties, Variant};
+use mmr_service::engine::{EloMmrParams, SystemParams, Ties, Variant};
 use mmr_service::storage::{Error, PoolWrite};
 
 use crate::storage_ext::StorageExt;
@@ -17,7 +17,7 @@ backend_tests!(
 
 /// Parameters with every field away from its default, and an infinite `rho`.
 fn unusual_params() -> SystemParams {
-    SystemParams::EloMmr(Params {
+    SystemParams::EloMmr(EloMmrParams {
         variant: Variant::Gaussian,
         beta: 0.1 + 0.2,
         gamma: 1.0 / 3.0,
@@ -71,9 +71,9 @@ async fn a_pool_without_rounds_can_change_its_parameters(db: Db) {
 
 async fn a_pool_with_queued_or_applied_rounds_refuses_a_parameter_change(db: Db) {
     create_pool(&db).await;
-    let changed = SystemParams::EloMmr(Params {
+    let changed = SystemParams::EloMmr(EloMmrParams {
         beta: 300.0,
-        ..Params::default()
+        ..EloMmrParams::default()
     });
     enqueue(&db, "r1", &["a", "b"]).await;
     match db.storage.put_pool(POOL, &changed).await {

@@ -1,7 +1,7 @@
 //! Reads: player states bit for bit, round status and results, history pages, queue depth.
 
 use mmr_service::display::{LeagueMove, Placement};
-use mmr_service::engine::{Factor, PlayerState, Rating, RatingChange, SystemState};
+use mmr_service::engine::{EloMmrState, Factor, Rating, RatingChange, SystemState};
 use mmr_service::storage::{AppliedEntrant, AppliedRound, ResultsPage, RoundOutcome, RoundStatus};
 
 use crate::storage_ext::StorageExt;
@@ -44,11 +44,11 @@ async fn player_states_round_trip_bit_for_bit(db: Db) {
     const ROUNDS: usize = 6;
     create_pool(&db).await;
     let mut doubles = Doubles(0x9e37_79b9_7f4a_7c15);
-    let mut states: Vec<PlayerState> = (0..PLAYERS)
-        .map(|i| PlayerState {
+    let mut states: Vec<EloMmrState> = (0..PLAYERS)
+        .map(|i| EloMmrState {
             rounds: 0,
             last_time: (i % 2 == 0).then_some(-(i as i64) * 1_000_003),
-            ..PlayerState::new(&Default::default())
+            ..EloMmrState::new(&Default::default())
         })
         .collect();
     let players: Vec<String> = (0..PLAYERS).map(|i| format!("p{i:02}")).collect();
@@ -191,7 +191,7 @@ async fn assert_results_stored(db: &Db, id: &str, applied: &AppliedRound) {
 }
 
 /// Every float of a state, as bits.
-fn bits(state: &PlayerState) -> Vec<u64> {
+fn bits(state: &EloMmrState) -> Vec<u64> {
     let mut all = vec![state.mu, state.sigma, state.p0, state.w0, state.log_decay];
     for factor in &state.factors {
         all.extend([factor.perf, factor.weight, factor.beta, factor.log_decay]);

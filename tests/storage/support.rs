@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::storage_ext::StorageExt;
 use mmr_service::display::LeagueMove;
-use mmr_service::engine::{Beliefs, Params, Population, Round, Standing, SystemParams};
+use mmr_service::engine::{Beliefs, EloMmrParams, Population, Round, Standing, SystemParams};
 use mmr_service::storage::{self, AppliedEntrant, AppliedRound, ResultsPage, RoundRecord, Storage};
 use sqlx::Connection;
 
@@ -68,7 +68,7 @@ where
 
 /// The default parameters, with which the fixtures' pools are created.
 pub fn params() -> SystemParams {
-    SystemParams::EloMmr(Params::default())
+    SystemParams::EloMmr(EloMmrParams::default())
 }
 
 /// Creates the test pool with default parameters.

@@ -262,11 +262,11 @@ fn check_entrants<E: AsRef<[S]>, S: AsRef<str>>(entrants: &[E]) -> Result<(), Er
 mod tests {
     use proptest::prelude::*;
 
-    use super::super::super::params::Params;
     use super::super::super::population::Population;
     use super::super::super::round::{Round, Standing};
     use super::super::match_quality_two;
     use super::*;
+    use crate::elo_mmr::params::EloMmrParams;
 
     /// Every figure.
     const ALL: Figures = Figures {
@@ -282,7 +282,7 @@ mod tests {
 
     /// A pool where `alice` beat `bob` once; nobody else has played.
     fn pool() -> Population {
-        let mut population = match Population::new(Params::default()) {
+        let mut population = match Population::new(EloMmrParams::default()) {
             Ok(p) => p,
             Err(e) => panic!("default parameters refused: {e}"),
         };
@@ -411,7 +411,7 @@ mod tests {
             prop_assert!((p_sum - 1.0).abs() < AGREEMENT);
             prop_assert!((rank_sum - 6.0).abs() < 1e-9);
             prop_assert!(f.quality > 0.0 && f.quality <= 1.0);
-            let beta2 = Params::default().beta.powi(2);
+            let beta2 = EloMmrParams::default().beta.powi(2);
             prop_assert!(f.entrants[0].variance > split as f64 * beta2);
         }
     }
@@ -422,7 +422,7 @@ mod tests {
             mus in prop::collection::vec(1000.0f64..2000.0, 3..9),
             teamed in any::<bool>(),
         ) {
-            let system = SystemParams::EloMmr(Params::default());
+            let system = SystemParams::EloMmr(EloMmrParams::default());
             let newcomer = system.newcomer();
             let states: Vec<SystemState> = mus
                 .iter()

@@ -13,9 +13,9 @@ mod placing;
 mod quadrature;
 mod quality;
 
-use super::normal;
 use super::system::Model;
 use super::LOGISTIC_SCALE;
+use crate::maths::normal;
 
 pub use forecast::{
     expected_places, forecast, head_to_head, resolve, EntrantForecast, Figures, Forecast,

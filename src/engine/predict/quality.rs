@@ -110,20 +110,20 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::{EloMmr, Params, PlayerState, RatingSystem};
+    use crate::{EloMmr, EloMmrParams, EloMmrState, RatingSystem};
 
     /// Agreement expected between two evaluations of the same quality.
     const AGREEMENT: f64 = 1e-12;
 
-    fn player(mu: f64, sigma: f64) -> PlayerState {
-        let mut state = PlayerState::new(&Params::default());
+    fn player(mu: f64, sigma: f64) -> EloMmrState {
+        let mut state = EloMmrState::new(&EloMmrParams::default());
         state.mu = mu;
         state.sigma = sigma;
         state
     }
 
     /// Sides of one to four players with ratings near each other and realistic uncertainties.
-    fn sides(counts: std::ops::Range<usize>) -> impl Strategy<Value = Vec<Vec<PlayerState>>> {
+    fn sides(counts: std::ops::Range<usize>) -> impl Strategy<Value = Vec<Vec<EloMmrState>>> {
         prop::collection::vec(
             prop::collection::vec((1_000.0..2_000.0f64, 30.0..400.0f64), 1..5),
             counts,
@@ -137,17 +137,17 @@ mod tests {
     }
 
     /// Each side's performance in a pool with the default parameters.
-    fn performances(sides: &[Vec<PlayerState>]) -> Vec<Performance> {
+    fn performances(sides: &[Vec<EloMmrState>]) -> Vec<Performance> {
         sides
             .iter()
             .map(|side| {
-                let members: Vec<&PlayerState> = side.iter().collect();
-                EloMmr::performance(&Params::default(), &members)
+                let members: Vec<&EloMmrState> = side.iter().collect();
+                EloMmr::performance(&EloMmrParams::default(), &members)
             })
             .collect()
     }
 
-    fn quality(sides: &[Vec<PlayerState>]) -> f64 {
+    fn quality(sides: &[Vec<EloMmrState>]) -> f64 {
         match match_quality(&performances(sides)) {
             Ok(q) => q,
             Err(e) => panic!("valid sides refused: {e}"),
@@ -158,7 +158,7 @@ mod tests {
     fn two_equal_newcomers_have_the_quality_of_the_formula_worked_by_hand() {
         // c² = 2·200² + 2·350² = 325 000, and equal ratings leave only sqrt(2·200² / c²).
         const BY_HAND: f64 = 0.496_138_938_356_833_8;
-        let newcomer = PlayerState::new(&Params::default());
+        let newcomer = EloMmrState::new(&EloMmrParams::default());
         let sides = performances(&[vec![newcomer.clone()], vec![newcomer]]);
         let two = match_quality_two(&sides[0], &sides[1]);
         assert!((two - BY_HAND).abs() < AGREEMENT, "{two}");
@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn fewer_than_two_sides_are_refused() {
-        let one = performances(&[vec![PlayerState::new(&Params::default())]]);
+        let one = performances(&[vec![EloMmrState::new(&EloMmrParams::default())]]);
         for sides in [&[][..], &one] {
             let error = match_quality(sides).err();
             assert_eq!(
@@ -224,7 +224,7 @@ mod tests {
 
         #[test]
         fn the_order_of_the_sides_does_not_change_quality(sides in sides(2..7)) {
-            let reversed: Vec<Vec<PlayerState>> = sides.iter().rev().cloned().collect();
+            let reversed: Vec<Vec<EloMmrState>> = sides.iter().rev().cloned().collect();
             let (q, r) = (quality(&sides), quality(&reversed));
             prop_assert!((q - r).abs() <= AGREEMENT * q.max(r), "{} vs {}", q, r);
         }
@@ -234,7 +234,7 @@ mod tests {
             sides in sides(2..6),
             shift in -1e4..1e4f64,
         ) {
-            let solo: Vec<Vec<PlayerState>> = sides.iter().map(|s| vec![s[0].clone()]).collect();
+            let solo: Vec<Vec<EloMmrState>> = sides.iter().map(|s| vec![s[0].clone()]).collect();
             let mut shifted = solo.clone();
             for p in shifted.iter_mut().flatten() {
                 p.mu += shift;

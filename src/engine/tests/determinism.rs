@@ -4,7 +4,7 @@
 //! parallel sum is split into several chunks and performances come from interpolants.
 
 use mmr_engine::{
-    rate_round, rate_round_owned, Factor, Params, PlayerState, Rated, Round, Standing,
+    rate_round, rate_round_owned, EloMmrParams, EloMmrState, Factor, Rated, Round, Standing,
 };
 use proptest::prelude::*;
 
@@ -13,11 +13,11 @@ use crate::support::{RoundSpec, DAY};
 
 /// A round of `n` players with spread-out priors (800 to 3600, σ 60 to 350, up to 8 logistic
 /// factors each), ties about one rank in four, and every seventh player on a team of three.
-fn synthetic_round(params: &Params, n: usize, seed: u64) -> (Round, Vec<PlayerState>) {
+fn synthetic_round(params: &EloMmrParams, n: usize, seed: u64) -> (Round, Vec<EloMmrState>) {
     let mut rng = Lcg(seed);
     let priors = (0..n)
         .map(|_| {
-            let mut state = PlayerState::new(params);
+            let mut state = EloMmrState::new(params);
             state.mu = 800.0 + 2800.0 * rng.unit();
             state.sigma = 60.0 + 290.0 * rng.unit();
             let history = rng.below(9);
@@ -58,21 +58,21 @@ fn synthetic_round(params: &Params, n: usize, seed: u64) -> (Round, Vec<PlayerSt
 
 fn rate_with_threads(
     threads: usize,
-    params: &Params,
+    params: &EloMmrParams,
     round: &Round,
-    priors: &[PlayerState],
-) -> Vec<Rated<PlayerState>> {
+    priors: &[EloMmrState],
+) -> Vec<Rated<EloMmrState>> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
         .expect("a local thread pool");
-    let refs: Vec<&PlayerState> = priors.iter().collect();
+    let refs: Vec<&EloMmrState> = priors.iter().collect();
     pool.install(|| rate_round(params, round, &refs).expect("a valid round"))
 }
 
 fn assert_identical(
-    a: &[Rated<PlayerState>],
-    b: &[Rated<PlayerState>],
+    a: &[Rated<EloMmrState>],
+    b: &[Rated<EloMmrState>],
     what: &str,
 ) -> Result<(), TestCaseError> {
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
@@ -114,7 +114,7 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let (round, priors) = synthetic_round(&params, n, seed);
-        let refs: Vec<&PlayerState> = priors.iter().collect();
+        let refs: Vec<&EloMmrState> = priors.iter().collect();
         let listed = rate_round(&params, &round, &refs).expect("a valid round");
         let order = shuffled_order(n, seed);
         let (shuffled, shuffled_refs) = reorder(&round, &refs, &order);
@@ -124,7 +124,7 @@ proptest! {
 }
 
 /// A pool and one round among them, with ties, teams, a weight and a ceiling.
-fn listed_round() -> impl Strategy<Value = (Params, Vec<PriorSpec>, RoundSpec, u64)> {
+fn listed_round() -> impl Strategy<Value = (EloMmrParams, Vec<PriorSpec>, RoundSpec, u64)> {
     (any_params(), 2..400usize).prop_flat_map(|(params, pool)| {
         (
             Just(params),
@@ -145,9 +145,9 @@ fn shuffled_order(n: usize, seed: u64) -> Vec<usize> {
 /// `order[i]`-th of `round`.
 fn reorder<'a>(
     round: &Round,
-    priors: &[&'a PlayerState],
+    priors: &[&'a EloMmrState],
     order: &[usize],
-) -> (Round, Vec<&'a PlayerState>) {
+) -> (Round, Vec<&'a EloMmrState>) {
     let shuffled = Round {
         standings: order.iter().map(|&k| round.standings[k].clone()).collect(),
         ..round.clone()
@@ -157,10 +157,10 @@ fn reorder<'a>(
 
 /// Results of a reordered round put back in the original listing order.
 fn back_in_listed_order(
-    rated: Vec<Rated<PlayerState>>,
+    rated: Vec<Rated<EloMmrState>>,
     order: &[usize],
-) -> Vec<Rated<PlayerState>> {
-    let mut back: Vec<Option<Rated<PlayerState>>> = vec![None; order.len()];
+) -> Vec<Rated<EloMmrState>> {
+    let mut back: Vec<Option<Rated<EloMmrState>>> = vec![None; order.len()];
     for (&k, r) in order.iter().zip(rated) {
         back[k] = Some(r);
     }
@@ -177,9 +177,9 @@ proptest! {
         (params, specs, spec, seed) in listed_round(),
     ) {
         let (round, playing) = build_round(&spec, Some(5 * DAY));
-        let states: Vec<PlayerState> =
+        let states: Vec<EloMmrState> =
             playing.iter().map(|&i| belief(&params, &specs[i])).collect();
-        let refs: Vec<&PlayerState> = states.iter().collect();
+        let refs: Vec<&EloMmrState> = states.iter().collect();
         let listed = rate_round(&params, &round, &refs).expect("a valid round");
         let order = shuffled_order(playing.len(), seed);
         let (shuffled, shuffled_refs) = reorder(&round, &refs, &order);
@@ -198,9 +198,9 @@ proptest! {
         (params, specs, spec, _) in listed_round(),
     ) {
         let (round, playing) = build_round(&spec, Some(5 * DAY));
-        let states: Vec<PlayerState> =
+        let states: Vec<EloMmrState> =
             playing.iter().map(|&i| belief(&params, &specs[i])).collect();
-        let refs: Vec<&PlayerState> = states.iter().collect();
+        let refs: Vec<&EloMmrState> = states.iter().collect();
         let lent = rate_round(&params, &round, &refs).expect("a valid round");
         let given = rate_round_owned(&params, &round, states.clone())
             .map_err(|(error, _)| error)

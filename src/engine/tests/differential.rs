@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use mmr_engine::{rate_round, Params, PlayerState, Variant};
+use mmr_engine::{rate_round, EloMmrParams, EloMmrState, Variant};
 use proptest::prelude::*;
 
 use crate::reference::{self, Belief};
@@ -17,7 +17,9 @@ use crate::support::{RoundSpec, DAY};
 const TOLERANCE: f64 = 1e-6;
 
 /// A pool of players and a few rounds among them.
-fn history(variant: Variant) -> impl Strategy<Value = (Params, Vec<PriorSpec>, Vec<RoundSpec>)> {
+fn history(
+    variant: Variant,
+) -> impl Strategy<Value = (EloMmrParams, Vec<PriorSpec>, Vec<RoundSpec>)> {
     (params_of(variant), 2..130usize).prop_flat_map(|(params, pool)| {
         (
             Just(params),
@@ -29,8 +31,12 @@ fn history(variant: Variant) -> impl Strategy<Value = (Params, Vec<PriorSpec>, V
 
 /// Plays `rounds` through the engine and through the transcription side by side and checks
 /// every participant of every round.
-fn agree(params: &Params, priors: &[PriorSpec], rounds: &[RoundSpec]) -> Result<(), TestCaseError> {
-    let mut engine: HashMap<String, PlayerState> = priors
+fn agree(
+    params: &EloMmrParams,
+    priors: &[PriorSpec],
+    rounds: &[RoundSpec],
+) -> Result<(), TestCaseError> {
+    let mut engine: HashMap<String, EloMmrState> = priors
         .iter()
         .enumerate()
         .map(|(i, spec)| (name(i), belief(params, spec)))
@@ -44,7 +50,7 @@ fn agree(params: &Params, priors: &[PriorSpec], rounds: &[RoundSpec]) -> Result<
         day += spec.days;
         let (round, _) = build_round(spec, Some(day * DAY));
         let ids: Vec<&String> = round.standings.iter().map(|s| &s.player).collect();
-        let engine_priors: Vec<&PlayerState> = ids.iter().map(|id| &engine[*id]).collect();
+        let engine_priors: Vec<&EloMmrState> = ids.iter().map(|id| &engine[*id]).collect();
         let plain_priors: Vec<Belief> = ids.iter().map(|id| plain[*id].clone()).collect();
         let rated = rate_round(params, &round, &engine_priors).expect("a valid round");
         let expected = reference::rate(params, &round, &plain_priors);

@@ -2,7 +2,7 @@
 //! logistic factors, for every ρ from 0 to ∞ and both variants: it keeps μ, adds exactly `g²`
 //! to σ², two diffusions equal one of the summed variance, and no drift changes nothing.
 
-use mmr_engine::{Params, PlayerState, Variant};
+use mmr_engine::{EloMmrParams, EloMmrState, Variant};
 use proptest::prelude::*;
 
 use crate::support::{any_params, belief, prior_spec, PriorSpec};
@@ -14,11 +14,11 @@ fn close(a: f64, b: f64, scale: f64) -> bool {
     (a - b).abs() <= RELATIVE * scale.abs().max(a.abs()).max(b.abs())
 }
 
-fn total_weight(state: &PlayerState) -> f64 {
+fn total_weight(state: &EloMmrState) -> f64 {
     state.w0 + state.factors.iter().map(|f| state.weight(f)).sum::<f64>()
 }
 
-fn diffuse(state: &PlayerState, params: &Params, g2: f64) -> PlayerState {
+fn diffuse(state: &EloMmrState, params: &EloMmrParams, g2: f64) -> EloMmrState {
     state.diffused(g2, params.rho, params.variant)
 }
 
@@ -113,7 +113,7 @@ proptest! {
 }
 
 /// `L'(x)` of `MATH.md` step 4 for the belief `state`.
-fn posterior_slope(state: &PlayerState, x: f64) -> f64 {
+fn posterior_slope(state: &EloMmrState, x: f64) -> f64 {
     let scale = 3f64.sqrt() / std::f64::consts::PI;
     state.w0 * (x - state.p0)
         + state
@@ -129,7 +129,7 @@ fn posterior_slope(state: &PlayerState, x: f64) -> f64 {
 
 #[test]
 fn a_newcomer_diffused_by_gamma_squared_has_the_textbook_uncertainty() {
-    let params = Params::default();
+    let params = EloMmrParams::default();
     let newcomer = belief(
         &params,
         &PriorSpec {

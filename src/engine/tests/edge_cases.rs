@@ -7,14 +7,14 @@
 use std::time::Instant;
 
 use mmr_engine::{
-    rate_round, Beliefs, Factor, Params, PlayerState, Population, Rated, Round, Standing,
+    rate_round, Beliefs, EloMmrParams, EloMmrState, Factor, Population, Rated, Round, Standing,
     SystemState, Ties, Variant,
 };
 
 use crate::support::Lcg;
 
 /// Every number of a rated participant is finite, and σ is positive.
-fn assert_finite(rated: &Rated<PlayerState>, who: &str) {
+fn assert_finite(rated: &Rated<EloMmrState>, who: &str) {
     let state = &rated.state;
     let numbers = [rated.performance, state.mu, state.sigma, state.p0, state.w0];
     assert!(
@@ -30,7 +30,7 @@ fn assert_finite(rated: &Rated<PlayerState>, who: &str) {
     );
 }
 
-fn all_systems() -> Vec<Params> {
+fn all_systems() -> Vec<EloMmrParams> {
     let mut systems = Vec::new();
     for (variant, rho) in [
         (Variant::Logistic, 1.0),
@@ -39,19 +39,19 @@ fn all_systems() -> Vec<Params> {
         (Variant::Gaussian, 1.0),
     ] {
         for ties in [Ties::Both, Ties::Split] {
-            systems.push(Params {
+            systems.push(EloMmrParams {
                 variant,
                 rho,
                 ties,
-                ..Params::default()
+                ..EloMmrParams::default()
             });
         }
     }
     systems
 }
 
-fn player(params: &Params, mu: f64, sigma: f64) -> PlayerState {
-    let mut state = PlayerState::new(params);
+fn player(params: &EloMmrParams, mu: f64, sigma: f64) -> EloMmrState {
+    let mut state = EloMmrState::new(params);
     state.mu = mu;
     state.p0 = mu;
     state.sigma = sigma;
@@ -65,7 +65,7 @@ fn ratings_of_plus_and_minus_a_million_stay_finite_and_move_the_right_way() {
         let top = player(&params, 1e6, 80.0);
         let bottom = player(&params, -1e6, 80.0);
         let middle = player(&params, 0.0, 300.0);
-        let newcomer = PlayerState::new(&params);
+        let newcomer = EloMmrState::new(&params);
         // The most surprising order possible: the lowest rated wins, the highest comes last.
         let round = Round::new(vec![
             Standing::solo("bottom", 1),
@@ -92,11 +92,11 @@ fn ratings_of_plus_and_minus_a_million_stay_finite_and_move_the_right_way() {
 #[test]
 fn a_pool_starting_at_a_million_rates_like_one_starting_at_1500_shifted() {
     for params in all_systems() {
-        let high = Params {
+        let high = EloMmrParams {
             mu_init: 1e6,
             ..params
         };
-        let low = Params {
+        let low = EloMmrParams {
             mu_init: -1e6,
             ..params
         };
@@ -120,8 +120,8 @@ fn a_pool_starting_at_a_million_rates_like_one_starting_at_1500_shifted() {
     }
 }
 
-fn rate_with_newcomers(params: &Params, round: &Round) -> Vec<Rated<PlayerState>> {
-    let newcomer = PlayerState::new(params);
+fn rate_with_newcomers(params: &EloMmrParams, round: &Round) -> Vec<Rated<EloMmrState>> {
+    let newcomer = EloMmrState::new(params);
     let priors = vec![&newcomer; round.standings.len()];
     rate_round(params, round, &priors).expect("a valid round")
 }
@@ -131,7 +131,7 @@ fn a_round_where_everyone_ties_credits_one_performance_and_pulls_ratings_toward_
     let n = 1_000;
     for params in all_systems() {
         let mut rng = Lcg(17);
-        let priors: Vec<PlayerState> = (0..n)
+        let priors: Vec<EloMmrState> = (0..n)
             .map(|_| {
                 player(
                     &params,
@@ -140,7 +140,7 @@ fn a_round_where_everyone_ties_credits_one_performance_and_pulls_ratings_toward_
                 )
             })
             .collect();
-        let refs: Vec<&PlayerState> = priors.iter().collect();
+        let refs: Vec<&EloMmrState> = priors.iter().collect();
         let round = Round::new((0..n).map(|i| Standing::solo(format!("p{i}"), 7)).collect());
         let rated = rate_round(&params, &round, &refs).expect("a valid round");
         let shared = rated[0].performance;
@@ -186,9 +186,9 @@ fn newcomers_who_all_tie_keep_their_rating() {
 
 /// A round of `n` players finishing in a random order: newcomers all, or with priors spread
 /// over 800..3600 (σ 60 to 350).
-fn large_round(params: &Params, n: usize, spread: bool) -> (Round, Vec<PlayerState>) {
+fn large_round(params: &EloMmrParams, n: usize, spread: bool) -> (Round, Vec<EloMmrState>) {
     let mut rng = Lcg(n as u64);
-    let priors: Vec<PlayerState> = (0..n)
+    let priors: Vec<EloMmrState> = (0..n)
         .map(|_| {
             if spread {
                 player(
@@ -197,7 +197,7 @@ fn large_round(params: &Params, n: usize, spread: bool) -> (Round, Vec<PlayerSta
                     60.0 + 290.0 * rng.unit(),
                 )
             } else {
-                PlayerState::new(params)
+                EloMmrState::new(params)
             }
         })
         .collect();
@@ -213,9 +213,9 @@ fn large_round(params: &Params, n: usize, spread: bool) -> (Round, Vec<PlayerSta
 
 /// Rates a round of `n` and checks every result is finite and performances fall with rank.
 fn rate_large_round(n: usize, spread: bool) {
-    let params = Params::default();
+    let params = EloMmrParams::default();
     let (round, priors) = large_round(&params, n, spread);
-    let refs: Vec<&PlayerState> = priors.iter().collect();
+    let refs: Vec<&EloMmrState> = priors.iter().collect();
     let started = Instant::now();
     let rated = rate_round(&params, &round, &refs).expect("a valid round");
     println!(
@@ -223,7 +223,7 @@ fn rate_large_round(n: usize, spread: bool) {
         if spread { "spread priors" } else { "newcomers" },
         started.elapsed()
     );
-    let mut by_rank: Vec<(u64, &Rated<PlayerState>)> =
+    let mut by_rank: Vec<(u64, &Rated<EloMmrState>)> =
         round.standings.iter().map(|s| s.rank).zip(&rated).collect();
     by_rank.sort_by_key(|&(rank, _)| rank);
     for pair in by_rank.windows(2) {
@@ -261,7 +261,7 @@ fn a_round_of_a_million_spread_entrants_gets_finite_performances_in_rank_order()
 
 #[test]
 fn a_player_with_ten_thousand_rounds_keeps_a_bounded_finite_belief() {
-    let params = Params::default();
+    let params = EloMmrParams::default();
     let mut population = Population::new(params).expect("default parameters");
     let mut rng = Lcg(10_000);
     let mut sigma_halfway = 0.0;
@@ -299,9 +299,9 @@ fn a_player_with_ten_thousand_rounds_keeps_a_bounded_finite_belief() {
 
 #[test]
 fn a_belief_remembering_ten_thousand_rounds_is_rated_finitely() {
-    let params = Params {
+    let params = EloMmrParams {
         history_limit: 20_000,
-        ..Params::default()
+        ..EloMmrParams::default()
     };
     let mut rng = Lcg(7);
     let mut veteran = player(&params, 2100.0, 40.0);
@@ -316,7 +316,7 @@ fn a_belief_remembering_ten_thousand_rounds_is_rated_finitely() {
         .collect();
     veteran.w0 = 0.5 / (40.0 * 40.0);
     veteran.rounds = 10_000;
-    let newcomer = PlayerState::new(&params);
+    let newcomer = EloMmrState::new(&params);
     let round = Round::new(vec![
         Standing::solo("newcomer", 1),
         Standing::solo("veteran", 2),

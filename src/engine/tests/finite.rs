@@ -7,7 +7,7 @@
 //! its series and its means are measured from the round's origin; what is left to refuse is a
 //! round between teams of other sizes whose sums stand beyond the digits of double precision.
 
-use mmr_engine::params::{MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
+use mmr_engine::bounds::{MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 use mmr_engine::{
     Error, Population, Round, Standing, SystemParams, TrueSkillParams, WengLinModel, WengLinParams,
 };

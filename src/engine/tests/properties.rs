@@ -4,7 +4,7 @@
 //! compatibility (Theorem 5.5), memoryless monotonicity of Elo-MMχ and Elo-MMR(∞)
 //! (Theorem 5.6), the robustness bounds (Theorem 5.7) and translation invariance.
 
-use mmr_engine::{rate_round, Params, PlayerState, Round, Variant};
+use mmr_engine::{rate_round, EloMmrParams, EloMmrState, Round, Variant};
 use proptest::prelude::*;
 
 use crate::support::{
@@ -26,7 +26,7 @@ const EXTREME: f64 = 1e7;
 /// A pool of players with their priors and one round among them, played alone (the theorems
 /// are about individual players) and without a performance ceiling (which clamps equal
 /// players together).
-fn solo_round(max_pool: usize) -> impl Strategy<Value = (Params, Vec<PriorSpec>, RoundSpec)> {
+fn solo_round(max_pool: usize) -> impl Strategy<Value = (EloMmrParams, Vec<PriorSpec>, RoundSpec)> {
     (any_params(), 2..max_pool).prop_flat_map(|(params, pool)| {
         (
             Just(params),
@@ -42,12 +42,12 @@ fn solo_round(max_pool: usize) -> impl Strategy<Value = (Params, Vec<PriorSpec>,
 /// Rates `round`, whose standings are the pool players `playing`, from their beliefs in
 /// `states`; returns each standing's performance and new belief.
 fn rate_pool(
-    params: &Params,
+    params: &EloMmrParams,
     round: &Round,
     playing: &[usize],
-    states: &[PlayerState],
-) -> Vec<(f64, PlayerState)> {
-    let priors: Vec<&PlayerState> = playing.iter().map(|&i| &states[i]).collect();
+    states: &[EloMmrState],
+) -> Vec<(f64, EloMmrState)> {
+    let priors: Vec<&EloMmrState> = playing.iter().map(|&i| &states[i]).collect();
     rate_round(params, round, &priors)
         .expect("a valid round")
         .into_iter()
@@ -55,7 +55,7 @@ fn rate_pool(
         .collect()
 }
 
-fn beliefs(params: &Params, specs: &[PriorSpec]) -> Vec<PlayerState> {
+fn beliefs(params: &EloMmrParams, specs: &[PriorSpec]) -> Vec<EloMmrState> {
     specs.iter().map(|spec| belief(params, spec)).collect()
 }
 
@@ -133,7 +133,7 @@ proptest! {
 /// 0's rank in, and by how many places.
 fn incentive_history() -> impl Strategy<
     Value = (
-        Params,
+        EloMmrParams,
         Vec<PriorSpec>,
         Vec<RoundSpec>,
         prop::sample::Index,
@@ -162,14 +162,14 @@ fn incentive_history() -> impl Strategy<
 /// recorded `others` (the theorem holds other players' ratings fixed) and player 0 starts from
 /// `me`.
 fn my_path(
-    params: &Params,
-    rounds: &[(Round, Vec<usize>, Vec<PlayerState>)],
-    mut me: PlayerState,
-) -> Vec<(f64, PlayerState)> {
+    params: &EloMmrParams,
+    rounds: &[(Round, Vec<usize>, Vec<EloMmrState>)],
+    mut me: EloMmrState,
+) -> Vec<(f64, EloMmrState)> {
     rounds
         .iter()
         .map(|(round, _, others)| {
-            let mut priors: Vec<&PlayerState> = others.iter().collect();
+            let mut priors: Vec<&EloMmrState> = others.iter().collect();
             // Player 0 is the lowest index, so always the first standing.
             priors[0] = &me;
             let rated = rate_round(params, round, &priors).expect("a valid round");
@@ -196,7 +196,7 @@ proptest! {
         for spec in &specs_of_rounds {
             day += spec.days;
             let (round, playing) = build_round(spec, Some(day * DAY));
-            let priors: Vec<PlayerState> = playing.iter().map(|&i| states[i].clone()).collect();
+            let priors: Vec<EloMmrState> = playing.iter().map(|&i| states[i].clone()).collect();
             let rated = rate_pool(&params, &round, &playing, &states);
             for (&i, (_, state)) in playing.iter().zip(rated) {
                 states[i] = state;
@@ -230,10 +230,10 @@ proptest! {
 }
 
 /// Parameters of a memoryless system: Elo-MMχ or Elo-MMR(∞).
-fn memoryless_params() -> impl Strategy<Value = Params> {
+fn memoryless_params() -> impl Strategy<Value = EloMmrParams> {
     prop_oneof![
         params_of(Variant::Gaussian),
-        params_of(Variant::Logistic).prop_map(|params| Params {
+        params_of(Variant::Logistic).prop_map(|params| EloMmrParams {
             rho: f64::INFINITY,
             ..params
         }),
@@ -289,7 +289,7 @@ proptest! {
         ordinary in -4000.0..4000.0f64,
         up in any::<bool>(),
     ) {
-        let params = Params { history_limit: 500, ..params };
+        let params = EloMmrParams { history_limit: 500, ..params };
         let before = belief(&params, &spec).diffused(g2, params.rho, params.variant);
         let factor_weight: f64 = before.factors.iter().map(|f| f.weight).sum();
         let unit = inverse_logistic_scale() / beta;
@@ -319,7 +319,8 @@ proptest! {
 /// A pool, some of whom are newcomers, and a few rounds among them. Players play alone:
 /// a team is rated on the sum of its members' ratings (paper §3.3), so shifting every rating
 /// by `c` shifts a team of `k` by `k·c`, and mixed team sizes are not translation invariant.
-fn translation_history() -> impl Strategy<Value = (Params, Vec<PriorSpec>, Vec<RoundSpec>, f64)> {
+fn translation_history(
+) -> impl Strategy<Value = (EloMmrParams, Vec<PriorSpec>, Vec<RoundSpec>, f64)> {
     (any_params(), 2..100usize).prop_flat_map(|(params, pool)| {
         (
             Just(params),
@@ -339,15 +340,15 @@ proptest! {
     fn shifting_every_rating_and_performance_by_c_shifts_every_result_by_c(
         (params, specs, specs_of_rounds, c) in translation_history(),
     ) {
-        let moved_params = Params { mu_init: params.mu_init + c, ..params };
+        let moved_params = EloMmrParams { mu_init: params.mu_init + c, ..params };
         // Every third player is a newcomer, to shift through `mu_init` too.
-        let start = |p: &Params, shift: f64| -> Vec<PlayerState> {
+        let start = |p: &EloMmrParams, shift: f64| -> Vec<EloMmrState> {
             specs
                 .iter()
                 .enumerate()
                 .map(|(i, spec)| {
                     if i % 3 == 2 {
-                        PlayerState::new(p)
+                        EloMmrState::new(p)
                     } else {
                         shifted(&belief(&params, spec), shift)
                     }

@@ -7,7 +7,7 @@
 
 use std::f64::consts::{PI, SQRT_2};
 
-use mmr_engine::{Params, PlayerState, Round, Ties, Variant};
+use mmr_engine::{EloMmrParams, EloMmrState, Round, Ties, Variant};
 
 /// Seconds in a day, for `drift_per_day`.
 const SECONDS_PER_DAY: f64 = 86_400.0;
@@ -33,8 +33,8 @@ pub struct Belief {
     pub last_time: Option<i64>,
 }
 
-impl From<&PlayerState> for Belief {
-    fn from(state: &PlayerState) -> Self {
+impl From<&EloMmrState> for Belief {
+    fn from(state: &EloMmrState) -> Self {
         Self {
             mu: state.mu,
             sigma: state.sigma,
@@ -59,7 +59,7 @@ pub struct Outcome {
 
 /// Algorithm 1: rates `round`; `priors[i]` belongs to `round.standings[i]` and so does the
 /// `i`-th outcome.
-pub fn rate(params: &Params, round: &Round, priors: &[Belief]) -> Vec<Outcome> {
+pub fn rate(params: &EloMmrParams, round: &Round, priors: &[Belief]) -> Vec<Outcome> {
     let beta_t2 = params.beta * params.beta / round.weight;
     let diffused: Vec<Belief> = priors
         .iter()
@@ -118,7 +118,7 @@ pub fn rate(params: &Params, round: &Round, priors: &[Belief]) -> Vec<Outcome> {
 }
 
 /// Algorithm 2, with the Gaussian variant and ρ = ∞ collapsing the belief.
-fn diffuse(params: &Params, prior: &Belief, time: Option<i64>) -> Belief {
+fn diffuse(params: &EloMmrParams, prior: &Belief, time: Option<i64>) -> Belief {
     let days = match (prior.last_time, time) {
         (Some(last), Some(now)) if now > last => (now - last) as f64 / SECONDS_PER_DAY,
         _ => 0.0,
@@ -230,7 +230,7 @@ fn mills_ratio(t: f64) -> f64 {
 
 /// Second half of Algorithm 3: the observation `performance` with spread `beta`.
 fn update(
-    params: &Params,
+    params: &EloMmrParams,
     diffused: &Belief,
     performance: f64,
     beta: f64,

@@ -4,7 +4,7 @@
 
 use std::f64::consts::PI;
 
-use mmr_engine::{Params, PlayerState, Round, Standing, Ties, Variant};
+use mmr_engine::{EloMmrParams, EloMmrState, Round, Standing, Ties, Variant};
 use proptest::prelude::*;
 
 /// Seconds in a day: rounds of a random history are this far apart per step of `day`.
@@ -38,8 +38,8 @@ pub fn prior_spec() -> impl Strategy<Value = PriorSpec> {
 }
 
 /// The belief `spec` describes, built with the engine's own diffusion and update.
-pub fn belief(params: &Params, spec: &PriorSpec) -> PlayerState {
-    let mut state = PlayerState::new(params);
+pub fn belief(params: &EloMmrParams, spec: &PriorSpec) -> EloMmrState {
+    let mut state = EloMmrState::new(params);
     state.mu = spec.mu;
     state.p0 = spec.mu;
     state.sigma = spec.sigma;
@@ -54,7 +54,7 @@ pub fn belief(params: &Params, spec: &PriorSpec) -> PlayerState {
 }
 
 /// `state` moved by `shift` rating points: every center moves, every weight stays.
-pub fn shifted(state: &PlayerState, shift: f64) -> PlayerState {
+pub fn shifted(state: &EloMmrState, shift: f64) -> EloMmrState {
     let mut moved = state.clone();
     moved.mu += shift;
     moved.p0 += shift;
@@ -75,7 +75,7 @@ pub fn any_rho() -> impl Strategy<Value = f64> {
 
 /// Pool parameters of the given variant with every knob varied, including a short history
 /// limit (so factors get folded) and time drift.
-pub fn params_of(variant: Variant) -> impl Strategy<Value = Params> {
+pub fn params_of(variant: Variant) -> impl Strategy<Value = EloMmrParams> {
     (
         100.0..400.0f64,
         0.0..80.0f64,
@@ -85,7 +85,7 @@ pub fn params_of(variant: Variant) -> impl Strategy<Value = Params> {
         prop_oneof![Just(0.0), 0.0..40.0f64],
     )
         .prop_map(
-            move |(beta, gamma, rho, ties, history_limit, drift_per_day)| Params {
+            move |(beta, gamma, rho, ties, history_limit, drift_per_day)| EloMmrParams {
                 variant,
                 beta,
                 gamma,
@@ -93,13 +93,13 @@ pub fn params_of(variant: Variant) -> impl Strategy<Value = Params> {
                 ties,
                 history_limit,
                 drift_per_day,
-                ..Params::default()
+                ..EloMmrParams::default()
             },
         )
 }
 
 /// Parameters of either variant.
-pub fn any_params() -> impl Strategy<Value = Params> {
+pub fn any_params() -> impl Strategy<Value = EloMmrParams> {
     prop_oneof![params_of(Variant::Logistic), params_of(Variant::Gaussian)]
 }
 

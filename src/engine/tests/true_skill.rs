@@ -503,11 +503,11 @@ fn large_free_for_alls_spread_with_the_draw_margin_as_the_python_package_does() 
 
 #[test]
 fn partial_play_is_refused_by_systems_without_it_and_bounded_for_trueskill() {
-    use mmr_engine::{Params, WengLinParams};
+    use mmr_engine::{EloMmrParams, WengLinParams};
     let mut round = Round::new(vec![Standing::solo("a", 1), Standing::solo("b", 2)]);
     round.standings[1].partial_play = Some(0.5);
     for system in [
-        SystemParams::EloMmr(Params::default()),
+        SystemParams::EloMmr(EloMmrParams::default()),
         SystemParams::WengLin(WengLinParams::default()),
     ] {
         match system.check_round(&round) {

@@ -29,10 +29,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
-use super::super::normal;
 use super::super::system::Model;
 use super::super::{Error, LOGISTIC_SCALE};
 use super::{beats, quadrature};
+use crate::maths::normal;
 
 /// Reach of an entrant's mass past its mean, in logistic scales: `e^(−32) < 1.3e-14`.
 const LOGISTIC_REACH: f64 = 32.0;

@@ -11,10 +11,10 @@
 
 use std::f64::consts::FRAC_1_SQRT_2;
 
-use super::super::super::normal;
 use super::super::super::system::Model;
 use super::super::super::LOGISTIC_SCALE;
 use super::super::{beats, quadrature};
+use crate::maths::normal;
 
 /// Reach of the integration range past an entrant's mean, in Gaussian stds: `Φ(−9) < 1e-18`.
 const GAUSSIAN_REACH: f64 = 9.0;

@@ -10,10 +10,10 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::{interpolated_crossing, inverse_delta_sum, Curves, Term};
-use crate::chebyshev::{nodes, Chebyshev, POINTS};
-use crate::normal::{lower_ratio, upper_ratio};
+use crate::maths::chebyshev::{nodes, Chebyshev, POINTS};
+use crate::maths::normal::{lower_ratio, upper_ratio};
+use crate::maths::solve::increasing_root;
 use crate::params::Ties;
-use crate::solve::increasing_root;
 
 /// Interpolated intervals are this many `δ_min` wide; the ratios' nearest complex poles are
 /// about 2.8 `δ` from the real axis, so a degree-31 interpolant converges to rounding level.

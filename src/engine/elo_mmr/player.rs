@@ -6,17 +6,18 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::lanes::{lane_total, vectorized, WithSimd, POINT_LANES as LANES};
-use super::params::{Params, Variant};
-use super::solve::increasing_root;
-use super::{tanh, LOGISTIC_SCALE};
+use crate::elo_mmr::params::{EloMmrParams, Variant};
+use crate::maths::lanes::tanh;
+use crate::maths::lanes::{lane_total, vectorized, WithSimd, POINT_LANES as LANES};
+use crate::maths::solve::increasing_root;
+use crate::LOGISTIC_SCALE;
 
 /// Seconds in a day, for `drift_per_day`.
 const SECONDS_PER_DAY: f64 = 86_400.0;
 
 /// One remembered round: a logistic factor of the posterior. A factor never changes once
 /// added: diffusion shrinks every factor's weight by the same ratio, which the belief keeps
-/// as one number ([`PlayerState::log_decay`]). Diffusion is then O(1), and storage appends
+/// as one number ([`EloMmrState::log_decay`]). Diffusion is then O(1), and storage appends
 /// one factor per round instead of rewriting the whole belief.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Factor {
@@ -26,13 +27,13 @@ pub struct Factor {
     pub weight: f64,
     /// The performance spread `beta_k` of that round.
     pub beta: f64,
-    /// The belief's [`PlayerState::log_decay`] when the factor was added.
+    /// The belief's [`EloMmrState::log_decay`] when the factor was added.
     pub log_decay: f64,
 }
 
 /// Everything the engine knows about one player: the whole posterior, not just `mu` and `sigma`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PlayerState {
+pub struct EloMmrState {
     /// Rating: the posterior's mode.
     pub mu: f64,
     /// Uncertainty: `1/sigma² = w0 + Σ w_k`.
@@ -52,10 +53,10 @@ pub struct PlayerState {
     pub rounds: u64,
 }
 
-impl PlayerState {
+impl EloMmrState {
     /// The prior of a player who has never played.
     #[must_use]
-    pub fn new(params: &Params) -> Self {
+    pub fn new(params: &EloMmrParams) -> Self {
         Self {
             mu: params.mu_init,
             sigma: params.sigma_init,
@@ -71,7 +72,7 @@ impl PlayerState {
     /// Drift variance `g²` to add before a round at `time`: `gamma²` plus `drift_per_day` for
     /// each day since the last round (a round dated before it adds no time drift).
     #[must_use]
-    pub fn drift_variance(&self, params: &Params, time: Option<i64>) -> f64 {
+    pub fn drift_variance(&self, params: &EloMmrParams, time: Option<i64>) -> f64 {
         let days = match (self.last_time, time) {
             (Some(last), Some(now)) if now > last => (now - last) as f64 / SECONDS_PER_DAY,
             _ => 0.0,
@@ -126,7 +127,13 @@ impl PlayerState {
     /// Second half of Algorithm 3: adds the observation `perf` with spread `beta` and recomputes
     /// `mu` and `sigma`. `history_limit` bounds the logistic factors kept.
     #[must_use]
-    pub fn observed(mut self, perf: f64, beta: f64, params: &Params, time: Option<i64>) -> Self {
+    pub fn observed(
+        mut self,
+        perf: f64,
+        beta: f64,
+        params: &EloMmrParams,
+        time: Option<i64>,
+    ) -> Self {
         let weight = 1.0 / (beta * beta);
         let total = match params.variant {
             Variant::Gaussian => {
@@ -284,8 +291,8 @@ mod tests {
         }
     }
 
-    fn seasoned(params: &Params) -> PlayerState {
-        let mut state = PlayerState::new(params);
+    fn seasoned(params: &EloMmrParams) -> EloMmrState {
+        let mut state = EloMmrState::new(params);
         for (i, perf) in [1400.0, 1710.0, 1620.0, 1900.0].into_iter().enumerate() {
             state = state
                 .diffused(params.gamma * params.gamma, params.rho, params.variant)
@@ -296,7 +303,7 @@ mod tests {
 
     #[test]
     fn diffusion_keeps_the_weight_identity() {
-        let params = Params::default();
+        let params = EloMmrParams::default();
         let state = seasoned(&params).diffused(900.0, 0.7, Variant::Logistic);
         let total = state.w0 + state.factors.iter().map(|f| state.weight(f)).sum::<f64>();
         assert!((total * state.sigma * state.sigma - 1.0).abs() < 1e-12);
@@ -304,9 +311,9 @@ mod tests {
 
     #[test]
     fn history_limit_folds_old_factors_into_the_gaussian_term() {
-        let params = Params {
+        let params = EloMmrParams {
             history_limit: 2,
-            ..Params::default()
+            ..EloMmrParams::default()
         };
         let state = seasoned(&params);
         assert_eq!(state.factors.len(), 2);
@@ -315,7 +322,7 @@ mod tests {
 
     #[test]
     fn infinite_rho_collapses_the_belief() {
-        let params = Params::default();
+        let params = EloMmrParams::default();
         let state = seasoned(&params).diffused(100.0, f64::INFINITY, Variant::Logistic);
         assert!(state.factors.is_empty());
         assert_eq!(state.p0, state.mu);

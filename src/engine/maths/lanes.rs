@@ -76,7 +76,7 @@ pub(crate) fn vectorized<W: WithSimd>(work: W) -> W::Output {
 /// unit idle, sixteen spilled, in a micro-benchmark of this module's `tanh`).
 pub(crate) const NODE_BLOCK: usize = 8;
 // Interpolants are sampled in whole blocks of nodes.
-const _: () = assert!(super::chebyshev::POINTS % NODE_BLOCK == 0);
+const _: () = assert!(crate::maths::chebyshev::POINTS % NODE_BLOCK == 0);
 
 /// Lanes one point's sum is split into, whatever the processor's width: the lanes' partial
 /// sums are added in one fixed order, so the result is the same on every processor.

@@ -11,7 +11,7 @@ use std::f64::consts::PI;
 
 use rayon::prelude::*;
 
-use super::normal;
+use crate::maths::normal;
 
 /// How many standard deviations the Gaussians may reach: the domain extends this far beyond
 /// the outermost ratings at the widest deviation, and the modes go as far as the narrowest

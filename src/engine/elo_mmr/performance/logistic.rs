@@ -13,10 +13,10 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::{chunked_lane_sums, interpolated_crossing, inverse_delta_sum, Curves, Term};
-use crate::chebyshev::{nodes, Chebyshev, POINTS};
-use crate::lanes::{node_sums, point_sum, TermSum, NODE_BLOCK};
+use crate::maths::chebyshev::{nodes, Chebyshev, POINTS};
+use crate::maths::lanes::{node_sums, point_sum, TermSum, NODE_BLOCK};
+use crate::maths::solve::RootSearch;
 use crate::params::Ties;
-use crate::solve::RootSearch;
 use crate::{tanh, LOGISTIC_SCALE};
 
 /// `tanh(x)` is exactly 1.0 in `f64` for every `x` above this.

@@ -19,7 +19,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::chebyshev::{self, Chebyshev, Leaves, POINTS};
+use crate::maths::chebyshev::{self, Chebyshev, Leaves, POINTS};
 
 /// A fitted leaf's window is summed in slices of this many entrants, in parallel.
 const SLICE: usize = 4096;

@@ -1,66 +1,75 @@
 //! Elo-MMR (and its Gaussian variant Elo-MMχ) on the [`RatingSystem`] seam. The algorithm
-//! itself lives in [`params`](super::params), [`player`](super::player) and
-//! [`rate`](super::rate); this file only says how the seam reads it.
+//! itself lives in [`params`](crate::elo_mmr::params), [`player`](crate::elo_mmr::player) and
+//! [`rate`](crate::elo_mmr::rate); this file only says how the seam reads it.
 
-use super::params::{Params, Variant};
-use super::player::PlayerState;
-use super::rate::{rate_round, rate_round_owned};
+pub mod params;
+mod performance;
+pub mod player;
+pub mod rate;
+
 use super::rating::Rating;
 use super::round::Round;
 use super::system::{Given, Model, Performance, Rated, RatingSystem};
 use super::Error;
+use params::{EloMmrParams, Variant};
+use player::EloMmrState;
+use rate::{rate_round, rate_round_owned};
 
 /// Elo-MMR (Ebtekar & Liu).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EloMmr;
 
 impl RatingSystem for EloMmr {
-    type Params = Params;
-    type State = PlayerState;
+    type Params = EloMmrParams;
+    type State = EloMmrState;
     const TUNED: &'static [&'static str] = &["beta", "gamma"];
 
-    fn validate(params: &Params) -> Result<(), Error> {
+    fn validate(params: &EloMmrParams) -> Result<(), Error> {
         params.validate()
     }
 
-    fn newcomer(params: &Params) -> PlayerState {
-        PlayerState::new(params)
+    fn newcomer(params: &EloMmrParams) -> EloMmrState {
+        EloMmrState::new(params)
     }
 
-    fn check_round(_: &Params, round: &Round) -> Result<(), Error> {
+    fn check_round(_: &EloMmrParams, round: &Round) -> Result<(), Error> {
         round.refuse_partial_play("Elo-MMR")
     }
 
     fn rate(
-        params: &Params,
+        params: &EloMmrParams,
         round: &Round,
-        priors: &[&PlayerState],
-    ) -> Result<Vec<Rated<PlayerState>>, Error> {
+        priors: &[&EloMmrState],
+    ) -> Result<Vec<Rated<EloMmrState>>, Error> {
         Self::check_round(params, round)?;
         rate_round(params, round, priors)
     }
 
-    fn rate_owned(params: &Params, round: &Round, priors: Vec<PlayerState>) -> Given<PlayerState> {
+    fn rate_owned(
+        params: &EloMmrParams,
+        round: &Round,
+        priors: Vec<EloMmrState>,
+    ) -> Given<EloMmrState> {
         if let Err(error) = Self::check_round(params, round) {
             return Err((error, priors));
         }
         rate_round_owned(params, round, priors)
     }
 
-    fn rating(state: &PlayerState) -> Rating {
+    fn rating(state: &EloMmrState) -> Rating {
         Rating {
             mu: state.mu,
             sigma: Some(state.sigma),
         }
     }
 
-    fn rounds(state: &PlayerState) -> u64 {
+    fn rounds(state: &EloMmrState) -> u64 {
         state.rounds
     }
 
     /// Of the factors, the newest only: a factor never changes once added, and each was
     /// checked as the round that added it was rated.
-    fn is_finite(state: &PlayerState) -> bool {
+    fn is_finite(state: &EloMmrState) -> bool {
         let newest = state
             .factors
             .back()
@@ -71,10 +80,10 @@ impl RatingSystem for EloMmr {
             .all(f64::is_finite)
     }
 
-    fn with_rating(state: &PlayerState, rating: Rating) -> PlayerState {
+    fn with_rating(state: &EloMmrState, rating: Rating) -> EloMmrState {
         // One Gaussian term holds the whole belief: its mode is μ and its weight 1/σ².
         let sigma = rating.sigma.unwrap_or(state.sigma);
-        PlayerState {
+        EloMmrState {
             mu: rating.mu,
             sigma,
             p0: rating.mu,
@@ -86,7 +95,7 @@ impl RatingSystem for EloMmr {
         }
     }
 
-    fn model(params: &Params) -> Model {
+    fn model(params: &EloMmrParams) -> Model {
         match params.variant {
             Variant::Logistic => Model::Logistic,
             Variant::Gaussian => Model::Gaussian,
@@ -95,7 +104,7 @@ impl RatingSystem for EloMmr {
 
     /// The sums over the members of `μ` and of `σ² + β²` (paper §3.3: a team performs as the
     /// sum of its members).
-    fn performance(params: &Params, members: &[&PlayerState]) -> Performance {
+    fn performance(params: &EloMmrParams, members: &[&EloMmrState]) -> Performance {
         let beta2 = params.beta * params.beta;
         let (mean, variance) = members.iter().fold((0.0, 0.0), |(mu, var), p| {
             (mu + p.mu, var + p.sigma * p.sigma + beta2)

@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Error;
+use crate::bounds::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
+use crate::Error;
 
 /// Which performance model the pool uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -30,25 +31,6 @@ pub enum Ties {
     Split,
 }
 
-/// Smallest and largest round weight accepted: beyond these, `beta / sqrt(weight)` squared
-/// leaves the range where `1 / beta_t²` is a finite, normal number for any sane `beta`.
-pub const MIN_ROUND_WEIGHT: f64 = 1e-6;
-/// See [`MIN_ROUND_WEIGHT`].
-pub const MAX_ROUND_WEIGHT: f64 = 1e6;
-
-/// Smallest `beta` and `sigma_init`: their squares and inverse squares (`1/beta²` is a new
-/// factor's weight, `1/sigma_init²` a newcomer's) then lie within [1e-12, 1e12], and with round
-/// weights in [[`MIN_ROUND_WEIGHT`], [`MAX_ROUND_WEIGHT`]] every `beta_t²` within [1e-18, 1e18]:
-/// finite and normal, with room for the sums and products the engine builds from them. At
-/// 1e308, `beta²` is already infinite.
-pub const MIN_SPREAD: f64 = 1e-6;
-/// Largest `beta`, `gamma` and `sigma_init`; see [`MIN_SPREAD`].
-pub const MAX_SPREAD: f64 = 1e6;
-/// Largest `|mu_init|` (and `|perf_ceiling|` of a round). A rating is a weighted mean (Gaussian)
-/// or mode (logistic) of the prior mean and past performances, which fall near the ratings or at
-/// a ceiling, so ratings stay of this order too: differences scaled by `1/beta_t` stay near 1e18
-/// and their squares near 1e36, far from overflow. At 1e300 forecasts come out NaN.
-pub const MAX_ABS_RATING: f64 = 1e9;
 /// Largest `drift_per_day`, a variance per day: across the 10,000 years RFC 3339 times can span
 /// it adds under 4e12 to a variance, no more than [`MAX_SPREAD`] squared does.
 pub const MAX_DRIFT_PER_DAY: f64 = 1e6;
@@ -59,9 +41,9 @@ pub const MAX_HISTORY_LIMIT: usize = 100_000;
 
 /// The engine parameters of one rating pool.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(utoipa::ToSchema), schema(as = EloMmrParams))]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
-pub struct Params {
+pub struct EloMmrParams {
     /// Performance model.
     #[cfg_attr(feature = "schema", schema(inline))]
     pub variant: Variant,
@@ -93,7 +75,7 @@ pub struct Params {
     pub ties: Ties,
 }
 
-impl Default for Params {
+impl Default for EloMmrParams {
     fn default() -> Self {
         Self {
             variant: Variant::Logistic,
@@ -109,7 +91,7 @@ impl Default for Params {
     }
 }
 
-impl Params {
+impl EloMmrParams {
     /// Checks every parameter; the error names the first one that is out of range.
     pub fn validate(&self) -> Result<(), Error> {
         within("beta", self.beta, MIN_SPREAD, MAX_SPREAD)?;
@@ -184,28 +166,10 @@ mod rho_text {
     }
 }
 
-/// Checks that `value` is a number in `[min, max]` (which rules out NaN and infinities).
-pub(super) fn within(name: &'static str, value: f64, min: f64, max: f64) -> Result<(), Error> {
-    if (min..=max).contains(&value) {
-        Ok(())
-    } else {
-        let show = |bound: f64| {
-            if bound == 0.0 {
-                "0".to_owned()
-            } else {
-                format!("{bound:e}")
-            }
-        };
-        Err(Error::parameter(
-            name,
-            format!("must be a number from {} to {}", show(min), show(max)),
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bounds::{MAX_ROUND_WEIGHT, MIN_ROUND_WEIGHT};
     use std::sync::atomic::AtomicBool;
 
     use crate::predict::{forecast, Figures};
@@ -213,11 +177,11 @@ mod tests {
 
     #[test]
     fn defaults_are_valid() {
-        assert_eq!(Params::default().validate(), Ok(()));
+        assert_eq!(EloMmrParams::default().validate(), Ok(()));
     }
 
     /// A parameter's name and a way to spoil it.
-    type Spoiler = (&'static str, fn(&mut Params));
+    type Spoiler = (&'static str, fn(&mut EloMmrParams));
 
     #[test]
     fn every_bad_parameter_is_named() {
@@ -244,7 +208,7 @@ mod tests {
             ("history_limit", |p| p.history_limit = usize::MAX),
         ];
         for (name, spoil) in cases {
-            let mut params = Params::default();
+            let mut params = EloMmrParams::default();
             spoil(&mut params);
             match params.validate() {
                 Err(Error::InvalidParameter { name: got, .. }) => assert_eq!(got, name),
@@ -255,9 +219,9 @@ mod tests {
 
     #[test]
     fn a_range_error_states_the_range() {
-        let params = Params {
+        let params = EloMmrParams {
             gamma: 1e308,
-            ..Params::default()
+            ..EloMmrParams::default()
         };
         assert_eq!(
             params.validate(),
@@ -303,7 +267,7 @@ mod tests {
                 }
             };
             for rho in [0.0, 1.0, f64::INFINITY] {
-                let params = Params {
+                let params = EloMmrParams {
                     variant: [Variant::Logistic, Variant::Gaussian][(corner & 1) as usize],
                     beta: end(1, MIN_SPREAD, MAX_SPREAD),
                     sigma_init: end(2, MIN_SPREAD, MAX_SPREAD),
@@ -345,9 +309,9 @@ mod tests {
 
     #[test]
     fn infinite_rho_is_allowed() {
-        let params = Params {
+        let params = EloMmrParams {
             rho: f64::INFINITY,
-            ..Params::default()
+            ..EloMmrParams::default()
         };
         assert_eq!(params.validate(), Ok(()));
     }

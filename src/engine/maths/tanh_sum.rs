@@ -6,10 +6,10 @@
 
 use rayon::prelude::*;
 
-use super::chebyshev::{self, Chebyshev, Leaves};
-use super::lanes::{node_sums, point_sum, TermSum, NODE_BLOCK};
-use super::solve::increasing_root;
-use super::tanh;
+use crate::maths::chebyshev::{self, Chebyshev, Leaves};
+use crate::maths::lanes::tanh;
+use crate::maths::lanes::{node_sums, point_sum, TermSum, NODE_BLOCK};
+use crate::maths::solve::increasing_root;
 
 /// `F(x) = Σ_j tanh(a (x − μ_j))`: for a small round the ratings themselves, otherwise
 /// Chebyshev leaves `2/a` wide covering every rating and far enough beyond that `F` is within

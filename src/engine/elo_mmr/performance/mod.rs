@@ -17,7 +17,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::solve::increasing_root;
+use crate::maths::solve::increasing_root;
 
 pub(crate) use gaussian::GaussianCurves;
 pub(crate) use logistic::LogisticCurves;
@@ -184,7 +184,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::normal::{lower_ratio, upper_ratio};
+    use crate::maths::normal::{lower_ratio, upper_ratio};
     use crate::params::Ties;
     use crate::LOGISTIC_SCALE;
 

@@ -7,16 +7,17 @@
 //! their share of the team's variance. A tie is half a win. Before each round, every
 //! participant's variance grows by `tau²` (OpenSkill's dynamics; 0 turns it off).
 
+mod bradley_terry;
+
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use super::bradley_terry;
-use super::params::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 use super::rating::Rating;
 use super::round::Round;
 use super::system::{checked_layout, Model, Performance, Rated, RatingSystem};
 use super::{Error, LOGISTIC_SCALE};
+use crate::bounds::{within, MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
 
 /// Weng-Lin's parameters, with OpenSkill's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@
 use std::f64::consts::PI;
 use std::sync::LazyLock;
 
-use super::lanes::{vectorized, WithSimd};
+use crate::maths::lanes::{vectorized, WithSimd};
 
 /// Chebyshev points per interpolated interval.
 pub(crate) const POINTS: usize = 32;

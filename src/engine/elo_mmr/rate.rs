@@ -3,36 +3,36 @@
 
 use rayon::prelude::*;
 
-use super::params::{Params, Variant};
-use super::performance::{group_roots, GaussianCurves, LogisticCurves, Term};
-use super::player::PlayerState;
-use super::round::{Layout, Round};
-use super::system::{Given, Rated};
-use super::Error;
+use crate::elo_mmr::params::{EloMmrParams, Variant};
+use crate::elo_mmr::performance::{group_roots, GaussianCurves, LogisticCurves, Term};
+use crate::elo_mmr::player::EloMmrState;
+use crate::round::{Layout, Round};
+use crate::system::{Given, Rated};
+use crate::Error;
 
 /// Rates one round. `priors[i]` is the belief of `round.standings[i].player` before the round
-/// (`PlayerState::new` for a newcomer); the result is aligned with `round.standings` too.
+/// (`EloMmrState::new` for a newcomer); the result is aligned with `round.standings` too.
 ///
 /// The result does not depend on the order of `round.standings` nor on the number of rayon
 /// threads, bit for bit.
 ///
 /// ```
-/// use mmr_engine::{rate_round, Params, PlayerState, Round, Standing};
+/// use mmr_engine::{rate_round, EloMmrParams, EloMmrState, Round, Standing};
 ///
-/// let params = Params::default();
+/// let params = EloMmrParams::default();
 /// let round = Round::new(vec![Standing::solo("ann", 1), Standing::solo("bob", 2)]);
-/// let newcomer = PlayerState::new(&params);
+/// let newcomer = EloMmrState::new(&params);
 /// let rated = rate_round(&params, &round, &[&newcomer, &newcomer])?;
 /// assert!(rated[0].state.mu > params.mu_init && rated[1].state.mu < params.mu_init);
 /// # Ok::<(), mmr_engine::Error>(())
 /// ```
 pub fn rate_round(
-    params: &Params,
+    params: &EloMmrParams,
     round: &Round,
-    priors: &[&PlayerState],
-) -> Result<Vec<Rated<PlayerState>>, Error> {
+    priors: &[&EloMmrState],
+) -> Result<Vec<Rated<EloMmrState>>, Error> {
     let layout = checked(params, round, priors.len())?;
-    let diffused: Vec<PlayerState> = priors
+    let diffused: Vec<EloMmrState> = priors
         .par_iter()
         .map(|p| {
             p.diffused(
@@ -49,10 +49,10 @@ pub fn rate_round(
 /// (a belief holds up to `history_limit` factors), with the same results bit for bit. On an
 /// error the states come back unchanged.
 pub fn rate_round_owned(
-    params: &Params,
+    params: &EloMmrParams,
     round: &Round,
-    mut priors: Vec<PlayerState>,
-) -> Given<PlayerState> {
+    mut priors: Vec<EloMmrState>,
+) -> Given<EloMmrState> {
     let layout = match checked(params, round, priors.len()) {
         Ok(layout) => layout,
         Err(error) => return Err((error, priors)),
@@ -68,7 +68,7 @@ pub fn rate_round_owned(
 }
 
 /// The round's layout, once the parameters and the number of priors are checked.
-fn checked(params: &Params, round: &Round, priors: usize) -> Result<Layout, Error> {
+fn checked(params: &EloMmrParams, round: &Round, priors: usize) -> Result<Layout, Error> {
     params.validate()?;
     if priors != round.standings.len() {
         return Err(Error::PriorCount {
@@ -82,11 +82,11 @@ fn checked(params: &Params, round: &Round, priors: usize) -> Result<Layout, Erro
 /// The rest of Algorithm 1, once every participant is diffused (`diffused[i]` is
 /// `round.standings[i]`'s): every entrant's performance, then every participant's update.
 fn rate_diffused(
-    params: &Params,
+    params: &EloMmrParams,
     round: &Round,
     layout: &Layout,
-    diffused: Vec<PlayerState>,
-) -> Vec<Rated<PlayerState>> {
+    diffused: Vec<EloMmrState>,
+) -> Vec<Rated<EloMmrState>> {
     let beta_t2 = params.beta * params.beta / round.weight;
 
     // Paper §3.3: a team is one entrant whose mean and variance are its members' sums.
