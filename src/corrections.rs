@@ -151,7 +151,7 @@ fn apply_one(
                 changed.insert(id.clone());
             }
         }
-        Correction::EloMmrParams { system } => {
+        Correction::Params { system } => {
             system.validate().map_err(|e| format!("parameters: {e}"))?;
             params.clone_from(system);
         }
@@ -345,7 +345,7 @@ mod tests {
 
     #[test]
     fn new_parameters_must_take_every_round() {
-        let plan = run(Correction::EloMmrParams {
+        let plan = run(Correction::Params {
             system: SystemParams::Elo(EloParams::default()),
         })
         .expect("Elo takes these rounds");
@@ -355,6 +355,6 @@ mod tests {
             beta: -1.0,
             ..EloMmrParams::default()
         };
-        assert!(run(Correction::EloMmrParams { system: bad.into() }).is_err());
+        assert!(run(Correction::Params { system: bad.into() }).is_err());
     }
 }

@@ -77,7 +77,7 @@ fn new_params(body: &str) -> Option<SystemParams> {
     let value: serde_json::Value = serde_json::from_str(body).ok()?;
     match crate::wire::Entry::from_value(&value).ok()? {
         crate::wire::Entry::Correction(correction) => match correction.action {
-            crate::wire::Correction::EloMmrParams { system } => Some(system),
+            crate::wire::Correction::Params { system } => Some(system),
             _ => None,
         },
         _ => None,

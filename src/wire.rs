@@ -140,7 +140,7 @@ pub enum Correction {
         into: String,
     },
     /// The pool is rated with these parameters, from its first round.
-    EloMmrParams {
+    Params {
         /// The new system and parameters.
         system: engine::SystemParams,
     },
@@ -430,7 +430,7 @@ impl CorrectionRequest {
                 let system = object
                     .get("system")
                     .ok_or_else(|| FieldError::new(path.field("system"), "is missing"))?;
-                Correction::EloMmrParams {
+                Correction::Params {
                     system: serde_json::from_value(system.clone())
                         .map_err(|e| FieldError::new(path.field("system"), e.to_string()))?,
                 }

@@ -348,7 +348,7 @@ async fn check(state: &AppState, pool: &Pool, correction: &Correction) -> Result
                 }
             }
         }
-        Correction::EloMmrParams { .. } => {}
+        Correction::Params { .. } => {}
     }
     Ok(())
 }

@@ -34,8 +34,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_pool, put_pool, delete_pool))
 }
 
-/// A pool's parameters, as its rating system's own type writes them: the one form PUT, GET,
-/// the export's pool line and `replay` share.
+/// A pool's parameters, as its rating system's own type writes them: the object a PUT takes
+/// back, and the export's pool line holds under `params`.
 #[derive(Debug)]
 pub struct ParamsResponse(SystemParams);
 

@@ -148,7 +148,7 @@ pub fn run(options: &Options) -> Result<Evaluation, replay::Error> {
             Some(tuning) => {
                 let score = |candidate: &SystemParams| {
                     let population =
-                        Population::new(candidate.clone()).map_err(replay::Error::EloMmrParams)?;
+                        Population::new(candidate.clone()).map_err(replay::Error::Params)?;
                     let rated = pass(0, &rounds[..tuning_rounds]).run(population, &progress)?;
                     Ok(rated
                         .metrics
@@ -161,7 +161,7 @@ pub fn run(options: &Options) -> Result<Evaluation, replay::Error> {
                 search::coordinate(system, score, better)?.0
             }
         };
-        let population = Population::new(chosen.clone()).map_err(replay::Error::EloMmrParams)?;
+        let population = Population::new(chosen.clone()).map_err(replay::Error::Params)?;
         let rated = pass(tuning_rounds, &rounds).run(population, &progress)?;
         Ok(Row {
             skipped: rated.failed.len(),

@@ -19,7 +19,7 @@ use crate::storage::{LoadedPool, RatedAsOf, StoredPlayer};
 pub enum LoadError {
     /// The pool's parameters are out of range.
     #[error(transparent)]
-    EloMmrParams(#[from] engine::Error),
+    Params(#[from] engine::Error),
     /// A stored league or division does not fit the pool's leagues.
     #[error("{0}")]
     Leagues(String),

@@ -49,7 +49,7 @@ pub struct Options {
 pub enum Error {
     /// A pool parameter is out of range.
     #[error("{0}")]
-    EloMmrParams(engine::Error),
+    Params(engine::Error),
     /// The input could not be read at all.
     #[error("cannot read {path}")]
     Read {
@@ -93,7 +93,7 @@ pub struct Replay {
 /// reads cleanly, so a bad line is reported before any rating work.
 pub fn run(options: &Options) -> Result<Replay, Error> {
     let began = Instant::now();
-    let population = Population::new(options.params.clone()).map_err(Error::EloMmrParams)?;
+    let population = Population::new(options.params.clone()).map_err(Error::Params)?;
     let rounds = input::read(&options.input, options.format)?;
     let progress = progress_bar(options.progress, rounds.len() as u64, "rounds");
     let pass = Pass {
