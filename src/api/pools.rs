@@ -87,6 +87,9 @@ impl PartialSchema for ParamsOverrides {
             };
             (system, properties)
         });
+        // Every system's parameter names, each once.
+        let every: std::collections::BTreeSet<&String> =
+            systems.iter().flat_map(|(_, own)| own.keys()).collect();
         let mut tagged = OneOfBuilder::new().description(Some(
             "A pool's rating system and its parameters: one object per system, told apart by \
              `system` (which may be left out for `elo_mmr`, the default). A parameter left out \
@@ -115,13 +118,11 @@ impl PartialSchema for ParamsOverrides {
             for (key, property) in own {
                 branch = branch.property(key, or_null(property.clone()));
             }
-            for (_, other) in &systems {
-                for key in other.keys().filter(|key| !own.contains_key(*key)) {
-                    let absent = ObjectBuilder::new()
-                        .schema_type(Type::Null)
-                        .description(Some("Not a parameter of this system: only `null`."));
-                    branch = branch.property(key, absent);
-                }
+            for key in every.iter().filter(|key| !own.contains_key(key.as_str())) {
+                let absent = ObjectBuilder::new()
+                    .schema_type(Type::Null)
+                    .description(Some("Not a parameter of this system: only `null`."));
+                branch = branch.property(*key, absent);
             }
             tagged = tagged.item(branch);
         }
