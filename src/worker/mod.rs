@@ -15,6 +15,7 @@
 //! commits, so rating and writing overlap; they commit after it, or are thrown away if its
 //! commit fails. A round alone in the queue is settled alone, as soon as it arrives.
 
+mod line;
 mod recompute;
 
 use std::panic::AssertUnwindSafe;
@@ -33,7 +34,7 @@ use crate::pools::{LastRound, Played, Pool, PoolState};
 use crate::storage::{
     self, AppliedEntrant, AppliedRound, QueuedRound, RoundOutcome, SeasonStart, Storage,
 };
-use crate::wire::Entry;
+use line::Line;
 
 /// Most rounds settled in one transaction.
 const BATCH_ROUNDS: usize = 64;
@@ -499,9 +500,8 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch 
     let rounds = queued
         .into_iter()
         .map(|queued| {
-            let round = match parse(&queued) {
-                Ok(Entry::Season(season)) => {
-                    let reset = season.reset();
+            let round = match line::read(&queued) {
+                Ok(Line::Season(reset)) => {
                     next = next.new_season(queued.seq, reset);
                     let states = if reset.keeps() {
                         Vec::new()
@@ -512,8 +512,8 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch 
                     };
                     return (queued.id, Outcome::Season(SeasonStart { states }));
                 }
-                Ok(Entry::Round(round)) => round.to_round().map_err(|e| e.to_string()),
-                Ok(Entry::Correction(_)) => Err("a correction is applied by recomputation".into()),
+                Ok(Line::Round(round)) => Ok(round),
+                Ok(Line::Correction(_)) => Err("a correction is applied by recomputation".into()),
                 Err(error) => Err(error),
             };
             let outcome = round.and_then(|round| {
@@ -581,12 +581,6 @@ fn rate(current: &PoolState, queued: Vec<QueuedRound>, record: Record) -> Batch 
         rating: started.elapsed(),
         next,
     }
-}
-
-fn parse(queued: &QueuedRound) -> Result<Entry, String> {
-    let value: serde_json::Value =
-        serde_json::from_str(&queued.body).map_err(|e| format!("stored body unreadable: {e}"))?;
-    Entry::from_value(&value).map_err(|e| format!("stored body unreadable: {e}"))
 }
 
 /// The outcome of a round as storage takes it, with each standing's expected place when the

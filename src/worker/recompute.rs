@@ -11,14 +11,15 @@ use std::sync::atomic::Ordering;
 use anyhow::Context;
 use tokio::sync::mpsc;
 
-use super::{parse, rate, reload, Outcome, Processed, Record, Settled, BATCH_ROUNDS};
+use super::line::{self, Line};
+use super::{rate, reload, Outcome, Processed, Record, Settled, BATCH_ROUNDS};
 use crate::corrections;
 use crate::engine::Beliefs;
 use crate::pools::{Pool, PoolState};
 use crate::storage::{
     self, EntryKind, LineOutcome, QueuedRound, RecomputedLine, Rewrite, RoundOutcome, Storage,
 };
-use crate::wire::{Correction, Entry};
+use crate::wire::Correction;
 
 /// Batches of rated lines waiting for the transaction to write them: the rating runs at most
 /// this far ahead of the writes (plus the batch being rated and the one being written).
@@ -46,8 +47,8 @@ pub(super) async fn apply(
         return Ok(Processed::Idle);
     };
     pool.start_recompute(&queued.id, 0);
-    let correction = match parse(&queued) {
-        Ok(Entry::Correction(correction)) => correction.action,
+    let correction = match line::read(&queued) {
+        Ok(Line::Correction(correction)) => correction,
         Ok(_) => return fail(storage, pool, &queued.id, rated_on, "not a correction").await,
         Err(reason) => return fail(storage, pool, &queued.id, rated_on, &reason).await,
     };
@@ -55,11 +56,11 @@ pub(super) async fn apply(
     let mut actions = vec![correction];
     let mut ids = vec![queued.id.clone()];
     if is_void(&actions[0]) {
-        for line in lines {
-            match parse(&line) {
-                Ok(Entry::Correction(next)) if is_void(&next.action) => {
-                    actions.push(next.action);
-                    ids.push(line.id);
+        for later in lines {
+            match line::read(&later) {
+                Ok(Line::Correction(next)) if is_void(&next) => {
+                    actions.push(next);
+                    ids.push(later.id);
                 }
                 _ => break,
             }

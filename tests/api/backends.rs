@@ -30,6 +30,7 @@ backend_tests!(
     a_backlog_settles_in_one_step_of_pipelined_batches_exactly_as_one_by_one,
     a_worker_step_ends_after_one_batch_once_another_task_waits_for_the_turn,
     posts_arriving_together_are_each_answered_with_their_own_place,
+    rounds_queued_in_the_shapes_earlier_versions_stored_apply_as_the_same_rounds_posted_now,
 );
 
 async fn a_pool_is_created_listed_and_locked_once_it_has_rounds(app: TestApp) {
@@ -1108,4 +1109,72 @@ async fn posts_arriving_together_are_each_answered_with_their_own_place(app: Tes
     assert_eq!(settled.len(), 25);
     assert!(settled.iter().all(|s| matches!(s, Settled::Applied(_))));
     assert_eq!(app.pool_info(POOL).await["rounds_applied"], 25);
+}
+
+/// The queue's rows hold each round in the form POST stored (`src/worker/line.rs`); rows an
+/// earlier version queued, with its nulls, an explicit weight of 1, a time with an offset, a
+/// team, apply as the same rounds posted now, and a row of a later form fails with its reason.
+async fn rounds_queued_in_the_shapes_earlier_versions_stored_apply_as_the_same_rounds_posted_now(
+    app: TestApp,
+) {
+    let old_rows = [
+        (
+            "r1",
+            r#"{"id":"r1","time":"2024-02-01T02:00:00+02:00","weight":null,"perf_ceiling":null,"standings":[{"player":"a","rank":1,"team":null,"partial_play":null},{"player":"b","rank":2,"team":null,"partial_play":null},{"player":"c","rank":3,"team":null,"partial_play":null}]}"#,
+        ),
+        (
+            "r2",
+            r#"{"id":"r2","weight":1.0,"standings":[{"player":"c","rank":1,"team":"t"},{"player":"a","rank":1,"team":"t"},{"player":"b","rank":2}]}"#,
+        ),
+        (
+            "r3",
+            r#"{"v":2,"id":"r3","standings":[{"player":"a","rank":1},{"player":"b","rank":2}]}"#,
+        ),
+    ];
+    let posted = [
+        json!({"id": "r1", "time": "2024-02-01T00:00:00Z", "standings": [
+            {"player": "a", "rank": 1}, {"player": "b", "rank": 2}, {"player": "c", "rank": 3}]}),
+        json!({"id": "r2", "standings": [
+            {"player": "a", "rank": 1, "team": "t"}, {"player": "c", "rank": 1, "team": "t"},
+            {"player": "b", "rank": 2}]}),
+    ];
+    app.create_pool("old").await;
+    for (id, body) in old_rows {
+        app.state
+            .storage
+            .enqueue_round("old", id, body, 10)
+            .await
+            .expect("queued as an earlier version did");
+    }
+    assert_eq!(
+        app.apply_queued("old").await,
+        [
+            Settled::Applied("r1".into()),
+            Settled::Applied("r2".into()),
+            Settled::Failed("r3".into())
+        ]
+    );
+    let failed = app.get("/v1/pools/old/rounds/r3").await;
+    assert_eq!(
+        failed.body["error"],
+        "stored in form 2, which this version cannot read (form 1)"
+    );
+    app.create_pool(POOL).await;
+    app.play(posted).await;
+    for player in ["a", "b", "c"] {
+        let (old, now) = (
+            app.get(&format!("/v1/pools/old/players/{player}")).await,
+            app.get(&format!("/v1/pools/{POOL}/players/{player}")).await,
+        );
+        assert_eq!(old.body["mu"], now.body["mu"], "{player}");
+        assert_eq!(old.body["sigma"], now.body["sigma"], "{player}");
+        assert_eq!(old.body["last_round"], now.body["last_round"], "{player}");
+    }
+    let (old, now) = (
+        app.get("/v1/pools/old/rounds/r1").await,
+        app.get(&format!("/v1/pools/{POOL}/rounds/r1")).await,
+    );
+    assert_eq!(old.body["time"], "2024-02-01T00:00:00Z");
+    assert_eq!(old.body["time"], now.body["time"]);
+    assert_eq!(old.body["results"], now.body["results"]);
 }
