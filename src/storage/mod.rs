@@ -10,6 +10,7 @@
 //! outcomes to [`Storage::settle_rounds`]) and knows nothing of HTTP. Round bodies are opaque
 //! text here: the API validates and canonicalizes them, the worker parses them.
 
+mod enqueue;
 mod error;
 mod postgres;
 mod records;

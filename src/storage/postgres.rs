@@ -1,7 +1,8 @@
 //! Postgres, the [`Dialect`] of [`SqlStorage`] for a shared server: the connection pool, the
-//! per-pool locks (a row lock on the pool for enqueues and parameter changes, a
-//! transaction-scoped advisory lock for the worker's writes), snapshots through `REPEATABLE
-//! READ`, and the bulk writes through `UNNEST` arrays. Nothing here knows about SQLite.
+//! per-pool locks (two transaction-scoped advisory locks, one for the tail of the queue that
+//! posts take and one for the worker's writes, and the pool's row for parameter changes),
+//! snapshots through `REPEATABLE READ`, and the bulk writes through `UNNEST` arrays. Nothing
+//! here knows about SQLite.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -11,16 +12,18 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::{Connection, PgConnection, Postgres, Transaction};
 
+use super::enqueue::NewLine;
 use super::replicas::{PgReplicas, CHANGES_CHANNEL};
 use super::rows::{placement_columns, to_i64, StateColumns};
-use super::sql_storage::{Dialect, SqlStorage};
-use super::{AppliedEntrant, AppliedRound, Error, Recomputed};
+use super::sql_storage::{Applying, Dialect, SqlStorage};
+use super::{AppliedEntrant, Error, Recomputed};
 use crate::display::Placement;
 use crate::engine::{Factor, SystemState};
 
-/// First key of every advisory lock this service takes (the ASCII of "mmr"), so that its
-/// locks cannot collide with another application's on a shared server; the second key is the
-/// pool name's hash. Two pools whose names collide only wait for each other.
+/// First key of the worker's lock on a pool (the ASCII of "mmr"). The first keys of this
+/// service's advisory locks keep them from colliding with another application's on a shared
+/// server; the second key is the pool name's hash. Two pools whose names collide only wait for
+/// each other.
 const APPLY_LOCK_CLASS: i32 = 0x006d_6d72;
 
 /// Longest a statement waits for a connection. While the server is down, sqlx keeps retrying
@@ -30,22 +33,41 @@ const APPLY_LOCK_CLASS: i32 = 0x006d_6d72;
 /// milliseconds of one transaction (the worker's bulk write holds only one of them).
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Takes the worker's lock on pool `$2` until the transaction ends.
-const LOCK_APPLY: &str = "SELECT pg_advisory_xact_lock($1, hashtext($2))";
+/// The status and comparison hash of the lines of pool `$1` stored under the ids `$2`.
+const SELECT_STORED_LINES: &str = "
+    SELECT id, status, content_hash FROM rounds WHERE pool = $1 AND id = ANY($2::TEXT[])";
 
-/// Upserts the beliefs of every entrant of a round, without their factors, in one statement.
+/// Queues lines of pool `$1`: each id of `$2` at its seq, with its body, hash and kind.
+const INSERT_LINES: &str = "
+    INSERT INTO rounds (pool, id, seq, body, content_hash, kind)
+    SELECT $1, u.id, u.seq, u.body, u.content_hash, u.kind
+    FROM UNNEST($2::TEXT[], $3::INT8[], $4::TEXT[], $5::BYTEA[], $6::TEXT[])
+         AS u (id, seq, body, content_hash, kind)";
+
+/// First key of the lock on a pool's queue tail, which posts take ("mmq"): apart from the
+/// worker's, so that neither waits for the other's commit.
+const TAIL_LOCK_CLASS: i32 = 0x006d_6d71;
+
+/// Takes lock class `$1` on pool `$2` until the transaction ends.
+const LOCK_POOL: &str = "SELECT pg_advisory_xact_lock($1, hashtext($2))";
+
+/// Upserts the beliefs of the entrants of several rounds, without their factors, in one
+/// statement: each row with the round that left it (its id, time and seq). No player is in
+/// two rows.
 const UPSERT_PLAYERS: &str = "
     INSERT INTO players (pool, player, mu, sigma, rounds, last_round_id, last_round_time,
                          p0, w0, log_decay, last_time, volatility, league, division, points,
                          bonus_spent, factors, last_seq, mu_before, sigma_before)
-    SELECT $1, u.player, u.mu, u.sigma, u.rounds, $2, $3, u.p0, u.w0, u.log_decay, u.last_time,
-           u.volatility, u.league, u.division, u.points, u.bonus_spent, u.factors, $18,
-           u.mu_before, u.sigma_before
-    FROM UNNEST($4::TEXT[], $5::FLOAT8[], $6::FLOAT8[], $7::INT8[], $8::FLOAT8[], $9::FLOAT8[],
-                $10::FLOAT8[], $11::INT8[], $12::FLOAT8[], $13::TEXT[], $14::INT8[],
-                $15::FLOAT8[], $16::FLOAT8[], $17::INT8[], $19::FLOAT8[], $20::FLOAT8[])
-         AS u (player, mu, sigma, rounds, p0, w0, log_decay, last_time, volatility, league,
-               division, points, bonus_spent, factors, mu_before, sigma_before)
+    SELECT $1, u.player, u.mu, u.sigma, u.rounds, u.last_round_id, u.last_round_time, u.p0,
+           u.w0, u.log_decay, u.last_time, u.volatility, u.league, u.division, u.points,
+           u.bonus_spent, u.factors, u.last_seq, u.mu_before, u.sigma_before
+    FROM UNNEST($2::TEXT[], $3::INT8[], $4::TEXT[], $5::FLOAT8[], $6::FLOAT8[], $7::INT8[],
+                $8::FLOAT8[], $9::FLOAT8[], $10::FLOAT8[], $11::INT8[], $12::FLOAT8[],
+                $13::TEXT[], $14::INT8[], $15::FLOAT8[], $16::FLOAT8[], $17::INT8[],
+                $18::INT8[], $19::FLOAT8[], $20::FLOAT8[])
+         AS u (last_round_id, last_round_time, player, mu, sigma, rounds, p0, w0, log_decay,
+               last_time, volatility, league, division, points, bonus_spent, factors,
+               last_seq, mu_before, sigma_before)
     ON CONFLICT (pool, player) DO UPDATE SET
         mu = EXCLUDED.mu, sigma = EXCLUDED.sigma, rounds = EXCLUDED.rounds,
         last_round_id = EXCLUDED.last_round_id, last_round_time = EXCLUDED.last_round_time,
@@ -56,25 +78,32 @@ const UPSERT_PLAYERS: &str = "
         last_seq = EXCLUDED.last_seq, mu_before = EXCLUDED.mu_before,
         sigma_before = EXCLUDED.sigma_before";
 
+/// Marks rounds of pool `$1` applied: each id of `$2` with its time and number of standings.
+const MARK_APPLIED: &str = "
+    UPDATE rounds r SET status = 'applied', round_time = u.round_time, entrants = u.entrants
+    FROM UNNEST($2::TEXT[], $3::INT8[], $4::INT8[]) AS u (id, round_time, entrants)
+    WHERE r.pool = $1 AND r.id = u.id";
+
 /// Makes the transaction's queries read one snapshot (the first statement of a transaction).
 const REPEATABLE_READ: &str = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ";
 
-/// Inserts the history rows of every entrant of a round, with the factor the round added to
-/// each belief and the seq of the entrant's row before, in one statement.
+/// Inserts the history rows of the entrants of several rounds, each with its round's seq, the
+/// factor the round added to the entrant's belief and the seq of their row before, in one
+/// statement.
 const INSERT_HISTORY: &str = "
-    INSERT INTO history (pool, player, seq, rank, performance, mu_before, sigma_before,
+    INSERT INTO history (pool, seq, player, rank, performance, mu_before, sigma_before,
                          mu_after, sigma_after, league_before, division_before, points_before,
                          league_after, division_after, points_after, expected_rank,
                          factor_perf, factor_weight, factor_beta, factor_log_decay, prev_seq)
-    SELECT $1, u.player, $2, u.rank, u.performance, u.mu_before, u.sigma_before,
+    SELECT $1, u.seq, u.player, u.rank, u.performance, u.mu_before, u.sigma_before,
            u.mu_after, u.sigma_after, u.league_before, u.division_before, u.points_before,
            u.league_after, u.division_after, u.points_after, u.expected_rank,
            u.factor_perf, u.factor_weight, u.factor_beta, u.factor_log_decay, u.prev_seq
-    FROM UNNEST($3::TEXT[], $4::INT8[], $5::FLOAT8[], $6::FLOAT8[], $7::FLOAT8[],
+    FROM UNNEST($2::INT8[], $3::TEXT[], $4::INT8[], $5::FLOAT8[], $6::FLOAT8[], $7::FLOAT8[],
                 $8::FLOAT8[], $9::FLOAT8[], $10::TEXT[], $11::INT8[], $12::FLOAT8[],
                 $13::TEXT[], $14::INT8[], $15::FLOAT8[], $16::FLOAT8[], $17::FLOAT8[],
                 $18::FLOAT8[], $19::FLOAT8[], $20::FLOAT8[], $21::INT8[])
-         AS u (player, rank, performance, mu_before, sigma_before, mu_after, sigma_after,
+         AS u (seq, player, rank, performance, mu_before, sigma_before, mu_after, sigma_after,
                league_before, division_before, points_before, league_after, division_after,
                points_after, expected_rank, factor_perf, factor_weight, factor_beta,
                factor_log_decay, prev_seq)";
@@ -182,6 +211,9 @@ impl FactorColumns {
 /// Players' rows as one vector per column of `players`, for the bulk upsert.
 #[derive(Debug, Default)]
 struct StateArrays<'a> {
+    last_round_ids: Vec<&'a str>,
+    last_round_times: Vec<Option<i64>>,
+    last_seqs: Vec<i64>,
     players: Vec<&'a str>,
     mus: Vec<f64>,
     sigmas: Vec<Option<f64>>,
@@ -201,6 +233,9 @@ struct StateArrays<'a> {
 impl<'a> StateArrays<'a> {
     fn with_capacity(n: usize) -> Self {
         Self {
+            last_round_ids: Vec::with_capacity(n),
+            last_round_times: Vec::with_capacity(n),
+            last_seqs: Vec::with_capacity(n),
             players: Vec::with_capacity(n),
             mus: Vec::with_capacity(n),
             sigmas: Vec::with_capacity(n),
@@ -218,8 +253,16 @@ impl<'a> StateArrays<'a> {
         }
     }
 
-    /// Appends `entrant`'s state after the round, whose other columns are `columns`.
-    fn push(&mut self, entrant: &'a AppliedEntrant, columns: &StateColumns<'_>) {
+    /// Appends `entrant`'s state after `round`, whose other columns are `columns`.
+    fn push(
+        &mut self,
+        entrant: &'a AppliedEntrant,
+        columns: &StateColumns<'_>,
+        round: &Applying<'a>,
+    ) {
+        self.last_round_ids.push(round.id);
+        self.last_round_times.push(round.round.time);
+        self.last_seqs.push(round.seq);
         self.players.push(&entrant.player);
         self.mus.push(entrant.change.after.mu);
         self.sigmas.push(entrant.change.after.sigma);
@@ -234,6 +277,114 @@ impl<'a> StateArrays<'a> {
         self.placements.push(entrant.league.after.as_ref());
         self.bonus_spent.push(entrant.bonus_spent);
         self.factors.push(columns.factors);
+    }
+
+    /// Binds every column, in [`UPSERT_PLAYERS`]'s order from `$2`.
+    fn bind<'q>(
+        &'q self,
+        query: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+        let query = query
+            .bind(&self.last_round_ids)
+            .bind(&self.last_round_times)
+            .bind(&self.players)
+            .bind(&self.mus)
+            .bind(&self.sigmas)
+            .bind(&self.rounds)
+            .bind(&self.p0s)
+            .bind(&self.w0s)
+            .bind(&self.log_decays)
+            .bind(&self.last_times)
+            .bind(&self.volatilities);
+        self.placements
+            .bind(query)
+            .bind(&self.bonus_spent)
+            .bind(&self.factors)
+            .bind(&self.last_seqs)
+            .bind(&self.mus_before)
+            .bind(&self.sigmas_before)
+    }
+}
+
+/// History rows as one vector per column of `history`, for the bulk insert.
+#[derive(Debug, Default)]
+struct HistoryArrays<'a> {
+    seqs: Vec<i64>,
+    players: Vec<&'a str>,
+    ranks: Vec<i64>,
+    performances: Vec<f64>,
+    mus_before: Vec<f64>,
+    sigmas_before: Vec<Option<f64>>,
+    mus_after: Vec<f64>,
+    sigmas_after: Vec<Option<f64>>,
+    before: PlacementArrays<'a>,
+    after: PlacementArrays<'a>,
+    expected_ranks: Vec<Option<f64>>,
+    added: FactorColumns,
+    previous: Vec<Option<i64>>,
+}
+
+impl<'a> HistoryArrays<'a> {
+    fn with_capacity(n: usize) -> Self {
+        Self {
+            seqs: Vec::with_capacity(n),
+            players: Vec::with_capacity(n),
+            ranks: Vec::with_capacity(n),
+            performances: Vec::with_capacity(n),
+            mus_before: Vec::with_capacity(n),
+            sigmas_before: Vec::with_capacity(n),
+            mus_after: Vec::with_capacity(n),
+            sigmas_after: Vec::with_capacity(n),
+            before: PlacementArrays::default(),
+            after: PlacementArrays::default(),
+            expected_ranks: Vec::with_capacity(n),
+            added: FactorColumns::with_capacity(n),
+            previous: Vec::with_capacity(n),
+        }
+    }
+
+    /// Appends `entrant`'s row of the round at `seq`, whose state's columns are `columns`.
+    fn push(
+        &mut self,
+        seq: i64,
+        entrant: &'a AppliedEntrant,
+        columns: &StateColumns<'_>,
+    ) -> Result<(), Error> {
+        let change = &entrant.change;
+        self.seqs.push(seq);
+        self.players.push(&entrant.player);
+        self.ranks.push(to_i64(entrant.rank, "rank")?);
+        self.performances.push(change.performance);
+        self.mus_before.push(change.before.mu);
+        self.sigmas_before.push(change.before.sigma);
+        self.mus_after.push(change.after.mu);
+        self.sigmas_after.push(change.after.sigma);
+        self.before.push(entrant.league.before.as_ref());
+        self.after.push(entrant.league.after.as_ref());
+        self.expected_ranks.push(entrant.expected_rank);
+        self.added.push(columns.added);
+        self.previous.push(entrant.previous);
+        Ok(())
+    }
+
+    /// Binds every column, in [`INSERT_HISTORY`]'s order from `$2`.
+    fn bind<'q>(
+        &'q self,
+        query: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+        let query = query
+            .bind(&self.seqs)
+            .bind(&self.players)
+            .bind(&self.ranks)
+            .bind(&self.performances)
+            .bind(&self.mus_before)
+            .bind(&self.sigmas_before)
+            .bind(&self.mus_after)
+            .bind(&self.sigmas_after);
+        let query = self.after.bind(self.before.bind(query));
+        self.added
+            .bind(query.bind(&self.expected_ranks))
+            .bind(&self.previous)
     }
 }
 
@@ -293,8 +444,17 @@ impl Dialect for Pg {
     }
 
     async fn lock_queue(tx: &mut PgConnection, pool: &str) -> Result<(), Error> {
-        sqlx::query(LOCK_APPLY)
+        sqlx::query(LOCK_POOL)
             .bind(APPLY_LOCK_CLASS)
+            .bind(pool)
+            .execute(&mut *tx)
+            .await?;
+        Ok(())
+    }
+
+    async fn lock_tail(tx: &mut PgConnection, pool: &str) -> Result<(), Error> {
+        sqlx::query(LOCK_POOL)
+            .bind(TAIL_LOCK_CLASS)
             .bind(pool)
             .execute(&mut *tx)
             .await?;
@@ -397,79 +557,80 @@ impl Dialect for Pg {
         Ok(())
     }
 
-    async fn write_entrants(
+    async fn stored_lines(
         tx: &mut PgConnection,
         pool: &str,
-        id: &str,
-        seq: i64,
-        round: &AppliedRound,
-        superseded: &[bool],
+        ids: &[&str],
+    ) -> Result<Vec<(String, String, Vec<u8>)>, Error> {
+        Ok(sqlx::query_as(SELECT_STORED_LINES)
+            .bind(pool)
+            .bind(ids)
+            .fetch_all(&mut *tx)
+            .await?)
+    }
+
+    /// In one statement whatever their number.
+    async fn insert_lines(
+        tx: &mut PgConnection,
+        pool: &str,
+        lines: &[NewLine<'_>],
     ) -> Result<(), Error> {
-        let n = round.entrants.len();
-        let mut players = Vec::with_capacity(n);
-        let mut ranks = Vec::with_capacity(n);
-        let mut performances = Vec::with_capacity(n);
-        let mut mus_before = Vec::with_capacity(n);
-        let mut sigmas_before = Vec::with_capacity(n);
-        let mut mus_after = Vec::with_capacity(n);
-        let mut sigmas_after = Vec::with_capacity(n);
-        let (mut before, mut after) = (PlacementArrays::default(), PlacementArrays::default());
-        let mut expected_ranks = Vec::with_capacity(n);
+        let ids: Vec<&str> = lines.iter().map(|l| l.id).collect();
+        let seqs: Vec<i64> = lines.iter().map(|l| l.seq).collect();
+        let bodies: Vec<&str> = lines.iter().map(|l| l.body).collect();
+        let hashes: Vec<&[u8]> = lines.iter().map(|l| l.hash.as_slice()).collect();
+        let kinds: Vec<&str> = lines.iter().map(|l| l.kind.as_str()).collect();
+        sqlx::query(INSERT_LINES)
+            .bind(pool)
+            .bind(&ids)
+            .bind(&seqs)
+            .bind(&bodies)
+            .bind(&hashes)
+            .bind(&kinds)
+            .execute(&mut *tx)
+            .await?;
+        Ok(())
+    }
+
+    /// In three statements whatever their number: the history rows, the players' states and
+    /// the rounds' marks, each as arrays (one round trip where a round took three).
+    async fn write_applied(
+        tx: &mut PgConnection,
+        pool: &str,
+        rounds: &[Applying<'_>],
+    ) -> Result<(), Error> {
+        let n = rounds.iter().map(|r| r.round.entrants.len()).sum();
+        let mut history = HistoryArrays::with_capacity(n);
         let mut states = StateArrays::with_capacity(n);
-        let mut added = FactorColumns::with_capacity(n);
-        let mut previous = Vec::with_capacity(n);
-        for (entrant, &superseded) in round.entrants.iter().zip(superseded) {
-            let columns = StateColumns::of(&entrant.state)?;
-            let change = &entrant.change;
-            players.push(entrant.player.as_str());
-            ranks.push(to_i64(entrant.rank, "rank")?);
-            performances.push(change.performance);
-            mus_before.push(change.before.mu);
-            sigmas_before.push(change.before.sigma);
-            mus_after.push(change.after.mu);
-            sigmas_after.push(change.after.sigma);
-            before.push(entrant.league.before.as_ref());
-            after.push(entrant.league.after.as_ref());
-            expected_ranks.push(entrant.expected_rank);
-            added.push(columns.added);
-            previous.push(entrant.previous);
-            if !superseded {
-                states.push(entrant, &columns);
+        let mut marks = (Vec::new(), Vec::new(), Vec::new());
+        for applying in rounds {
+            let round = applying.round;
+            for (entrant, &superseded) in round.entrants.iter().zip(applying.superseded) {
+                let columns = StateColumns::of(&entrant.state)?;
+                history.push(applying.seq, entrant, &columns)?;
+                if !superseded {
+                    states.push(entrant, &columns, applying);
+                }
             }
+            marks.0.push(applying.id);
+            marks.1.push(round.time);
+            marks
+                .2
+                .push(to_i64(round.entrants.len() as u64, "entrants")?);
         }
-        let query = sqlx::query(INSERT_HISTORY)
+        history
+            .bind(sqlx::query(INSERT_HISTORY).bind(pool))
+            .execute(&mut *tx)
+            .await?;
+        states
+            .bind(sqlx::query(UPSERT_PLAYERS).bind(pool))
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(MARK_APPLIED)
             .bind(pool)
-            .bind(seq)
-            .bind(&players)
-            .bind(&ranks)
-            .bind(&performances)
-            .bind(&mus_before)
-            .bind(&sigmas_before)
-            .bind(&mus_after)
-            .bind(&sigmas_after);
-        let query = after.bind(before.bind(query)).bind(&expected_ranks);
-        added.bind(query).bind(&previous).execute(&mut *tx).await?;
-        sqlx::query(UPSERT_PLAYERS)
-            .bind(pool)
-            .bind(id)
-            .bind(round.time)
-            .bind(&states.players)
-            .bind(&states.mus)
-            .bind(&states.sigmas)
-            .bind(&states.rounds)
-            .bind(&states.p0s)
-            .bind(&states.w0s)
-            .bind(&states.log_decays)
-            .bind(&states.last_times)
-            .bind(&states.volatilities)
-            .bind(&states.placements.leagues)
-            .bind(&states.placements.divisions)
-            .bind(&states.placements.points)
-            .bind(&states.bonus_spent)
-            .bind(&states.factors)
-            .bind(seq)
-            .bind(&states.mus_before)
-            .bind(&states.sigmas_before)
+            .bind(&marks.0)
+            .bind(&marks.1)
+            .bind(&marks.2)
             .execute(&mut *tx)
             .await?;
         Ok(())

@@ -6,9 +6,10 @@ use std::collections::{HashMap, VecDeque};
 
 use sha2::{Digest, Sha256};
 
+use super::enqueue::{Now, Tail};
 use super::{
-    AppliedPage, AppliedRecord, Enqueued, EntryKind, Error, HistoryEntry, HistoryPage, LeagueRow,
-    Peak, PoolInfo, PoolProgress, RatedAsOf, RoundRecord, RoundResult, RoundStatus, SeasonRecord,
+    AppliedPage, AppliedRecord, EntryKind, Error, HistoryEntry, HistoryPage, LeagueRow, Peak,
+    PoolInfo, PoolProgress, RatedAsOf, RoundRecord, RoundResult, RoundStatus, SeasonRecord,
     StoredKey, StoredPlayer,
 };
 use crate::config::Role;
@@ -182,6 +183,37 @@ impl AsOfRow {
             last_round_id: self.round_id,
             last_round_time: self.round_time,
             league: placement(self.league, self.division, self.points)?,
+        })
+    }
+}
+
+/// A row of `sql::SELECT_QUEUE_STATE`.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct QueueStateRow {
+    #[sqlx(flatten)]
+    params: ParamsRow,
+    correction: Option<i64>,
+    last_seq: i64,
+    first_queued: Option<i64>,
+}
+
+impl QueueStateRow {
+    /// The queue's tail.
+    pub(super) fn tail(&self) -> Result<Tail, Error> {
+        let queued = self
+            .first_queued
+            .map_or(0, |first| self.last_seq - first + 1);
+        Ok(Tail {
+            last_seq: self.last_seq,
+            queued: to_u64(queued, "queued")?,
+        })
+    }
+
+    /// What the pool is now.
+    pub(super) fn into_now(self) -> Result<Now, Error> {
+        Ok(Now {
+            params: self.params.into_params()?,
+            correction: self.correction,
         })
     }
 }
@@ -648,7 +680,7 @@ fn change(performance: f64, before: (f64, Option<f64>), after: (f64, Option<f64>
     }
 }
 
-fn parse_status(status: &str) -> Result<RoundStatus, Error> {
+pub(super) fn parse_status(status: &str) -> Result<RoundStatus, Error> {
     match status {
         "queued" => Ok(RoundStatus::Queued),
         "applied" => Ok(RoundStatus::Applied),
@@ -692,18 +724,6 @@ impl SeasonRow {
 /// by.
 pub(super) fn content_hash(body: &str) -> Vec<u8> {
     Sha256::digest(body.as_bytes()).to_vec()
-}
-
-/// The outcome of posting a line whose id is already stored with `status`: the same content
-/// or not.
-pub(super) fn repost_outcome(status: &str, same: bool) -> Result<Enqueued, Error> {
-    if same {
-        Ok(Enqueued::AlreadyStored {
-            status: parse_status(status)?,
-        })
-    } else {
-        Ok(Enqueued::Conflict)
-    }
 }
 
 /// `value` as the database's signed integer.

@@ -47,10 +47,6 @@ pub(super) const COUNT_POOL_ROUNDS: &str = "
 pub(super) const SELECT_ROUND_HASH: &str = "
     SELECT status, content_hash FROM rounds WHERE pool = $1 AND id = $2";
 
-/// Rounds waiting in pool `$1`'s queue.
-pub(super) const COUNT_POOL_QUEUED: &str = "
-    SELECT count(*) FROM rounds WHERE pool = $1 AND status = 'queued'";
-
 /// The corrections queued in pool `$1`, oldest first (along `rounds_by_kind`, as
 /// [`COUNT_CORRECTIONS_AFTER`]).
 pub(super) const SELECT_QUEUED_CORRECTIONS: &str = "
@@ -58,21 +54,28 @@ pub(super) const SELECT_QUEUED_CORRECTIONS: &str = "
     WHERE pool = $1 AND kind <> 'round' AND kind = 'correction' AND status = 'queued'
     ORDER BY seq";
 
-/// The seq of pool `$1`'s newest queued correction (`NULL`: none; along `rounds_by_kind`).
-pub(super) const LAST_QUEUED_CORRECTION: &str = "
-    SELECT max(seq) FROM rounds
-    WHERE pool = $1 AND kind <> 'round' AND kind = 'correction' AND status = 'queued'";
+/// Pool `$1`'s queue as a transaction of posts finds it, read in one snapshot: its system and
+/// parameters, the seq of its newest queued correction (`NULL`: none; along `rounds_by_kind`),
+/// the seq of its newest line (0: none) and of its oldest queued one (`NULL`: none queued). The
+/// worker settles lines oldest first, so the queued ones are every line from that one on: the
+/// queue's length without counting it. No row: no pool.
+pub(super) const SELECT_QUEUE_STATE: &str = "
+    SELECT system, params,
+           (SELECT max(seq) FROM rounds
+            WHERE pool = $1 AND kind <> 'round' AND kind = 'correction' AND status = 'queued')
+           AS correction,
+           (SELECT COALESCE(max(seq), 0) FROM rounds WHERE pool = $1) AS last_seq,
+           (SELECT min(seq) FROM rounds WHERE pool = $1 AND status = 'queued') AS first_queued
+    FROM pools WHERE name = $1";
 
 /// The seq of pool `$1`'s newest applied correction (`NULL`: none; along `rounds_by_kind`).
 pub(super) const LAST_APPLIED_CORRECTION: &str = "
     SELECT max(seq) FROM rounds
     WHERE pool = $1 AND kind <> 'round' AND kind = 'correction' AND status = 'applied'";
 
-/// Queues round `$2` of pool `$1` with body `$3` and hash `$4` after every round accepted so
-/// far; the caller holds the pool's lock, so no other round can take the same place.
-pub(super) const INSERT_ROUND: &str = "
-    INSERT INTO rounds (pool, id, seq, body, content_hash, kind)
-    SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, $4, $5 FROM rounds WHERE pool = $1";
+/// Queues line `$2` of pool `$1` at seq `$3` with body `$4`, hash `$5` and kind `$6`.
+pub(super) const INSERT_LINE: &str = "
+    INSERT INTO rounds (pool, id, seq, body, content_hash, kind) VALUES ($1, $2, $3, $4, $5, $6)";
 
 /// The oldest queued rounds of pool `$1` after seq `$4`: at most `$2`, and those whose
 /// predecessors' bodies add up to fewer than `$3` characters.
@@ -117,11 +120,6 @@ pub(super) const SELECT_QUEUED_IDS: &str = "
     SELECT id, seq FROM rounds
     WHERE pool = $1 AND status = 'queued'
     ORDER BY seq LIMIT $2";
-
-/// Marks round `$2` of pool `$1` applied, with its time `$3` and number of standings `$4`.
-pub(super) const MARK_APPLIED: &str = "
-    UPDATE rounds SET status = 'applied', round_time = $3, entrants = $4
-    WHERE pool = $1 AND id = $2";
 
 /// Marks line `$2` of pool `$1` (a season start or a correction) applied.
 pub(super) const MARK_LINE_APPLIED: &str = "

@@ -3,7 +3,7 @@
 //! write transaction takes its locks, how a read transaction sees one snapshot, and how a
 //! round's rows are written in bulk.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -13,18 +13,18 @@ use sqlx::{
 };
 use tracing::instrument;
 
+use super::enqueue::{self, NewLine};
 use super::rows::{
-    applied_page, content_hash, decode_display, display_column, history_page, join_players,
-    keeps_factors, params_columns, repost_outcome, to_i64, to_u64, AppliedRow, AsOfRow, FactorRow,
-    HistoryRow, KeyRow, LeagueHistoryRow, ParamsRow, PeakRow, PlayerRow, PoolRoundsRow, PoolRow,
-    ProgressRow, ResultRow, RoundRow, SeasonRow,
+    applied_page, decode_display, display_column, history_page, join_players, keeps_factors,
+    params_columns, to_i64, to_u64, AppliedRow, AsOfRow, FactorRow, HistoryRow, KeyRow,
+    LeagueHistoryRow, ParamsRow, PeakRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow,
+    QueueStateRow, ResultRow, RoundRow, SeasonRow,
 };
 use super::{
-    sql, AppliedId, AppliedPage, AppliedRound, AppliedSince, AsOf, EnqueueRequest, Enqueued,
-    EnqueuedAll, Error, HistoryPage, LeagueHistory, LineOutcome, LoadedPool, NewEntry, Peak,
-    PoolInfo, PoolProgress, PoolWrite, QueuedRound, RatedAsOf, Recomputed, RecomputedLine,
-    Replicas, ResultsPage, Rewrite, RoundOutcome, RoundRecord, RoundResult, RoundStatus,
-    SeasonRecord, Storage, StoredKey,
+    sql, AppliedId, AppliedPage, AppliedRound, AppliedSince, AsOf, EnqueueRequest, EnqueuedAll,
+    Error, HistoryPage, LeagueHistory, LineOutcome, LoadedPool, Peak, PoolInfo, PoolProgress,
+    PoolWrite, QueuedRound, RatedAsOf, Recomputed, RecomputedLine, Replicas, ResultsPage, Rewrite,
+    RoundOutcome, RoundRecord, RoundResult, RoundStatus, SeasonRecord, Storage, StoredKey,
 };
 use crate::display::{Display, Leagues};
 use crate::engine::{SystemParams, SystemState};
@@ -41,7 +41,8 @@ pub(super) trait Dialect: Send + Sync + 'static {
     const NAME: &'static str;
 
     /// Pool `$1`'s `system` and `params`, its row locked for the rest of the transaction as
-    /// far as the backend locks rows; no row means no pool.
+    /// far as the backend locks rows; no row means no pool. Taken after
+    /// [`lock_tail`](Self::lock_tail), never before it.
     const LOCK_POOL_PARAMS: &'static str;
 
     /// Whether the database lets one transaction write at a time.
@@ -71,17 +72,38 @@ pub(super) trait Dialect: Send + Sync + 'static {
         pool: &str,
     ) -> Result<(), Error>;
 
-    /// Writes what applying round `id` (at `seq`) did to its entrants: their states and their
-    /// history rows, each with the factor the round added and the seq of the entrant's row
-    /// before. The state of an entrant marked `superseded` is not written: a later round of the
-    /// same transaction writes theirs.
-    async fn write_entrants(
+    /// Makes the writers of the tail of pool `pool`'s queue (every process's posts, a change
+    /// of its parameters, its deletion) take turns until the transaction ends. Apart from the
+    /// worker's lock ([`lock_queue`](Self::lock_queue)), so that posts and the worker do not wait
+    /// for each other's commits; a transaction that takes both takes that one first.
+    async fn lock_tail(
         tx: &mut <Self::Db as Database>::Connection,
         pool: &str,
-        id: &str,
-        seq: i64,
-        round: &AppliedRound,
-        superseded: &[bool],
+    ) -> Result<(), Error>;
+
+    /// The status and comparison hash of each line of pool `pool` stored under one of `ids`.
+    async fn stored_lines(
+        tx: &mut <Self::Db as Database>::Connection,
+        pool: &str,
+        ids: &[&str],
+    ) -> Result<Vec<(String, String, Vec<u8>)>, Error>;
+
+    /// Queues `lines` in pool `pool`, at their seqs.
+    async fn insert_lines(
+        tx: &mut <Self::Db as Database>::Connection,
+        pool: &str,
+        lines: &[NewLine<'_>],
+    ) -> Result<(), Error>;
+
+    /// Writes what applying `rounds` did, in order, and marks each applied: every entrant's
+    /// state and history row, each row with the factor its round added and the seq of the
+    /// entrant's row before. The state of an entrant marked `superseded` is not written: a
+    /// later round of the same transaction writes theirs, so no player's state is written twice
+    /// among `rounds`.
+    async fn write_applied(
+        tx: &mut <Self::Db as Database>::Connection,
+        pool: &str,
+        rounds: &[Applying<'_>],
     ) -> Result<(), Error>;
 
     /// Tells the other processes sharing the database, once the transaction commits, that pool
@@ -164,84 +186,6 @@ fn batch_limits(max_rounds: usize, max_bytes: usize) -> Result<(i64, i64), Error
         i64::try_from(max_rounds).map_err(|_| Error::OutOfRange { what: "max_rounds" })?,
         i64::try_from(max_bytes).map_err(|_| Error::OutOfRange { what: "max_bytes" })?,
     ))
-}
-
-/// One request's lines, under the pool's lock in `tx`: their outcomes, or why none was
-/// stored. `queued` is the pool's count of waiting rounds once known, kept up to date with
-/// what this transaction adds.
-async fn enqueue_request<D: Dialect>(
-    tx: &mut <D::Db as Database>::Connection,
-    pool: &str,
-    entries: &[NewEntry<'_>],
-    max_queued: u64,
-    queued: &mut Option<u64>,
-) -> Result<EnqueuedAll, Error>
-where
-    for<'c> &'c mut <D::Db as Database>::Connection: Executor<'c, Database = D::Db>,
-    for<'q> <D::Db as Database>::Arguments<'q>: IntoArguments<'q, D::Db>,
-    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
-    for<'q> Vec<u8>: Encode<'q, D::Db> + Type<D::Db>,
-    for<'r> (String, Vec<u8>): sqlx::FromRow<'r, <D::Db as Database>::Row>,
-    for<'r> (i64,): sqlx::FromRow<'r, <D::Db as Database>::Row>,
-{
-    let mut outcomes = Vec::with_capacity(entries.len());
-    let mut new = Vec::new();
-    for (index, entry) in entries.iter().enumerate() {
-        let hash = content_hash(entry.key);
-        let stored: Option<(String, Vec<u8>)> = sqlx::query_as(sql::SELECT_ROUND_HASH)
-            .bind(pool)
-            .bind(entry.id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        match stored {
-            Some((status, stored_hash)) => {
-                let same = stored_hash == hash
-                    || (entry.key != entry.body && stored_hash == content_hash(entry.body));
-                match repost_outcome(&status, same)? {
-                    Enqueued::Conflict => return Ok(EnqueuedAll::Conflict(index)),
-                    outcome => outcomes.push(outcome),
-                }
-            }
-            None => {
-                // Its place in the queue is filled in once the count is known.
-                outcomes.push(Enqueued::Accepted { position: 0 });
-                new.push((index, hash));
-            }
-        }
-    }
-    if new.is_empty() {
-        return Ok(EnqueuedAll::Stored(outcomes));
-    }
-    let waiting = match *queued {
-        Some(waiting) => waiting,
-        None => {
-            let (count,): (i64,) = sqlx::query_as(sql::COUNT_POOL_QUEUED)
-                .bind(pool)
-                .fetch_one(&mut *tx)
-                .await?;
-            *queued.insert(to_u64(count, "queued")?)
-        }
-    };
-    if waiting.saturating_add(new.len() as u64) > max_queued {
-        return Ok(EnqueuedAll::QueueFull {
-            queued: waiting,
-            new: new.len() as u64,
-        });
-    }
-    for (position, (index, hash)) in (waiting + 1..).zip(&new) {
-        let entry = &entries[*index];
-        sqlx::query(sql::INSERT_ROUND)
-            .bind(pool)
-            .bind(entry.id)
-            .bind(entry.body)
-            .bind(hash)
-            .bind(entry.kind.as_str())
-            .execute(&mut *tx)
-            .await?;
-        outcomes[*index] = Enqueued::Accepted { position };
-    }
-    *queued = Some(waiting + new.len() as u64);
-    Ok(EnqueuedAll::Stored(outcomes))
 }
 
 /// Locks `pool`'s queue for the transaction and returns the seqs of `ids`, which must be its
@@ -394,9 +338,22 @@ fn superseded_states(rounds: &[(&str, RoundOutcome<'_>)]) -> Vec<Vec<bool>> {
     superseded
 }
 
+/// A round applied, as [`Dialect::write_applied`] writes it.
+pub(super) struct Applying<'a> {
+    /// Its id.
+    pub id: &'a str,
+    /// Its seq.
+    pub seq: i64,
+    /// What it did.
+    pub round: &'a AppliedRound,
+    /// Which of its entrants' states a later round of the transaction writes.
+    pub superseded: &'a [bool],
+}
+
 /// Writes what each of `rounds` (at `seqs`) did, in order, as the worker settles them: every
 /// applied round's entrants and history, every season start's reset, every failure; marks
-/// each line. Returns how many lines were applied.
+/// each line. The applied rounds between two season starts are written together (Postgres: in
+/// three statements, where one round took three). Returns how many lines were applied.
 async fn write_outcomes<D: Dialect>(
     tx: &mut <D::Db as Database>::Connection,
     pool: &str,
@@ -412,22 +369,23 @@ where
 {
     let superseded = superseded_states(rounds);
     let mut applied = 0i64;
+    let mut run = Vec::new();
     for ((&(id, outcome), &seq), superseded) in rounds.iter().zip(seqs).zip(&superseded) {
         match outcome {
             RoundOutcome::Applied(round) => {
-                let entrants = i64::try_from(round.entrants.len())
-                    .map_err(|_| Error::OutOfRange { what: "entrants" })?;
-                D::write_entrants(&mut *tx, pool, id, seq, round, superseded).await?;
-                sqlx::query(sql::MARK_APPLIED)
-                    .bind(pool)
-                    .bind(id)
-                    .bind(round.time)
-                    .bind(entrants)
-                    .execute(&mut *tx)
-                    .await?;
+                run.push(Applying {
+                    id,
+                    seq,
+                    round,
+                    superseded,
+                });
                 applied += 1;
             }
             RoundOutcome::Season(start) => {
+                // The reset applies to the states the rounds before it left.
+                if !run.is_empty() {
+                    D::write_applied(&mut *tx, pool, &std::mem::take(&mut run)).await?;
+                }
                 if !start.states.is_empty() {
                     D::write_states(&mut *tx, pool, &start.states).await?;
                 }
@@ -452,6 +410,9 @@ where
             }
         }
     }
+    if !run.is_empty() {
+        D::write_applied(&mut *tx, pool, &run).await?;
+    }
     Ok(applied)
 }
 
@@ -472,6 +433,7 @@ where
     for<'r> i64: Decode<'r, D::Db>,
     usize: ColumnIndex<<D::Db as Database>::Row>,
     for<'r> ParamsRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> QueueStateRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> PoolRoundsRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> PoolRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> ProgressRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
@@ -505,6 +467,7 @@ where
             tx.commit().await?;
             return Ok(PoolWrite::Created);
         }
+        D::lock_tail(&mut tx, name).await?;
         let stored: ParamsRow = sqlx::query_as(D::LOCK_POOL_PARAMS)
             .bind(name)
             .fetch_one(&mut *tx)
@@ -532,8 +495,10 @@ where
     async fn delete_pool(&self, name: &str) -> Result<bool, Error> {
         let mut tx = D::begin_write(&self.pool).await?;
         // The lock a commit of the pool's worker takes: one under way ends first, and one
-        // after finds no queued round to settle.
+        // after finds no queued round to settle; then the posts' lock, so that none is
+        // queued into a pool about to go.
         D::lock_queue(&mut tx, name).await?;
+        D::lock_tail(&mut tx, name).await?;
         for delete in [
             sql::DELETE_POOL_HISTORY,
             sql::DELETE_POOL_PLAYERS,
@@ -686,45 +651,39 @@ where
         max_queued: u64,
     ) -> Result<Vec<EnqueuedAll>, Error> {
         let mut tx = D::begin_write(&self.pool).await?;
-        let locked: Option<ParamsRow> = sqlx::query_as(D::LOCK_POOL_PARAMS)
+        D::lock_tail(&mut tx, pool).await?;
+        let state: QueueStateRow = sqlx::query_as(sql::SELECT_QUEUE_STATE)
             .bind(pool)
             .fetch_optional(&mut *tx)
-            .await?;
-        let mut locked = Some(locked.ok_or_else(|| Error::PoolNotFound(pool.to_owned()))?);
-        // Decoded only when a request was checked: one checked against nothing pays no more
-        // than the lock.
-        let mut params: Option<SystemParams> = None;
-        // Counted once, when a request first brings a new line, then kept.
-        let mut queued: Option<u64> = None;
-        let mut answers = Vec::with_capacity(requests.len());
-        let mut stored_any = false;
-        for request in requests {
-            if let Some(against) = request.against {
-                // Read again for each request: an earlier one may have queued a correction.
-                let (correction,): (Option<i64>,) = sqlx::query_as(sql::LAST_QUEUED_CORRECTION)
-                    .bind(pool)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                if let Some(row) = locked.take() {
-                    params = Some(row.into_params()?);
-                }
-                if params.as_ref() != Some(against.params) || correction != against.correction {
-                    answers.push(EnqueuedAll::Changed);
-                    continue;
-                }
+            .await?
+            .ok_or_else(|| Error::PoolNotFound(pool.to_owned()))?;
+        let tail = state.tail()?;
+        // Decoded only when a request was checked: one checked against nothing pays no more.
+        let now = if requests.iter().any(|r| r.against.is_some()) {
+            Some(state.into_now()?)
+        } else {
+            None
+        };
+        let mut ids: Vec<&str> = requests
+            .iter()
+            .flat_map(|r| r.entries.iter().map(|e| e.id))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut stored = HashMap::new();
+        for (id, status, hash) in D::stored_lines(&mut tx, pool, &ids).await? {
+            // Keyed by the request's own text of the id, which the plan's lines borrow.
+            if let Ok(at) = ids.binary_search(&id.as_str()) {
+                stored.insert(ids[at], enqueue::stored(&status, hash)?);
             }
-            let answer =
-                enqueue_request::<D>(&mut tx, pool, request.entries, max_queued, &mut queued)
-                    .await?;
-            stored_any |= matches!(&answer, EnqueuedAll::Stored(outcomes)
-                if outcomes.iter().any(|o| matches!(o, Enqueued::Accepted { .. })));
-            answers.push(answer);
         }
-        if stored_any {
+        let plan = enqueue::plan(requests, stored, tail, now, max_queued);
+        if !plan.lines.is_empty() {
+            D::insert_lines(&mut tx, pool, &plan.lines).await?;
             self.notify(&mut tx, pool).await?;
             tx.commit().await?;
         }
-        Ok(answers)
+        Ok(plan.answers)
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]

@@ -13,9 +13,10 @@ use sqlx::sqlite::{
 };
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, Transaction};
 
+use super::enqueue::NewLine;
 use super::rows::{placement_columns, to_i64, StateColumns};
-use super::sql_storage::{Dialect, SqlStorage};
-use super::{sql, AppliedEntrant, AppliedRound, Error, Recomputed};
+use super::sql_storage::{Applying, Dialect, SqlStorage};
+use super::{sql, AppliedEntrant, Error, Recomputed};
 use crate::engine::SystemState;
 
 /// Rows one multi-row statement writes at most. Rows go in chunks of this many, then the rest
@@ -32,6 +33,11 @@ const _: () = assert!(
         && CHUNK_ROWS * PLAYER_COLUMNS <= MAX_BOUND_PARAMETERS
         && CHUNK_ROWS * HISTORY_COLUMNS <= MAX_BOUND_PARAMETERS
 );
+
+/// Marks round `$2` of pool `$1` applied, with its time `$3` and number of standings `$4`.
+const MARK_APPLIED: &str = "
+    UPDATE rounds SET status = 'applied', round_time = $3, entrants = $4
+    WHERE pool = $1 AND id = $2";
 
 /// Columns bound per row of `players`.
 const PLAYER_COLUMNS: usize = 20;
@@ -132,32 +138,91 @@ impl Dialect for Lite {
         Ok(())
     }
 
+    /// As [`lock_queue`](Self::lock_queue): the write lock serializes every writer.
+    async fn lock_tail(_: &mut SqliteConnection, _: &str) -> Result<(), Error> {
+        Ok(())
+    }
+
     /// One process owns a SQLite file: nobody to tell.
     async fn notify(_: &mut SqliteConnection, _: &str) -> Result<(), Error> {
         Ok(())
     }
 
-    async fn write_entrants(
+    /// Line by line: SQLite runs the statements in-process, without round trips.
+    async fn stored_lines(
         tx: &mut SqliteConnection,
         pool: &str,
-        id: &str,
-        seq: i64,
-        round: &AppliedRound,
-        superseded: &[bool],
+        ids: &[&str],
+    ) -> Result<Vec<(String, String, Vec<u8>)>, Error> {
+        let mut stored = Vec::new();
+        for &id in ids {
+            let line: Option<(String, Vec<u8>)> = sqlx::query_as(sql::SELECT_ROUND_HASH)
+                .bind(pool)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if let Some((status, hash)) = line {
+                stored.push((id.to_owned(), status, hash));
+            }
+        }
+        Ok(stored)
+    }
+
+    /// Line by line, as [`stored_lines`](Self::stored_lines).
+    async fn insert_lines(
+        tx: &mut SqliteConnection,
+        pool: &str,
+        lines: &[NewLine<'_>],
     ) -> Result<(), Error> {
-        let states = round
-            .entrants
-            .iter()
-            .map(|e| Ok((e, StateColumns::of(&e.state)?)))
-            .collect::<Result<Vec<_>, Error>>()?;
-        let latest: Vec<_> = states
-            .iter()
-            .zip(superseded)
-            .filter(|(_, &superseded)| !superseded)
-            .map(|(state, _)| state)
-            .collect();
-        upsert_players(tx, pool, id, seq, round.time, &latest).await?;
-        insert_history(tx, pool, seq, &states).await
+        for line in lines {
+            sqlx::query(sql::INSERT_LINE)
+                .bind(pool)
+                .bind(line.id)
+                .bind(line.seq)
+                .bind(line.body)
+                .bind(line.hash.as_slice())
+                .bind(line.kind.as_str())
+                .execute(&mut *tx)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Round by round: SQLite runs the statements in-process, without round trips.
+    async fn write_applied(
+        tx: &mut SqliteConnection,
+        pool: &str,
+        rounds: &[Applying<'_>],
+    ) -> Result<(), Error> {
+        for applying in rounds {
+            let Applying {
+                id,
+                seq,
+                round,
+                superseded,
+            } = *applying;
+            let states = round
+                .entrants
+                .iter()
+                .map(|e| Ok((e, StateColumns::of(&e.state)?)))
+                .collect::<Result<Vec<_>, Error>>()?;
+            let latest: Vec<_> = states
+                .iter()
+                .zip(superseded)
+                .filter(|(_, &superseded)| !superseded)
+                .map(|(state, _)| state)
+                .collect();
+            upsert_players(tx, pool, id, seq, round.time, &latest).await?;
+            insert_history(tx, pool, seq, &states).await?;
+            sqlx::query(MARK_APPLIED)
+                .bind(pool)
+                .bind(id)
+                .bind(round.time)
+                .bind(to_i64(round.entrants.len() as u64, "entrants")?)
+                .execute(&mut *tx)
+                .await?;
+        }
+        Ok(())
     }
 
     async fn write_states(
