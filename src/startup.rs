@@ -89,7 +89,7 @@ impl Application {
             stop.await;
             state.close_streams();
         };
-        let connections = Arc::clone(&self.state.connections);
+        let connections = Arc::clone(&self.state.limits.connections);
         tracing::info!(
             allowed = connections.allowed(),
             per_client = connections.per_client(),

@@ -84,62 +84,92 @@ fn new_params(body: &str) -> Option<SystemParams> {
     }
 }
 
-/// Shared by every handler and worker; cheap to clone.
+/// Shared by every handler and worker; cheap to clone: one reference count, where axum
+/// clones the state for every request.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// What [`AppState`] shares: the data, and the keys, limits and lifecycle apart.
+pub struct Shared {
     /// The database, for the worker and the writes.
     pub storage: Arc<dyn Storage>,
     /// The database for the requests' reads, through connections of its own
     /// (`database.read_connections`).
     pub reads: Arc<dyn Storage>,
-    /// Each client's turns at the reads of the database.
-    pub read_turns: Arc<crate::rate_limit::Turns>,
     /// `/readyz`'s last look at the database.
-    pub database_seen: Arc<tokio::sync::Mutex<Option<DatabaseSeen>>>,
+    pub database_seen: tokio::sync::Mutex<Option<DatabaseSeen>>,
     /// Every pool in memory.
     pub pools: Arc<Pools>,
     /// The settings the service started with.
     pub settings: Arc<Settings>,
+    /// Each pool's writer of posted lines.
+    group_commit: GroupCommit,
+    /// Past leaderboards (as-of reads, seasons' standings), built once and kept for a while.
+    pub past_boards: PastBoards<BuildFailed>,
+    /// The order of large rounds' results, built once and kept for a while.
+    pub round_orders: RoundOrders<BuildFailed>,
+    /// Each pool's turn to be read from the database into memory, and the recent failures.
+    loading: Loading,
+    /// The keys kept in the database.
+    pub keys: Keys,
+    /// What one client, and all of them, may hold at once.
+    pub limits: Limits,
+    /// The workers, this process's place among the replicas, and stopping.
+    lifecycle: Lifecycle,
+}
+
+/// The keys kept in the database that still work, as requests are checked against them
+/// (beside `settings.auth.keys`).
+pub struct Keys {
+    /// Replaced whole when a key is created or revoked here, and re-read every second for
+    /// changes made by another process.
+    pub stored: ArcSwap<Vec<KeySettings>>,
+    /// Held while the keys are re-read and replaced.
+    turn: tokio::sync::Mutex<()>,
+}
+
+/// The budgets requests draw on: each bounds what all clients, and one, hold at once.
+pub struct Limits {
     /// Every client's request budgets.
-    pub rate_limits: Arc<RateLimits>,
+    pub rate_limits: RateLimits,
+    /// Each client's turns at the reads of the database.
+    pub read_turns: Arc<crate::rate_limit::Turns>,
     /// Where compute-heavy requests run.
     pub compute: Arc<Compute>,
     /// The bytes of request bodies being read and parsed.
-    pub bodies: Arc<crate::body_budget::BodyBudget>,
-    /// Each pool's writer of posted lines.
-    group_commit: Arc<GroupCommit>,
-    /// Past leaderboards (as-of reads, seasons' standings), built once and kept for a while.
-    pub past_boards: Arc<PastBoards<BuildFailed>>,
-    /// The order of large rounds' results, built once and kept for a while.
-    pub round_orders: Arc<RoundOrders<BuildFailed>>,
-    /// The keys kept in the database that still work, as requests are checked against them
-    /// (beside `settings.auth.keys`): replaced whole when a key is created or revoked here,
-    /// and re-read every second for changes made by another process.
-    pub keys: Arc<ArcSwap<Vec<KeySettings>>>,
-    /// Held while the keys are re-read and replaced.
-    keys_turn: Arc<tokio::sync::Mutex<()>>,
-    /// Each pool's turn to be read from the database into memory, and the recent failures.
-    loading: Arc<Loading>,
-    workers: TaskTracker,
-    /// Whether pools get a worker loop: set by [`AppState::load_pools`], so that a pool
-    /// created later (by a `PUT`) gets one exactly when the loaded ones did. Tests that step
-    /// the worker themselves leave it off.
-    run_workers: Arc<AtomicBool>,
-    /// Whether this process shares the database with other replicas and applies only the
-    /// pools whose lease it holds (`crate::ownership`): set with the workers, on Postgres.
-    coordinated: Arc<AtomicBool>,
-    /// This process's name among the replicas.
-    replica_id: Arc<str>,
-    /// Asks for a heartbeat now rather than at the next tick: a pool was added to memory, and
-    /// should get its owner at once.
-    rebalance: Arc<tokio::sync::Notify>,
-    shutdown: CancellationToken,
+    pub bodies: crate::body_budget::BodyBudget,
     /// Open change feeds: each holds a permit while it runs ([`MAX_FEEDS`] in all).
     pub feeds: Arc<tokio::sync::Semaphore>,
     /// Open change feeds per client ([`MAX_FEEDS_PER_CLIENT`] each).
     pub feed_shares: Arc<crate::rate_limit::Shares>,
     /// The connections the accept loop serves at once, in all and per client.
     pub connections: Arc<crate::serve::Connections>,
+}
+
+/// The pools' workers, this process among the replicas, and how it stops.
+struct Lifecycle {
+    workers: TaskTracker,
+    /// Whether pools get a worker loop: set by [`AppState::load_pools`], so that a pool
+    /// created later (by a `PUT`) gets one exactly when the loaded ones did. Tests that step
+    /// the worker themselves leave it off.
+    run_workers: AtomicBool,
+    /// Whether this process shares the database with other replicas and applies only the
+    /// pools whose lease it holds (`crate::ownership`): set with the workers, on Postgres.
+    coordinated: AtomicBool,
+    /// This process's name among the replicas.
+    replica_id: Arc<str>,
+    /// Asks for a heartbeat now rather than at the next tick: a pool was added to memory, and
+    /// should get its owner at once.
+    rebalance: tokio::sync::Notify,
+    shutdown: CancellationToken,
     /// Cancelled as soon as the service is asked to stop, before requests drain: endless
     /// answers (the change feeds) end on it, or they would hold the drain open.
     closing: CancellationToken,
@@ -296,33 +326,39 @@ impl AppState {
         } else {
             Arc::from(settings.replicas.id.as_str())
         };
-        Ok(Self {
+        Ok(Self(Arc::new(Shared {
             storage,
             reads,
-            read_turns: Arc::new(read_turns),
-            database_seen: Arc::default(),
+            database_seen: tokio::sync::Mutex::default(),
             pools: Arc::new(Pools::default()),
-            rate_limits: Arc::new(RateLimits::new(&settings.rate_limit)),
-            compute: Arc::new(compute),
-            bodies: Arc::new(crate::body_budget::BodyBudget::new(server)),
-            group_commit: Arc::new(group_commit),
-            past_boards: Arc::new(past_boards),
-            round_orders: Arc::new(round_orders),
-            keys: Arc::new(ArcSwap::from_pointee(Vec::new())),
-            keys_turn: Arc::default(),
-            loading: Arc::default(),
+            group_commit,
+            past_boards,
+            round_orders,
+            loading: Loading::default(),
+            keys: Keys {
+                stored: ArcSwap::from_pointee(Vec::new()),
+                turn: tokio::sync::Mutex::default(),
+            },
+            limits: Limits {
+                rate_limits: RateLimits::new(&settings.rate_limit),
+                read_turns: Arc::new(read_turns),
+                compute: Arc::new(compute),
+                bodies: crate::body_budget::BodyBudget::new(server),
+                feeds: Arc::new(tokio::sync::Semaphore::new(MAX_FEEDS)),
+                feed_shares: Arc::new(crate::rate_limit::Shares::new(MAX_FEEDS_PER_CLIENT)),
+                connections,
+            },
+            lifecycle: Lifecycle {
+                workers: TaskTracker::new(),
+                run_workers: AtomicBool::new(false),
+                coordinated: AtomicBool::new(false),
+                replica_id,
+                rebalance: tokio::sync::Notify::new(),
+                shutdown: CancellationToken::new(),
+                closing: CancellationToken::new(),
+            },
             settings: Arc::new(settings),
-            workers: TaskTracker::new(),
-            run_workers: Arc::new(AtomicBool::new(false)),
-            coordinated: Arc::new(AtomicBool::new(false)),
-            replica_id,
-            rebalance: Arc::default(),
-            shutdown: CancellationToken::new(),
-            closing: CancellationToken::new(),
-            feeds: Arc::new(tokio::sync::Semaphore::new(MAX_FEEDS)),
-            feed_shares: Arc::new(crate::rate_limit::Shares::new(MAX_FEEDS_PER_CLIENT)),
-            connections,
-        })
+        })))
     }
 
     /// Where replicas share the database, claims this process's id among them and returns
@@ -334,7 +370,7 @@ impl AppState {
         };
         // Two processes under one id would each take the other's heartbeat for its own.
         replicas.claim(self.replica_id()).await?;
-        self.coordinated.store(true, Ordering::Relaxed);
+        self.lifecycle.coordinated.store(true, Ordering::Relaxed);
         Ok(Some(replicas))
     }
 
@@ -342,7 +378,9 @@ impl AppState {
     /// (`start_workers`), or leaves workers to the caller (tests drive
     /// [`worker::process_next`] themselves).
     pub async fn load_pools(&self, start_workers: bool) -> anyhow::Result<()> {
-        self.run_workers.store(start_workers, Ordering::Relaxed);
+        self.lifecycle
+            .run_workers
+            .store(start_workers, Ordering::Relaxed);
         if let Some(name) = self.shadowed_key().await? {
             anyhow::bail!(
                 "the configured key `{name}` has the name of a key kept in the database, which \
@@ -575,7 +613,7 @@ impl AppState {
     /// revoked one no longer is. Refreshes take turns, so a read taken before a revocation
     /// cannot be stored after it.
     pub async fn refresh_keys(&self) -> Result<(), storage::Error> {
-        let _turn = self.keys_turn.lock().await;
+        let _turn = self.keys.turn.lock().await;
         let active: Vec<KeySettings> = self
             .storage
             .keys()
@@ -600,7 +638,7 @@ impl AppState {
                 sha256: key.sha256,
             })
             .collect();
-        self.keys.store(Arc::new(active));
+        self.keys.stored.store(Arc::new(active));
         Ok(())
     }
 
@@ -631,15 +669,16 @@ impl AppState {
         let revoked = self.storage.revoke_key(name, now()).await?;
         if revoked {
             // Dropped from memory without a read that could fail: the revocation is stored.
-            let _turn = self.keys_turn.lock().await;
+            let _turn = self.keys.turn.lock().await;
             let kept: Vec<KeySettings> = self
                 .keys
+                .stored
                 .load()
                 .iter()
                 .filter(|key| key.name != name)
                 .cloned()
                 .collect();
-            self.keys.store(Arc::new(kept));
+            self.keys.stored.store(Arc::new(kept));
             tracing::info!(key.name = name, "key revoked");
         }
         Ok(revoked)
@@ -700,13 +739,13 @@ impl AppState {
     /// [`KEY_REFRESH`] until shutdown.
     pub fn start_key_refresh(&self) {
         let state = self.clone();
-        self.workers.spawn(async move {
+        self.lifecycle.workers.spawn(async move {
             let mut tick = tokio::time::interval(KEY_REFRESH);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
                     _ = tick.tick() => {}
-                    () = state.shutdown.cancelled() => return,
+                    () = state.lifecycle.shutdown.cancelled() => return,
                 }
                 if let Err(error) = state.refresh_keys().await {
                     tracing::warn!(%error, "re-reading the keys failed; keeping the last ones");
@@ -780,23 +819,23 @@ impl AppState {
     /// Cancelled once the service is stopping: open change feeds end.
     #[must_use]
     pub fn closing(&self) -> CancellationToken {
-        self.closing.clone()
+        self.lifecycle.closing.clone()
     }
 
     /// Ends every open change feed (the first step of stopping).
     pub fn close_streams(&self) {
-        self.closing.cancel();
+        self.lifecycle.closing.cancel();
     }
 
     /// Starts `pool`'s worker loop.
     pub fn start_worker(&self, pool: Arc<Pool>) {
         let queue = &self.settings.queue;
-        self.workers.spawn(worker::run(
+        self.lifecycle.workers.spawn(worker::run(
             Arc::clone(&self.storage),
             pool,
             Duration::from_millis(queue.poll_interval_ms),
             Duration::from_millis(queue.retry_delay_ms),
-            self.shutdown.clone(),
+            self.lifecycle.shutdown.clone(),
         ));
     }
 
@@ -804,7 +843,7 @@ impl AppState {
     /// followed until this process takes its lease.
     fn new_pool(&self, name: &str, state: PoolState) -> Pool {
         let pool = Pool::new(name.to_owned(), state);
-        if self.coordinated.load(Ordering::Relaxed) {
+        if self.lifecycle.coordinated.load(Ordering::Relaxed) {
             pool.following()
         } else {
             pool
@@ -814,9 +853,9 @@ impl AppState {
     /// Starts the worker of a pool just added to memory, when the loaded pools got one; where
     /// replicas share the database, the next heartbeat comes at once to give it an owner.
     fn start_worker_if_running(&self, pool: &Arc<Pool>) {
-        if self.run_workers.load(Ordering::Relaxed) {
-            if self.coordinated.load(Ordering::Relaxed) {
-                self.rebalance.notify_one();
+        if self.lifecycle.run_workers.load(Ordering::Relaxed) {
+            if self.lifecycle.coordinated.load(Ordering::Relaxed) {
+                self.lifecycle.rebalance.notify_one();
             }
             self.start_worker(Arc::clone(pool));
         }
@@ -826,43 +865,43 @@ impl AppState {
     /// replicas share the database, each pool's lease goes back as soon as its worker has
     /// stopped (`crate::ownership`), and then the lease connection ends.
     pub async fn stop_workers(&self) {
-        self.shutdown.cancel();
-        self.workers.close();
-        self.workers.wait().await;
-        if self.coordinated.load(Ordering::Relaxed) {
+        self.lifecycle.shutdown.cancel();
+        self.lifecycle.workers.close();
+        self.lifecycle.workers.wait().await;
+        if self.lifecycle.coordinated.load(Ordering::Relaxed) {
             if let Some(replicas) = self.storage.replicas() {
-                replicas.leave(&self.replica_id).await;
+                replicas.leave(&self.lifecycle.replica_id).await;
             }
         }
     }
 
     /// Runs `task` until the service stops; stopping waits for it.
     pub fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
-        self.workers.spawn(task);
+        self.lifecycle.workers.spawn(task);
     }
 
     /// Resolves when a pool was added to memory since the last call: the heartbeat gives it an
     /// owner at once.
     pub async fn pool_added(&self) {
-        self.rebalance.notified().await;
+        self.lifecycle.rebalance.notified().await;
     }
 
     /// Resolves once the service is stopping.
     pub async fn stopping(&self) {
-        self.shutdown.cancelled().await;
+        self.lifecycle.shutdown.cancelled().await;
     }
 
     /// This process's name among the replicas sharing the database.
     #[must_use]
     pub fn replica_id(&self) -> &str {
-        &self.replica_id
+        &self.lifecycle.replica_id
     }
 
     /// Whether this process shares the database with other replicas (see
     /// [`crate::ownership`]).
     #[must_use]
     pub fn coordinated(&self) -> bool {
-        self.coordinated.load(Ordering::Relaxed)
+        self.lifecycle.coordinated.load(Ordering::Relaxed)
     }
 }
 

@@ -133,7 +133,7 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
         let presented = presented
             .filter(|key| !key.is_empty())
             .ok_or(Error::Unauthenticated)?;
-        let stored = state.keys.load();
+        let stored = state.keys.stored.load();
         let (role, name) = role_of(auth.keys.iter().chain(stored.iter()), presented)
             .ok_or(Error::Unauthenticated)?;
         tracing::debug!(key.name = name, "authenticated");
@@ -153,13 +153,17 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
 
 /// Takes one request from `client`'s `budget`, or refuses it with how long to wait.
 fn draw(state: &AppState, budget: Budget, client: &Client) -> Result<(), Error> {
-    state.rate_limits.check(budget, client).map_err(|wait| {
-        tracing::debug!(?client, "rate limited");
-        Error::RateLimited {
-            // Retry-After counts whole seconds: round up, so a retry on time is not too early.
-            retry_after_secs: (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1),
-        }
-    })
+    state
+        .limits
+        .rate_limits
+        .check(budget, client)
+        .map_err(|wait| {
+            tracing::debug!(?client, "rate limited");
+            Error::RateLimited {
+                // Retry-After counts whole seconds: round up, so a retry on time is not too early.
+                retry_after_secs: (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1),
+            }
+        })
 }
 
 #[cfg(test)]

@@ -125,6 +125,7 @@ pub(super) async fn answered(
         .as_ref()
         .map_or_else(|| current.len(), |past| past.players());
     state
+        .limits
         .compute
         .run(client, players.min(MAX_ENTRANTS), move |_| {
             answer(&current, past.as_deref(), &query)

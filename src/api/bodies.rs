@@ -24,7 +24,7 @@ pub async fn admit(State(state): State<AppState>, request: Request, next: Next) 
     if length == Some(0) {
         return next.run(request).await;
     }
-    let Some(held) = state.bodies.take(length) else {
+    let Some(held) = state.limits.bodies.take(length) else {
         tracing::debug!(?length, "a body beyond what is left of the budget");
         // Its bytes are dropped as they arrive: a client still sending would otherwise have
         // the connection reset under it, and with it the answer.

@@ -72,7 +72,7 @@ async fn get_metrics(
     }
     instruments::gauge(
         instruments::HTTP_CONNECTIONS,
-        state.connections.open() as f64,
+        state.limits.connections.open() as f64,
     );
     let (open, idle) = state.storage.connections();
     instruments::gauge(instruments::DB_CONNECTIONS, f64::from(open));

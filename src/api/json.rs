@@ -74,6 +74,7 @@ impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for ComputeJson
             })?;
         let cost = bytes.len() * MAX_ENTRANTS / COMPUTE_BODY_LIMIT;
         state
+            .limits
             .compute
             .run(client.as_ref(), cost, move |_| parse(&bytes))
             .await?

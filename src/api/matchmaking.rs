@@ -261,6 +261,7 @@ async fn create_matchmaking(
     let ids: Vec<String> = request.waiting.iter().map(|w| w.player.clone()).collect();
     let waited: Vec<f64> = request.waiting.iter().map(|w| w.waited).collect();
     let outcome = state
+        .limits
         .compute
         .run_held(auth.client(), ids.len().min(MAX_ENTRANTS), move |cancel| {
             let system = snapshot.system();
@@ -397,6 +398,7 @@ async fn list_opponents(
     let cost = snapshot.len().min(MAX_ENTRANTS);
     let asked = player.clone();
     let outcome = state
+        .limits
         .compute
         .run_held(auth.client(), cost, move |cancel| {
             opponents(&snapshot, asked, limit, days, cancel)

@@ -264,7 +264,7 @@ async fn json_errors(State(body_limit): State<usize>, response: Response) -> Res
 /// dropped): one client's reads wait behind each other rather than ahead of everyone else's.
 pub(crate) async fn reads(state: &AppState, client: Option<&Client>) -> Reads {
     let turn = match client {
-        Some(client) => Some(state.read_turns.take(client).await),
+        Some(client) => Some(state.limits.read_turns.take(client).await),
         // A router called in process (tests) has no peer address: nothing to count it by.
         None => None,
     };

@@ -251,6 +251,7 @@ async fn forecast(
     }
     let cost = entrants.len();
     let outcome = state
+        .limits
         .compute
         .run_held(auth.client(), cost, move |cancel| {
             predict::forecast(&*snapshot, &entrants, figures, cancel).map(|f| (f, entrants))

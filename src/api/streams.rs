@@ -31,17 +31,14 @@ pub(super) fn stream_place(
     auth: &Authorized<Read>,
 ) -> Result<StreamPlace, Error> {
     let share = match auth.client() {
-        Some(client) => Some(
-            state
-                .feed_shares
-                .take(client, 1)
-                .ok_or(Error::RateLimited {
-                    retry_after_secs: KEEP_ALIVE.as_secs(),
-                })?,
-        ),
+        Some(client) => Some(state.limits.feed_shares.take(client, 1).ok_or(
+            Error::RateLimited {
+                retry_after_secs: KEEP_ALIVE.as_secs(),
+            },
+        )?),
         None => None,
     };
-    let permit = Arc::clone(&state.feeds)
+    let permit = Arc::clone(&state.limits.feeds)
         .try_acquire_owned()
         .map_err(|_| Error::Overloaded)?;
     Ok(StreamPlace {

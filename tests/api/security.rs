@@ -358,6 +358,7 @@ async fn the_default_budget_lets_a_backfill_of_a_thousand_rounds_through() {
     let app = TestApp::new().await;
     for i in 0..1000 {
         app.state
+            .limits
             .rate_limits
             .check(
                 mmr_service::rate_limit::Budget::Write,
@@ -447,7 +448,7 @@ async fn a_client_beyond_its_turns_at_the_database_waits_while_others_read() {
     let client = Client::address("192.0.2.1".parse().expect("an address"));
     let mut held = Vec::new();
     for _ in 0..settings.server.client_share(whole) {
-        held.push(app.state.read_turns.take(&client).await);
+        held.push(app.state.limits.read_turns.take(&client).await);
     }
     let database_reads = [
         "/v1/pools",

@@ -480,3 +480,71 @@ async fn queued_ids(db: &Db) -> Vec<String> {
         .map(|q| q.id)
         .collect()
 }
+
+/// On Postgres, posts and the worker take separate locks: a post is stored while a worker's
+/// commit holds its lock and the pool's row (as a settling batch does until it commits), and
+/// waits only for another writer of the queue's tail; a change of parameters waits for the
+/// posts under way.
+#[tokio::test]
+async fn posts_wait_for_the_tail_of_the_queue_only_not_for_the_workers_commit() {
+    support::run(crate::db::Backend::Postgres, |db| async move {
+        use sqlx::{Connection, Executor};
+        create_pool(&db).await;
+        let mut worker = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+        worker
+            .execute(
+                "BEGIN; SELECT pg_advisory_xact_lock(x'6d6d72'::int, hashtext('main'));
+                 UPDATE pools SET applied = applied WHERE name = 'main'",
+            )
+            .await
+            .expect("a worker's commit under way");
+        let posted = tokio::time::timeout(
+            Duration::from_secs(5),
+            db.storage
+                .enqueue_round(POOL, "r1", &body("r1", &["a", "b"]), ROOMY_QUEUE),
+        )
+        .await
+        .expect("the post did not wait for the worker's commit")
+        .expect("enqueue");
+        assert_eq!(posted, Enqueued::Accepted { position: 1 });
+        worker.execute("ROLLBACK").await.expect("rolled back");
+
+        let mut poster = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+        poster
+            .execute("BEGIN; SELECT pg_advisory_xact_lock(x'6d6d71'::int, hashtext('main'))")
+            .await
+            .expect("a post under way");
+        let waiting = tokio::time::timeout(
+            Duration::from_millis(500),
+            db.storage
+                .enqueue_round(POOL, "r2", &body("r2", &["a", "b"]), ROOMY_QUEUE),
+        )
+        .await;
+        assert!(waiting.is_err(), "a post went past another post's lock");
+        let other = SystemParams::Elo(EloParams::default());
+        let changing = tokio::time::timeout(
+            Duration::from_millis(500),
+            db.storage.put_pool("other-pool-unlocked", &other),
+        )
+        .await;
+        assert!(changing.is_ok(), "another pool waited");
+        let changing = tokio::time::timeout(
+            Duration::from_millis(500),
+            db.storage.put_pool(POOL, &other),
+        )
+        .await;
+        assert!(
+            changing.is_err(),
+            "a change of parameters went past a post's lock"
+        );
+        poster.execute("COMMIT").await.expect("committed");
+        assert_eq!(
+            db.storage
+                .enqueue_round(POOL, "r2", &body("r2", &["a", "b"]), ROOMY_QUEUE)
+                .await
+                .expect("enqueue"),
+            Enqueued::Accepted { position: 2 }
+        );
+    })
+    .await;
+}
