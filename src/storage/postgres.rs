@@ -4,12 +4,13 @@
 //! snapshots through `REPEATABLE READ`, and the bulk writes through `UNNEST` arrays. Nothing
 //! here knows about SQLite.
 
+use std::str::FromStr;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Connection, PgConnection, Postgres, Transaction};
 
 use super::enqueue::NewLine;
@@ -393,12 +394,20 @@ pub(super) struct Pg;
 
 /// Connects to the server at `url` and runs `migrations/postgres`.
 pub(super) async fn connect(url: &str) -> Result<SqlStorage<Pg>, Error> {
+    // Every statement planned for its values and the tables as they are now. sqlx prepares a
+    // statement once per connection, and Postgres then keeps a generic plan costed when the
+    // tables were small: without fresh statistics (autovacuum off, or behind an import) a
+    // lookup of one round by its key stayed a scan of all of them. The game-load bench on
+    // Postgres applied 490-660 matches a second with the cached plans, 1,689 without, where
+    // the change feed's lookups had taken the database's whole CPU (BENCHMARKS.md).
+    let options =
+        PgConnectOptions::from_str(url)?.options([("plan_cache_mode", "force_custom_plan")]);
     // One connection first: a pool that cannot connect reports only that it timed out, where
     // this says why (refused, unknown host, no such database, bad password).
-    PgConnection::connect(url).await?.close().await?;
+    PgConnection::connect_with(&options).await?.close().await?;
     let pool = PgPoolOptions::new()
         .acquire_timeout(ACQUIRE_TIMEOUT)
-        .connect(url)
+        .connect_with(options)
         .await?;
     sqlx::migrate!("./migrations/postgres").run(&pool).await?;
     let others = Arc::new(AtomicBool::new(true));

@@ -58,14 +58,18 @@ pub(super) const SELECT_QUEUED_CORRECTIONS: &str = "
 /// parameters, the seq of its newest queued correction (`NULL`: none; along `rounds_by_kind`),
 /// the seq of its newest line (0: none) and of its oldest queued one (`NULL`: none queued). The
 /// worker settles lines oldest first, so the queued ones are every line from that one on: the
-/// queue's length without counting it. No row: no pool.
+/// queue's length without counting it. The last two are read as the first row of an index in
+/// order: as `min(seq)`, Postgres without statistics aggregated every queued row (6.4 ms at
+/// 20,000 queued, against 0.18 ms). No row: no pool.
 pub(super) const SELECT_QUEUE_STATE: &str = "
     SELECT system, params,
            (SELECT max(seq) FROM rounds
             WHERE pool = $1 AND kind <> 'round' AND kind = 'correction' AND status = 'queued')
            AS correction,
-           (SELECT COALESCE(max(seq), 0) FROM rounds WHERE pool = $1) AS last_seq,
-           (SELECT min(seq) FROM rounds WHERE pool = $1 AND status = 'queued') AS first_queued
+           COALESCE((SELECT seq FROM rounds WHERE pool = $1 ORDER BY seq DESC LIMIT 1), 0)
+           AS last_seq,
+           (SELECT seq FROM rounds WHERE pool = $1 AND status = 'queued' ORDER BY seq LIMIT 1)
+           AS first_queued
     FROM pools WHERE name = $1";
 
 /// The seq of pool `$1`'s newest applied correction (`NULL`: none; along `rounds_by_kind`).
