@@ -1,7 +1,7 @@
 //! One transaction of posts ([`super::Storage::enqueue_requests`]) worked out in memory, so
-//! that the database is asked a fixed number of statements whatever the number of lines: what
-//! is stored under the lines' ids, the tail of the queue and what the pool is now, read once;
-//! every new line written in one statement. Requests are taken in order, each all or nothing,
+//! that Postgres is asked a fixed number of statements whatever the number of lines (SQLite,
+//! in-process, goes line by line): what is stored under the lines' ids, the tail of the queue
+//! and what the pool is now, read once; every new line written in one statement. Requests are taken in order, each all or nothing,
 //! and a later one sees what an earlier one stored, as if each had its own transaction.
 
 use std::collections::HashMap;

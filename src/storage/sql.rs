@@ -43,10 +43,6 @@ pub(super) const COUNT_POOL_ROUNDS: &str = "
            (SELECT count(*) FROM rounds WHERE pool = $1 AND status = 'queued') AS queued
     FROM pools WHERE name = $1";
 
-/// Status and content hash of round `$2` of pool `$1`.
-pub(super) const SELECT_ROUND_HASH: &str = "
-    SELECT status, content_hash FROM rounds WHERE pool = $1 AND id = $2";
-
 /// The corrections queued in pool `$1`, oldest first (along `rounds_by_kind`, as
 /// [`COUNT_CORRECTIONS_AFTER`]).
 pub(super) const SELECT_QUEUED_CORRECTIONS: &str = "
@@ -76,10 +72,6 @@ pub(super) const SELECT_QUEUE_STATE: &str = "
 pub(super) const LAST_APPLIED_CORRECTION: &str = "
     SELECT max(seq) FROM rounds
     WHERE pool = $1 AND kind <> 'round' AND kind = 'correction' AND status = 'applied'";
-
-/// Queues line `$2` of pool `$1` at seq `$3` with body `$4`, hash `$5` and kind `$6`.
-pub(super) const INSERT_LINE: &str = "
-    INSERT INTO rounds (pool, id, seq, body, content_hash, kind) VALUES ($1, $2, $3, $4, $5, $6)";
 
 /// The oldest queued rounds of pool `$1` after seq `$4`: at most `$2`, and those whose
 /// predecessors' bodies add up to fewer than `$3` characters.

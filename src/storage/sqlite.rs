@@ -34,6 +34,14 @@ const _: () = assert!(
         && CHUNK_ROWS * HISTORY_COLUMNS <= MAX_BOUND_PARAMETERS
 );
 
+/// Status and content hash of round `$2` of pool `$1`.
+const SELECT_ROUND_HASH: &str = "
+    SELECT status, content_hash FROM rounds WHERE pool = $1 AND id = $2";
+
+/// Queues line `$2` of pool `$1` at seq `$3` with body `$4`, hash `$5` and kind `$6`.
+const INSERT_LINE: &str = "
+    INSERT INTO rounds (pool, id, seq, body, content_hash, kind) VALUES ($1, $2, $3, $4, $5, $6)";
+
 /// Marks round `$2` of pool `$1` applied, with its time `$3` and number of standings `$4`.
 const MARK_APPLIED: &str = "
     UPDATE rounds SET status = 'applied', round_time = $3, entrants = $4
@@ -156,7 +164,7 @@ impl Dialect for Lite {
     ) -> Result<Vec<(String, String, Vec<u8>)>, Error> {
         let mut stored = Vec::new();
         for &id in ids {
-            let line: Option<(String, Vec<u8>)> = sqlx::query_as(sql::SELECT_ROUND_HASH)
+            let line: Option<(String, Vec<u8>)> = sqlx::query_as(SELECT_ROUND_HASH)
                 .bind(pool)
                 .bind(id)
                 .fetch_optional(&mut *tx)
@@ -175,7 +183,7 @@ impl Dialect for Lite {
         lines: &[NewLine<'_>],
     ) -> Result<(), Error> {
         for line in lines {
-            sqlx::query(sql::INSERT_LINE)
+            sqlx::query(INSERT_LINE)
                 .bind(pool)
                 .bind(line.id)
                 .bind(line.seq)
