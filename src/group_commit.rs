@@ -3,7 +3,7 @@
 //! it, stores them in one transaction ([`Storage::enqueue_requests`]: each request's lines
 //! all or none, its outcome its own) and answers each once that transaction is durable. So a
 //! pool's posts pay for one commit each batch rather than each post, and no post waits behind
-//! the pool's lock for longer than the batch in flight. Knows nothing of HTTP.
+//! the lock on the queue's tail for longer than the batch in flight. Knows nothing of HTTP.
 //!
 //! A request is answered only after the commit holding it, so an acknowledged line is stored;
 //! one whose client went away meanwhile is stored all the same, and a re-post of it is

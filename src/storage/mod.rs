@@ -39,8 +39,9 @@ use crate::display::{Display, Leagues};
 use crate::engine::SystemParams;
 
 /// Every database operation the service performs. Each method is one transaction; writes that
-/// depend on a pool's queue take that pool's lock for the whole transaction, so several service
-/// processes may share one database.
+/// depend on a pool's queue take one of that pool's locks (its queue's tail for posts, its
+/// worker's for settling) for the whole transaction, so several service processes may share one
+/// database.
 #[async_trait]
 pub trait Storage: Send + Sync + 'static {
     /// Creates pool `name`, or changes its parameters. A change is refused with

@@ -219,7 +219,7 @@ impl EnqueuedAll {
 /// What lines about to be queued were checked against: the pool's parameters, and the seq of
 /// its newest queued correction (`None`: none queued), whose parameters, if it sets any, rate
 /// the rounds queued after it. [`super::Storage::enqueue_entries`] queues them only if both are still
-/// so, under the pool's lock: a round acknowledged is one its pool's system can rate.
+/// so, under the lock on the pool's queue tail: a round acknowledged is one its pool's system can rate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Against<'a> {
     /// The pool's parameters.
