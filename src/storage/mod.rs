@@ -153,11 +153,6 @@ pub trait Storage: Send + Sync + 'static {
     /// owns it (SQLite).
     fn replicas(&self) -> Option<Arc<dyn Replicas>>;
 
-    /// Whether the database lets one transaction write at a time (SQLite). A worker then does
-    /// not rate its next rounds while a batch commits: the writer is the bottleneck anyway, and
-    /// commits back to back would leave a `POST /rounds` waiting for the write lock.
-    fn one_writer(&self) -> bool;
-
     /// One pool's parameters and applied rounds, without the costlier counts of [`Self::pool`].
     async fn pool_progress(&self, name: &str) -> Result<Option<PoolProgress>, Error>;
 

@@ -139,6 +139,11 @@ pub(super) struct SqlStorage<D: Dialect> {
     /// `replicas` finds this process alone (a process that sends none, `import` say, always
     /// tells).
     others: Arc<AtomicBool>,
+    /// This process's writers in line, first come first served, where the database lets one
+    /// transaction write at a time (SQLite): SQLite's own lock is waited for by retrying after
+    /// sleeps that grow, so a writer committing back to back (a worker settling batches while
+    /// it rates the next) could keep a post waiting for as long as it went on.
+    writers: tokio::sync::Mutex<()>,
 }
 
 impl<D: Dialect> SqlStorage<D> {
@@ -148,7 +153,27 @@ impl<D: Dialect> SqlStorage<D> {
             pool,
             replicas: None,
             others: Arc::new(AtomicBool::new(true)),
+            writers: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Starts a write transaction, after this process's writers before it where the database
+    /// takes one at a time: the turn is held as long as the guard returned beside it.
+    async fn begin_write(
+        &self,
+    ) -> Result<
+        (
+            Option<tokio::sync::MutexGuard<'_, ()>>,
+            Transaction<'static, D::Db>,
+        ),
+        Error,
+    > {
+        let turn = if D::ONE_WRITER {
+            Some(self.writers.lock().await)
+        } else {
+            None
+        };
+        Ok((turn, D::begin_write(&self.pool).await?))
     }
 
     /// The same storage, shared with other processes that coordinate through `replicas`, whose
@@ -455,7 +480,7 @@ where
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
     async fn put_pool(&self, name: &str, params: &SystemParams) -> Result<PoolWrite, Error> {
         let (system, encoded) = params_columns(params)?;
-        let mut tx = D::begin_write(&self.pool).await?;
+        let (_turn, mut tx) = self.begin_write().await?;
         let inserted: Option<(String,)> = sqlx::query_as(sql::INSERT_POOL)
             .bind(name)
             .bind(&system)
@@ -493,7 +518,7 @@ where
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
     async fn delete_pool(&self, name: &str) -> Result<bool, Error> {
-        let mut tx = D::begin_write(&self.pool).await?;
+        let (_turn, mut tx) = self.begin_write().await?;
         // The lock a commit of the pool's worker takes: one under way ends first, and one
         // after finds no queued round to settle; then the posts' lock, so that none is
         // queued into a pool about to go.
@@ -520,7 +545,7 @@ where
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
     async fn put_display(&self, name: &str, display: &Display) -> Result<(), Error> {
-        let mut tx = D::begin_write(&self.pool).await?;
+        let (_turn, mut tx) = self.begin_write().await?;
         D::lock_queue(&mut tx, name).await?;
         let (stored, _) = display_and_applied::<D>(&mut tx, name).await?;
         // Leagues change only with their recomputation (`put_leagues`): settings built on a
@@ -592,7 +617,7 @@ where
         display: &Display,
         recomputed: &Recomputed,
     ) -> Result<(), Error> {
-        let mut tx = D::begin_write(&self.pool).await?;
+        let (_turn, mut tx) = self.begin_write().await?;
         // Taken as the worker takes it: no round is settled until the leagues are written.
         D::lock_queue(&mut tx, name).await?;
         let (_, applied) = display_and_applied::<D>(&mut tx, name).await?;
@@ -650,7 +675,7 @@ where
         requests: &[EnqueueRequest<'_>],
         max_queued: u64,
     ) -> Result<Vec<EnqueuedAll>, Error> {
-        let mut tx = D::begin_write(&self.pool).await?;
+        let (_turn, mut tx) = self.begin_write().await?;
         D::lock_tail(&mut tx, pool).await?;
         let state: QueueStateRow = sqlx::query_as(sql::SELECT_QUEUE_STATE)
             .bind(pool)
@@ -729,7 +754,7 @@ where
         rated_on: u64,
         leagues: Option<&Leagues>,
     ) -> Result<(), Error> {
-        let mut tx = D::begin_write(&self.pool).await?;
+        let (_turn, mut tx) = self.begin_write().await?;
         let seqs = lock_next_rounds::<D>(&mut tx, pool, rounds.iter().map(|(id, _)| *id)).await?;
         // Under the queue's lock, which every settling and `put_leagues` take too. Rounds
         // applied by another process since these were rated would be overwritten by states
@@ -759,7 +784,7 @@ where
         rewrite: &Rewrite<'_>,
         lines: &mut tokio::sync::mpsc::Receiver<Result<Vec<RecomputedLine>, String>>,
     ) -> Result<(), Error> {
-        let mut tx = D::begin_write(&self.pool).await?;
+        let (_turn, mut tx) = self.begin_write().await?;
         lock_next_rounds::<D>(&mut tx, pool, rewrite.corrections.iter().copied()).await?;
         let (stored, applied_before) = display_and_applied::<D>(&mut tx, pool).await?;
         if applied_before != rewrite.rated_on || stored.leagues.as_ref() != rewrite.leagues {
@@ -895,10 +920,6 @@ where
             lines,
             corrected: corrections > 0,
         }))
-    }
-
-    fn one_writer(&self) -> bool {
-        D::ONE_WRITER
     }
 
     fn replicas(&self) -> Option<Arc<dyn Replicas>> {

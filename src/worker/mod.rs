@@ -10,10 +10,11 @@
 //!
 //! Rounds that wait together are settled together: one transaction (one disk flush), one
 //! staleness check and one published snapshot for a batch of them, which is what lets ingest
-//! keep up with a platform posting its history. Where the database takes several writers
-//! (Postgres), the rounds queued after a batch are read and rated on its result while it
-//! commits, so rating and writing overlap; they commit after it, or are thrown away if its
-//! commit fails. A round alone in the queue is settled alone, as soon as it arrives.
+//! keep up with a platform posting its history. The rounds queued after a batch are read and
+//! rated on its result while it commits, so rating and writing overlap; they commit after it,
+//! or are thrown away if its commit fails. On SQLite, which writes one transaction at a time,
+//! storage lines its writers up first come first served, so a post waits for one commit, not
+//! for a worker committing back to back. A round alone in the queue is settled alone, as soon as it arrives.
 
 mod line;
 mod recompute;
@@ -73,9 +74,8 @@ pub enum Settled {
     Failed(String),
 }
 
-/// Settles the pool's oldest queued rounds, if any, in batches: on a database that takes
-/// several writers, each batch is rated while the one before it commits, and published after
-/// its own commit. The pool's turn is held throughout, so a parameter change cannot slip in
+/// Settles the pool's oldest queued rounds, if any, in batches: each batch is rated while the
+/// one before it commits, and published after its own commit. The pool's turn is held throughout, so a parameter change cannot slip in
 /// between reading the parameters and committing.
 pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<Processed> {
     let _turn = pool.turn().await;
@@ -122,10 +122,7 @@ pub async fn process_next(storage: &dyn Storage, pool: &Pool) -> anyhow::Result<
         batches += 1;
         // The next rounds are rated on this batch's result while it commits; they are
         // committed only after it, and published only after their own commit.
-        let ahead = batches < PIPELINED_BATCHES
-            && pool.owned()
-            && !pool.turn_wanted()
-            && !storage.one_writer();
+        let ahead = batches < PIPELINED_BATCHES && pool.owned() && !pool.turn_wanted();
         let (committed, upcoming) = tokio::join!(settle(storage, pool, &batch), async {
             if ahead {
                 rate_ahead(storage, pool, &batch).await

@@ -905,7 +905,7 @@ async fn a_follower_follows_beliefs_that_keep_no_factors(app: TestApp) {
     }
 }
 
-/// A backlog of three batches is settled in one worker step on Postgres, each batch rated
+/// A backlog of three batches is settled in one worker step, each batch rated
 /// while the one before it commits: every round in order (a broken one failed in place), and
 /// every rating, round and pool count bit for bit what applying the rounds one at a time gives.
 async fn a_backlog_settles_in_one_step_of_pipelined_batches_exactly_as_one_by_one(app: TestApp) {
@@ -956,14 +956,9 @@ async fn a_backlog_settles_in_one_step_of_pipelined_batches_exactly_as_one_by_on
     let step = worker::process_next(app.state.storage.as_ref(), &pool)
         .await
         .expect("a worker step");
-    let Processed::Settled(mut settled) = step else {
+    let Processed::Settled(settled) = step else {
         panic!("rounds settled: {step:?}")
     };
-    if app.state.storage.one_writer() {
-        // SQLite's one writer settles a batch per step, without rating ahead.
-        assert!(settled.len() < rounds.len(), "one batch");
-        settled.extend(app.apply_queued("together").await);
-    }
     let expected: Vec<_> = rounds
         .iter()
         .map(|(id, round)| match round {
@@ -971,7 +966,7 @@ async fn a_backlog_settles_in_one_step_of_pipelined_batches_exactly_as_one_by_on
             None => Settled::Failed(id.clone()),
         })
         .collect();
-    assert_eq!(settled, expected, "in order, in one step on Postgres");
+    assert_eq!(settled, expected, "in order, in one step");
     for (id, _) in &rounds {
         let (alone, together) = (
             app.get(&format!("/v1/pools/alone/rounds/{id}")).await,
