@@ -15,6 +15,7 @@ use utoipa::ToSchema;
 
 use crate::engine::EloMmrParams;
 use crate::params::ParamsOverrides;
+use crate::scope::Scope;
 
 /// The compiled-in base layer.
 const DEFAULT_TOML: &str = include_str!("../config/default.toml");
@@ -216,6 +217,10 @@ pub struct KeySettings {
     pub role: Role,
     /// Hex SHA-256 of the key.
     pub sha256: String,
+    /// The pools it reaches: names, or starts of names followed by `*`; every pool when left
+    /// out.
+    #[serde(default)]
+    pub pools: Scope,
 }
 
 impl fmt::Debug for KeySettings {
@@ -224,6 +229,7 @@ impl fmt::Debug for KeySettings {
             .field("name", &self.name)
             .field("role", &self.role)
             .field("sha256", &"<redacted>")
+            .field("pools", &self.pools)
             .finish()
     }
 }

@@ -57,6 +57,9 @@ pub const HTTP_CONNECTIONS_EVICTED: &str = "mmr_http_connections_evicted_total";
 /// deadline.
 pub const HTTP_WRITES_TIMED_OUT: &str = "mmr_http_writes_timed_out_total";
 
+/// Requests that presented a key, by the key's name (never the key).
+pub const KEY_REQUESTS: &str = "mmr_key_requests_total";
+
 /// Histogram buckets in seconds: 1 ms to 60 s.
 const BUCKETS: [f64; 14] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0,
@@ -114,6 +117,11 @@ pub fn request(route: &str, method: &str, status: u16, took: Duration) {
     let mut labels = labels.to_vec();
     labels.push(("status", status.to_string()));
     metrics::counter!(REQUESTS, &labels).increment(1);
+}
+
+/// Records a request that presented the key named `key`.
+pub fn key_request(key: &str) {
+    metrics::counter!(KEY_REQUESTS, "key" => key.to_owned()).increment(1);
 }
 
 /// Records a worker step that settled `applied` and `failed` rounds of `pool`.

@@ -29,6 +29,7 @@
 //!   give them in part, merged onto the system's defaults.
 //! - [`wire`]: the JSON form of a round and its conversion into an engine round.
 //! - [`names`]: which pool names, round ids and player ids the service accepts.
+//! - [`scope`]: which pools a key reaches.
 //!
 //! **Storing and applying rounds.**
 //! - [`group_commit`]: each pool's writer, storing the posts that wait for it in one
@@ -71,6 +72,7 @@ pub mod params;
 pub mod pools;
 pub mod rate_limit;
 pub mod replay;
+pub mod scope;
 pub mod serve;
 pub mod startup;
 pub mod state;

@@ -25,6 +25,7 @@ use crate::pools::loading::{Loading, LOAD_RETRY};
 use crate::pools::past::{BuildFailed, PastBoards, RoundOrders};
 use crate::pools::{Pool, PoolState, Pools};
 use crate::rate_limit::RateLimits;
+use crate::scope::Scope;
 use crate::storage::{
     self, Against, Enqueued, EnqueuedAll, LeagueHistory, NewEntry, PoolWrite, Recomputed, Replicas,
     Storage, StoredKey,
@@ -636,14 +637,21 @@ impl AppState {
                 name: key.name,
                 role: key.role,
                 sha256: key.sha256,
+                pools: key.pools,
             })
             .collect();
         self.keys.stored.store(Arc::new(active));
         Ok(())
     }
 
-    /// Creates a key kept in the database (its name checked by the caller), working at once.
-    pub async fn create_key(&self, name: &str, role: Role) -> Result<NewKey, storage::Error> {
+    /// Creates a key kept in the database (its name and scope checked by the caller), working
+    /// at once.
+    pub async fn create_key(
+        &self,
+        name: &str,
+        role: Role,
+        pools: Scope,
+    ) -> Result<NewKey, storage::Error> {
         if self.settings.auth.keys.iter().any(|key| key.name == name) {
             return Ok(NewKey::NameTaken);
         }
@@ -654,6 +662,7 @@ impl AppState {
             sha256: hash_key(&secret),
             created_at: now(),
             revoked_at: None,
+            pools,
         };
         if !self.storage.create_key(&key).await? {
             return Ok(NewKey::NameTaken);
@@ -698,6 +707,7 @@ impl AppState {
             sha256: hash_key(&secret),
             created_at: now(),
             revoked_at: None,
+            pools: Scope::All,
         };
         let created = self.storage.create_first_key(&key).await?;
         self.refresh_keys().await?;

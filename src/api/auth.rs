@@ -3,31 +3,35 @@
 //! and compared with every known hash in constant time (`subtle::ConstantTimeEq`), so neither
 //! a wrong key nor a near miss answers faster. A key never reaches a log: only its name does. An authorized request then draws
 //! on its client's budget (`rate_limit`): the key's, or for an anonymous read its address's;
-//! that client is left in the request's extensions for the extractors of its body.
+//! that client is left in the request's extensions for the extractors of its body. A key
+//! reaches only the pools of its [`Scope`]: a route of another pool answers as if it did not
+//! exist (404 `pool_not_found`), so that a key learns no other pool's name.
 
 use std::marker::PhantomData;
 use std::net::SocketAddr;
 
-use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::extract::{ConnectInfo, FromRequestParts, RawPathParams};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use subtle::ConstantTimeEq;
 
-use super::error::Error;
+use super::error::{Error, Resource};
 use crate::config::{KeySettings, Role};
+use crate::instruments;
 use crate::rate_limit::{Budget, Client};
+use crate::scope::Scope;
 use crate::state::AppState;
 
 pub use crate::config::hash_key;
 
-/// The role of the key of `keys` matching `presented`, if any (the highest, should two
-/// entries share a key), with its name.
-fn role_of<'a>(
+/// The key of `keys` matching `presented`, if any (the one of the highest role, should two
+/// entries share a key).
+fn key_of<'a>(
     keys: impl IntoIterator<Item = &'a KeySettings>,
     presented: &str,
-) -> Option<(Role, &'a str)> {
+) -> Option<&'a KeySettings> {
     let digest = hash_key(presented);
-    let mut found = None;
+    let mut found: Option<&KeySettings> = None;
     // Every entry is compared, matched or not, so the time taken does not tell which matched.
     for key in keys {
         let matches: bool = key
@@ -36,8 +40,8 @@ fn role_of<'a>(
             .as_bytes()
             .ct_eq(digest.as_bytes())
             .into();
-        if matches && found.is_none_or(|(role, _)| key.role > role) {
-            found = Some((key.role, key.name.as_str()));
+        if matches && found.is_none_or(|found| key.role > found.role) {
+            found = Some(key);
         }
     }
     found
@@ -81,10 +85,12 @@ impl Requirement for Admin {
     const ROLE: Role = Role::Admin;
 }
 
-/// Proof that the request carries a key allowed to do what `R` requires, and who it came from.
+/// Proof that the request carries a key allowed to do what `R` requires, reaching the pool
+/// its path names, and who it came from.
 #[derive(Debug)]
 pub struct Authorized<R> {
     client: Option<Client>,
+    scope: Scope,
     role: PhantomData<R>,
 }
 
@@ -94,6 +100,22 @@ impl<R> Authorized<R> {
     #[must_use]
     pub fn client(&self) -> Option<&Client> {
         self.client.as_ref()
+    }
+
+    /// The pools the request's key reaches (every pool for an anonymous read).
+    #[must_use]
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// Refuses a key that does not reach every pool: what spans pools (the keys) is theirs
+    /// alone.
+    pub fn require_every_pool(&self) -> Result<(), Error> {
+        if self.scope.is_all() {
+            Ok(())
+        } else {
+            Err(Error::Forbidden)
+        }
     }
 }
 
@@ -127,6 +149,7 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
             }
             return Ok(Self {
                 client,
+                scope: Scope::All,
                 role: PhantomData,
             });
         }
@@ -134,21 +157,39 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
             .filter(|key| !key.is_empty())
             .ok_or(Error::Unauthenticated)?;
         let stored = state.keys.stored.load();
-        let (role, name) = role_of(auth.keys.iter().chain(stored.iter()), presented)
+        let key = key_of(auth.keys.iter().chain(stored.iter()), presented)
             .ok_or(Error::Unauthenticated)?;
-        tracing::debug!(key.name = name, "authenticated");
-        if role < R::ROLE {
+        tracing::debug!(key.name = key.name, "authenticated");
+        instruments::key_request(&key.name);
+        if key.role < R::ROLE {
             return Err(Error::Forbidden);
         }
-        let client = Client::Key(name.to_owned());
+        let (client, scope) = (Client::Key(key.name.clone()), key.pools.clone());
         drop(stored);
         draw(state, budget, &client)?;
+        if let Some(pool) = path_pool(parts, state).await {
+            if !scope.allows(&pool) {
+                return Err(Error::NotFound {
+                    what: Resource::Pool,
+                    id: pool,
+                });
+            }
+        }
         parts.extensions.insert(client.clone());
         Ok(Self {
             client: Some(client),
+            scope,
             role: PhantomData,
         })
     }
+}
+
+/// The pool the request's path names (`{pool}`), if it names one.
+async fn path_pool(parts: &mut Parts, state: &AppState) -> Option<String> {
+    let params = RawPathParams::from_request_parts(parts, state).await.ok()?;
+    params
+        .iter()
+        .find_map(|(name, value)| (name == "pool").then(|| value.to_owned()))
 }
 
 /// Takes one request from `client`'s `budget`, or refuses it with how long to wait.
@@ -175,6 +216,7 @@ mod tests {
             name: name.to_owned(),
             role,
             sha256: hash_key(secret),
+            pools: Scope::All,
         }
     }
 
@@ -209,12 +251,13 @@ mod tests {
             key("ops", Role::Admin, "root"),
             key("ops-copy", Role::Read, "root"),
         ];
-        assert_eq!(role_of(&keys, "s3cret"), Some((Role::Write, "judge")));
-        assert_eq!(role_of(&keys, "root"), Some((Role::Admin, "ops")));
-        assert_eq!(role_of(&keys, "s3cre"), None);
-        assert_eq!(role_of(&keys, ""), None);
+        let found = |presented: &str| key_of(&keys, presented).map(|k| (k.role, k.name.as_str()));
+        assert_eq!(found("s3cret"), Some((Role::Write, "judge")));
+        assert_eq!(found("root"), Some((Role::Admin, "ops")));
+        assert_eq!(found("s3cre"), None);
+        assert_eq!(found(""), None);
         let mut upper = key("UP", Role::Write, "k");
         upper.sha256 = upper.sha256.to_ascii_uppercase();
-        assert_eq!(role_of(&[upper], "k").map(|(r, _)| r), Some(Role::Write));
+        assert_eq!(key_of(&[upper], "k").map(|k| k.role), Some(Role::Write));
     }
 }

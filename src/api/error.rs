@@ -225,7 +225,7 @@ impl Error {
             Self::Forbidden => (
                 StatusCode::FORBIDDEN,
                 "forbidden",
-                "this key's role does not allow this request".to_owned(),
+                "this key's role, or the pools it reaches, do not allow this request".to_owned(),
                 None,
             ),
             Self::NotFound { what, id } => (

@@ -1,6 +1,8 @@
 //! `/v1/keys`: the keys kept in the database, which an admin lists, creates and revokes
 //! without touching the configuration. A new key is shown once, in the answer that creates it;
 //! only its SHA-256 is stored. Keys of the configuration are listed too, and changed only there.
+//! Keys are managed with an admin key that reaches every pool: one scoped to some pools could
+//! otherwise make itself a key that reaches them all.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -16,6 +18,7 @@ use super::json::JsonBody;
 use super::shown::rfc3339;
 use crate::config::Role;
 use crate::names;
+use crate::scope::Scope;
 use crate::state::{AppState, NewKey};
 
 /// The routes of this module.
@@ -44,6 +47,9 @@ pub struct KeyResponse {
     pub role: Role,
     /// Where it is kept.
     pub source: Source,
+    /// The pools it reaches (`null`: every pool).
+    #[schema(value_type = Option<Vec<String>>)]
+    pub pools: Scope,
     /// When it was created (RFC 3339); `null` for a configured key.
     pub created_at: Option<String>,
     /// When it was revoked (RFC 3339); `null` while it works.
@@ -64,8 +70,14 @@ pub struct KeyRequest {
     /// Its name: 1 to 64 of `a-z`, `0-9`, `_` and `-`, used by no other key.
     #[schema(example = "judge")]
     pub name: String,
-    /// What it may do: `read`, `write` (post rounds) or `admin` (also pools, settings, keys).
+    /// What it may do: `read`, `write` (post rounds) or `admin` (also pools and settings;
+    /// keys only when it reaches every pool).
     pub role: Role,
+    /// The pools it reaches: pool names, or starts of names followed by `*` (`chess-*`); every
+    /// pool, those created later too, when left out. Another pool's routes answer it 404.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<String>>, example = json!(["chess-*"]))]
+    pub pools: Option<Vec<String>>,
 }
 
 /// A key just created: the only answer that shows it.
@@ -75,6 +87,9 @@ pub struct CreatedKeyResponse {
     pub name: String,
     /// What it may do.
     pub role: Role,
+    /// The pools it reaches (`null`: every pool).
+    #[schema(value_type = Option<Vec<String>>)]
+    pub pools: Scope,
     /// The key: send it as `Authorization: Bearer <key>`. It is not stored and cannot be
     /// shown again.
     pub key: String,
@@ -85,13 +100,15 @@ pub struct CreatedKeyResponse {
     responses((status = 200, body = KeysResponse)),
     security(("bearer" = [])))]
 async fn list_keys(
-    _: Authorized<Admin>,
+    auth: Authorized<Admin>,
     State(state): State<AppState>,
 ) -> Result<Json<KeysResponse>, Error> {
+    auth.require_every_pool()?;
     let configured = state.settings.auth.keys.iter().map(|key| KeyResponse {
         name: key.name.clone(),
         role: key.role,
         source: Source::Configuration,
+        pools: key.pools.clone(),
         created_at: None,
         revoked_at: None,
     });
@@ -100,6 +117,7 @@ async fn list_keys(
         name: key.name,
         role: key.role,
         source: Source::Database,
+        pools: key.pools,
         created_at: rfc3339(Some(key.created_at)),
         revoked_at: rfc3339(key.revoked_at),
     });
@@ -116,10 +134,11 @@ async fn list_keys(
         (status = 422, body = ErrorResponse)),
     security(("bearer" = [])))]
 async fn create_key(
-    _: Authorized<Admin>,
+    auth: Authorized<Admin>,
     State(state): State<AppState>,
     JsonBody(request): JsonBody<KeyRequest>,
 ) -> Result<(StatusCode, Json<CreatedKeyResponse>), Error> {
+    auth.require_every_pool()?;
     if !names::is_pool_name(&request.name) {
         return Err(Error::invalid(
             "invalid_request",
@@ -127,12 +146,18 @@ async fn create_key(
             "must be 1 to 64 of a-z, 0-9, `_` and `-`",
         ));
     }
-    match state.create_key(&request.name, request.role).await? {
+    let pools = Scope::of(request.pools)
+        .map_err(|message| Error::invalid("invalid_request", "pools", message))?;
+    match state
+        .create_key(&request.name, request.role, pools.clone())
+        .await?
+    {
         NewKey::Created(key) => Ok((
             StatusCode::CREATED,
             Json(CreatedKeyResponse {
                 name: request.name,
                 role: request.role,
+                pools,
                 key,
             }),
         )),
@@ -150,10 +175,11 @@ async fn create_key(
         (status = 409, body = ErrorResponse)),
     security(("bearer" = [])))]
 async fn revoke_key(
-    _: Authorized<Admin>,
+    auth: Authorized<Admin>,
     State(state): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, Error> {
+    auth.require_every_pool()?;
     if state.settings.auth.keys.iter().any(|key| key.name == name) {
         return Err(Error::KeyConflict {
             name,

@@ -258,7 +258,8 @@ pub struct PutPoolResponse {
     pub params: ParamsResponse,
 }
 
-/// Lists every pool with its parameters and counts.
+/// Lists every pool the key reaches (every pool for an anonymous read) with its parameters and
+/// counts.
 #[utoipa::path(get, path = "/v1/pools", tag = "pools",
     responses((status = 200, body = PoolsResponse)),
     security((), ("bearer" = [])))]
@@ -268,7 +269,10 @@ async fn list_pools(
 ) -> Result<Json<PoolsResponse>, Error> {
     let mut pools = Vec::new();
     let stored = reads(&state, auth.client()).await.pools().await?;
-    for info in stored {
+    for info in stored
+        .into_iter()
+        .filter(|info| auth.scope().allows(&info.name))
+    {
         match state.pool(&info.name).await {
             Ok(Some(pool)) => pools.push(PoolResponse::new(info, &pool.read())),
             Ok(None) => {}

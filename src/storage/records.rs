@@ -4,6 +4,7 @@
 use crate::config::Role;
 use crate::display::{Display, LeagueMove, Leagues, Placement};
 use crate::engine::{Rating, RatingChange, SystemParams, SystemState};
+use crate::scope::Scope;
 
 /// What [`super::Storage::put_pool`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -499,6 +500,8 @@ pub struct StoredKey {
     pub created_at: i64,
     /// When it was revoked, if it was.
     pub revoked_at: Option<i64>,
+    /// The pools it reaches.
+    pub pools: Scope,
 }
 
 /// One history row as leagues are recomputed from it ([`super::Storage::league_rows`]).

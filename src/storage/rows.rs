@@ -18,6 +18,7 @@ use crate::engine::{
     CodeforcesState, EloMmrState, EloState, Factor, Glicko2State, Rating, RatingChange,
     SystemParams, SystemState, TopcoderState, TrueSkillState, Variant, WengLinState,
 };
+use crate::scope::Scope;
 
 /// A pool's rating system and its parameters as stored in `pools`: the system's name and its
 /// parameters as a JSON object ([`SystemParams`] in text form, split in two).
@@ -784,12 +785,21 @@ pub(super) struct KeyRow {
     sha256: String,
     created_at: i64,
     revoked_at: Option<i64>,
+    /// A JSON array of patterns; NULL for every pool.
+    pools: Option<String>,
 }
 
 impl KeyRow {
-    /// The key, or [`Error::Corrupt`] for an unknown role.
+    /// The key, or [`Error::Corrupt`] for an unknown role or patterns that do not read.
     pub(super) fn into_key(self) -> Result<StoredKey, Error> {
+        let pools = match &self.pools {
+            None => Scope::All,
+            Some(json) => serde_json::from_str(json).map_err(|error| {
+                Error::Corrupt(format!("key `{}`: pools `{json}`: {error}", self.name))
+            })?,
+        };
         Ok(StoredKey {
+            pools,
             role: Role::parse(&self.role).ok_or_else(|| {
                 Error::Corrupt(format!("key `{}`: role `{}`", self.name, self.role))
             })?,

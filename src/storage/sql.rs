@@ -392,18 +392,18 @@ pub(super) const UPDATE_HISTORY_LEAGUE: &str = "
 
 /// Every key kept in the database, by name.
 pub(super) const SELECT_KEYS: &str = "
-    SELECT name, role, sha256, created_at, revoked_at FROM api_keys ORDER BY name";
+    SELECT name, role, sha256, created_at, revoked_at, pools FROM api_keys ORDER BY name";
 
-/// Stores key `$1` (role `$2`, hash `$3`, created at `$4`) unless its name is taken; returns
-/// the name only if it stored it.
+/// Stores key `$1` (role `$2`, hash `$3`, created at `$4`, pools `$5`) unless its name is
+/// taken; returns the name only if it stored it.
 pub(super) const INSERT_KEY: &str = "
-    INSERT INTO api_keys (name, role, sha256, created_at) VALUES ($1, $2, $3, $4)
+    INSERT INTO api_keys (name, role, sha256, created_at, pools) VALUES ($1, $2, $3, $4, $5)
     ON CONFLICT (name) DO NOTHING RETURNING name";
 
 /// Like [`INSERT_KEY`], only into an empty table.
 pub(super) const INSERT_FIRST_KEY: &str = "
-    INSERT INTO api_keys (name, role, sha256, created_at)
-    SELECT $1, $2, $3, $4 WHERE NOT EXISTS (SELECT 1 FROM api_keys)
+    INSERT INTO api_keys (name, role, sha256, created_at, pools)
+    SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM api_keys)
     ON CONFLICT (name) DO NOTHING RETURNING name";
 
 /// Revokes key `$1` at `$2`, unless it is revoked already (it keeps that time); returns its

@@ -325,6 +325,7 @@ where
     for<'q> <D::Db as Database>::Arguments<'q>: IntoArguments<'q, D::Db>,
     for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
     for<'q> i64: Encode<'q, D::Db> + Type<D::Db>,
+    for<'q> Option<String>: Encode<'q, D::Db> + Type<D::Db>,
     for<'r> (String,): sqlx::FromRow<'r, <D::Db as Database>::Row>,
 {
     let stored: Option<(String,)> = sqlx::query_as(statement)
@@ -332,6 +333,11 @@ where
         .bind(key.role.as_str())
         .bind(key.sha256.as_str())
         .bind(key.created_at)
+        .bind(
+            key.pools
+                .patterns()
+                .map(|patterns| serde_json::to_string(patterns).expect("strings print")),
+        )
         .fetch_optional(pool)
         .await?;
     Ok(stored.is_some())
@@ -451,6 +457,7 @@ where
     for<'q> String: Encode<'q, D::Db> + Type<D::Db>,
     for<'q> i64: Encode<'q, D::Db> + Type<D::Db>,
     for<'q> Option<i64>: Encode<'q, D::Db> + Type<D::Db>,
+    for<'q> Option<String>: Encode<'q, D::Db> + Type<D::Db>,
     for<'q> Vec<u8>: Encode<'q, D::Db> + Type<D::Db>,
     for<'q> f64: Encode<'q, D::Db> + Type<D::Db>,
     for<'r> String: Decode<'r, D::Db>,

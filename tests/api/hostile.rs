@@ -1,14 +1,18 @@
 //! Hostile input: one table of bad requests (malformed and oversized bodies, wrong types and
 //! shapes, impossible rounds, numbers and times out of range, odd ids and paths, bad query
-//! strings and parameters, missing and weak keys), each sent to a service whose pools already
-//! hold applied and queued rounds. Every row must get its documented 4xx with the shared JSON
+//! strings and parameters, missing and weak keys, a key scoped to one pool on every route of
+//! another), each sent to a service whose pools already hold applied and queued rounds. Every row must get its documented 4xx with the shared JSON
 //! error naming the problem, and leave every table and everything in memory exactly as before.
 
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use serde_json::{json, Value};
 
-use crate::support::{round, round_at, TestApp, ADMIN_KEY, POOL, READ_KEY, WRITE_KEY};
+use mmr_service::api::auth::hash_key;
+use mmr_service::config::{KeySettings, Role};
+use mmr_service::scope::Scope;
+
+use crate::support::{round, round_at, settings, TestApp, ADMIN_KEY, POOL, READ_KEY, WRITE_KEY};
 
 const ROUNDS: &str = "/v1/pools/main/rounds";
 const PUT_MAIN: &str = "/v1/pools/main";
@@ -20,6 +24,9 @@ const JSON: Option<&str> = Some("application/json");
 
 /// A second pool: no rounds, so its parameters could change (and must not, when refused).
 const OTHER: &str = "other";
+
+/// An admin key configured to reach the main pool alone.
+const MAIN_ONLY_KEY: &str = "main-only-secret";
 
 /// A body larger than the default limit (32 MiB).
 const FIFTY_MB: usize = 50 * 1024 * 1024;
@@ -1237,6 +1244,39 @@ fn new_key_cases() -> Vec<Case> {
     ]
 }
 
+/// Every route of the other pool that the API document lists, by every method, with a key that
+/// reaches the main pool alone: each answers as a pool that does not exist, whatever its body.
+fn scoped_key_cases(document: &Value) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (path, item) in document["paths"].as_object().expect("paths") {
+        if !path.contains("{pool}") {
+            continue;
+        }
+        let uri = path
+            .replace("{pool}", OTHER)
+            .replace("{player}", "ann")
+            .replace("{id}", "r1")
+            .replace("{number}", "1");
+        for method in item.as_object().expect("a path item").keys() {
+            let method: Method = method.to_uppercase().parse().expect("a method");
+            let body = if method == Method::GET || method == Method::DELETE {
+                Body::empty()
+            } else {
+                Body::from("{}")
+            };
+            cases.push(Case::new(
+                format!("a key of the main pool alone on {method} {path}"),
+                request(method, &uri, Some(MAIN_ONLY_KEY), JSON, body),
+                StatusCode::NOT_FOUND,
+                "pool_not_found",
+                None,
+            ));
+        }
+    }
+    assert!(cases.len() >= 28, "{} routes of a pool", cases.len());
+    cases
+}
+
 /// Season starts that are refused: fractions out of range or of the wrong type, a missing or
 /// empty id, unknown fields, an id taken by a round, a write key, an unknown pool, and
 /// leaderboards of seasons that do not exist.
@@ -2006,7 +2046,14 @@ fn batch_cases() -> Vec<Case> {
 /// The service with pool `main` holding three applied rounds (with a time, a team and a
 /// weight) and one queued, and pool `other` with no rounds.
 async fn populated() -> TestApp {
-    let app = TestApp::new().await;
+    let mut settings = settings(&[]);
+    settings.auth.keys.push(KeySettings {
+        name: "main-only".to_owned(),
+        role: Role::Admin,
+        sha256: hash_key(MAIN_ONLY_KEY),
+        pools: Scope::of(Some(vec![POOL.to_owned()])).expect("a scope"),
+    });
+    let app = TestApp::with_settings(settings).await;
     app.create_pool(POOL).await;
     app.put_pool(OTHER, json!({"variant": "gaussian", "rho": "inf"}))
         .await
@@ -2038,6 +2085,10 @@ async fn every_hostile_request_gets_its_4xx_naming_the_problem_and_changes_nothi
         .as_str()
         .expect("a cursor to the next page")
         .to_owned();
+    let document = app.get("/openapi.json").await;
+    let document = document
+        .assert_status(StatusCode::OK, "the API document")
+        .clone();
     let before = app.snapshot().await;
     let cases: Vec<Case> = [
         body_cases(),
@@ -2052,6 +2103,7 @@ async fn every_hostile_request_gets_its_4xx_naming_the_problem_and_changes_nothi
         season_cases(),
         correction_cases(),
         batch_cases(),
+        scoped_key_cases(&document),
     ]
     .into_iter()
     .flatten()

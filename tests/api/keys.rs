@@ -1,12 +1,14 @@
 //! `/v1/keys` and the first start on both backends: keys kept in the database are created
 //! (shown once, stored as a hash), listed without secrets, work at once, and stop working at
-//! once when revoked; a first start with no key anywhere creates one admin key, once.
+//! once when revoked; a first start with no key anywhere creates one admin key, once; a key
+//! scoped to some pools reaches those alone.
 
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use mmr_service::api::auth::hash_key;
 use mmr_service::config::{KeySettings, Role};
+use mmr_service::scope::Scope;
 use mmr_service::state::AppState;
 
 use crate::support::{round, settings, Payload, TestApp, ADMIN_KEY, POOL, WRITE_KEY};
@@ -15,6 +17,7 @@ backend_tests!(
     keys_are_created_listed_used_and_revoked_at_once,
     a_first_start_with_no_key_creates_one_admin_key_once,
     a_configured_key_may_not_take_the_name_of_a_stored_one,
+    a_scoped_key_reaches_its_pools_alone,
 );
 
 async fn create(app: &TestApp, key: &str, body: Value) -> crate::support::TestResponse {
@@ -247,6 +250,7 @@ async fn a_configured_key_may_not_take_the_name_of_a_stored_one(app: TestApp) {
         name: "referee".into(),
         role: Role::Read,
         sha256: hash_key("another-secret"),
+        pools: Scope::All,
     });
     let state = AppState::new(std::sync::Arc::clone(&app.state.storage), clashing.clone())
         .expect("the state");
@@ -263,4 +267,146 @@ async fn a_configured_key_may_not_take_the_name_of_a_stored_one(app: TestApp) {
         .send(Method::GET, "/v1/keys", Some(ADMIN_KEY), Payload::Empty)
         .await;
     read.assert_status(StatusCode::OK, "listed");
+}
+
+/// A key scoped to `chess-*` (stored here, so it outlives a restart): it creates, posts to and
+/// reads its pools; every route of another pool answers it exactly as a pool that does not
+/// exist; the list of pools shows its own alone; it cannot manage keys. A key created without
+/// pools reaches every pool, as every key did before keys had scopes.
+async fn a_scoped_key_reaches_its_pools_alone(app: TestApp) {
+    app.create_pool(POOL).await;
+    let created = create(
+        &app,
+        ADMIN_KEY,
+        json!({"name": "chess-ops", "role": "admin", "pools": ["chess-*"]}),
+    )
+    .await
+    .assert_status(StatusCode::CREATED, "a scoped key")
+    .clone();
+    assert_eq!(created["pools"], json!(["chess-*"]));
+    let chess = created["key"].as_str().expect("the key").to_owned();
+    let unscoped = create(&app, ADMIN_KEY, json!({"name": "all", "role": "write"}))
+        .await
+        .assert_status(StatusCode::CREATED, "a key of every pool")
+        .clone();
+    assert_eq!(unscoped["pools"], Value::Null);
+    let everywhere = unscoped["key"].as_str().expect("the key").to_owned();
+
+    for (i, app) in [&app, &app.restarted().await].into_iter().enumerate() {
+        let put =
+            |uri: &'static str| app.send(Method::PUT, uri, Some(&chess), Payload::Json(json!({})));
+        let created = put("/v1/pools/chess-blitz").await.status;
+        assert!(created.is_success(), "its own pool: {created}");
+        let elsewhere = put("/v1/pools/go").await;
+        elsewhere.assert_error(
+            StatusCode::NOT_FOUND,
+            "pool_not_found",
+            None,
+            "another pool",
+        );
+        let missing = app
+            .send(
+                Method::GET,
+                "/v1/pools/nowhere",
+                Some(ADMIN_KEY),
+                Payload::Empty,
+            )
+            .await;
+        let existing = app
+            .send(
+                Method::GET,
+                &format!("/v1/pools/{POOL}"),
+                Some(&chess),
+                Payload::Empty,
+            )
+            .await;
+        assert_eq!(
+            (existing.status, &existing.body["error"]["code"]),
+            (missing.status, &missing.body["error"]["code"]),
+            "an existing pool out of reach answers as a missing one"
+        );
+        let message = |response: &crate::support::TestResponse, pool: &str| {
+            response.body["error"]["message"]
+                .as_str()
+                .expect("a message")
+                .replace(pool, "…")
+        };
+        assert_eq!(message(&existing, POOL), message(&missing, "nowhere"));
+        assert_eq!(
+            post_round_with(app, &chess, &format!("r{i}")).await,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            app.send(
+                Method::POST,
+                "/v1/pools/chess-blitz/rounds",
+                Some(&chess),
+                Payload::Json(round(&format!("c{i}"), &["a", "b"])),
+            )
+            .await
+            .status,
+            StatusCode::ACCEPTED,
+        );
+        assert_eq!(
+            post_round_with(app, &everywhere, &format!("r{i}")).await,
+            StatusCode::ACCEPTED,
+            "a key without pools reaches every pool"
+        );
+
+        let listed = app
+            .send(Method::GET, "/v1/pools", Some(&chess), Payload::Empty)
+            .await
+            .assert_status(StatusCode::OK, "its pools")
+            .clone();
+        let names: Vec<&str> = listed["pools"]
+            .as_array()
+            .expect("pools")
+            .iter()
+            .map(|p| p["name"].as_str().expect("a name"))
+            .collect();
+        assert_eq!(names, ["chess-blitz"]);
+        let all = app
+            .send(Method::GET, "/v1/pools", Some(ADMIN_KEY), Payload::Empty)
+            .await
+            .assert_status(StatusCode::OK, "every pool")
+            .clone();
+        assert_eq!(all["pools"].as_array().map(Vec::len), Some(2));
+
+        for (method, uri, body) in [
+            (Method::GET, "/v1/keys", Payload::Empty),
+            (
+                Method::POST,
+                "/v1/keys",
+                Payload::Json(json!({"name": "wider", "role": "admin"})),
+            ),
+            (Method::DELETE, "/v1/keys/all", Payload::Empty),
+        ] {
+            app.send(method.clone(), uri, Some(&chess), body)
+                .await
+                .assert_error(StatusCode::FORBIDDEN, "forbidden", None, uri);
+        }
+        let keys = app
+            .send(Method::GET, "/v1/keys", Some(ADMIN_KEY), Payload::Empty)
+            .await
+            .assert_status(StatusCode::OK, "the keys")
+            .clone();
+        let scope_of = |name: &str| {
+            keys["keys"]
+                .as_array()
+                .expect("keys")
+                .iter()
+                .find(|k| k["name"] == name)
+                .map(|k| k["pools"].clone())
+        };
+        assert_eq!(scope_of("chess-ops"), Some(json!(["chess-*"])));
+        assert_eq!(scope_of("all"), Some(Value::Null));
+        assert_eq!(scope_of("ops"), Some(Value::Null));
+
+        let (_, _, metrics) = app.get_text("/metrics", "text/plain").await;
+        assert!(
+            metrics.contains("mmr_key_requests_total{key=\"chess-ops\"}")
+                && !metrics.contains(&chess),
+            "usage counted by name, never by secret"
+        );
+    }
 }

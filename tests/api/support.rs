@@ -23,6 +23,7 @@ use mmr_service::api::{self, auth::hash_key};
 use mmr_service::config::{KeySettings, Overrides, Role, Settings};
 use mmr_service::engine::{Beliefs, SystemParams, SystemState};
 use mmr_service::params::ParamsOverrides;
+use mmr_service::scope::Scope;
 use mmr_service::state::AppState;
 use mmr_service::storage;
 use mmr_service::worker::{self, Processed, Settled};
@@ -166,6 +167,7 @@ pub fn settings(env: &[(&str, &str)]) -> Settings {
         name: name.to_owned(),
         role,
         sha256: hash_key(key),
+        pools: Scope::All,
     })
     .collect();
     settings

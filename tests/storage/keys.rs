@@ -1,6 +1,9 @@
-//! Keys kept in the database: created once by name, revoked at once, and revoked only once.
+//! Keys kept in the database: created once by name, revoked at once, and revoked only once;
+//! the pools a key reaches read back as stored, and a key stored without them (as every key
+//! was before keys had scopes) reaches every pool.
 
 use mmr_service::config::Role;
+use mmr_service::scope::Scope;
 use mmr_service::storage::StoredKey;
 
 use crate::support::Db;
@@ -14,8 +17,15 @@ async fn a_key_is_revoked_once_and_keeps_that_time(db: Db) {
         sha256: "ab".repeat(32),
         created_at: 10,
         revoked_at: None,
+        pools: Scope::of(Some(vec!["chess-*".to_owned(), "go".to_owned()])).expect("a scope"),
     };
     assert!(db.storage.create_key(&key).await.expect("create"));
+    let everywhere = StoredKey {
+        name: "everywhere".to_owned(),
+        pools: Scope::All,
+        ..key.clone()
+    };
+    assert!(db.storage.create_key(&everywhere).await.expect("create"));
     assert!(
         !db.storage.create_key(&key).await.expect("create again"),
         "a name is taken once"
@@ -32,11 +42,14 @@ async fn a_key_is_revoked_once_and_keeps_that_time(db: Db) {
     let stored = db.storage.keys().await.expect("keys");
     assert_eq!(
         stored,
-        [StoredKey {
-            revoked_at: Some(100),
-            ..key
-        }],
-        "the first revocation's time stays"
+        [
+            everywhere,
+            StoredKey {
+                revoked_at: Some(100),
+                ..key
+            }
+        ],
+        "the first revocation's time stays, and each key's pools"
     );
     assert!(
         !db.storage
