@@ -306,6 +306,11 @@ pub(super) fn request_examples() -> Vec<(&'static str, &'static str, serde_json:
         ),
         (
             "post",
+            "/v1/pools/{pool}/player-ratings",
+            json!({"players": ["ann", "bob", "newcomer"]}),
+        ),
+        (
+            "post",
             "/v1/pools/{pool}/matchmaking",
             json!({
             "waiting": [{"player": "ann", "waited": 30.0}, {"player": "bob", "waited": 5.0},

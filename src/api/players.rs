@@ -1,6 +1,7 @@
 //! `/v1/pools/{pool}/players`: a player's rating (from memory, with their peak from the
 //! database), their rating history (from the database, paginated), and players found by id
-//! prefix (from memory).
+//! prefix (from memory); `/v1/pools/{pool}/player-ratings`: many named players at once, from
+//! one snapshot.
 
 use axum::extract::{Path, State};
 use axum::Json;
@@ -12,16 +13,21 @@ use utoipa_axum::routes;
 use super::auth::{Authorized, Read};
 use super::boards::board_as_of;
 use super::error::{Error, ErrorResponse, Resource};
+use super::json::JsonBody;
 use super::query::{limit, seq_param, QueryParams};
 use super::shown::{rfc3339, LastChangeResponse, PeakResponse, RoundRef, ShownChange};
 use super::{pool_of, reads};
-use crate::display::Placement;
-use crate::pools::leaderboard::Order;
+use crate::display::{Placement, Ranking};
+use crate::names;
+use crate::pools::leaderboard::{Filter, Order};
 use crate::pools::PlayerRating;
 use crate::state::AppState;
 
 /// Entries per page when `limit` is not given.
 const DEFAULT_LIMIT: u32 = 50;
+
+/// Most players one `POST …/player-ratings` names.
+pub const MOST_PLAYERS_AT_ONCE: usize = 1000;
 
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -29,6 +35,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_players))
         .routes(routes!(get_player))
         .routes(routes!(get_player_history))
+        .routes(routes!(player_ratings))
 }
 
 /// A player's current rating.
@@ -205,6 +212,95 @@ async fn list_players(
     Ok(Json(PlayersResponse {
         players: found.into_iter().map(PlayerResponse::from).collect(),
     }))
+}
+
+/// Players to look up at once.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlayerRatingsRequest {
+    /// 1 to 1000 player ids; each is answered once, in this order (a repeated id is answered
+    /// again).
+    #[schema(min_items = 1, max_items = 1000, example = json!(["hamilton", "verstappen"]))]
+    pub players: Vec<String>,
+    /// The order `position` counts in: `conservative`, `display_rating` or `mu`; default the
+    /// pool's `default_order`, as on `GET …/leaderboard`.
+    #[schema(inline)]
+    pub order: Option<Ranking>,
+    /// `true`: positions among established players only; `false`: provisional players too.
+    /// Default: the pool's `list_provisional`, as on `GET …/leaderboard`.
+    pub established: Option<bool>,
+}
+
+/// Many players' ratings at once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlayerRatingsResponse {
+    /// The rated players among those asked for, in the order asked, each placed in the order
+    /// asked for (`peak` is `null` here).
+    pub players: Vec<PlayerResponse>,
+    /// The ids asked for that the pool has not rated, in the order asked.
+    pub unknown: Vec<String>,
+}
+
+/// The ratings and positions of up to 1000 named players at once, all from one snapshot of
+/// the pool: what a lobby, a friend list or a matchmaker reads in one request rather than one
+/// per player. Players the pool has not rated are listed under `unknown`, not an error.
+#[utoipa::path(post, path = "/v1/pools/{pool}/player-ratings", tag = "players",
+    request_body = PlayerRatingsRequest,
+    responses((status = 200, body = PlayerRatingsResponse),
+        (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn player_ratings(
+    auth: Authorized<Read>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    JsonBody(request): JsonBody<PlayerRatingsRequest>,
+) -> Result<Json<PlayerRatingsResponse>, Error> {
+    if !(1..=MOST_PLAYERS_AT_ONCE).contains(&request.players.len()) {
+        return Err(Error::invalid(
+            "invalid_request",
+            "players",
+            "must list 1 to 1000 player ids",
+        ));
+    }
+    if let Some((i, problem)) = request
+        .players
+        .iter()
+        .enumerate()
+        .find_map(|(i, id)| names::id_problem(id).map(|problem| (i, problem)))
+    {
+        return Err(Error::invalid(
+            "invalid_request",
+            format!("players[{i}]"),
+            problem,
+        ));
+    }
+    let pool = pool_of(&state, auth.client(), &pool).await?;
+    let current = pool.read();
+    let display = current.display();
+    let ranking = request.order.unwrap_or_else(|| display.default_ranking());
+    if ranking == Ranking::DisplayRating && display.fixed_range.is_none() {
+        return Err(Error::invalid(
+            "invalid_request",
+            "order",
+            "is `display_rating`, but the pool shows no display rating (no `fixed_range`)",
+        ));
+    }
+    let filter = if request.established.unwrap_or(!display.list_provisional) {
+        Filter::Established
+    } else {
+        Filter::All
+    };
+    let mut answer = PlayerRatingsResponse {
+        players: Vec::new(),
+        unknown: Vec::new(),
+    };
+    for id in request.players {
+        match current.player_on(&id, Order::of(ranking), filter) {
+            Some(rating) => answer.players.push(rating.into()),
+            None => answer.unknown.push(id),
+        }
+    }
+    Ok(Json(answer))
 }
 
 /// A player's current rating and leaderboard position, or with `as_of` those right after an

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use imbl::{OrdMap, OrdSet};
 
 use super::as_of::{AsOfBoard, AsOfPlayers, Then};
-use super::leaderboard::{self, Kept, Leaderboard, Move, Order, Standing};
+use super::leaderboard::{self, Filter, Kept, Leaderboard, Move, Order, Standing};
 use crate::display::leagues::Entrant;
 use crate::display::{Display, LeagueMove, LeagueTable, Placement, Resolved, Shown, Spread};
 use crate::engine::{self, Beliefs, SoftReset, SystemParams, SystemState};
@@ -158,8 +158,9 @@ pub struct PlayerRating {
     pub player: Arc<str>,
     /// Their rating, what it shows, their rounds, last round, league and last change.
     pub listed: Listed,
-    /// 1-based place on the pool's default leaderboard; `None` when it does not list the player
-    /// (a provisional player, when it lists established players only).
+    /// 1-based place on the leaderboard asked for (the pool's default one, unless the request
+    /// named another); `None` when it does not list the player (a provisional player, when it
+    /// lists established players only).
     pub position: Option<usize>,
     /// Players on that leaderboard.
     pub total: usize,
@@ -638,12 +639,18 @@ impl PoolState {
         self.leaderboard.is_empty()
     }
 
-    /// A rated player.
+    /// A rated player, placed on the pool's default leaderboard.
     #[must_use]
     pub fn player(&self, id: &str) -> Option<PlayerRating> {
+        let (order, filter) = Order::default_board(&self.display);
+        self.player_on(id, order, filter)
+    }
+
+    /// A rated player, placed on the leaderboard of `order` that `filter` lists.
+    #[must_use]
+    pub fn player_on(&self, id: &str, order: Order, filter: Filter) -> Option<PlayerRating> {
         let (name, _) = self.players.get_key_value(id)?;
         let listed = self.listed(id)?;
-        let (order, filter) = Order::default_board(&self.display);
         Some(PlayerRating {
             player: Arc::clone(name),
             position: self

@@ -1244,6 +1244,41 @@ fn new_key_cases() -> Vec<Case> {
     ]
 }
 
+/// Batch reads of players refused: 1,001 of them, none, a bad id, an unknown field.
+fn player_ratings_cases() -> Vec<Case> {
+    const RATINGS: &str = "/v1/pools/main/player-ratings";
+    let players: Vec<String> = (0..1001).map(|i| format!("p{i}")).collect();
+    [
+        (
+            "1,001 players at once",
+            json!({"players": players}),
+            "players",
+        ),
+        ("no player", json!({"players": []}), "players"),
+        (
+            "an id of 257 bytes",
+            json!({"players": ["ann", "x".repeat(257)]}),
+            "players[1]",
+        ),
+        (
+            "an unknown field",
+            json!({"players": ["ann"], "as_of": "r1"}),
+            "as_of",
+        ),
+    ]
+    .into_iter()
+    .map(|(name, body, field)| {
+        Case::new(
+            name,
+            post_json(RATINGS, None, &body),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            Some(field),
+        )
+    })
+    .collect()
+}
+
 /// Every route of the other pool that the API document lists, by every method, with a key that
 /// reaches the main pool alone: each answers as a pool that does not exist, whatever its body.
 fn scoped_key_cases(document: &Value) -> Vec<Case> {
@@ -2103,6 +2138,7 @@ async fn every_hostile_request_gets_its_4xx_naming_the_problem_and_changes_nothi
         season_cases(),
         correction_cases(),
         batch_cases(),
+        player_ratings_cases(),
         scoped_key_cases(&document),
     ]
     .into_iter()

@@ -1,12 +1,15 @@
-//! `GET /v1/pools/{pool}/players/{player}`, `…/players/{player}/history` and
-//! `GET /v1/pools/{pool}/players?prefix=`.
+//! `GET /v1/pools/{pool}/players/{player}`, `…/players/{player}/history`,
+//! `GET /v1/pools/{pool}/players?prefix=` and `POST /v1/pools/{pool}/player-ratings`.
 
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::support::{num, round, round_at, Payload, TestApp, ADMIN_KEY, POOL};
 
-backend_tests!(a_players_last_change_and_peak_come_from_their_rounds_through_seasons_and_restarts);
+backend_tests!(
+    a_players_last_change_and_peak_come_from_their_rounds_through_seasons_and_restarts,
+    many_players_are_read_at_once_as_one_by_one_with_unknown_ones_apart,
+);
 
 const PLAYERS: &str = "/v1/pools/main/players";
 
@@ -502,4 +505,80 @@ async fn a_players_last_change_and_peak_come_from_their_rounds_through_seasons_a
             Some("peak"),
             "a bad peak",
         );
+}
+
+/// `POST …/player-ratings`: many players at once, each as `GET …/players/{player}?peak=false`
+/// gives them, in the order asked (a repeated id again), the ids the pool has not rated listed
+/// apart; positions in the order asked for; and a list that is empty, too long or holds a bad
+/// id refused naming it.
+async fn many_players_are_read_at_once_as_one_by_one_with_unknown_ones_apart(app: TestApp) {
+    app.create_pool(POOL).await;
+    app.play([
+        round_at("r1", "2024-01-01T00:00:00Z", &["a", "b", "c"]),
+        round("r2", &["c", "a"]),
+    ])
+    .await;
+    let batch = |body: Value| {
+        app.send(
+            Method::POST,
+            "/v1/pools/main/player-ratings",
+            None,
+            Payload::Json(body),
+        )
+    };
+    let answer = batch(json!({"players": ["c", "nobody", "a", "b", "a"]}))
+        .await
+        .assert_status(StatusCode::OK, "a batch")
+        .clone();
+    assert_eq!(answer["unknown"], json!(["nobody"]));
+    let players = answer["players"].as_array().expect("players");
+    let ids: Vec<&str> = players
+        .iter()
+        .map(|p| p["player"].as_str().expect("an id"))
+        .collect();
+    assert_eq!(ids, ["c", "a", "b", "a"]);
+    for player in players {
+        let id = player["player"].as_str().expect("an id");
+        let alone = app.get(&format!("{PLAYERS}/{id}?peak=false")).await;
+        assert_eq!(player, alone.assert_status(StatusCode::OK, id), "{id}");
+    }
+
+    let by_mu = batch(json!({"players": ["a", "b", "c"], "order": "mu", "established": false}))
+        .await
+        .assert_status(StatusCode::OK, "by μ")
+        .clone();
+    let board = app
+        .get("/v1/pools/main/leaderboard?order=mu&established=false")
+        .await
+        .assert_status(StatusCode::OK, "the board by μ")
+        .clone();
+    for entry in board["entries"].as_array().expect("entries") {
+        let listed = by_mu["players"]
+            .as_array()
+            .expect("players")
+            .iter()
+            .find(|p| p["player"] == entry["player"])
+            .expect("each player of the board");
+        assert_eq!(listed["position"], entry["position"], "{}", entry["player"]);
+        assert_eq!(listed["total"], board["total"]);
+    }
+
+    let too_many: Vec<String> = (0..1001).map(|i| format!("p{i}")).collect();
+    for (body, field) in [
+        (json!({"players": []}), "players"),
+        (json!({"players": too_many}), "players"),
+        (json!({"players": ["a", ""]}), "players[1]"),
+        (
+            json!({"players": ["a"], "order": "display_rating"}),
+            "order",
+        ),
+        (json!({"players": ["a"], "limit": 3}), "limit"),
+    ] {
+        batch(body).await.assert_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            Some(field),
+            field,
+        );
+    }
 }
