@@ -306,6 +306,13 @@ pub(super) fn request_examples() -> Vec<(&'static str, &'static str, serde_json:
         ),
         (
             "post",
+            "/v1/pools/{pool}/match-qualities",
+            json!({"groups": [
+                {"sides": [["ann", "dee"], ["bob", "cy"]]},
+                {"sides": [["ann", "bob"], ["cy", "dee"]]}]}),
+        ),
+        (
+            "post",
             "/v1/pools/{pool}/player-ratings",
             json!({"players": ["ann", "bob", "newcomer"]}),
         ),

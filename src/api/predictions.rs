@@ -1,6 +1,7 @@
 //! Predictions from current ratings (memory only): the win probability of one player against
 //! another, the forecast for a set of entrants (P(first), expected rank, match quality, and
-//! the pairwise matrix on request) and the match quality of sides. Unknown players are
+//! the pairwise matrix on request) and the match quality of sides, or of up to 1,000 candidate
+//! matches at once. Unknown players are
 //! predicted as newcomers and marked `"known": false`. Forecasts run on the compute pool
 //! ([`crate::compute`]) on the pool's current snapshot, holding no lock, within a budget of
 //! `server.max_concurrent_computations` × [`MAX_ENTRANTS`] entrants computing at once (503
@@ -29,8 +30,12 @@ use crate::state::AppState;
 
 use crate::compute::MAX_ENTRANTS;
 
-/// Most players one prediction may name, over all its entrants (or sides).
+/// Most players one prediction may name, over all its entrants (or sides); and one request of
+/// candidate matches, over all of them.
 pub const MAX_PLAYERS: usize = 10_000;
+
+/// Most candidate matches one `POST …/match-qualities` judges.
+pub const MAX_GROUPS: usize = 1000;
 
 /// The routes of this module.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -38,6 +43,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_win_probability))
         .routes(routes!(create_prediction))
         .routes(routes!(create_match_quality))
+        .routes(routes!(create_match_qualities))
         .layer(compute_body_limit())
 }
 
@@ -134,6 +140,23 @@ pub struct MatchQualityRequest {
     pub sides: Vec<Vec<String>>,
 }
 
+/// Candidate matches to judge at once (a matchmaker's shortlist).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MatchQualitiesRequest {
+    /// 1 to 1000 candidate matches, each as `POST …/match-quality` takes one, with at most
+    /// 10,000 players in all of them together.
+    #[schema(min_items = 1, max_items = 1000)]
+    pub groups: Vec<MatchQualityRequest>,
+}
+
+/// How even each candidate match is.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MatchQualitiesResponse {
+    /// Each candidate's answer, as `POST …/match-quality` gives it, in the order given.
+    pub groups: Vec<MatchQualityResponse>,
+}
+
 /// One side's chances.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SideResponse {
@@ -176,6 +199,22 @@ const MATCH_QUALITY_NAMES: RequestNames = RequestNames {
     list: "sides",
     players: "",
 };
+
+/// The answer to an engine error about candidate match `group` of a request of many.
+fn invalid_group(error: &engine::Error, group: usize) -> Error {
+    match invalid_prediction(error, MATCH_QUALITY_NAMES) {
+        Error::Invalid {
+            code,
+            field,
+            message,
+        } => Error::Invalid {
+            code,
+            field: format!("groups[{group}].{field}"),
+            message,
+        },
+        other => other,
+    }
+}
 
 /// P(player a beats player b) head to head.
 #[utoipa::path(get, path = "/v1/pools/{pool}/win-probability", tag = "predictions",
@@ -305,6 +344,97 @@ async fn create_prediction(
             .collect(),
         pairwise: forecast.pairwise,
         quality: forecast.quality,
+    };
+    Ok(HeldJson(answer, held))
+}
+
+/// How even each of up to 1000 candidate matches would be, and each side's chance to win it,
+/// all on one snapshot of the pool, in one computation: a matchmaker's shortlist judged in one
+/// request rather than one per candidate.
+#[utoipa::path(post, path = "/v1/pools/{pool}/match-qualities", tag = "predictions",
+    request_body = MatchQualitiesRequest,
+    responses((status = 200, body = MatchQualitiesResponse),
+        (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)),
+    security((), ("bearer" = [])))]
+async fn create_match_qualities(
+    auth: Authorized<Read>,
+    State(state): State<AppState>,
+    Path(pool): Path<String>,
+    ComputeJson(request): ComputeJson<MatchQualitiesRequest>,
+) -> Result<HeldJson<MatchQualitiesResponse>, Error> {
+    let groups: Vec<Vec<Vec<String>>> = request.groups.into_iter().map(|g| g.sides).collect();
+    if !(1..=MAX_GROUPS).contains(&groups.len()) {
+        return Err(Error::invalid(
+            "invalid_prediction",
+            "groups",
+            format!("must list 1 to {MAX_GROUPS} candidate matches"),
+        ));
+    }
+    let (mut players, mut sides) = (0, 0);
+    for (g, group) in groups.iter().enumerate() {
+        if group.len() > MAX_ENTRANTS {
+            return Err(Error::invalid(
+                "invalid_prediction",
+                format!("groups[{g}].sides"),
+                format!("at most {MAX_ENTRANTS} sides"),
+            ));
+        }
+        sides += group.len();
+        for (i, ids) in group.iter().enumerate() {
+            players += ids.len();
+            if players > MAX_PLAYERS {
+                return Err(Error::invalid(
+                    "invalid_prediction",
+                    format!("groups[{g}].sides[{i}]"),
+                    format!("at most {MAX_PLAYERS} players in all groups together"),
+                ));
+            }
+            for (j, id) in ids.iter().enumerate() {
+                if let Some(problem) = names::id_problem(id) {
+                    let at = format!("groups[{g}].sides[{i}][{j}]");
+                    return Err(Error::invalid("invalid_prediction", at, problem));
+                }
+            }
+        }
+    }
+    let snapshot = pool_of(&state, auth.client(), &pool).await?.read();
+    // Every side of every candidate is an entrant computed, as in one large prediction.
+    let (outcome, held) = state
+        .limits
+        .compute
+        .run_held(auth.client(), sides, move |cancel| {
+            let forecasts = groups
+                .iter()
+                .enumerate()
+                .map(|(g, sides)| {
+                    predict::forecast(&*snapshot, sides, Figures::default(), cancel)
+                        .map_err(|error| (g, error))
+                })
+                .collect::<Result<Vec<Forecast>, _>>();
+            forecasts.map(|forecasts| (forecasts, groups))
+        })
+        .await?;
+    let (forecasts, groups) = match outcome {
+        Ok(answer) => answer,
+        Err((_, engine::Error::Cancelled)) => return Err(Error::Timeout),
+        Err((g, error)) => return Err(invalid_group(&error, g)),
+    };
+    let answer = MatchQualitiesResponse {
+        groups: forecasts
+            .into_iter()
+            .zip(groups)
+            .map(|(forecast, sides)| MatchQualityResponse {
+                quality: forecast.quality,
+                sides: sides
+                    .into_iter()
+                    .zip(forecast.entrants)
+                    .map(|(ids, e)| SideResponse {
+                        players: members(ids, &e.known),
+                        p_win: e.p_first,
+                    })
+                    .collect(),
+            })
+            .collect(),
     };
     Ok(HeldJson(answer, held))
 }

@@ -94,7 +94,7 @@ async fn the_dashboard_is_one_page_with_its_own_script_and_style() {
 /// Every request body the API takes, in the order its examples tell one story on a fresh
 /// service: the pool `main`, its display, rounds, reads that predict, a correction, a season, a
 /// key. A route with a body missing here fails the first assertion below.
-const STORY: [(&str, &str); 12] = [
+const STORY: [(&str, &str); 13] = [
     ("put", "/v1/pools/{pool}"),
     ("put", "/v1/pools/{pool}/display"),
     ("patch", "/v1/pools/{pool}/display"),
@@ -102,6 +102,7 @@ const STORY: [(&str, &str); 12] = [
     ("post", "/v1/pools/{pool}/round-batches"),
     ("post", "/v1/pools/{pool}/predictions"),
     ("post", "/v1/pools/{pool}/match-quality"),
+    ("post", "/v1/pools/{pool}/match-qualities"),
     ("post", "/v1/pools/{pool}/player-ratings"),
     ("post", "/v1/pools/{pool}/matchmaking"),
     ("post", "/v1/pools/{pool}/corrections"),

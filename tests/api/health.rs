@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::support::{round, settings, Payload, TestApp, ADMIN_KEY, POOL, READ_KEY};
 
 /// Every route of the API, as `METHOD path`.
-const ROUTES: [&str; 37] = [
+const ROUTES: [&str; 38] = [
     "GET /healthz",
     "GET /readyz",
     "GET /openapi.json",
@@ -43,6 +43,7 @@ const ROUTES: [&str; 37] = [
     "GET /v1/pools/{pool}/leaderboard",
     "GET /v1/pools/{pool}/distribution",
     "GET /v1/pools/{pool}/win-probability",
+    "POST /v1/pools/{pool}/match-qualities",
     "POST /v1/pools/{pool}/player-ratings",
     "POST /v1/pools/{pool}/predictions",
     "POST /v1/pools/{pool}/match-quality",

@@ -1244,8 +1244,8 @@ fn new_key_cases() -> Vec<Case> {
     ]
 }
 
-/// Batch reads of players refused: 1,001 of them, none, a bad id, an unknown field.
-fn player_ratings_cases() -> Vec<Case> {
+/// Batch reads refused: 1,001 players or candidate matches, none, a bad id, an unknown field.
+fn batch_read_cases() -> Vec<Case> {
     const RATINGS: &str = "/v1/pools/main/player-ratings";
     let players: Vec<String> = (0..1001).map(|i| format!("p{i}")).collect();
     [
@@ -1276,6 +1276,17 @@ fn player_ratings_cases() -> Vec<Case> {
             Some(field),
         )
     })
+    .chain([Case::new(
+        "1,001 candidate matches at once",
+        post_json(
+            "/v1/pools/main/match-qualities",
+            None,
+            &json!({"groups": vec![json!({"sides": [["ann"], ["bob"]]}); 1001]}),
+        ),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_prediction",
+        Some("groups"),
+    )])
     .collect()
 }
 
@@ -2138,7 +2149,7 @@ async fn every_hostile_request_gets_its_4xx_naming_the_problem_and_changes_nothi
         season_cases(),
         correction_cases(),
         batch_cases(),
-        player_ratings_cases(),
+        batch_read_cases(),
         scoped_key_cases(&document),
     ]
     .into_iter()

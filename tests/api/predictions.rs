@@ -1,5 +1,5 @@
-//! `GET /v1/pools/{pool}/win-probability`, `POST /v1/pools/{pool}/predictions` and
-//! `POST /v1/pools/{pool}/match-quality`.
+//! `GET /v1/pools/{pool}/win-probability`, `POST /v1/pools/{pool}/predictions`,
+//! `POST /v1/pools/{pool}/match-quality` and `POST /v1/pools/{pool}/match-qualities`.
 
 use std::future::Future;
 
@@ -509,6 +509,61 @@ async fn compute_bodies_over_their_limit_are_413_and_the_largest_valid_ones_fit(
             "payload_too_large",
             None,
             route,
+        );
+    }
+}
+
+/// `POST …/match-qualities`: each candidate match answered exactly as `POST …/match-quality`
+/// answers it alone; a list that is empty or too long, or a candidate the single route refuses,
+/// refused naming the candidate and its field.
+#[tokio::test]
+async fn many_candidate_matches_are_judged_at_once_as_one_by_one() {
+    const MATCH_QUALITIES: &str = "/v1/pools/main/match-qualities";
+    let app = rated().await;
+    let groups = [
+        json!([["strong"], ["weak"]]),
+        json!([["strong", "weak"], ["mid", "newcomer"]]),
+        json!([["mid"], ["weak"], ["strong"]]),
+    ];
+    let answer = app
+        .post(MATCH_QUALITIES, None, json!({"groups": groups.iter().map(|sides| json!({"sides": sides})).collect::<Vec<_>>()}))
+        .await
+        .assert_status(StatusCode::OK, "candidates")
+        .clone();
+    let answered = answer["groups"].as_array().expect("groups");
+    assert_eq!(answered.len(), groups.len());
+    for (sides, got) in groups.iter().zip(answered) {
+        let alone = app.post(MATCH_QUALITY, None, json!({"sides": sides})).await;
+        assert_eq!(got, alone.assert_status(StatusCode::OK, "alone"), "{sides}");
+    }
+
+    let alone = app
+        .post(MATCH_QUALITY, None, json!({"sides": [["mid"], ["mid"]]}))
+        .await;
+    let field = alone.body["error"]["field"]
+        .as_str()
+        .expect("a field")
+        .to_owned();
+    let too_many: Vec<Value> = (0..1001)
+        .map(|_| json!({"sides": [["strong"], ["weak"]]}))
+        .collect();
+    for (body, want) in [
+        (json!({"groups": []}), "groups".to_owned()),
+        (json!({"groups": too_many}), "groups".to_owned()),
+        (
+            json!({"groups": [{"sides": [["strong"], ["weak"]]}, {"sides": [["mid"], ["mid"]]}]}),
+            format!("groups[1].{field}"),
+        ),
+        (
+            json!({"groups": [{"sides": [["strong"], [""]]}]}),
+            "groups[0].sides[1][0]".to_owned(),
+        ),
+    ] {
+        app.post(MATCH_QUALITIES, None, body).await.assert_error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_prediction",
+            Some(&want),
+            &want,
         );
     }
 }
