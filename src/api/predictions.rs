@@ -312,6 +312,21 @@ fn members(ids: Vec<String>, known: &[bool]) -> Vec<MemberResponse> {
         .collect()
 }
 
+/// The answer about `sides`, from their forecast.
+fn match_quality(forecast: Forecast, sides: Vec<Vec<String>>) -> MatchQualityResponse {
+    MatchQualityResponse {
+        quality: forecast.quality,
+        sides: sides
+            .into_iter()
+            .zip(forecast.entrants)
+            .map(|(ids, e)| SideResponse {
+                players: members(ids, &e.known),
+                p_win: e.p_first,
+            })
+            .collect(),
+    }
+}
+
 /// For a set of players or teams: each one's P(first) and expected rank, the pairwise win
 /// probabilities, and the match quality.
 #[utoipa::path(post, path = "/v1/pools/{pool}/predictions", tag = "predictions",
@@ -423,17 +438,7 @@ async fn create_match_qualities(
         groups: forecasts
             .into_iter()
             .zip(groups)
-            .map(|(forecast, sides)| MatchQualityResponse {
-                quality: forecast.quality,
-                sides: sides
-                    .into_iter()
-                    .zip(forecast.entrants)
-                    .map(|(ids, e)| SideResponse {
-                        players: members(ids, &e.known),
-                        p_win: e.p_first,
-                    })
-                    .collect(),
-            })
+            .map(|(forecast, sides)| match_quality(forecast, sides))
             .collect(),
     };
     Ok(HeldJson(answer, held))
@@ -460,16 +465,6 @@ async fn create_match_quality(
         MATCH_QUALITY_NAMES,
     )
     .await?;
-    let answer = MatchQualityResponse {
-        quality: forecast.quality,
-        sides: sides
-            .into_iter()
-            .zip(forecast.entrants)
-            .map(|(ids, e)| SideResponse {
-                players: members(ids, &e.known),
-                p_win: e.p_first,
-            })
-            .collect(),
-    };
+    let answer = match_quality(forecast, sides);
     Ok(HeldJson(answer, held))
 }
