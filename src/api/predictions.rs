@@ -252,6 +252,48 @@ async fn get_win_probability(
     }))
 }
 
+/// Refuses `entrants` beyond what one request may hold: more than [`MAX_ENTRANTS`], an id the
+/// service does not accept, or a player past [`MAX_PLAYERS`] counting the `players` a request
+/// named before them (to which theirs are added). Fields are `names`' paths after `prefix`;
+/// `whole` names what the players are counted over.
+fn check_bounds(
+    entrants: &[Vec<String>],
+    players: &mut usize,
+    names: RequestNames,
+    prefix: &str,
+    whole: &str,
+) -> Result<(), Error> {
+    let refused = |path: PredictionPath, problem: String| {
+        Error::invalid(
+            "invalid_prediction",
+            format!("{prefix}{}", path.render(names)),
+            problem,
+        )
+    };
+    if entrants.len() > MAX_ENTRANTS {
+        let list = names.list;
+        return Err(refused(
+            PredictionPath::Entrants,
+            format!("at most {MAX_ENTRANTS} {list}"),
+        ));
+    }
+    for (i, ids) in entrants.iter().enumerate() {
+        *players += ids.len();
+        if *players > MAX_PLAYERS {
+            return Err(refused(
+                PredictionPath::Entrant(i),
+                format!("at most {MAX_PLAYERS} players in all {whole} together"),
+            ));
+        }
+        for (j, id) in ids.iter().enumerate() {
+            if let Some(problem) = names::id_problem(id) {
+                return Err(refused(PredictionPath::Member(i, j), problem.to_owned()));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks the request's size, then runs a forecast on the compute pool for the client of
 /// `auth`, on the pool's current snapshot.
 async fn forecast(
@@ -263,31 +305,7 @@ async fn forecast(
     names: RequestNames,
 ) -> Result<(Forecast, Vec<Vec<String>>, Held), Error> {
     let snapshot = pool_of(state, auth.client(), pool).await?.read();
-    let list = names.list;
-    if entrants.len() > MAX_ENTRANTS {
-        return Err(Error::invalid(
-            "invalid_prediction",
-            PredictionPath::Entrants.render(names),
-            format!("at most {MAX_ENTRANTS} {list}"),
-        ));
-    }
-    let mut players = 0;
-    for (i, ids) in entrants.iter().enumerate() {
-        players += ids.len();
-        if players > MAX_PLAYERS {
-            return Err(Error::invalid(
-                "invalid_prediction",
-                PredictionPath::Entrant(i).render(names),
-                format!("at most {MAX_PLAYERS} players in all {list} together"),
-            ));
-        }
-        for (j, id) in ids.iter().enumerate() {
-            if let Some(problem) = names::id_problem(id) {
-                let at = PredictionPath::Member(i, j).render(names);
-                return Err(Error::invalid("invalid_prediction", at, problem));
-            }
-        }
-    }
+    check_bounds(&entrants, &mut 0, names, "", names.list)?;
     let cost = entrants.len();
     let outcome = state
         .limits
@@ -385,33 +403,12 @@ async fn create_match_qualities(
             format!("must list 1 to {MAX_GROUPS} candidate matches"),
         ));
     }
-    let (mut players, mut sides) = (0, 0);
+    let mut players = 0;
     for (g, group) in groups.iter().enumerate() {
-        if group.len() > MAX_ENTRANTS {
-            return Err(Error::invalid(
-                "invalid_prediction",
-                format!("groups[{g}].sides"),
-                format!("at most {MAX_ENTRANTS} sides"),
-            ));
-        }
-        sides += group.len();
-        for (i, ids) in group.iter().enumerate() {
-            players += ids.len();
-            if players > MAX_PLAYERS {
-                return Err(Error::invalid(
-                    "invalid_prediction",
-                    format!("groups[{g}].sides[{i}]"),
-                    format!("at most {MAX_PLAYERS} players in all groups together"),
-                ));
-            }
-            for (j, id) in ids.iter().enumerate() {
-                if let Some(problem) = names::id_problem(id) {
-                    let at = format!("groups[{g}].sides[{i}][{j}]");
-                    return Err(Error::invalid("invalid_prediction", at, problem));
-                }
-            }
-        }
+        let prefix = format!("groups[{g}].");
+        check_bounds(group, &mut players, MATCH_QUALITY_NAMES, &prefix, "groups")?;
     }
+    let sides = groups.iter().map(Vec::len).sum();
     let snapshot = pool_of(&state, auth.client(), &pool).await?.read();
     // Every side of every candidate is an entrant computed, as in one large prediction.
     let (outcome, held) = state
