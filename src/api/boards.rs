@@ -142,13 +142,9 @@ pub(super) fn answer(
 ) -> Result<LeaderboardResponse, Error> {
     let limit = limit(query.limit, DEFAULT_LIMIT)? as usize;
     let display = current.display();
-    let ranking = query.order.unwrap_or_else(|| display.default_ranking());
-    if ranking == Ranking::DisplayRating && display.fixed_range.is_none() {
-        return Err(Error::query(
-            "order",
-            "is `display_rating`, but the pool shows no display rating (no `fixed_range`)",
-        ));
-    }
+    let ranking = display
+        .ranking(query.order)
+        .map_err(|problem| Error::query("order", problem))?;
     let order = Order::of(ranking);
     if let Some(days) = query.active_days {
         if !(days.is_finite() && days > 0.0) {
@@ -158,7 +154,7 @@ pub(super) fn answer(
             ));
         }
     }
-    let established = query.established.unwrap_or(!display.list_provisional);
+    let established = display.established_only(query.established);
     let filter = match (&query.league, query.established) {
         (Some(_), Some(true)) => {
             return Err(Error::query(

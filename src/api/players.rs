@@ -277,15 +277,10 @@ async fn player_ratings(
     let pool = pool_of(&state, auth.client(), &pool).await?;
     let current = pool.read();
     let display = current.display();
-    let ranking = request.order.unwrap_or_else(|| display.default_ranking());
-    if ranking == Ranking::DisplayRating && display.fixed_range.is_none() {
-        return Err(Error::invalid(
-            "invalid_request",
-            "order",
-            "is `display_rating`, but the pool shows no display rating (no `fixed_range`)",
-        ));
-    }
-    let filter = if request.established.unwrap_or(!display.list_provisional) {
+    let ranking = display
+        .ranking(request.order)
+        .map_err(|problem| Error::invalid("invalid_request", "order", problem))?;
+    let filter = if display.established_only(request.established) {
         Filter::Established
     } else {
         Filter::All

@@ -338,6 +338,24 @@ impl Display {
         }
     }
 
+    /// The order a read asked for (`None`: the default one), or why this pool cannot give it.
+    pub fn ranking(&self, asked: Option<Ranking>) -> Result<Ranking, &'static str> {
+        let ranking = asked.unwrap_or_else(|| self.default_ranking());
+        if ranking == Ranking::DisplayRating && self.fixed_range.is_none() {
+            return Err(
+                "is `display_rating`, but the pool shows no display rating (no `fixed_range`)",
+            );
+        }
+        Ok(ranking)
+    }
+
+    /// Whether a read that asked `asked` (`None`: the default) lists established players
+    /// only.
+    #[must_use]
+    pub fn established_only(&self, asked: Option<bool>) -> bool {
+        asked.unwrap_or(!self.list_provisional)
+    }
+
     /// Whether any player can be provisional (a rule of 0 rounds and no σ bound holds nobody).
     #[must_use]
     pub fn has_provisional(&self) -> bool {
