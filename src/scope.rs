@@ -3,6 +3,8 @@
 //! `chess-rapid`). A key configured or created without patterns reaches every pool, as every
 //! key did before keys had scopes.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::names::{is_pool_name, MAX_POOL_NAME};
@@ -17,8 +19,9 @@ pub enum Scope {
     /// Every pool, those created later too.
     #[default]
     All,
-    /// The pools these patterns match, and no other.
-    Pools(Vec<String>),
+    /// The pools these patterns match, and no other: shared, since every request of the key
+    /// takes its scope along.
+    Pools(Arc<[String]>),
 }
 
 impl Scope {
@@ -36,7 +39,7 @@ impl Scope {
         if !patterns.iter().all(|pattern| is_pattern(pattern)) {
             return Err("each must be a pool name, or the start of one followed by `*`");
         }
-        Ok(Self::Pools(patterns))
+        Ok(Self::Pools(patterns.into()))
     }
 
     /// Whether the key reaches pool `pool`.
@@ -83,7 +86,7 @@ impl From<Scope> for Option<Vec<String>> {
     fn from(scope: Scope) -> Self {
         match scope {
             Scope::All => None,
-            Scope::Pools(patterns) => Some(patterns),
+            Scope::Pools(patterns) => Some(patterns.to_vec()),
         }
     }
 }
