@@ -148,3 +148,38 @@ pub(crate) fn checked_layout<S: RatingSystem>(
     S::check_round(params, round)?;
     Layout::of(round)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::true_skill::{TrueSkill, TrueSkillState};
+
+    fn rated(performance: f64, mu: f64, sigma: f64) -> Rated<TrueSkillState> {
+        Rated {
+            performance,
+            state: TrueSkillState {
+                mu,
+                sigma,
+                rounds: 1,
+            },
+        }
+    }
+
+    /// No accepted parameter reaches this check any more (tests/finite.rs); it stays the guard
+    /// between rating and keeping, and names the first standing it refuses.
+    #[test]
+    fn a_result_is_kept_only_if_every_performance_mean_and_spread_is_finite() {
+        let fine = || rated(25.0, 25.0, 8.0);
+        assert!(finite::<TrueSkill>(vec![fine(), fine()]).is_ok());
+        for (bad, index) in [
+            (rated(f64::NAN, 25.0, 8.0), 1),
+            (rated(25.0, f64::INFINITY, 8.0), 1),
+            (rated(25.0, 25.0, f64::NAN), 1),
+        ] {
+            match finite::<TrueSkill>(vec![fine(), bad, rated(f64::NAN, 0.0, 0.0)]) {
+                Err(Error::NotFinite { index: at }) => assert_eq!(at, index),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+}

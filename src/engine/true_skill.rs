@@ -157,7 +157,7 @@ impl RatingSystem for TrueSkill {
         // Back up: each member's performance from their team's, then their skill.
         let mut rated: Vec<Option<Rated<TrueSkillState>>> = vec![None; priors.len()];
         for (j, members) in layout.entrants.iter().enumerate() {
-            let team = chain.teams[j].marginal.over(sums[j]);
+            let team = chain.teams[j].to_members();
             for &m in members {
                 let others = members
                     .iter()
@@ -287,12 +287,6 @@ impl Natural {
     }
 }
 
-/// Replaces a factor's message to a variable, updating the variable's marginal to match.
-fn send(marginal: &mut Natural, message: &mut Natural, new: Natural) {
-    *marginal = marginal.over(*message).times(new);
-    *message = new;
-}
-
 /// What a neighbouring pair of entrants did: the first won, or they drew.
 #[derive(Debug, Clone, Copy)]
 struct Outcome {
@@ -304,17 +298,40 @@ struct Outcome {
     offset: f64,
 }
 
-/// A team's performance variable: its marginal and the messages of its three factors.
+/// A team's performance variable: the messages of its three factors. What a factor is sent is
+/// the product of the other two, never the marginal divided by its own message: a truncation
+/// far in a tail sends a precision many orders above the others, and dividing it back out of a
+/// sum that holds it leaves nothing of the smaller ones (an upset between teams whose sums stand
+/// 5e12 spreads apart drove a precision to 0 that way, and a mean to infinity).
 #[derive(Debug, Clone, Copy)]
 struct TeamNode {
-    marginal: Natural,
+    /// From its members' performances.
+    members: Natural,
     /// From the difference with the entrant ranked before (absent for the first).
     left: Natural,
     /// From the difference with the entrant ranked after (absent for the last).
     right: Natural,
 }
 
-/// A difference `t_k − t_{k+1}`: its marginal and the messages of its two factors.
+impl TeamNode {
+    /// What the difference with the entrant ranked before is sent.
+    fn to_left(self) -> Natural {
+        self.members.times(self.right)
+    }
+
+    /// What the difference with the entrant ranked after is sent.
+    fn to_right(self) -> Natural {
+        self.members.times(self.left)
+    }
+
+    /// What the chain says of the team, its members' message aside: what they are sent.
+    fn to_members(self) -> Natural {
+        self.left.times(self.right)
+    }
+}
+
+/// A difference `t_k − t_{k+1}`: the messages of its two factors, and its marginal, which only
+/// measures convergence.
 #[derive(Debug, Clone, Copy, Default)]
 struct DiffNode {
     marginal: Natural,
@@ -336,8 +353,8 @@ impl Chain {
         Self {
             teams: sums
                 .iter()
-                .map(|&marginal| TeamNode {
-                    marginal,
+                .map(|&members| TeamNode {
+                    members,
                     left: Natural::default(),
                     right: Natural::default(),
                 })
@@ -378,21 +395,18 @@ impl Chain {
 
     /// The difference's sum factor, from its two teams.
     fn down(&mut self, k: usize) {
-        let first = self.teams[k].marginal.over(self.teams[k].right);
-        let second = self.teams[k + 1].marginal.over(self.teams[k + 1].left);
+        let first = self.teams[k].to_right();
+        let second = self.teams[k + 1].to_left();
         let diff = &mut self.diffs[k];
-        send(
-            &mut diff.marginal,
-            &mut diff.sum,
-            Natural::sum([(1.0, first), (-1.0, second)].into_iter()),
-        );
+        diff.sum = Natural::sum([(1.0, first), (-1.0, second)].into_iter());
+        diff.marginal = diff.sum.times(diff.truncation);
     }
 
     /// The truncation factor: the moment-matched marginal of the difference given the outcome.
     /// Returns how far the marginal moved.
     fn truncate(&mut self, k: usize, outcome: Outcome) -> f64 {
         let diff = &mut self.diffs[k];
-        let cavity = diff.marginal.over(diff.truncation);
+        let cavity = diff.sum;
         let sqrt_pi = cavity.pi.sqrt();
         let t = cavity.tau / sqrt_pi + outcome.offset * sqrt_pi;
         let (v, w) = if outcome.draw {
@@ -413,26 +427,16 @@ impl Chain {
 
     /// The difference's sum factor, to its first team: `t_k = d_k + t_{k+1}`.
     fn up_to_first(&mut self, k: usize) {
-        let diff = self.diffs[k].marginal.over(self.diffs[k].sum);
-        let second = self.teams[k + 1].marginal.over(self.teams[k + 1].left);
-        let team = &mut self.teams[k];
-        send(
-            &mut team.marginal,
-            &mut team.right,
-            Natural::sum([(1.0, diff), (1.0, second)].into_iter()),
-        );
+        let diff = self.diffs[k].truncation;
+        let second = self.teams[k + 1].to_left();
+        self.teams[k].right = Natural::sum([(1.0, diff), (1.0, second)].into_iter());
     }
 
     /// The difference's sum factor, to its second team: `t_{k+1} = t_k − d_k`.
     fn up_to_second(&mut self, k: usize) {
-        let first = self.teams[k].marginal.over(self.teams[k].right);
-        let diff = self.diffs[k].marginal.over(self.diffs[k].sum);
-        let team = &mut self.teams[k + 1];
-        send(
-            &mut team.marginal,
-            &mut team.left,
-            Natural::sum([(1.0, first), (-1.0, diff)].into_iter()),
-        );
+        let first = self.teams[k].to_right();
+        let diff = self.diffs[k].truncation;
+        self.teams[k + 1].left = Natural::sum([(1.0, first), (-1.0, diff)].into_iter());
     }
 }
 

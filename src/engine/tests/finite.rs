@@ -1,19 +1,23 @@
-//! No rating system hands back a number that is not finite: TrueSkill's and Weng-Lin's
-//! arithmetic, the two an adversarial search drove to NaN at parameters their ranges accept,
-//! either rate a round finitely or refuse it with `Error::NotFinite` (which the service marks the
-//! round failed for), over the whole box of accepted parameters and every shape of round.
-//! Plackett-Luce, computed in log space, always rates finitely, and so do the corners that
-//! search found, TrueSkill's since its draws integrate across a margin far below the spread by
-//! its series and its means are measured from the round's origin; what is left to refuse is a
-//! round between teams of other sizes whose sums stand beyond the digits of double precision.
+//! No rating system hands back a number that is not finite: every system rates every shape of
+//! round finitely over the whole box of parameters it accepts. TrueSkill's and Weng-Lin's
+//! arithmetic, the two an adversarial search drove to NaN there, were made robust rather than
+//! bounded: Plackett-Luce is computed in log space, TrueSkill's draws integrate across a margin
+//! far below the spread by its series, its means are measured from the round's origin, and its
+//! chain sends each factor the product of the other messages instead of dividing a message back
+//! out of a marginal. `Error::NotFinite` (the check between rating and keeping, which the service
+//! fails a round for) stays as the guard behind them; no round here reaches it.
 
-use mmr_engine::bounds::{MAX_ABS_RATING, MAX_SPREAD, MIN_SPREAD};
+use mmr_engine::bounds::{
+    MAX_ABS_RATING, MAX_ROUND_WEIGHT, MAX_SPREAD, MIN_ROUND_WEIGHT, MIN_SPREAD,
+};
+use mmr_engine::params::{MAX_DRIFT_PER_DAY, MAX_HISTORY_LIMIT};
 use mmr_engine::{
-    Error, Population, Round, Standing, SystemParams, TrueSkillParams, WengLinModel, WengLinParams,
+    CodeforcesParams, EloMmrParams, EloParams, Error, Glicko2Params, Population, Round, Standing,
+    SystemParams, Ties, TopcoderParams, TrueSkillParams, Variant, WengLinModel, WengLinParams,
 };
 use proptest::prelude::*;
 
-use crate::support::{build_round, round_spec};
+use crate::support::{build_round, round_spec, RoundSpec, DAY};
 
 /// What applying `rounds` in order gave: each round's changes all finite, or `NotFinite`; any
 /// other error fails the test. Returns how many were refused as not finite.
@@ -112,13 +116,26 @@ fn the_trueskill_corners_an_adversarial_search_found_rate_finitely() {
 }
 
 #[test]
-fn a_round_between_teams_of_other_sizes_beyond_the_digits_of_precision_is_refused_not_kept() {
+fn a_round_between_teams_of_other_sizes_far_beyond_their_spread_rates_finitely() {
     // Members rated 5e8 and known to 1e-4: a pair's sum stands 5e8 (5e12 spreads) above a
-    // single player's, and the pair tying with single players moves every belief by more digits
-    // than double precision holds. Entrants of one size are measured from the round's origin and
-    // rate finitely however far from 0 (src/engine/true_skill.rs); these cannot.
+    // single player's. The pair tying with single players sends a truncation's precision some
+    // 1e25 times the others'; dividing it back out of the team's marginal had left a precision
+    // of 0 and the round refused. The tie says the pairs did no better than the singles: their
+    // members come down, and the single players tied with them go up.
     let system = SystemParams::TrueSkill(beyond_precision());
-    assert_eq!(apply_all(&system, &[teams_of_other_sizes()]), 1);
+    let mut population = Population::new(system).expect("valid parameters");
+    let round = teams_of_other_sizes();
+    let changes = population.apply(&round).expect("rated finitely");
+    let moved = |player: &str| {
+        let at = round
+            .standings
+            .iter()
+            .position(|s| s.player == player)
+            .expect("in the round");
+        changes[at].after.mu - changes[at].before.mu
+    };
+    assert!(moved("p4") < 0.0 && moved("p5") < 0.0, "{changes:?}");
+    assert!(moved("p2") > 0.0 && moved("p7") > 0.0, "{changes:?}");
 }
 
 /// TrueSkill at μ₀ 5e8 known to σ₀ 1e-4, the performance spread 1e-6.
@@ -215,13 +232,131 @@ fn any_weng_lin_or_trueskill() -> impl Strategy<Value = SystemParams> {
     prop_oneof![weng_lin, true_skill]
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+/// Elo-MMR (either variant), Glicko-2, Codeforces, Topcoder or Elo, anywhere in the box of
+/// parameters each accepts (`validate`), ρ = ∞ included.
+fn any_other_system() -> impl Strategy<Value = SystemParams> {
+    let elo_mmr = (
+        (prop::bool::ANY, prop::bool::ANY),
+        ranged(MIN_SPREAD, MAX_SPREAD),
+        ranged(0.0, MAX_SPREAD),
+        prop_oneof![ranged(0.0, MAX_SPREAD), Just(f64::INFINITY)],
+        rating(),
+        ranged(MIN_SPREAD, MAX_SPREAD),
+        ranged(0.0, MAX_DRIFT_PER_DAY),
+        prop_oneof![1..=3usize, Just(MAX_HISTORY_LIMIT)],
+    )
+        .prop_map(
+            |((gaussian, split), beta, gamma, rho, mu_init, sigma_init, drift, history_limit)| {
+                SystemParams::EloMmr(EloMmrParams {
+                    variant: if gaussian {
+                        Variant::Gaussian
+                    } else {
+                        Variant::Logistic
+                    },
+                    beta,
+                    gamma,
+                    rho,
+                    mu_init,
+                    sigma_init,
+                    drift_per_day: drift,
+                    history_limit,
+                    ties: if split { Ties::Split } else { Ties::Both },
+                })
+            },
+        );
+    let glicko2 = (
+        ranged(MIN_SPREAD, 100.0),
+        rating(),
+        ranged(MIN_SPREAD, MAX_SPREAD),
+        ranged(MIN_SPREAD, 10.0),
+    )
+        .prop_map(|(tau, mu_init, sigma_init, volatility_init)| {
+            SystemParams::Glicko2(Glicko2Params {
+                tau,
+                mu_init,
+                sigma_init,
+                volatility_init,
+            })
+        });
+    let codeforces = (
+        ranged(MIN_SPREAD, MAX_SPREAD),
+        ranged(MIN_SPREAD, 1e6),
+        rating(),
+        ranged(MIN_SPREAD, MAX_SPREAD),
+    )
+        .prop_map(|(beta, weight_multiplier, mu_init, sigma_init)| {
+            SystemParams::Codeforces(CodeforcesParams {
+                beta,
+                weight_multiplier,
+                mu_init,
+                sigma_init,
+            })
+        });
+    let topcoder = (
+        ranged(MIN_SPREAD, 1e6),
+        rating(),
+        ranged(MIN_SPREAD, MAX_SPREAD),
+    )
+        .prop_map(|(weight_multiplier, mu_init, sigma_init)| {
+            SystemParams::Topcoder(TopcoderParams {
+                weight_multiplier,
+                mu_init,
+                sigma_init,
+            })
+        });
+    let elo = (
+        ranged(MIN_SPREAD, MAX_SPREAD),
+        ranged(0.0, MAX_SPREAD),
+        rating(),
+    )
+        .prop_map(|(temperature, k, mu_init)| {
+            SystemParams::Elo(EloParams {
+                temperature,
+                k,
+                mu_init,
+            })
+        });
+    prop_oneof![elo_mmr, glicko2, codeforces, topcoder, elo]
+}
 
-    /// Three rounds among the same eight players, with ties and teams: every result finite or
-    /// refused as not finite, and Plackett-Luce never refused.
+/// The rounds `specs` describe, a day apart per step of their `days`, each with a weight
+/// anywhere in the accepted range and a ceiling where `weights` says so, those the system does
+/// not take (weights, ceilings, teams) left out as it would refuse them.
+fn rounds_for(
+    system: &SystemParams,
+    specs: &[RoundSpec],
+    weights: &[(f64, Option<f64>)],
+) -> Vec<Round> {
+    let mut day = 0;
+    let mut rounds = Vec::new();
+    for (spec, &(weight, ceiling)) in specs.iter().zip(weights) {
+        day += spec.days;
+        let round = Round {
+            weight,
+            perf_ceiling: ceiling,
+            ..build_round(spec, Some(day * DAY)).0
+        };
+        let plain = Round {
+            weight: 1.0,
+            perf_ceiling: None,
+            ..round.clone()
+        };
+        rounds.extend(
+            [round, plain]
+                .into_iter()
+                .find(|r| system.check_round(r).is_ok()),
+        );
+    }
+    rounds
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    /// Three rounds among the same eight players, with ties and teams, at any parameters
+    /// Weng-Lin (either model) or TrueSkill accepts: every result finite.
     #[test]
-    fn every_accepted_parameter_rates_finitely_or_refuses(
+    fn every_accepted_parameter_of_weng_lin_and_trueskill_rates_finitely(
         system in any_weng_lin_or_trueskill(),
         specs in prop::collection::vec(round_spec(8, true), 3),
     ) {
@@ -229,11 +364,21 @@ proptest! {
             .iter()
             .map(|spec| Round { weight: 1.0, perf_ceiling: None, ..build_round(spec, None).0 })
             .collect();
-        let refused = apply_all(&system, &rounds);
-        let plackett_luce = matches!(
-            system,
-            SystemParams::WengLin(WengLinParams { model: WengLinModel::PlackettLuce, .. })
-        );
-        prop_assert!(!plackett_luce || refused == 0, "{system:?} refused {refused}");
+        prop_assert_eq!(apply_all(&system, &rounds), 0, "{:?}: {:?}", system, rounds);
+    }
+
+    /// The same for every other system, with dates, round weights over their whole range and
+    /// performance ceilings where the system takes them.
+    #[test]
+    fn every_accepted_parameter_of_the_other_systems_rates_finitely(
+        system in any_other_system(),
+        specs in prop::collection::vec(round_spec(8, true), 3),
+        weights in prop::collection::vec(
+            (ranged(MIN_ROUND_WEIGHT, MAX_ROUND_WEIGHT), prop::option::weighted(0.3, rating())),
+            3,
+        ),
+    ) {
+        let rounds = rounds_for(&system, &specs, &weights);
+        prop_assert_eq!(apply_all(&system, &rounds), 0, "{:?}: {:?}", system, rounds);
     }
 }
