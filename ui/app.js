@@ -176,15 +176,29 @@ function pager(previous, next) {
   return paging;
 }
 
-// What a pool's rows show as their rating, from its display settings and the board's order.
+// The order a board is in: the one asked for, else the pool's default, as the API resolves it
+// (display::Display::default_ranking).
+function ranking(display, order) {
+  if (order) {
+    return order;
+  }
+  if (display.default_order !== "auto") {
+    return display.default_order;
+  }
+  return display.fixed_range ? "display_rating" : "conservative";
+}
+
+// The rating a board in `order` shows, its title and its value in a rating, a player or a peak
+// (each of which carries `mu`, `conservative` and `display_rating`).
 function ratingColumn(display, order) {
-  if (order === "mu") {
-    return { title: "μ", value: (r) => fixed(r.mu) };
+  switch (ranking(display, order)) {
+    case "mu":
+      return { title: "μ", value: (r) => fixed(r.mu) };
+    case "display_rating":
+      return { title: "rating", value: (r) => whole(r.display_rating) };
+    default:
+      return { title: `μ − ${display.conservative_k}σ`, value: (r) => fixed(r.conservative) };
   }
-  if (display.fixed_range && order !== "conservative") {
-    return { title: "rating", value: (r) => whole(r.display_rating) };
-  }
-  return { title: `μ − ${display.conservative_k}σ`, value: (r) => fixed(r.conservative) };
 }
 
 const ORDERS = [
@@ -406,13 +420,10 @@ async function playerPage(pool, player, started) {
   const display = info.display;
   const scale = scaleOf(shown.fixed_range);
   const oldestFirst = entries.slice().reverse();
-  const now = shown.fixed_range ? rating.display_rating : rating.mu;
-  let peak = null;
-  for (const e of oldestFirst) {
-    if (known(scale.after(e)) && (peak === null || scale.after(e) > scale.after(peak))) {
-      peak = e;
-    }
-  }
+  // The rating and the peak as the pool's leaderboard ranks and shows them; the peak is the
+  // API's, the round after which the player stood highest in that order.
+  const shownRating = ratingColumn(display, "");
+  const peak = rating.peak;
   const digits = shown.fixed_range ? 0 : 1;
   const title = el("h1", {}, player);
   if (rating.provisional) {
@@ -422,9 +433,9 @@ async function playerPage(pool, player, started) {
     title.append(" ", badge(rating.league, display.leagues));
   }
   const facts = el("dl", { class: "facts" },
-    el("div", {}, el("dt", {}, scale.name === "μ" ? "μ now" : "Rating now"), el("dd", { id: "current" }, fixed(now, digits))),
-    el("div", {}, el("dt", {}, "Peak"), el("dd", { id: "peak" }, peak ? fixed(scale.after(peak), digits) : "–",
-      peak ? el("small", {}, " after ", roundLink(pool, peak.round_id), peak.time ? ` (${day(peak.time)})` : "") : "")),
+    el("div", {}, el("dt", {}, shownRating.title === "rating" ? "Rating now" : `Rating now (${shownRating.title})`), el("dd", { id: "current" }, shownRating.value(rating))),
+    el("div", {}, el("dt", {}, "Peak"), el("dd", { id: "peak" }, peak ? shownRating.value(peak) : "–",
+      peak ? el("small", {}, " after ", roundLink(pool, peak.round.id), peak.round.time ? ` (${day(peak.round.time)})` : "") : "")),
     el("div", {}, el("dt", {}, "Place"), el("dd", { id: "place" }, place(rating))),
     el("div", {}, el("dt", {}, "Rounds"), el("dd", {}, rating.rounds)),
     el("div", {}, el("dt", {}, "μ ± σ"), el("dd", {}, known(rating.sigma) ? `${fixed(rating.mu)} ± ${fixed(rating.sigma)}` : fixed(rating.mu)))
