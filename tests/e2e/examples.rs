@@ -1,12 +1,12 @@
 //! The README's tour and the guides' examples, run as a user pastes them: every ```sh block
-//! whose commands are `curl` lines runs in bash, in order, against the real binary on a fresh
-//! embedded database (one per file), with `KEY` set to the admin key its first start printed
-//! and `mmr-service` on the path. The fenced block right after one (blank lines between at
-//! most) is what its commands must print, a line per `curl`, where `...` stands for anything (a
-//! number that depends on the clock, a key); an example that shows no output must be answered
-//! no error. A `curl` that times out (`-m`, to end a stream) is not a failure. Blocks that are
-//! not `curl` lines (building, starting the binary) are not run here: other tests run those
-//! commands.
+//! runs in bash, in order, against the real binary on a fresh embedded database (one per file),
+//! in an empty folder of its own, with `KEY` set to the admin key its first start printed and
+//! `mmr-service` on the path. The fenced block right after one (blank lines between at most) is
+//! what its commands must print, a line per `curl`, where `...` stands for anything (a number
+//! that depends on the clock, a key); an example that shows no output must exit 0 and be
+//! answered no HTTP error. A `curl` that times out (`-m`, to end a stream) is not a failure.
+//! The blocks that build or test this repository, or start a server that does not return, are
+//! not run ([`NOT_RUN`]); the text beside each says so.
 
 use std::path::Path;
 use std::process::Command;
@@ -56,13 +56,27 @@ struct Example {
     shown: Option<String>,
 }
 
-/// The `sh` blocks of `markdown` made of `curl` lines, each with the block after it.
+/// How the `sh` blocks that are not run begin, and why they are not.
+const NOT_RUN: [(&str, &str); 3] = [
+    (
+        "cargo ",
+        "builds this repository or runs its tests, from inside which this test runs",
+    ),
+    (".ci/run", "is CI, which runs this test"),
+    (
+        "target/release/mmr-service serve",
+        "starts a server that serves until stopped; the tests start this binary themselves",
+    ),
+];
+
+/// The `sh` blocks of `markdown` but those [`NOT_RUN`] names, each with the block after it.
 fn examples(markdown: &str) -> Vec<Example> {
     let blocks = fenced_blocks(markdown);
     let mut examples = Vec::new();
     for (index, block) in blocks.iter().enumerate() {
         let first = block.text.lines().find(|l| !l.trim().is_empty());
-        if block.info != "sh" || !first.is_some_and(|l| l.starts_with("curl ")) {
+        let not_run = |line: &str| NOT_RUN.iter().any(|(start, _)| line.starts_with(start));
+        if block.info != "sh" || first.is_none_or(not_run) {
             continue;
         }
         let shown = blocks
@@ -172,8 +186,9 @@ fn run_examples(path: &str) -> Option<usize> {
     let found = examples(&markdown);
     let server = Server::start(Backend::Default)?;
     let key = server.first_key().expect("the first start prints a key");
+    let folder = tempfile::tempdir().expect("a folder for the examples' files");
     for example in &found {
-        let printed = run(&example.commands, server.base_url(), &key, server.dir());
+        let printed = run(&example.commands, server.base_url(), &key, folder.path());
         match &example.shown {
             Some(shown) => {
                 if let Some(problem) = mismatch(shown, &printed.output) {
@@ -224,7 +239,8 @@ fn the_readmes_tour_prints_what_it_shows() {
 }
 
 /// The guides whose examples run; every other page of the book holds none.
-const GUIDES: [&str; 5] = [
+const GUIDES: [&str; 6] = [
+    "docs/commands.md",
     "docs/platforms.md",
     "docs/frontends.md",
     "docs/matchmakers.md",
@@ -260,9 +276,13 @@ fn every_guides_examples_print_what_they_show() {
 #[test]
 fn an_output_that_differs_from_what_is_shown_is_caught() {
     let markdown = "text\n\n```sh\ncurl a\n```\n\n```json\n{\"id\":\"r1\",\"mu\":...}\n```\n\
-                    prose\n\n```\nnot an output\n```\n```sh\nsleep 1\n```\n";
+                    prose\n\n```\nnot an output\n```\n```sh\ncargo test\n```\n```toml\na = 1\n```\n";
     let found = examples(markdown);
-    assert_eq!(found.len(), 1, "only curl blocks run");
+    assert_eq!(
+        found.len(),
+        1,
+        "sh blocks run, but those that build or test the repository"
+    );
     let shown = found[0].shown.as_deref().expect("the block right after");
     assert_eq!(mismatch(shown, "{\"id\":\"r1\",\"mu\":1500.5}\n"), None);
     assert!(mismatch(shown, "{\"id\":\"r2\",\"mu\":1500.5}\n").is_some());
