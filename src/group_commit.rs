@@ -17,8 +17,11 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
+use crate::audit::{Action, Actor};
 use crate::engine::SystemParams;
-use crate::storage::{self, Against, EnqueueRequest, EnqueuedAll, EntryKind, NewEntry, Storage};
+use crate::storage::{
+    self, Against, Audited, EnqueueRequest, EnqueuedAll, EntryKind, NewEntry, Storage,
+};
 
 /// Most requests stored in one transaction: a batch's requests wait for all of it.
 const MOST_REQUESTS: usize = 256;
@@ -38,6 +41,8 @@ struct Line {
     body: String,
     /// `None` where the line is compared by its body.
     key: Option<String>,
+    /// Who queued it as what admin action, for the audit log.
+    audit: Option<(Actor, Action)>,
 }
 
 impl Line {
@@ -47,6 +52,10 @@ impl Line {
             kind: self.kind,
             body: &self.body,
             key: self.key.as_deref().unwrap_or(&self.body),
+            audit: self.audit.as_ref().map(|(actor, action)| Audited {
+                actor,
+                action: *action,
+            }),
         }
     }
 
@@ -104,6 +113,7 @@ impl GroupCommit {
                     kind: entry.kind,
                     body: entry.body.to_owned(),
                     key: (entry.key != entry.body).then(|| entry.key.to_owned()),
+                    audit: entry.audit.map(|a| (a.actor.clone(), a.action)),
                 })
                 .collect(),
             against: against.map(|a| (a.params.clone(), a.correction)),

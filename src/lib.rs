@@ -30,6 +30,7 @@
 //! - [`wire`]: the JSON form of a round and its conversion into an engine round.
 //! - [`names`]: which pool names, round ids and player ids the service accepts.
 //! - [`scope`]: which pools a key reaches.
+//! - [`audit`]: who did what, as the audit log records admin and key actions.
 //!
 //! **Storing and applying rounds.**
 //! - [`group_commit`]: each pool's writer, storing the posts that wait for it in one
@@ -55,6 +56,7 @@
 //! - [`import`]: a file of rounds posted to a running service in order, as a platform would.
 
 pub mod api;
+pub mod audit;
 pub mod body_budget;
 pub mod cli;
 pub mod compute;

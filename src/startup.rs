@@ -11,6 +11,7 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 
 use crate::api;
+use crate::audit::Actor;
 use crate::config::Settings;
 use crate::ownership;
 use crate::state::AppState;
@@ -53,7 +54,7 @@ impl Application {
         for (name, overrides) in &declared {
             if state.pools.get(name).is_none() {
                 state
-                    .put_pool(name, overrides)
+                    .put_pool(name, overrides, &Actor::service("config"))
                     .await
                     .with_context(|| format!("creating pool `{name}`"))?;
                 tracing::info!(pool = %name, "pool created from the configuration");

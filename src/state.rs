@@ -14,6 +14,7 @@ use base64::Engine;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::audit::Actor;
 use crate::compute::{Compute, MAX_ENTRANTS};
 use crate::config::{hash_key, KeySettings, Role, Settings};
 use crate::display::leagues::{recompute, Entrant, HistoryPoint};
@@ -474,12 +475,13 @@ impl AppState {
         Ok(Some(pool))
     }
 
-    /// Creates pool `name` or changes its parameters: `overrides` on top of `[engine]`. A new
-    /// pool gets a worker loop if [`AppState::load_pools`] started them.
+    /// Creates pool `name` or changes its parameters: `overrides` on top of `[engine]`, as
+    /// `actor` asked. A new pool gets a worker loop if [`AppState::load_pools`] started them.
     pub async fn put_pool(
         &self,
         name: &str,
         overrides: &ParamsOverrides,
+        actor: &Actor,
     ) -> Result<(PoolWrite, SystemParams), PutPoolError> {
         let params = overrides.apply(&self.settings.engine)?;
         // A pool another process created is loaded first: it is not new here.
@@ -489,7 +491,7 @@ impl AppState {
             Some(pool) => Some(pool.turn().await),
             None => None,
         };
-        let outcome = self.storage.put_pool(name, &params).await?;
+        let outcome = self.storage.put_pool(name, &params, actor).await?;
         match &existing {
             Some(pool) if outcome != PoolWrite::Unchanged => {
                 let display = pool.read().display().clone();
@@ -516,7 +518,7 @@ impl AppState {
     /// Deletes pool `name`: refused while this process rates it again for a correction; else
     /// in the pool's turn (a worker step under way ends first), every row of it in one
     /// transaction, then its memory, its worker and its past boards.
-    pub async fn delete_pool(&self, name: &str) -> Result<Deletion, storage::Error> {
+    pub async fn delete_pool(&self, name: &str, actor: &Actor) -> Result<Deletion, storage::Error> {
         // A pool another process created is loaded first, to be dropped with its worker.
         let existing = self.pool(name).await?;
         if existing
@@ -530,7 +532,7 @@ impl AppState {
             Some(pool) => Some(pool.turn().await),
             None => None,
         };
-        let deleted = self.storage.delete_pool(name).await?;
+        let deleted = self.storage.delete_pool(name, actor).await?;
         self.forget_pool(name);
         drop(turn);
         Ok(if deleted {
@@ -567,12 +569,15 @@ impl AppState {
         &self,
         pool: &Pool,
         change: impl FnOnce(&Display) -> Result<Display, E>,
+        actor: &Actor,
     ) -> Result<Arc<PoolState>, E> {
         let _turn = pool.turn().await;
         let current = pool.read();
         let display = change(current.display())?;
         if display.leagues == current.display().leagues {
-            self.storage.put_display(pool.name(), &display).await?;
+            self.storage
+                .put_display(pool.name(), &display, actor)
+                .await?;
             let next = Arc::new(blocking(move || current.with_display(display)).await?);
             drop(pool.publish(Arc::clone(&next)));
             return Ok(next);
@@ -587,7 +592,7 @@ impl AppState {
                 blocking(move || recompute_leagues(leagues.as_ref(), history)).await?;
             match self
                 .storage
-                .put_leagues(pool.name(), &display, &recomputed)
+                .put_leagues(pool.name(), &display, &recomputed, actor)
                 .await
             {
                 Err(storage::Error::Stale { .. }) if attempts < 3 => continue,
@@ -651,6 +656,7 @@ impl AppState {
         name: &str,
         role: Role,
         pools: Scope,
+        actor: &Actor,
     ) -> Result<NewKey, storage::Error> {
         if self.settings.auth.keys.iter().any(|key| key.name == name) {
             return Ok(NewKey::NameTaken);
@@ -664,7 +670,7 @@ impl AppState {
             revoked_at: None,
             pools,
         };
-        if !self.storage.create_key(&key).await? {
+        if !self.storage.create_key(&key, actor).await? {
             return Ok(NewKey::NameTaken);
         }
         self.refresh_keys().await?;
@@ -674,8 +680,8 @@ impl AppState {
 
     /// Revokes the database's key `name`: it stops working here at once (in other processes
     /// within [`KEY_REFRESH`]). `false` if there is no such key not yet revoked.
-    pub async fn revoke_key(&self, name: &str) -> Result<bool, storage::Error> {
-        let revoked = self.storage.revoke_key(name, now()).await?;
+    pub async fn revoke_key(&self, name: &str, actor: &Actor) -> Result<bool, storage::Error> {
+        let revoked = self.storage.revoke_key(name, now(), actor).await?;
         if revoked {
             // Dropped from memory without a read that could fail: the revocation is stored.
             let _turn = self.keys.turn.lock().await;
@@ -709,7 +715,10 @@ impl AppState {
             revoked_at: None,
             pools: Scope::All,
         };
-        let created = self.storage.create_first_key(&key).await?;
+        let created = self
+            .storage
+            .create_first_key(&key, &Actor::service("bootstrap"))
+            .await?;
         self.refresh_keys().await?;
         Ok(created.then_some(secret))
     }

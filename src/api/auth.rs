@@ -14,8 +14,10 @@ use axum::extract::{ConnectInfo, FromRequestParts, RawPathParams};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use subtle::ConstantTimeEq;
+use tower_http::request_id::RequestId;
 
 use super::error::{Error, Resource};
+use crate::audit::Actor;
 use crate::config::{KeySettings, Role};
 use crate::instruments;
 use crate::rate_limit::{Budget, Client};
@@ -91,6 +93,8 @@ impl Requirement for Admin {
 pub struct Authorized<R> {
     client: Option<Client>,
     scope: Scope,
+    /// The request's `x-request-id` (the client's, or the one the service gave it).
+    request_id: Option<String>,
     role: PhantomData<R>,
 }
 
@@ -106,6 +110,18 @@ impl<R> Authorized<R> {
     #[must_use]
     pub fn scope(&self) -> &Scope {
         &self.scope
+    }
+
+    /// Who the audit log records as acting: the key's name and the request's id.
+    /// [`Error::Unauthenticated`] for an anonymous read, which acts on nothing.
+    pub fn actor(&self) -> Result<Actor, Error> {
+        match &self.client {
+            Some(Client::Key(key)) => Ok(Actor {
+                key: key.clone(),
+                request_id: self.request_id.clone(),
+            }),
+            _ => Err(Error::Unauthenticated),
+        }
     }
 
     /// Refuses a key that does not reach every pool: what spans pools (the keys) is theirs
@@ -124,6 +140,11 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
         let auth = &state.settings.auth;
+        let request_id = parts
+            .extensions
+            .get::<RequestId>()
+            .and_then(|id| id.header_value().to_str().ok())
+            .map(str::to_owned);
         let budget = if R::ROLE == Role::Read {
             Budget::Read
         } else {
@@ -150,6 +171,7 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
             return Ok(Self {
                 client,
                 scope: Scope::All,
+                request_id,
                 role: PhantomData,
             });
         }
@@ -179,6 +201,7 @@ impl<R: Requirement + Send> FromRequestParts<AppState> for Authorized<R> {
         Ok(Self {
             client: Some(client),
             scope,
+            request_id,
             role: PhantomData,
         })
     }

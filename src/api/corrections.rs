@@ -22,11 +22,11 @@ use super::query::QueryParams;
 use super::queueing::{located, Queued, RoundStatusResponse};
 use super::round_path::RoundPath;
 use super::waiting::{settle, WaitQuery};
+use crate::audit::Action;
 use crate::engine::Beliefs;
 use crate::names;
 use crate::params::ParamsOverrides;
 use crate::pools::Pool;
-use crate::rate_limit::Client;
 use crate::state::AppState;
 use crate::storage::{EntryKind, NewEntry, ResultsPage, RoundStatus};
 use crate::wire::{Correction, CorrectionRequest, Entry};
@@ -154,7 +154,7 @@ async fn post_correction(
             return Err(invalid("to".into(), problem.into()));
         }
     }
-    enqueue(&state, auth.client(), &pool, correction, deadline).await
+    enqueue(&state, &auth, &pool, correction, deadline).await
 }
 
 /// Voids round `id`: once the worker reaches the correction, the pool is rated again without
@@ -185,7 +185,18 @@ pub(super) async fn void_round(
         id: void_id(&id),
         action: Correction::Void { round: id },
     };
-    enqueue(&state, auth.client(), &pool, correction, deadline).await
+    enqueue(&state, &auth, &pool, correction, deadline).await
+}
+
+/// What the audit log records queuing `correction` as.
+fn audited_as(correction: &Correction) -> Action {
+    match correction {
+        Correction::Void { .. } => Action::CorrectionVoid,
+        Correction::Disqualify { .. } => Action::CorrectionDisqualify,
+        Correction::Rename { .. } => Action::CorrectionRename,
+        Correction::Merge { .. } => Action::CorrectionMerge,
+        Correction::Params { .. } => Action::CorrectionParams,
+    }
 }
 
 /// The id of the correction `DELETE …/rounds/{round}` queues: `void/{round}`, or where that
@@ -241,11 +252,12 @@ async fn get_recompute(
 /// answers with its status, or 409 if the content differs.
 async fn enqueue(
     state: &AppState,
-    client: Option<&Client>,
+    auth: &Authorized<Admin>,
     pool: &Pool,
     correction: CorrectionRequest,
     deadline: Option<Instant>,
 ) -> Result<Response, Error> {
+    let (client, actor) = (auth.client(), auth.actor()?);
     if state
         .storage
         .round(pool.name(), &correction.id, &ResultsPage::NONE)
@@ -257,7 +269,8 @@ async fn enqueue(
     let canonical = Entry::Correction(correction.clone())
         .canonical()
         .map_err(|_| Error::Internal)?;
-    let entry = NewEntry::by_body(&correction.id, EntryKind::Correction, &canonical);
+    let entry = NewEntry::by_body(&correction.id, EntryKind::Correction, &canonical)
+        .audited(&actor, audited_as(&correction.action));
     let outcome = state.enqueue(pool, entry, None).await?;
     let queued = Queued::of(outcome, &correction.id)?;
     let mut answer = [RoundStatusResponse {

@@ -97,7 +97,7 @@ async fn put_display(
     checked(&display)?;
     let found = pool_of(&state, auth.client(), &pool).await?;
     let published = state
-        .put_display(&found, |_| Ok::<_, Error>(display))
+        .put_display(&found, |_| Ok::<_, Error>(display), &auth.actor()?)
         .await?;
     Ok(Json(response(pool, &published)))
 }
@@ -122,18 +122,22 @@ async fn patch_display(
 ) -> Result<Json<DisplayResponse>, Error> {
     let found = pool_of(&state, auth.client(), &pool).await?;
     let published = state
-        .put_display(&found, |current| {
-            let mut merged = serde_json::to_value(current).map_err(|_| Error::Internal)?;
-            json_patch::merge(&mut merged, &patch);
-            let display: Display = from_object(merged).map_err(|error| match error {
-                Error::Invalid { field, message, .. } => {
-                    Error::invalid("invalid_display", field, message)
-                }
-                other => other,
-            })?;
-            checked(&display)?;
-            Ok::<_, Error>(display)
-        })
+        .put_display(
+            &found,
+            |current| {
+                let mut merged = serde_json::to_value(current).map_err(|_| Error::Internal)?;
+                json_patch::merge(&mut merged, &patch);
+                let display: Display = from_object(merged).map_err(|error| match error {
+                    Error::Invalid { field, message, .. } => {
+                        Error::invalid("invalid_display", field, message)
+                    }
+                    other => other,
+                })?;
+                checked(&display)?;
+                Ok::<_, Error>(display)
+            },
+            &auth.actor()?,
+        )
         .await?;
     Ok(Json(response(pool, &published)))
 }

@@ -149,7 +149,7 @@ async fn create_key(
     let pools = Scope::of(request.pools)
         .map_err(|message| Error::invalid("invalid_request", "pools", message))?;
     match state
-        .create_key(&request.name, request.role, pools.clone())
+        .create_key(&request.name, request.role, pools.clone(), &auth.actor()?)
         .await?
     {
         NewKey::Created(key) => Ok((
@@ -186,7 +186,7 @@ async fn revoke_key(
             message: "is a configured key: remove it from the configuration instead".into(),
         });
     }
-    if state.revoke_key(&name).await? {
+    if state.revoke_key(&name, &auth.actor()?).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(Error::NotFound {

@@ -14,10 +14,11 @@
 //! module per resource, each owning its paths and importing none of the others: [`pools`],
 //! [`display`], [`rounds`], [`round_batches`], [`seasons`], [`corrections`], [`export`],
 //! [`events`], [`players`], [`leaderboard`], [`distribution`], [`predictions`],
-//! [`matchmaking`], [`keys`], [`health`], [`dashboard`]. (`rounds` mounts `export`'s `GET` of
+//! [`matchmaking`], [`keys`], [`audit`], [`health`], [`dashboard`]. (`rounds` mounts `export`'s `GET` of
 //! its path beside its `POST`: utoipa-axum takes one path's handlers together.)
 
 pub mod answer;
+pub mod audit;
 pub mod auth;
 pub mod boards;
 pub mod bodies;
@@ -90,6 +91,7 @@ fn routes() -> (Router<AppState>, OpenApiDoc) {
         .merge(predictions::router())
         .merge(matchmaking::router())
         .merge(keys::router())
+        .merge(audit::router())
         .merge(health::router())
         .merge(openapi::router())
         .split_for_parts();

@@ -39,6 +39,7 @@ const ERROR_SCHEMA: &str = "ErrorResponse";
         (name = "players", description = "Ratings, histories and leaderboards"),
         (name = "predictions", description = "Win probabilities and match quality"),
         (name = "health", description = "Liveness, readiness and this document"),
+        (name = "keys", description = "Keys kept in the database, and the audit log of what keys did"),
     )
 )]
 pub(super) struct ApiDoc;
@@ -396,6 +397,9 @@ pub(super) fn query_examples() -> Vec<(&'static str, &'static str, serde_json::V
     use serde_json::json;
     vec![
         ("/v1/pools/{pool}", "confirm", json!("main")),
+        ("/v1/audit", "pool", json!("main")),
+        ("/v1/audit", "action", json!("pool.create")),
+        ("/v1/audit", "limit", json!(100)),
         // A write that can wait for its application, on every route that has one.
         ("", "wait", json!("applied")),
         ("", "timeout", json!(10)),

@@ -313,7 +313,7 @@ async fn get_pool(
         (status = 422, body = ErrorResponse)),
     security(("bearer" = [])))]
 async fn put_pool(
-    _: Authorized<Admin>,
+    auth: Authorized<Admin>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
     JsonBody(overrides): JsonBody<ParamsOverrides>,
@@ -325,22 +325,21 @@ async fn put_pool(
             "pool names are 1 to 64 characters of a-z, 0-9, `_` and `-`",
         ));
     }
-    let (outcome, params) =
-        state
-            .put_pool(&pool, &overrides)
-            .await
-            .map_err(|error| match error {
-                PutPoolError::Invalid(error) => {
-                    let field = error.field().unwrap_or_default();
-                    match error {
-                        ParamsError::Malformed { message, .. } => {
-                            Error::invalid("invalid_request", field, message)
-                        }
-                        other => Error::invalid("invalid_parameter", field, other.to_string()),
+    let (outcome, params) = state
+        .put_pool(&pool, &overrides, &auth.actor()?)
+        .await
+        .map_err(|error| match error {
+            PutPoolError::Invalid(error) => {
+                let field = error.field().unwrap_or_default();
+                match error {
+                    ParamsError::Malformed { message, .. } => {
+                        Error::invalid("invalid_request", field, message)
                     }
+                    other => Error::invalid("invalid_parameter", field, other.to_string()),
                 }
-                PutPoolError::Storage(error) => error.into(),
-            })?;
+            }
+            PutPoolError::Storage(error) => error.into(),
+        })?;
     let (status, outcome) = match outcome {
         PoolWrite::Created => (StatusCode::CREATED, "created"),
         PoolWrite::Updated => (StatusCode::OK, "updated"),
@@ -385,7 +384,7 @@ pub struct DeletedResponse {
         (status = 409, body = ErrorResponse, description = "A recomputation is under way")),
     security(("bearer" = [])))]
 async fn delete_pool(
-    _: Authorized<Admin>,
+    auth: Authorized<Admin>,
     State(state): State<AppState>,
     Path(pool): Path<String>,
     QueryParams(query): QueryParams<DeleteQuery>,
@@ -396,7 +395,7 @@ async fn delete_pool(
             format!("must repeat the pool's name (`?confirm={pool}`): a deletion cannot be undone"),
         ));
     }
-    match state.delete_pool(&pool).await? {
+    match state.delete_pool(&pool, &auth.actor()?).await? {
         Deletion::Deleted => Ok(Json(DeletedResponse {
             name: pool,
             outcome: "deleted",

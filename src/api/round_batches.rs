@@ -100,6 +100,7 @@ async fn create_round_batch(
                 kind: EntryKind::Round,
                 body: &round.body,
                 key: &round.key,
+                audit: None,
             })
             .collect();
         tries += 1;

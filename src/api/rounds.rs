@@ -85,6 +85,7 @@ async fn create_round(
             kind: EntryKind::Round,
             body: &body,
             key: &key,
+            audit: None,
         };
         tries += 1;
         match state.enqueue(&pool, entry, Some(systems.against())).await? {

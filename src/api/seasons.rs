@@ -24,6 +24,7 @@ use super::query::QueryParams;
 use super::queueing::{located, round_url, Queued, RoundStatusResponse};
 use super::waiting::{settle, WaitQuery};
 use super::{pool_of, reads};
+use crate::audit::Action;
 use crate::pools::past::PastKey;
 use crate::pools::Pool;
 use crate::state::AppState;
@@ -101,7 +102,9 @@ async fn start_season(
         tracing::error!(error = %e, "season serialization failed");
         Error::Internal
     })?;
-    let entry = NewEntry::by_body(&season.id, EntryKind::Season, &canonical);
+    let actor = auth.actor()?;
+    let entry = NewEntry::by_body(&season.id, EntryKind::Season, &canonical)
+        .audited(&actor, Action::SeasonStart);
     let outcome = state.enqueue(&pool, entry, None).await?;
     let queued = Queued::of(outcome, &season.id)?;
     let mut status = queued.status;

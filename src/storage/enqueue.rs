@@ -7,7 +7,9 @@
 use std::collections::HashMap;
 
 use super::rows::{content_hash, parse_status};
-use super::{Against, EnqueueRequest, Enqueued, EnqueuedAll, EntryKind, Error, RoundStatus};
+use super::{
+    Against, Audited, EnqueueRequest, Enqueued, EnqueuedAll, EntryKind, Error, RoundStatus,
+};
 use crate::engine::SystemParams;
 
 /// A line stored under an id the requests use: its status and the hash it is compared by.
@@ -41,6 +43,8 @@ pub(super) struct NewLine<'a> {
     pub hash: Vec<u8>,
     /// What it is.
     pub kind: EntryKind,
+    /// The admin action it is, for the audit log.
+    pub audit: Option<Audited<'a>>,
 }
 
 /// What the transaction answers each request, and the lines it writes.
@@ -113,6 +117,7 @@ pub(super) fn plan<'a>(
                         body: entry.body,
                         hash,
                         kind: entry.kind,
+                        audit: entry.audit,
                     });
                 }
             }

@@ -27,38 +27,46 @@ use async_trait::async_trait;
 pub use error::Error;
 pub use records::{
     Against, AppliedEntrant, AppliedId, AppliedPage, AppliedRecord, AppliedRound, AppliedSince,
-    AsOf, EnqueueRequest, Enqueued, EnqueuedAll, EntryKind, HistoryEntry, HistoryPage,
-    LeagueHistory, LeagueRow, LineOutcome, LoadedPool, NewEntry, Peak, PoolInfo, PoolProgress,
-    PoolWrite, QueuedRound, RatedAsOf, Recomputed, RecomputedLine, ResultsPage, Rewrite,
-    RoundOutcome, RoundRecord, RoundResult, RoundStatus, SeasonRecord, SeasonStart, StoredKey,
-    StoredPlayer,
+    AsOf, AuditEntry, AuditPage, AuditQuery, Audited, EnqueueRequest, Enqueued, EnqueuedAll,
+    EntryKind, HistoryEntry, HistoryPage, LeagueHistory, LeagueRow, LineOutcome, LoadedPool,
+    NewEntry, Peak, PoolInfo, PoolProgress, PoolWrite, QueuedRound, RatedAsOf, Recomputed,
+    RecomputedLine, ResultsPage, Rewrite, RoundOutcome, RoundRecord, RoundResult, RoundStatus,
+    SeasonRecord, SeasonStart, StoredKey, StoredPlayer,
 };
 pub use replicas::{lock_table_full, Change, Lease, Replicas};
 
+use crate::audit::Actor;
 use crate::display::{Display, Leagues};
 use crate::engine::SystemParams;
 
 /// Every database operation the service performs. Each method is one transaction; writes that
 /// depend on a pool's queue take one of that pool's locks (its queue's tail for posts, its
 /// worker's for settling) for the whole transaction, so several service processes may share one
-/// database.
+/// database. Each admin or key action that changes something (the methods given an [`Actor`],
+/// and lines queued [`NewEntry::audited`]) writes its audit entry in its own transaction, with
+/// the state before and after where it has one; one that changes nothing records nothing.
 #[async_trait]
 pub trait Storage: Send + Sync + 'static {
     /// Creates pool `name`, or changes its parameters. A change is refused with
     /// [`Error::ParamsLocked`] once the pool has applied or queued rounds: the worker may be
     /// rating the oldest queued round with the current parameters at this moment.
-    async fn put_pool(&self, name: &str, params: &SystemParams) -> Result<PoolWrite, Error>;
+    async fn put_pool(
+        &self,
+        name: &str,
+        params: &SystemParams,
+        actor: &Actor,
+    ) -> Result<PoolWrite, Error>;
 
     /// Deletes pool `name` and everything it holds (its rounds queued, applied and failed, its
     /// players and their history) in one transaction under the pool's lock, so that no commit
     /// of its worker lands after it; whether there was such a pool.
-    async fn delete_pool(&self, name: &str) -> Result<bool, Error>;
+    async fn delete_pool(&self, name: &str, actor: &Actor) -> Result<bool, Error>;
 
     /// Sets pool `name`'s display settings; [`Error::PoolNotFound`] if there is no such pool.
     /// They may change at any time: what they show is derived from the stored ratings. Their
     /// leagues must be the stored ones ([`Error::Stale`] otherwise): leagues change only with
     /// their recomputation, [`Self::put_leagues`].
-    async fn put_display(&self, name: &str, display: &Display) -> Result<(), Error>;
+    async fn put_display(&self, name: &str, display: &Display, actor: &Actor) -> Result<(), Error>;
 
     /// Every history row of `pool` with the applied count, in one snapshot: what leagues are
     /// recomputed from.
@@ -72,21 +80,25 @@ pub trait Storage: Send + Sync + 'static {
         name: &str,
         display: &Display,
         recomputed: &Recomputed,
+        actor: &Actor,
     ) -> Result<(), Error>;
 
     /// Every key kept in the database, revoked ones included, by name.
     async fn keys(&self) -> Result<Vec<StoredKey>, Error>;
 
     /// Stores `key`; `false` (and nothing stored) if a key of its name exists, revoked or not.
-    async fn create_key(&self, key: &StoredKey) -> Result<bool, Error>;
+    async fn create_key(&self, key: &StoredKey, actor: &Actor) -> Result<bool, Error>;
 
     /// Stores `key` only if the database holds no key at all, revoked ones included: the first
     /// start's admin key. Whether it was stored (another process may have been first).
-    async fn create_first_key(&self, key: &StoredKey) -> Result<bool, Error>;
+    async fn create_first_key(&self, key: &StoredKey, actor: &Actor) -> Result<bool, Error>;
 
-    /// Marks key `name` revoked at `at`, unless it was revoked before (it keeps that time);
-    /// `false` if there is no such key.
-    async fn revoke_key(&self, name: &str, at: i64) -> Result<bool, Error>;
+    /// Marks key `name` revoked at `at`, unless it was revoked before (it keeps that time, and
+    /// nothing is recorded); `false` if there is no such key.
+    async fn revoke_key(&self, name: &str, at: i64, actor: &Actor) -> Result<bool, Error>;
+
+    /// A page of the audit log, newest first.
+    async fn audit(&self, query: &AuditQuery) -> Result<AuditPage, Error>;
 
     /// Up to `limit` applied rounds of `pool` after seq `after`, in the order they were applied:
     /// the first always, whatever its size, then each whose body ends within `bytes` of the

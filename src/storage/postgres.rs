@@ -49,6 +49,10 @@ const INSERT_LINES: &str = "
 /// worker's, so that neither waits for the other's commit.
 const TAIL_LOCK_CLASS: i32 = 0x006d_6d71;
 
+/// First key of the lock audit entries are written under ("mma"), with the empty name's hash
+/// for the second: one for the whole database.
+const AUDIT_LOCK_CLASS: i32 = 0x006d_6d61;
+
 /// Takes lock class `$1` on pool `$2` until the transaction ends.
 const LOCK_POOL: &str = "SELECT pg_advisory_xact_lock($1, hashtext($2))";
 
@@ -465,6 +469,15 @@ impl Dialect for Pg {
         sqlx::query(LOCK_POOL)
             .bind(TAIL_LOCK_CLASS)
             .bind(pool)
+            .execute(&mut *tx)
+            .await?;
+        Ok(())
+    }
+
+    async fn lock_audit(tx: &mut PgConnection) -> Result<(), Error> {
+        sqlx::query(LOCK_POOL)
+            .bind(AUDIT_LOCK_CLASS)
+            .bind("")
             .execute(&mut *tx)
             .await?;
         Ok(())

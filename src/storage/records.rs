@@ -1,6 +1,8 @@
 //! What the [`Storage`](super::Storage) methods take and give back: pools and their progress,
-//! queued and applied rounds, players, histories, keys, leagues and recomputed lines.
+//! queued and applied rounds, players, histories, keys, leagues, recomputed lines and the
+//! audit log.
 
+use crate::audit::{Action, Actor};
 use crate::config::Role;
 use crate::display::{Display, LeagueMove, Leagues, Placement};
 use crate::engine::{Rating, RatingChange, SystemParams, SystemState};
@@ -162,6 +164,9 @@ pub struct NewEntry<'a> {
     /// meaning evened out ([`crate::wire::RoundRequest::comparison_key`]); `body` itself for a
     /// line with nothing to even out.
     pub key: &'a str,
+    /// The admin action it is, recorded in the audit log in the transaction that queues it (a
+    /// correction, a season start); `None` for a round.
+    pub audit: Option<Audited<'a>>,
 }
 
 impl<'a> NewEntry<'a> {
@@ -174,8 +179,76 @@ impl<'a> NewEntry<'a> {
             kind,
             body,
             key: body,
+            audit: None,
         }
     }
+
+    /// The same line, recorded as `action` by `actor` once it is queued (a re-post that stores
+    /// nothing records nothing).
+    #[must_use]
+    pub fn audited(self, actor: &'a Actor, action: Action) -> Self {
+        Self {
+            audit: Some(Audited { actor, action }),
+            ..self
+        }
+    }
+}
+
+/// Who queued a line and as what, for the audit log ([`NewEntry::audit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Audited<'a> {
+    /// Who.
+    pub actor: &'a Actor,
+    /// What.
+    pub action: Action,
+}
+
+/// Which audit entries to read ([`super::Storage::audit`]), newest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditQuery {
+    /// Only this pool's.
+    pub pool: Option<String>,
+    /// Only this action's.
+    pub action: Option<Action>,
+    /// Only entries older than this id (the cursor).
+    pub before: Option<i64>,
+    /// At most this many.
+    pub limit: u32,
+    /// Only the entries of pools these reach; entries of no pool (the keys') only for
+    /// [`Scope::All`].
+    pub scope: Scope,
+}
+
+/// One action the audit log recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    /// Its place in the log: later entries have larger ids.
+    pub id: i64,
+    /// When (seconds since the Unix epoch).
+    pub at: i64,
+    /// The key's name (or `@config`, `@bootstrap`).
+    pub actor: String,
+    /// The request's id, if it came over HTTP.
+    pub request_id: Option<String>,
+    /// What was done.
+    pub action: Action,
+    /// The pool it was done to; `None` for a key's.
+    pub pool: Option<String>,
+    /// The correction's or season's id, or the key's name.
+    pub subject: Option<String>,
+    /// What it changed, as JSON, before; `None` where nothing was there or nothing is kept.
+    pub before: Option<String>,
+    /// The same after.
+    pub after: Option<String>,
+}
+
+/// A page of the audit log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditPage {
+    /// The entries, newest first.
+    pub entries: Vec<AuditEntry>,
+    /// Whether older entries match too.
+    pub more: bool,
 }
 
 /// What [`super::Storage::enqueue_entries`] did: all of it, or nothing.

@@ -8,10 +8,11 @@ use sha2::{Digest, Sha256};
 
 use super::enqueue::{Now, Tail};
 use super::{
-    AppliedPage, AppliedRecord, EntryKind, Error, HistoryEntry, HistoryPage, LeagueRow, Peak,
-    PoolInfo, PoolProgress, RatedAsOf, RoundRecord, RoundResult, RoundStatus, SeasonRecord,
+    AppliedPage, AppliedRecord, AuditEntry, EntryKind, Error, HistoryEntry, HistoryPage, LeagueRow,
+    Peak, PoolInfo, PoolProgress, RatedAsOf, RoundRecord, RoundResult, RoundStatus, SeasonRecord,
     StoredKey, StoredPlayer,
 };
+use crate::audit::Action;
 use crate::config::Role;
 use crate::display::{Display, LeagueMove, Placement};
 use crate::engine::{
@@ -29,6 +30,21 @@ pub(super) struct ParamsRow {
 }
 
 impl ParamsRow {
+    /// The row of a system's name and its encoded parameters ([`params_columns`]).
+    pub(super) fn of(system: String, params: String) -> Self {
+        Self { system, params }
+    }
+
+    /// The system and its parameters as stored, as the audit log keeps them:
+    /// `{"system": …, "params": …}`.
+    pub(super) fn audited(&self) -> String {
+        format!(
+            r#"{{"system":{},"params":{}}}"#,
+            serde_json::Value::String(self.system.clone()),
+            self.params
+        )
+    }
+
     /// The system and its parameters, or [`Error::Corrupt`] for an unknown system or
     /// parameters that do not decode.
     pub(super) fn into_params(self) -> Result<SystemParams, Error> {
@@ -208,6 +224,11 @@ impl QueueStateRow {
             last_seq: self.last_seq,
             queued: to_u64(queued, "queued")?,
         })
+    }
+
+    /// The pool's system and parameters as the audit log keeps them ([`ParamsRow::audited`]).
+    pub(super) fn audited_params(&self) -> String {
+        self.params.audited()
     }
 
     /// What the pool is now.
@@ -807,6 +828,45 @@ impl KeyRow {
             sha256: self.sha256,
             created_at: self.created_at,
             revoked_at: self.revoked_at,
+        })
+    }
+}
+
+/// What the audit log keeps of a key: its name, role and pools, never its hash.
+pub(super) fn audited_key(key: &StoredKey) -> String {
+    serde_json::json!({"name": key.name, "role": key.role.as_str(), "pools": key.pools.patterns()})
+        .to_string()
+}
+
+/// A row of `sql::SELECT_AUDIT`.
+#[derive(Debug, sqlx::FromRow)]
+pub(super) struct AuditRow {
+    id: i64,
+    at: i64,
+    actor: String,
+    request_id: Option<String>,
+    action: String,
+    pool: Option<String>,
+    subject: Option<String>,
+    state_before: Option<String>,
+    state_after: Option<String>,
+}
+
+impl AuditRow {
+    /// The entry, or [`Error::Corrupt`] for an action this version does not know.
+    pub(super) fn into_entry(self) -> Result<AuditEntry, Error> {
+        Ok(AuditEntry {
+            action: Action::named(&self.action).ok_or_else(|| {
+                Error::Corrupt(format!("audit entry {}: action `{}`", self.id, self.action))
+            })?,
+            id: self.id,
+            at: self.at,
+            actor: self.actor,
+            request_id: self.request_id,
+            pool: self.pool,
+            subject: self.subject,
+            before: self.state_before,
+            after: self.state_after,
         })
     }
 }

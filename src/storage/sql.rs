@@ -406,10 +406,29 @@ pub(super) const INSERT_FIRST_KEY: &str = "
     SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM api_keys)
     ON CONFLICT (name) DO NOTHING RETURNING name";
 
-/// Revokes key `$1` at `$2`, unless it is revoked already (it keeps that time); returns its
-/// name if the key exists.
+/// Revokes key `$1` at `$2` unless it is revoked already (it keeps that time); returns its
+/// name only if it revoked it now.
 pub(super) const REVOKE_KEY: &str = "
-    UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE name = $1 RETURNING name";
+    UPDATE api_keys SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL RETURNING name";
+
+/// Whether key `$1` exists (revoked or not).
+pub(super) const KEY_EXISTS: &str = "SELECT name FROM api_keys WHERE name = $1";
+
+/// Records an audit entry: at `$1` (Unix seconds), by `$2` in request `$3`, action `$4` on pool
+/// `$5` and subject `$6`, with the states `$7` before and `$8` after.
+pub(super) const INSERT_AUDIT: &str = "
+    INSERT INTO audit_log (at, actor, request_id, action, pool, subject, state_before,
+                           state_after)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+
+/// The audit log's columns, newest first once a `WHERE` (built for the query, see
+/// `SqlStorage::audit`) and `AUDIT_ORDER` follow.
+pub(super) const SELECT_AUDIT: &str = "
+    SELECT id, at, actor, request_id, action, pool, subject, state_before, state_after
+    FROM audit_log";
+
+/// The audit log's order, newest first, and the page's bound `$1`.
+pub(super) const AUDIT_ORDER: &str = " ORDER BY id DESC LIMIT $1";
 
 /// Rounds queued in every pool.
 pub(super) const COUNT_QUEUED: &str = "SELECT count(*) FROM rounds WHERE status = 'queued'";

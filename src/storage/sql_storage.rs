@@ -15,19 +15,22 @@ use tracing::instrument;
 
 use super::enqueue::{self, NewLine};
 use super::rows::{
-    applied_page, decode_display, display_column, history_page, join_players, keeps_factors,
-    params_columns, to_i64, to_u64, AppliedRow, AsOfRow, FactorRow, HistoryRow, KeyRow,
-    LeagueHistoryRow, ParamsRow, PeakRow, PlayerRow, PoolRoundsRow, PoolRow, ProgressRow,
-    QueueStateRow, ResultRow, RoundRow, SeasonRow,
+    applied_page, audited_key, decode_display, display_column, history_page, join_players,
+    keeps_factors, params_columns, to_i64, to_u64, AppliedRow, AsOfRow, AuditRow, FactorRow,
+    HistoryRow, KeyRow, LeagueHistoryRow, ParamsRow, PeakRow, PlayerRow, PoolRoundsRow, PoolRow,
+    ProgressRow, QueueStateRow, ResultRow, RoundRow, SeasonRow,
 };
 use super::{
-    sql, AppliedId, AppliedPage, AppliedRound, AppliedSince, AsOf, EnqueueRequest, EnqueuedAll,
-    Error, HistoryPage, LeagueHistory, LineOutcome, LoadedPool, Peak, PoolInfo, PoolProgress,
-    PoolWrite, QueuedRound, RatedAsOf, Recomputed, RecomputedLine, Replicas, ResultsPage, Rewrite,
-    RoundOutcome, RoundRecord, RoundResult, RoundStatus, SeasonRecord, Storage, StoredKey,
+    sql, AppliedId, AppliedPage, AppliedRound, AppliedSince, AsOf, AuditPage, AuditQuery,
+    EnqueueRequest, EnqueuedAll, Error, HistoryPage, LeagueHistory, LineOutcome, LoadedPool, Peak,
+    PoolInfo, PoolProgress, PoolWrite, QueuedRound, RatedAsOf, Recomputed, RecomputedLine,
+    Replicas, ResultsPage, Rewrite, RoundOutcome, RoundRecord, RoundResult, RoundStatus,
+    SeasonRecord, Storage, StoredKey,
 };
+use crate::audit::{Action, Actor};
 use crate::display::{Display, Leagues};
 use crate::engine::{SystemParams, SystemState};
+use crate::scope::Scope;
 
 /// What differs between the SQL backends. Every transaction of [`SqlStorage`] that writes
 /// starts with [`begin_write`](Self::begin_write) and reads the rows it checks with the
@@ -109,6 +112,12 @@ pub(super) trait Dialect: Send + Sync + 'static {
     /// Tells the other processes sharing the database, once the transaction commits, that pool
     /// `pool` changed (a no-op where one process owns the database).
     async fn notify(tx: &mut <Self::Db as Database>::Connection, pool: &str) -> Result<(), Error>;
+
+    /// Makes the writers of audit entries take turns until the transaction ends, so that the
+    /// entries' ids follow the order their transactions commit in and a reader paging the log
+    /// by id misses none (a no-op where the database takes one writer at a time). Taken last,
+    /// right before the entry is written and the transaction commits.
+    async fn lock_audit(tx: &mut <Self::Db as Database>::Connection) -> Result<(), Error>;
 
     /// Writes every player's state after a season's soft reset: the rating, the belief's
     /// columns and how many factors it keeps (none, after a reset that drops them).
@@ -306,6 +315,96 @@ where
     Ok(())
 }
 
+/// An audit entry to write: `action` by `actor` on `pool` (none for a key's) and `subject`,
+/// with the states before and after as JSON.
+struct NewAudit<'a> {
+    actor: &'a Actor,
+    action: Action,
+    pool: Option<&'a str>,
+    subject: Option<&'a str>,
+    before: Option<String>,
+    after: Option<String>,
+}
+
+/// Writes `entry` into the audit log, in `tx`, stamped with the clock now.
+async fn insert_audit<D: Dialect>(
+    tx: &mut <D::Db as Database>::Connection,
+    entry: NewAudit<'_>,
+) -> Result<(), Error>
+where
+    for<'c> &'c mut <D::Db as Database>::Connection: Executor<'c, Database = D::Db>,
+    for<'q> <D::Db as Database>::Arguments<'q>: IntoArguments<'q, D::Db>,
+    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
+    for<'q> i64: Encode<'q, D::Db> + Type<D::Db>,
+    for<'q> Option<String>: Encode<'q, D::Db> + Type<D::Db>,
+{
+    D::lock_audit(&mut *tx).await?;
+    sqlx::query(sql::INSERT_AUDIT)
+        .bind(time::OffsetDateTime::now_utc().unix_timestamp())
+        .bind(entry.actor.key.as_str())
+        .bind(entry.actor.request_id.clone())
+        .bind(entry.action.as_str())
+        .bind(entry.pool.map(str::to_owned))
+        .bind(entry.subject.map(str::to_owned))
+        .bind(entry.before)
+        .bind(entry.after)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
+/// The `WHERE` clause of `query` over the audit log, its parameters from `$2` on (`$1` is the
+/// page's size): a pool, an action, the cursor, and for a key that does not reach every pool
+/// its patterns, each a name (`pool = $n`) or a start of names compared by length
+/// (`substr(pool, 1, len) = $n`, which treats no character as a wildcard, as `LIKE` would `_`).
+fn audit_filter(query: &AuditQuery) -> (String, Vec<String>, Option<i64>) {
+    let mut clauses = Vec::new();
+    let mut texts = Vec::new();
+    let mut next = 2;
+    let mut placeholder = || {
+        let n = next;
+        next += 1;
+        format!("${n}")
+    };
+    if let Some(pool) = &query.pool {
+        clauses.push(format!("pool = {}", placeholder()));
+        texts.push(pool.clone());
+    }
+    if let Some(action) = query.action {
+        clauses.push(format!("action = {}", placeholder()));
+        texts.push(action.as_str().to_owned());
+    }
+    if let Scope::Pools(patterns) = &query.scope {
+        let mut reach = Vec::new();
+        for pattern in patterns.iter() {
+            match pattern.strip_suffix('*') {
+                Some(start) => {
+                    reach.push(format!(
+                        "substr(pool, 1, {}) = {}",
+                        start.chars().count(),
+                        placeholder()
+                    ));
+                    texts.push(start.to_owned());
+                }
+                None => {
+                    reach.push(format!("pool = {}", placeholder()));
+                    texts.push(pattern.clone());
+                }
+            }
+        }
+        clauses.push(format!("pool IS NOT NULL AND ({})", reach.join(" OR ")));
+    }
+    if query.before.is_some() {
+        clauses.push(format!("id < {}", placeholder()));
+    }
+    let filter = if clauses.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", clauses.join(" AND "))
+    };
+    (filter, texts, query.before)
+}
+
 /// [`Error::Stale`] for pool `name`.
 fn stale(name: &str) -> Error {
     Error::Stale {
@@ -313,15 +412,16 @@ fn stale(name: &str) -> Error {
     }
 }
 
-/// Runs `statement` (`sql::INSERT_KEY` or `sql::INSERT_FIRST_KEY`) for `key`; whether it
-/// stored it.
+/// Runs `statement` (`sql::INSERT_KEY` or `sql::INSERT_FIRST_KEY`) for `key` in `tx`, and
+/// records it as created by `actor` if it stored it; whether it did.
 async fn insert_key<D: Dialect>(
-    pool: &Pool<D::Db>,
+    tx: &mut <D::Db as Database>::Connection,
     statement: &str,
     key: &StoredKey,
+    actor: &Actor,
 ) -> Result<bool, Error>
 where
-    for<'c> &'c Pool<D::Db>: Executor<'c, Database = D::Db>,
+    for<'c> &'c mut <D::Db as Database>::Connection: Executor<'c, Database = D::Db>,
     for<'q> <D::Db as Database>::Arguments<'q>: IntoArguments<'q, D::Db>,
     for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
     for<'q> i64: Encode<'q, D::Db> + Type<D::Db>,
@@ -338,8 +438,19 @@ where
                 .patterns()
                 .map(|patterns| serde_json::to_string(patterns).expect("strings print")),
         )
-        .fetch_optional(pool)
+        .fetch_optional(&mut *tx)
         .await?;
+    if stored.is_some() {
+        let entry = NewAudit {
+            actor,
+            action: Action::KeyCreate,
+            pool: None,
+            subject: Some(&key.name),
+            before: None,
+            after: Some(audited_key(key)),
+        };
+        insert_audit::<D>(tx, entry).await?;
+    }
     Ok(stored.is_some())
 }
 
@@ -483,9 +594,15 @@ where
     for<'r> SeasonRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> AppliedRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
     for<'r> AppliedId: sqlx::FromRow<'r, <D::Db as Database>::Row>,
+    for<'r> AuditRow: sqlx::FromRow<'r, <D::Db as Database>::Row>,
 {
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
-    async fn put_pool(&self, name: &str, params: &SystemParams) -> Result<PoolWrite, Error> {
+    async fn put_pool(
+        &self,
+        name: &str,
+        params: &SystemParams,
+        actor: &Actor,
+    ) -> Result<PoolWrite, Error> {
         let (system, encoded) = params_columns(params)?;
         let (_turn, mut tx) = self.begin_write().await?;
         let inserted: Option<(String,)> = sqlx::query_as(sql::INSERT_POOL)
@@ -494,8 +611,18 @@ where
             .bind(&encoded)
             .fetch_optional(&mut *tx)
             .await?;
+        let written = ParamsRow::of(system.clone(), encoded.clone()).audited();
         if inserted.is_some() {
             self.notify(&mut tx, name).await?;
+            let entry = NewAudit {
+                actor,
+                action: Action::PoolCreate,
+                pool: Some(name),
+                subject: None,
+                before: None,
+                after: Some(written),
+            };
+            insert_audit::<D>(&mut tx, entry).await?;
             tx.commit().await?;
             return Ok(PoolWrite::Created);
         }
@@ -504,6 +631,7 @@ where
             .bind(name)
             .fetch_one(&mut *tx)
             .await?;
+        let before = stored.audited();
         if stored.into_params()? == *params {
             return Ok(PoolWrite::Unchanged);
         }
@@ -519,18 +647,40 @@ where
             .execute(&mut *tx)
             .await?;
         self.notify(&mut tx, name).await?;
+        let entry = NewAudit {
+            actor,
+            action: Action::PoolUpdate,
+            pool: Some(name),
+            subject: None,
+            before: Some(before),
+            after: Some(written),
+        };
+        insert_audit::<D>(&mut tx, entry).await?;
         tx.commit().await?;
         Ok(PoolWrite::Updated)
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
-    async fn delete_pool(&self, name: &str) -> Result<bool, Error> {
+    async fn delete_pool(&self, name: &str, actor: &Actor) -> Result<bool, Error> {
         let (_turn, mut tx) = self.begin_write().await?;
         // The lock a commit of the pool's worker takes: one under way ends first, and one
         // after finds no queued round to settle; then the posts' lock, so that none is
         // queued into a pool about to go.
         D::lock_queue(&mut tx, name).await?;
         D::lock_tail(&mut tx, name).await?;
+        let stored: Option<ParamsRow> = sqlx::query_as(D::LOCK_POOL_PARAMS)
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(stored) = stored else {
+            return Ok(false);
+        };
+        let (display, applied) = display_and_applied::<D>(&mut tx, name).await?;
+        let before = format!(
+            r#"{{"params":{},"display":{},"applied":{applied}}}"#,
+            stored.audited(),
+            display_column(&display)?
+        );
         for delete in [
             sql::DELETE_POOL_HISTORY,
             sql::DELETE_POOL_PLAYERS,
@@ -546,12 +696,21 @@ where
             return Ok(false);
         }
         self.notify(&mut tx, name).await?;
+        let entry = NewAudit {
+            actor,
+            action: Action::PoolDelete,
+            pool: Some(name),
+            subject: None,
+            before: Some(before),
+            after: None,
+        };
+        insert_audit::<D>(&mut tx, entry).await?;
         tx.commit().await?;
         Ok(true)
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %name))]
-    async fn put_display(&self, name: &str, display: &Display) -> Result<(), Error> {
+    async fn put_display(&self, name: &str, display: &Display, actor: &Actor) -> Result<(), Error> {
         let (_turn, mut tx) = self.begin_write().await?;
         D::lock_queue(&mut tx, name).await?;
         let (stored, _) = display_and_applied::<D>(&mut tx, name).await?;
@@ -560,8 +719,20 @@ where
         if stored.leagues != display.leagues {
             return Err(stale(name));
         }
+        if stored == *display {
+            return Ok(());
+        }
         write_display::<D>(&mut tx, name, display).await?;
         self.notify(&mut tx, name).await?;
+        let entry = NewAudit {
+            actor,
+            action: Action::DisplayUpdate,
+            pool: Some(name),
+            subject: None,
+            before: Some(display_column(&stored)?),
+            after: Some(display_column(display)?),
+        };
+        insert_audit::<D>(&mut tx, entry).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -575,23 +746,70 @@ where
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, key.name = %key.name))]
-    async fn create_key(&self, key: &StoredKey) -> Result<bool, Error> {
-        insert_key::<D>(&self.pool, sql::INSERT_KEY, key).await
+    async fn create_key(&self, key: &StoredKey, actor: &Actor) -> Result<bool, Error> {
+        let (_turn, mut tx) = self.begin_write().await?;
+        let stored = insert_key::<D>(&mut tx, sql::INSERT_KEY, key, actor).await?;
+        tx.commit().await?;
+        Ok(stored)
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, key.name = %key.name))]
-    async fn create_first_key(&self, key: &StoredKey) -> Result<bool, Error> {
-        insert_key::<D>(&self.pool, sql::INSERT_FIRST_KEY, key).await
+    async fn create_first_key(&self, key: &StoredKey, actor: &Actor) -> Result<bool, Error> {
+        let (_turn, mut tx) = self.begin_write().await?;
+        let stored = insert_key::<D>(&mut tx, sql::INSERT_FIRST_KEY, key, actor).await?;
+        tx.commit().await?;
+        Ok(stored)
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, key.name = %name))]
-    async fn revoke_key(&self, name: &str, at: i64) -> Result<bool, Error> {
+    async fn revoke_key(&self, name: &str, at: i64, actor: &Actor) -> Result<bool, Error> {
+        let (_turn, mut tx) = self.begin_write().await?;
         let revoked: Option<(String,)> = sqlx::query_as(sql::REVOKE_KEY)
             .bind(name)
             .bind(at)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *tx)
             .await?;
-        Ok(revoked.is_some())
+        if revoked.is_none() {
+            let exists: Option<(String,)> = sqlx::query_as(sql::KEY_EXISTS)
+                .bind(name)
+                .fetch_optional(&mut *tx)
+                .await?;
+            return Ok(exists.is_some());
+        }
+        let entry = NewAudit {
+            actor,
+            action: Action::KeyRevoke,
+            pool: None,
+            subject: Some(name),
+            before: Some(r#"{"revoked_at":null}"#.to_owned()),
+            after: Some(format!(r#"{{"revoked_at":{at}}}"#)),
+        };
+        insert_audit::<D>(&mut tx, entry).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    #[instrument(skip_all, fields(db.system = D::NAME))]
+    async fn audit(&self, query: &AuditQuery) -> Result<AuditPage, Error> {
+        let (filter, texts, before) = audit_filter(query);
+        let statement = format!("{}{filter}{}", sql::SELECT_AUDIT, sql::AUDIT_ORDER);
+        let mut select = sqlx::query_as::<_, AuditRow>(&statement).bind(i64::from(query.limit) + 1);
+        for text in texts {
+            select = select.bind(text);
+        }
+        if let Some(before) = before {
+            select = select.bind(before);
+        }
+        let mut rows = select.fetch_all(&self.pool).await?;
+        let more = rows.len() > query.limit as usize;
+        rows.truncate(query.limit as usize);
+        Ok(AuditPage {
+            entries: rows
+                .into_iter()
+                .map(AuditRow::into_entry)
+                .collect::<Result<_, _>>()?,
+            more,
+        })
     }
 
     #[instrument(skip_all, fields(db.system = D::NAME, pool.name = %pool))]
@@ -623,11 +841,12 @@ where
         name: &str,
         display: &Display,
         recomputed: &Recomputed,
+        actor: &Actor,
     ) -> Result<(), Error> {
         let (_turn, mut tx) = self.begin_write().await?;
         // Taken as the worker takes it: no round is settled until the leagues are written.
         D::lock_queue(&mut tx, name).await?;
-        let (_, applied) = display_and_applied::<D>(&mut tx, name).await?;
+        let (stored, applied) = display_and_applied::<D>(&mut tx, name).await?;
         if applied != recomputed.applied {
             return Err(stale(name));
         }
@@ -637,6 +856,15 @@ where
         }
         D::write_leagues(&mut tx, name, recomputed).await?;
         self.notify(&mut tx, name).await?;
+        let entry = NewAudit {
+            actor,
+            action: Action::DisplayUpdate,
+            pool: Some(name),
+            subject: None,
+            before: Some(display_column(&stored)?),
+            after: Some(display_column(display)?),
+        };
+        insert_audit::<D>(&mut tx, entry).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -690,6 +918,11 @@ where
             .await?
             .ok_or_else(|| Error::PoolNotFound(pool.to_owned()))?;
         let tail = state.tail()?;
+        let params_before = requests
+            .iter()
+            .flat_map(|r| r.entries.iter())
+            .any(|e| e.audit.is_some())
+            .then(|| state.audited_params());
         // Decoded only when a request was checked: one checked against nothing pays no more.
         let now = if requests.iter().any(|r| r.against.is_some()) {
             Some(state.into_now()?)
@@ -713,6 +946,21 @@ where
         if !plan.lines.is_empty() {
             D::insert_lines(&mut tx, pool, &plan.lines).await?;
             self.notify(&mut tx, pool).await?;
+            for line in &plan.lines {
+                let Some(audited) = line.audit else { continue };
+                let before = (audited.action == Action::CorrectionParams)
+                    .then(|| params_before.clone())
+                    .flatten();
+                let entry = NewAudit {
+                    actor: audited.actor,
+                    action: audited.action,
+                    pool: Some(pool),
+                    subject: Some(line.id),
+                    before,
+                    after: Some(line.body.to_owned()),
+                };
+                insert_audit::<D>(&mut tx, entry).await?;
+            }
             tx.commit().await?;
         }
         Ok(plan.answers)

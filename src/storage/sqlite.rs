@@ -156,6 +156,11 @@ impl Dialect for Lite {
         Ok(())
     }
 
+    /// Nothing to take: the database's one writer at a time already orders the entries.
+    async fn lock_audit(_: &mut SqliteConnection) -> Result<(), Error> {
+        Ok(())
+    }
+
     /// Line by line: SQLite runs the statements in-process, without round trips.
     async fn stored_lines(
         tx: &mut SqliteConnection,

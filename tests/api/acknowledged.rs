@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use mmr_service::engine::{Glicko2Params, SystemParams};
 use mmr_service::worker::Settled;
 
+use crate::storage_ext::tester;
 use crate::support::{round, TestApp, ADMIN_KEY, POOL};
 
 backend_tests!(
@@ -36,7 +37,11 @@ async fn a_round_checked_against_a_system_changed_since_is_checked_again_before_
     // Another process switches the pool to Glicko-2; memory here has not heard of it yet.
     app.state
         .storage
-        .put_pool(POOL, &SystemParams::Glicko2(Glicko2Params::default()))
+        .put_pool(
+            POOL,
+            &SystemParams::Glicko2(Glicko2Params::default()),
+            &tester(),
+        )
         .await
         .expect("switched in the database");
     app.post_round(POOL, partial("half")).await.assert_error(

@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::support::{round, settings, Payload, TestApp, ADMIN_KEY, POOL, READ_KEY};
 
 /// Every route of the API, as `METHOD path`.
-const ROUTES: [&str; 38] = [
+const ROUTES: [&str; 39] = [
     "GET /healthz",
     "GET /readyz",
     "GET /openapi.json",
@@ -23,6 +23,7 @@ const ROUTES: [&str; 38] = [
     "PATCH /v1/pools/{pool}/display",
     "GET /v1/pools/{pool}/leagues",
     "GET /v1/keys",
+    "GET /v1/audit",
     "POST /v1/keys",
     "DELETE /v1/keys/{name}",
     "POST /v1/pools/{pool}/rounds",

@@ -1323,6 +1323,75 @@ fn scoped_key_cases(document: &Value) -> Vec<Case> {
     cases
 }
 
+/// Reads of the audit log that are refused: a page size or cursor out of range, an action it
+/// does not record, a malformed pool, a key that is not an admin's or none, and a key of the
+/// main pool alone asking for another pool's entries (as if it did not exist).
+fn audit_cases() -> Vec<Case> {
+    let admin = |uri: &str| request(Method::GET, uri, Some(ADMIN_KEY), None, Body::empty());
+    let bad = |name: &str, uri: &str, field: &str| {
+        Case::new(
+            name,
+            admin(uri),
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            Some(field),
+        )
+    };
+    vec![
+        bad("an audit page of 0", "/v1/audit?limit=0", "limit"),
+        bad("an audit page of 1,001", "/v1/audit?limit=1001", "limit"),
+        bad("a negative audit cursor", "/v1/audit?before=-1", "before"),
+        bad(
+            "an audit cursor that is no number",
+            "/v1/audit?before=x",
+            "before",
+        ),
+        bad(
+            "an action the log does not record",
+            "/v1/audit?action=pool.drop",
+            "action",
+        ),
+        bad(
+            "a pool name that no pool can have",
+            "/v1/audit?pool=Bad!",
+            "pool",
+        ),
+        Case::new(
+            "the audit log without a key",
+            get("/v1/audit"),
+            StatusCode::UNAUTHORIZED,
+            "unauthenticated",
+            None,
+        ),
+        Case::new(
+            "the audit log with a write key",
+            request(
+                Method::GET,
+                "/v1/audit",
+                Some(WRITE_KEY),
+                None,
+                Body::empty(),
+            ),
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            None,
+        ),
+        Case::new(
+            "another pool's audit entries with a key of the main pool alone",
+            request(
+                Method::GET,
+                &format!("/v1/audit?pool={OTHER}"),
+                Some(MAIN_ONLY_KEY),
+                None,
+                Body::empty(),
+            ),
+            StatusCode::NOT_FOUND,
+            "pool_not_found",
+            None,
+        ),
+    ]
+}
+
 /// Season starts that are refused: fractions out of range or of the wrong type, a missing or
 /// empty id, unknown fields, an id taken by a round, a write key, an unknown pool, and
 /// leaderboards of seasons that do not exist.
@@ -2151,6 +2220,7 @@ async fn every_hostile_request_gets_its_4xx_naming_the_problem_and_changes_nothi
         batch_cases(),
         batch_read_cases(),
         scoped_key_cases(&document),
+        audit_cases(),
     ]
     .into_iter()
     .flatten()

@@ -6,7 +6,7 @@
 //! `worker::process_next`.
 //!
 //! One module per resource ([`pools`], [`display`], [`rounds`], [`players`], [`leaderboard`],
-//! [`predictions`], [`matchmaking`], [`health`]), then [`auth`] (keys and roles across routes) and [`errors`]
+//! [`predictions`], [`matchmaking`], [`health`], [`audit`]), then [`auth`] (keys and roles across routes) and [`errors`]
 //! (what no single resource owns: unknown routes, methods, the database going away, timeouts),
 //! [`hostile`] (a table of bad requests, each of which must change nothing) and [`security`]
 //! (every keyed route against every bad credential, keys kept out of the log, rate limits,
@@ -21,6 +21,7 @@ mod storage_ext;
 
 mod acknowledged;
 mod as_of;
+mod audit;
 mod auth;
 mod backends;
 mod bounds;

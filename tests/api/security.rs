@@ -37,6 +37,7 @@ fn keyed_routes() -> Vec<(Method, &'static str, Value, &'static str)> {
             "admin",
         ),
         (Method::GET, "/v1/keys", Value::Null, "admin"),
+        (Method::GET, "/v1/audit", Value::Null, "admin"),
         (Method::DELETE, "/v1/keys/new", Value::Null, "admin"),
         (
             Method::PUT,

@@ -39,6 +39,7 @@ use tracing_subscriber::Layer;
 
 pub use crate::db::Backend;
 use crate::db::TestDatabase;
+use crate::storage_ext::tester;
 
 /// An admin key: may create pools.
 pub const ADMIN_KEY: &str = "admin-secret";
@@ -393,7 +394,7 @@ impl TestApp {
     /// Creates pool `pool` with the default parameters, through the state (not the route).
     pub async fn create_pool(&self, pool: &str) {
         self.state
-            .put_pool(pool, &ParamsOverrides::default())
+            .put_pool(pool, &ParamsOverrides::default(), &tester())
             .await
             .expect("create the pool");
     }

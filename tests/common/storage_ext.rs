@@ -1,13 +1,24 @@
 //! Shortcuts over the `Storage` trait that only tests take: one line queued, one round
-//! applied or failed alone, the oldest queued round, every player of a pool. The service goes
-//! through the batch operations they wrap. Shared by the test binaries through
+//! applied or failed alone, the oldest queued round, every player of a pool, and the actor the
+//! audit log records for what tests do straight to storage. The service goes through the
+//! batch operations they wrap. Shared by the test binaries through
 //! `#[path = "../common/storage_ext.rs"] mod storage_ext;`.
 
 use async_trait::async_trait;
+use mmr_service::audit::Actor;
 use mmr_service::storage::{
     Against, AppliedRound, Enqueued, EntryKind, Error, NewEntry, QueuedRound, RoundOutcome,
     Storage, StoredPlayer,
 };
+
+/// Who the audit log records for an admin action a test takes straight to storage or state:
+/// the key `tester`.
+pub fn tester() -> Actor {
+    Actor {
+        key: "tester".to_owned(),
+        request_id: None,
+    }
+}
 
 /// The shortcuts, for every storage.
 #[allow(dead_code, reason = "each test binary takes the shortcuts it needs")]

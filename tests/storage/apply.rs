@@ -6,7 +6,7 @@ use std::sync::Arc;
 use mmr_service::engine::{Beliefs, EloMmrParams, Population, SystemParams, SystemState, Variant};
 use mmr_service::storage::{Error, RoundOutcome, RoundStatus};
 
-use crate::storage_ext::StorageExt;
+use crate::storage_ext::{tester, StorageExt};
 use crate::support::{
     self, create_pool, enqueue, enqueue_and_apply, execute_raw, population, stored_round, Db, ALL,
     POOL,
@@ -246,7 +246,10 @@ async fn beliefs_reload_exactly_when_factors_are_dropped(db: Db) {
     let players = ["a", "b", "c", "d", "e"];
     for (pool, params) in pools {
         let params = SystemParams::EloMmr(params);
-        db.storage.put_pool(pool, &params).await.expect("create");
+        db.storage
+            .put_pool(pool, &params, &tester())
+            .await
+            .expect("create");
         let mut population = Population::new(params).expect("valid");
         for round in 0..8_usize {
             // Rotating standings of four of the five players.
@@ -415,7 +418,7 @@ async fn rounds_rated_under_other_leagues_than_those_stored_are_refused(db: Db) 
         {"leagues": {"tiers": [{"name": "bronze"}, {"name": "gold", "threshold": 1500}]}}
     ))
     .expect("valid settings");
-    match db.storage.put_display(POOL, &display).await {
+    match db.storage.put_display(POOL, &display, &tester()).await {
         Err(Error::Stale { .. }) => {}
         other => panic!("leagues change only with their placements, got {other:?}"),
     }
@@ -425,7 +428,7 @@ async fn rounds_rated_under_other_leagues_than_those_stored_are_refused(db: Db) 
         players: Vec::new(),
     };
     db.storage
-        .put_leagues(POOL, &display, &nobody_placed)
+        .put_leagues(POOL, &display, &nobody_placed, &tester())
         .await
         .expect("store the leagues");
     let outcome = [("r1", RoundOutcome::Applied(&round))];
@@ -451,7 +454,7 @@ async fn a_round_rated_before_another_process_applied_one_is_refused_and_no_upda
         ..EloMmrParams::default()
     };
     db.storage
-        .put_pool(POOL, &SystemParams::EloMmr(gaussian))
+        .put_pool(POOL, &SystemParams::EloMmr(gaussian), &tester())
         .await
         .expect("create a Gaussian pool");
     let population = || Population::new(gaussian).expect("valid parameters");

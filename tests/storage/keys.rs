@@ -6,6 +6,7 @@ use mmr_service::config::Role;
 use mmr_service::scope::Scope;
 use mmr_service::storage::StoredKey;
 
+use crate::storage_ext::tester;
 use crate::support::Db;
 
 backend_tests!(a_key_is_revoked_once_and_keeps_that_time,);
@@ -19,21 +20,32 @@ async fn a_key_is_revoked_once_and_keeps_that_time(db: Db) {
         revoked_at: None,
         pools: Scope::of(Some(vec!["chess-*".to_owned(), "go".to_owned()])).expect("a scope"),
     };
-    assert!(db.storage.create_key(&key).await.expect("create"));
+    assert!(db
+        .storage
+        .create_key(&key, &tester())
+        .await
+        .expect("create"));
     let everywhere = StoredKey {
         name: "everywhere".to_owned(),
         pools: Scope::All,
         ..key.clone()
     };
-    assert!(db.storage.create_key(&everywhere).await.expect("create"));
+    assert!(db
+        .storage
+        .create_key(&everywhere, &tester())
+        .await
+        .expect("create"));
     assert!(
-        !db.storage.create_key(&key).await.expect("create again"),
+        !db.storage
+            .create_key(&key, &tester())
+            .await
+            .expect("create again"),
         "a name is taken once"
     );
     for at in [100, 200] {
         assert!(
             db.storage
-                .revoke_key("scoreboard", at)
+                .revoke_key("scoreboard", at, &tester())
                 .await
                 .expect("revoke"),
             "revoked at {at}: the key exists"
@@ -53,7 +65,7 @@ async fn a_key_is_revoked_once_and_keeps_that_time(db: Db) {
     );
     assert!(
         !db.storage
-            .revoke_key("never-made", 300)
+            .revoke_key("never-made", 300, &tester())
             .await
             .expect("revoke"),
         "no such key"

@@ -3,7 +3,7 @@
 use mmr_service::engine::{EloMmrParams, SystemParams, Ties, Variant};
 use mmr_service::storage::{Error, PoolWrite};
 
-use crate::storage_ext::StorageExt;
+use crate::storage_ext::{tester, StorageExt};
 use crate::support::{self, create_pool, enqueue, enqueue_and_apply, params, population, Db, POOL};
 
 backend_tests!(
@@ -33,7 +33,10 @@ fn unusual_params() -> SystemParams {
 async fn a_created_pool_reads_back_with_its_exact_parameters_and_no_rounds(db: Db) {
     let params = unusual_params();
     assert_eq!(
-        db.storage.put_pool("odd", &params).await.expect("put"),
+        db.storage
+            .put_pool("odd", &params, &tester())
+            .await
+            .expect("put"),
         PoolWrite::Created
     );
     let pool = db.storage.pool("odd").await.expect("read").expect("exists");
@@ -52,7 +55,10 @@ async fn putting_the_same_parameters_again_changes_nothing(db: Db) {
     create_pool(&db).await;
     enqueue(&db, "r1", &["a", "b"]).await;
     assert_eq!(
-        db.storage.put_pool(POOL, &params()).await.expect("put"),
+        db.storage
+            .put_pool(POOL, &params(), &tester())
+            .await
+            .expect("put"),
         PoolWrite::Unchanged,
         "an identical PUT is not a change, even with rounds queued"
     );
@@ -62,7 +68,10 @@ async fn a_pool_without_rounds_can_change_its_parameters(db: Db) {
     create_pool(&db).await;
     let params = unusual_params();
     assert_eq!(
-        db.storage.put_pool(POOL, &params).await.expect("put"),
+        db.storage
+            .put_pool(POOL, &params, &tester())
+            .await
+            .expect("put"),
         PoolWrite::Updated
     );
     let pool = db.storage.pool(POOL).await.expect("read").expect("exists");
@@ -76,7 +85,7 @@ async fn a_pool_with_queued_or_applied_rounds_refuses_a_parameter_change(db: Db)
         ..EloMmrParams::default()
     });
     enqueue(&db, "r1", &["a", "b"]).await;
-    match db.storage.put_pool(POOL, &changed).await {
+    match db.storage.put_pool(POOL, &changed, &tester()).await {
         Err(Error::ParamsLocked {
             applied: 0,
             queued: 1,
@@ -90,7 +99,7 @@ async fn a_pool_with_queued_or_applied_rounds_refuses_a_parameter_change(db: Db)
         .apply_round(POOL, "r1", &applied)
         .await
         .expect("apply");
-    match db.storage.put_pool(POOL, &changed).await {
+    match db.storage.put_pool(POOL, &changed, &tester()).await {
         Err(Error::ParamsLocked {
             applied: 1,
             queued: 0,
@@ -103,7 +112,10 @@ async fn a_pool_with_queued_or_applied_rounds_refuses_a_parameter_change(db: Db)
 }
 
 async fn pools_are_listed_by_name_with_their_counts(db: Db) {
-    db.storage.put_pool("zeta", &params()).await.expect("put");
+    db.storage
+        .put_pool("zeta", &params(), &tester())
+        .await
+        .expect("put");
     create_pool(&db).await;
     let mut population = population();
     enqueue_and_apply(&db, &mut population, "r1", &["a", "b", "c"], None).await;

@@ -7,7 +7,7 @@ use mmr_service::storage::{
     Against, Change, EnqueueRequest, Enqueued, EnqueuedAll, EntryKind, Error, NewEntry, RoundStatus,
 };
 
-use crate::storage_ext::StorageExt;
+use crate::storage_ext::{tester, StorageExt};
 use crate::support::{
     self, body, create_pool, enqueue, params, population, Db, ALL, POOL, ROOMY_QUEUE,
 };
@@ -117,6 +117,7 @@ async fn a_repost_is_recognized_by_its_key_or_by_the_body_of_a_line_stored_befor
         kind: EntryKind::Round,
         body,
         key,
+        audit: None,
     };
     let queued = Enqueued::AlreadyStored {
         status: RoundStatus::Queued,
@@ -218,7 +219,7 @@ async fn a_full_queue_refuses_new_rounds_but_still_recognizes_reposts(db: Db) {
 async fn round_ids_are_scoped_to_their_pool(db: Db) {
     create_pool(&db).await;
     db.storage
-        .put_pool("other", &support::params())
+        .put_pool("other", &support::params(), &tester())
         .await
         .expect("put");
     enqueue(&db, "r1", &["a", "b"]).await;
@@ -524,13 +525,14 @@ async fn posts_wait_for_the_tail_of_the_queue_only_not_for_the_workers_commit() 
         let other = SystemParams::Elo(EloParams::default());
         let changing = tokio::time::timeout(
             Duration::from_millis(500),
-            db.storage.put_pool("other-pool-unlocked", &other),
+            db.storage
+                .put_pool("other-pool-unlocked", &other, &tester()),
         )
         .await;
         assert!(changing.is_ok(), "another pool waited");
         let changing = tokio::time::timeout(
             Duration::from_millis(500),
-            db.storage.put_pool(POOL, &other),
+            db.storage.put_pool(POOL, &other, &tester()),
         )
         .await;
         assert!(

@@ -4,7 +4,7 @@ use mmr_service::display::{LeagueMove, Placement};
 use mmr_service::engine::{EloMmrState, Factor, Rating, RatingChange, SystemState};
 use mmr_service::storage::{AppliedEntrant, AppliedRound, ResultsPage, RoundOutcome, RoundStatus};
 
-use crate::storage_ext::StorageExt;
+use crate::storage_ext::{tester, StorageExt};
 use crate::support::{
     self, create_pool, enqueue, enqueue_and_apply, population, stored_round, Db, ALL, POOL,
 };
@@ -471,7 +471,7 @@ async fn unknown_rounds_and_players_read_as_nothing(db: Db) {
 async fn queue_depth_counts_queued_rounds_of_every_pool(db: Db) {
     create_pool(&db).await;
     db.storage
-        .put_pool("other", &crate::support::params())
+        .put_pool("other", &crate::support::params(), &tester())
         .await
         .expect("put");
     assert_eq!(db.storage.queue_depth().await.expect("depth"), 0);

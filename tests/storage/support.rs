@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::storage_ext::StorageExt;
+use crate::storage_ext::{tester, StorageExt};
 use mmr_service::display::LeagueMove;
 use mmr_service::engine::{Beliefs, EloMmrParams, Population, Round, Standing, SystemParams};
 use mmr_service::storage::{self, AppliedEntrant, AppliedRound, ResultsPage, RoundRecord, Storage};
@@ -74,7 +74,7 @@ pub fn params() -> SystemParams {
 /// Creates the test pool with default parameters.
 pub async fn create_pool(db: &Db) {
     db.storage
-        .put_pool(POOL, &params())
+        .put_pool(POOL, &params(), &tester())
         .await
         .expect("create the pool");
 }
