@@ -548,6 +548,38 @@ fn the_dashboard_shows_the_pool_as_the_api_does_on_a_desktop_and_a_phone() {
     });
 }
 
+/// On the imported ctftime pool, at its default display: the default leaderboard's top 100 are
+/// established teams, by μ − 3σ, where a board by μ with everyone (the default before pools left
+/// provisional players out) has teams of one or two rounds among its top 100.
+fn default_board_lists_established_teams_only(server: &Server) {
+    let entries = |uri: &str| -> Vec<Value> {
+        let board = server.get_json(uri);
+        board["entries"].as_array().expect("entries").clone()
+    };
+    let default = entries("/v1/pools/ctftime/leaderboard?limit=100");
+    assert_eq!(default.len(), 100);
+    assert!(
+        default.iter().all(|e| e["provisional"] == false),
+        "no provisional team in the default top 100"
+    );
+    let conservative: Vec<f64> = default
+        .iter()
+        .map(|e| e["conservative"].as_f64().expect("μ − 3σ"))
+        .collect();
+    assert!(conservative.windows(2).all(|w| w[0] >= w[1]), "by μ − 3σ");
+    let by_mu = entries("/v1/pools/ctftime/leaderboard?limit=100&order=mu&established=false");
+    let mu: Vec<f64> = by_mu.iter().map(|e| e["mu"].as_f64().expect("μ")).collect();
+    assert!(mu.windows(2).all(|w| w[0] >= w[1]), "by μ");
+    let provisional = by_mu.iter().filter(|e| e["provisional"] == true).count();
+    assert!(
+        provisional > 0,
+        "the board by μ lists provisional teams too"
+    );
+    println!(
+        "ctftime: {provisional} of the top 100 by μ are provisional, none of the default board's"
+    );
+}
+
 /// With `../shared/data` present, formula1 (with a fixed range and leagues) and ctftime (its
 /// ids written in NFC) imported into pools of their own: the pages to photograph, by name.
 fn shared_pools(server: &Server) -> Vec<(String, String)> {
@@ -608,6 +640,9 @@ fn shared_pools(server: &Server) -> Vec<(String, String)> {
                 "{pool}: not applied in time"
             );
             std::thread::sleep(Duration::from_millis(200));
+        }
+        if pool == "ctftime" {
+            default_board_lists_established_teams_only(server);
         }
         let board = server.get_json(&format!("/v1/pools/{pool}/leaderboard?limit=1"));
         let top = board["entries"][0]["player"]
