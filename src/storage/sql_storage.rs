@@ -326,6 +326,25 @@ struct NewAudit<'a> {
     after: Option<String>,
 }
 
+impl<'a> NewAudit<'a> {
+    /// `actor`'s change of pool `pool`'s display settings from `before` to `after`.
+    fn display(
+        actor: &'a Actor,
+        pool: &'a str,
+        before: &Display,
+        after: &Display,
+    ) -> Result<Self, Error> {
+        Ok(Self {
+            actor,
+            action: Action::DisplayUpdate,
+            pool: Some(pool),
+            subject: None,
+            before: Some(display_column(before)?),
+            after: Some(display_column(after)?),
+        })
+    }
+}
+
 /// Writes `entry` into the audit log, in `tx`, stamped with the clock now.
 async fn insert_audit<D: Dialect>(
     tx: &mut <D::Db as Database>::Connection,
@@ -724,15 +743,7 @@ where
         }
         write_display::<D>(&mut tx, name, display).await?;
         self.notify(&mut tx, name).await?;
-        let entry = NewAudit {
-            actor,
-            action: Action::DisplayUpdate,
-            pool: Some(name),
-            subject: None,
-            before: Some(display_column(&stored)?),
-            after: Some(display_column(display)?),
-        };
-        insert_audit::<D>(&mut tx, entry).await?;
+        insert_audit::<D>(&mut tx, NewAudit::display(actor, name, &stored, display)?).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -856,15 +867,7 @@ where
         }
         D::write_leagues(&mut tx, name, recomputed).await?;
         self.notify(&mut tx, name).await?;
-        let entry = NewAudit {
-            actor,
-            action: Action::DisplayUpdate,
-            pool: Some(name),
-            subject: None,
-            before: Some(display_column(&stored)?),
-            after: Some(display_column(display)?),
-        };
-        insert_audit::<D>(&mut tx, entry).await?;
+        insert_audit::<D>(&mut tx, NewAudit::display(actor, name, &stored, display)?).await?;
         tx.commit().await?;
         Ok(())
     }
