@@ -181,7 +181,10 @@ pub struct EvaluateArgs {
     /// How `--input` is laid out.
     #[arg(long, value_enum, default_value_t = InputFormat::Jsonl)]
     pub input_format: InputFormat,
-    /// The systems to compare, comma-separated, or `all`.
+    /// The systems to compare, comma-separated, or `all`. `trueskill` is TrueSkill, whose name
+    /// is Microsoft's trademark and whose method Microsoft patented: before shipping its
+    /// ratings in a commercial product, read docs/trueskill.md ("Licence and trademark") or
+    /// choose another system.
     #[arg(long, value_name = "LIST|all", default_value = "all", value_parser = parse_systems)]
     pub systems: SystemList,
     /// Judge each round among the players with at least K earlier rounds only.

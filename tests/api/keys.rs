@@ -213,6 +213,25 @@ async fn a_first_start_with_no_key_creates_one_admin_key_once(app: TestApp) {
         post_round_with(&first, &key, "r1").await,
         StatusCode::ACCEPTED
     );
+    // The audit log names the service's own start as the first key's creator, and the key
+    // as the pool's.
+    let log = first
+        .send(Method::GET, "/v1/audit", Some(&key), Payload::Empty)
+        .await;
+    let log = log.assert_status(StatusCode::OK, "the audit log");
+    let acted: Vec<(&Value, &Value)> = log["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| (&e["action"], &e["key"]))
+        .collect();
+    assert_eq!(
+        acted,
+        [
+            (&json!("pool.create"), &json!("admin")),
+            (&json!("key.create"), &json!("@bootstrap"))
+        ]
+    );
 
     let again = app.restarted_with(bare.clone()).await;
     assert_eq!(

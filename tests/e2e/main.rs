@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use server::{Backend, Server, ADMIN_KEY};
+use server::{Backend, Options, Server, ADMIN_KEY};
 
 /// Rounds of `../shared/data/formula1` the tests post.
 const ROUNDS: usize = 200;
@@ -296,4 +296,45 @@ fn with_no_configuration_the_service_serves_on_an_embedded_sqlite_file_and_makes
     server.restart();
     assert_eq!(server.first_key(), None, "only the first start makes a key");
     assert_eq!(server.put(&format!("/v1/pools/{POOL}"), "{}", &key), 200);
+}
+
+#[test]
+fn a_pool_the_configuration_declares_is_created_at_start_by_the_service_as_the_audit_log_says() {
+    let options = Options {
+        env: vec![("MMR__POOLS__RANKED__BETA", "150".to_owned())],
+        ..Options::default()
+    };
+    let Some(server) = Server::start_with(Backend::Default, options) else {
+        return;
+    };
+    let key = server
+        .first_key()
+        .expect("the first start prints an admin key");
+    assert_eq!(server.get_json("/v1/pools/ranked")["params"]["beta"], 150.0);
+    let log: serde_json::Value = reqwest::blocking::Client::new()
+        .get(format!("{}/v1/audit", server.base_url()))
+        .bearer_auth(&key)
+        .send()
+        .and_then(reqwest::blocking::Response::json)
+        .expect("the audit log");
+    let acted: Vec<(&str, &str, &serde_json::Value)> = log["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            (
+                e["action"].as_str().expect("an action"),
+                e["key"].as_str().expect("a key"),
+                &e["pool"],
+            )
+        })
+        .collect();
+    assert_eq!(
+        acted,
+        [
+            ("pool.create", "@config", &serde_json::json!("ranked")),
+            ("key.create", "@bootstrap", &serde_json::Value::Null),
+        ],
+        "{log:#}"
+    );
 }

@@ -153,5 +153,12 @@ fn the_text_output_says_what_each_metric_means_and_how_players_were_judged() {
             help.contains("What the metrics mean"),
             "{command} --help: {help}"
         );
+        // Where TrueSkill is offered, its licence is named (docs/trueskill.md).
+        if command == "evaluate" {
+            assert!(
+                help.contains("Microsoft's trademark") && help.contains("docs/trueskill.md"),
+                "{command} --help: {help}"
+            );
+        }
     }
 }
