@@ -3,7 +3,7 @@
 //! key action it performs (`storage::Storage`), and `GET /v1/audit` reads them back. Plain
 //! data: no I/O, no HTTP.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use utoipa::ToSchema;
 
 /// Who asked for an action: a key's name (or `@config` and `@bootstrap`, the service at its
@@ -28,7 +28,7 @@ impl Actor {
 }
 
 /// What an audit entry records. Stored and shown by these names (`pool.create`, …).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, ToSchema)]
 pub enum Action {
     /// `PUT /v1/pools/{pool}` created the pool (or the configuration's `[pools]` did).
     #[serde(rename = "pool.create")]

@@ -13,6 +13,9 @@ pub const MAX_POOL_NAME: usize = 64;
 /// What [`is_pool_name`] accepts, as a regular expression for documents.
 pub const POOL_NAME_PATTERN: &str = r"^[a-z0-9_-]{1,64}$";
 
+/// [`POOL_NAME_PATTERN`] in words, for the error refusing another name.
+pub const POOL_NAME_RULE: &str = "pool names are 1 to 64 characters of a-z, 0-9, `_` and `-`";
+
 /// Whether `name` is a pool name: [`POOL_NAME_PATTERN`].
 #[must_use]
 pub fn is_pool_name(name: &str) -> bool {

@@ -105,10 +105,7 @@ async fn audit_log(
     };
     if let Some(pool) = &params.pool {
         if !names::is_pool_name(pool) {
-            return Err(Error::query(
-                "pool",
-                "pool names are 1 to 64 characters of a-z, 0-9, `_` and `-`",
-            ));
+            return Err(Error::query("pool", names::POOL_NAME_RULE));
         }
         if !auth.scope().allows(pool) {
             return Err(Error::NotFound {

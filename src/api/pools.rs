@@ -322,7 +322,7 @@ async fn put_pool(
         return Err(Error::invalid(
             "invalid_pool_name",
             "pool",
-            "pool names are 1 to 64 characters of a-z, 0-9, `_` and `-`",
+            names::POOL_NAME_RULE,
         ));
     }
     let (outcome, params) = state

@@ -30,19 +30,9 @@ pub(super) struct ParamsRow {
 }
 
 impl ParamsRow {
-    /// The row of a system's name and its encoded parameters ([`params_columns`]).
-    pub(super) fn of(system: String, params: String) -> Self {
-        Self { system, params }
-    }
-
-    /// The system and its parameters as stored, as the audit log keeps them:
-    /// `{"system": …, "params": …}`.
+    /// The system and its parameters as stored, as the audit log keeps them ([`audited_params`]).
     pub(super) fn audited(&self) -> String {
-        format!(
-            r#"{{"system":{},"params":{}}}"#,
-            serde_json::Value::String(self.system.clone()),
-            self.params
-        )
+        audited_params(&self.system, &self.params)
     }
 
     /// The system and its parameters, or [`Error::Corrupt`] for an unknown system or
@@ -55,6 +45,15 @@ impl ParamsRow {
         serde_json::from_value(serde_json::json!({"system": self.system, "params": params}))
             .map_err(corrupt)
     }
+}
+
+/// A system's name and its encoded parameters (the columns of [`ParamsRow`]) as the audit log
+/// keeps them: `{"system": …, "params": …}`.
+pub(super) fn audited_params(system: &str, params: &str) -> String {
+    format!(
+        r#"{{"system":{},"params":{params}}}"#,
+        serde_json::Value::String(system.to_owned())
+    )
 }
 
 /// The columns `system` and `params` of [`ParamsRow`] for `system`: `$2` and `$3` of

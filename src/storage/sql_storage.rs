@@ -15,10 +15,10 @@ use tracing::instrument;
 
 use super::enqueue::{self, NewLine};
 use super::rows::{
-    applied_page, audited_key, decode_display, display_column, history_page, join_players,
-    keeps_factors, params_columns, to_i64, to_u64, AppliedRow, AsOfRow, AuditRow, FactorRow,
-    HistoryRow, KeyRow, LeagueHistoryRow, ParamsRow, PeakRow, PlayerRow, PoolRoundsRow, PoolRow,
-    ProgressRow, QueueStateRow, ResultRow, RoundRow, SeasonRow,
+    applied_page, audited_key, audited_params, decode_display, display_column, history_page,
+    join_players, keeps_factors, params_columns, to_i64, to_u64, AppliedRow, AsOfRow, AuditRow,
+    FactorRow, HistoryRow, KeyRow, LeagueHistoryRow, ParamsRow, PeakRow, PlayerRow, PoolRoundsRow,
+    PoolRow, ProgressRow, QueueStateRow, ResultRow, RoundRow, SeasonRow,
 };
 use super::{
     sql, AppliedId, AppliedPage, AppliedRound, AppliedSince, AsOf, AuditPage, AuditQuery,
@@ -372,11 +372,12 @@ where
     Ok(())
 }
 
-/// The `WHERE` clause of `query` over the audit log, its parameters from `$2` on (`$1` is the
-/// page's size): a pool, an action, the cursor, and for a key that does not reach every pool
-/// its patterns, each a name (`pool = $n`) or a start of names compared by length
-/// (`substr(pool, 1, len) = $n`, which treats no character as a wildcard, as `LIKE` would `_`).
-fn audit_filter(query: &AuditQuery) -> (String, Vec<String>, Option<i64>) {
+/// The `WHERE` clause of `query` over the audit log and its text parameters, from `$2` on (`$1`
+/// is the page's size, and the cursor, if any, follows the texts): a pool, an action, for a key
+/// that does not reach every pool its patterns, each a name (`pool = $n`) or a start of names
+/// compared by length (`substr(pool, 1, len) = $n`, which treats no character as a wildcard, as
+/// `LIKE` would `_`), and the cursor.
+fn audit_filter(query: &AuditQuery) -> (String, Vec<String>) {
     let mut clauses = Vec::new();
     let mut texts = Vec::new();
     let mut next = 2;
@@ -421,7 +422,7 @@ fn audit_filter(query: &AuditQuery) -> (String, Vec<String>, Option<i64>) {
     } else {
         format!(" WHERE {}", clauses.join(" AND "))
     };
-    (filter, texts, query.before)
+    (filter, texts)
 }
 
 /// [`Error::Stale`] for pool `name`.
@@ -630,7 +631,7 @@ where
             .bind(&encoded)
             .fetch_optional(&mut *tx)
             .await?;
-        let written = ParamsRow::of(system.clone(), encoded.clone()).audited();
+        let written = audited_params(&system, &encoded);
         if inserted.is_some() {
             self.notify(&mut tx, name).await?;
             let entry = NewAudit {
@@ -802,13 +803,13 @@ where
 
     #[instrument(skip_all, fields(db.system = D::NAME))]
     async fn audit(&self, query: &AuditQuery) -> Result<AuditPage, Error> {
-        let (filter, texts, before) = audit_filter(query);
+        let (filter, texts) = audit_filter(query);
         let statement = format!("{}{filter}{}", sql::SELECT_AUDIT, sql::AUDIT_ORDER);
         let mut select = sqlx::query_as::<_, AuditRow>(&statement).bind(i64::from(query.limit) + 1);
         for text in texts {
             select = select.bind(text);
         }
-        if let Some(before) = before {
+        if let Some(before) = query.before {
             select = select.bind(before);
         }
         let mut rows = select.fetch_all(&self.pool).await?;

@@ -43,10 +43,9 @@ const BATCH_ROUNDS: usize = 64;
 /// characters (about 450,000 standings): a batch's memory and transaction stay bounded, and a
 /// history of large rounds still goes in few transactions. Each transaction rewrites the row of
 /// every player its rounds name, so smaller batches of large rounds rewrote most players' rows
-/// again and again: at 2 MiB, a backfill of 300 rounds of 4,000 among 30,000 players took 21
-/// batches and spent as long upserting players as inserting its 1.2M history rows
-/// (`pg_stat_activity` sampled during the ingest); at 16 MiB it takes 5 (BENCHMARKS.md,
-/// "Backfill").
+/// again and again: at 2 MiB, a backfill of 300 rounds of 4,000 among 30,000 players took 18
+/// batches and spent as long upserting players as inserting its 1.2M history rows; at 16 MiB it
+/// takes 5 (BENCHMARKS.md, "Backfill").
 const BATCH_BYTES: usize = 16 << 20;
 /// Most batches one step settles. A step holds the pool's turn, which a parameter change and a
 /// hand-over to another replica wait for: it rates no further batch once one of them waits.
